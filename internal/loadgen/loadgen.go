@@ -1,0 +1,262 @@
+// Package loadgen paces requests: an open-loop arrival schedule (absolute, so
+// it never drifts), an optional in-flight cap (closed loop), warm-up requests
+// excluded from results, and cancellation. It produces one runlog.Record per
+// request sent — records written always equal requests sent.
+//
+// Run is safe to call from one goroutine at a time per Config; it owns every
+// goroutine it starts and returns only after all of them have finished.
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// Call sends one prepared request and fills rec (Sent, chunks, status…).
+// It must return when ctx is done, recording the request as cancelled.
+type Call func(ctx context.Context, rec *runlog.Record)
+
+// Target prepares request i before its send time, so building a body never
+// delays a send. The load generator is its only caller, from one goroutine.
+type Target interface {
+	Prepare(i int) (Call, error)
+}
+
+// TargetFunc adapts a function to Target.
+type TargetFunc func(i int) (Call, error)
+
+// Prepare calls f(i).
+func (f TargetFunc) Prepare(i int) (Call, error) { return f(i) }
+
+var _ Target = TargetFunc(nil)
+
+// Schedule yields absolute arrival offsets from the start of the measured
+// phase, in non-decreasing order.
+type Schedule interface {
+	Next() time.Duration
+}
+
+// Config is one load level.
+type Config struct {
+	// Schedule gives arrival times; nil means unpaced: send as fast as the
+	// in-flight cap allows (closed loop, or everything at once).
+	Schedule Schedule
+	// MaxConcurrency caps in-flight requests; 0 means no cap.
+	MaxConcurrency int
+	// NumPrompts is how many measured requests to send; 0 means until
+	// Duration ends.
+	NumPrompts int
+	// Duration stops sending new requests after this long; 0 means none.
+	// Requests in flight at the deadline run to completion.
+	Duration time.Duration
+	// NumWarmups requests are sent first, flagged Warmup, excluded from
+	// results; the measured schedule starts when they have all finished.
+	NumWarmups int
+	// Level tags every record.
+	Level int
+	// IDPrefix prefixes request ids (x-request-id).
+	IDPrefix string
+	// FirstIndex is the dataset index of the first request (so levels of a
+	// sweep do not resend the same prompts).
+	FirstIndex int
+	// Now is the monotonic clock in ns from the run start.
+	Now func() int64
+	// OnRecord receives every finished record, from the request's goroutine
+	// (so it must be safe for concurrent use). The record is reused after
+	// OnRecord returns: copy what you keep.
+	OnRecord func(*runlog.Record)
+}
+
+// Result describes what the level did.
+type Result struct {
+	// Sent counts requests sent (warm-ups included); each produced a record.
+	Sent int
+	// Warmups counts warm-up requests sent.
+	Warmups int
+	// Delayed counts arrivals that were due while the in-flight cap was
+	// full, so they left late (their wait is in their response time).
+	Delayed int
+	// Start and End bound the measured phase, ns from the run start.
+	Start, End int64
+	// Stopped says why sending stopped early ("" when it ran to the end):
+	// "cancelled" or "duration".
+	Stopped string
+}
+
+var recPool = sync.Pool{New: func() any { return new(runlog.Record) }}
+
+// Run executes one level. It returns an error only for a request that
+// could not be prepared (a workload problem); per-request failures are
+// records. When ctx is cancelled, in-flight requests are cancelled and
+// recorded, and Run returns the partial Result with a nil error.
+func Run(ctx context.Context, cfg Config, t Target) (Result, error) {
+	if cfg.Now == nil {
+		return Result{}, errors.New("loadgen: Config.Now is nil")
+	}
+	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
+		return Result{}, errors.New("loadgen: need NumPrompts or Duration")
+	}
+	var res Result
+	g := &group{onRecord: cfg.OnRecord, now: cfg.Now}
+	idx := cfg.FirstIndex
+
+	// Warm-ups: closed loop at the level's concurrency (or all at once).
+	if cfg.NumWarmups > 0 {
+		var slots chan struct{}
+		if cfg.MaxConcurrency > 0 {
+			slots = make(chan struct{}, cfg.MaxConcurrency)
+		}
+		for w := 0; w < cfg.NumWarmups && ctx.Err() == nil; w++ {
+			call, err := t.Prepare(idx)
+			if err != nil {
+				g.wait()
+				return res, err
+			}
+			if slots != nil {
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					continue
+				}
+			}
+			rec := newRecord(cfg, idx, true)
+			idx++
+			rec.Intended = cfg.Now()
+			res.Sent++
+			res.Warmups++
+			g.start(ctx, call, rec, slots)
+		}
+		g.wait()
+	}
+
+	var slots chan struct{}
+	if cfg.MaxConcurrency > 0 {
+		slots = make(chan struct{}, cfg.MaxConcurrency)
+	}
+	res.Start = cfg.Now()
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		tm := time.NewTimer(cfg.Duration)
+		defer tm.Stop()
+		deadline = tm.C
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+loop:
+	for n := 0; cfg.NumPrompts <= 0 || n < cfg.NumPrompts; n++ {
+		if ctx.Err() != nil {
+			res.Stopped = "cancelled"
+			break
+		}
+		call, err := t.Prepare(idx)
+		if err != nil {
+			g.wait()
+			res.End = cfg.Now()
+			return res, fmt.Errorf("request %d: %w", idx, err)
+		}
+		var intended int64
+		if cfg.Schedule != nil {
+			intended = res.Start + int64(cfg.Schedule.Next())
+			if wait := intended - cfg.Now(); wait > 0 {
+				timer.Reset(time.Duration(wait))
+				select {
+				case <-timer.C:
+				case <-deadline:
+					res.Stopped = "duration"
+					break loop
+				case <-ctx.Done():
+					res.Stopped = "cancelled"
+					break loop
+				}
+			}
+		}
+		if slots != nil {
+			select {
+			case slots <- struct{}{}:
+			default:
+				if cfg.Schedule != nil {
+					res.Delayed++
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-deadline:
+					res.Stopped = "duration"
+					break loop
+				case <-ctx.Done():
+					res.Stopped = "cancelled"
+					break loop
+				}
+			}
+		}
+		select {
+		case <-deadline:
+			if slots != nil {
+				<-slots
+			}
+			res.Stopped = "duration"
+			break loop
+		default:
+		}
+		if cfg.Schedule == nil {
+			intended = cfg.Now()
+		}
+		rec := newRecord(cfg, idx, false)
+		idx++
+		rec.Intended = intended
+		res.Sent++
+		g.start(ctx, call, rec, slots)
+	}
+	g.wait()
+	res.End = cfg.Now()
+	return res, nil
+}
+
+func newRecord(cfg Config, idx int, warm bool) *runlog.Record {
+	rec := recPool.Get().(*runlog.Record)
+	chunks := rec.Chunks[:0]
+	*rec = runlog.Record{Chunks: chunks, Level: cfg.Level, Warmup: warm}
+	rec.ID = fmt.Sprintf("%s%d", cfg.IDPrefix, idx)
+	return rec
+}
+
+// group owns the request goroutines of one level.
+type group struct {
+	wg       sync.WaitGroup
+	onRecord func(*runlog.Record)
+	now      func() int64
+}
+
+func (g *group) start(ctx context.Context, call Call, rec *runlog.Record, slots chan struct{}) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		id := rec.ID
+		call(ctx, rec)
+		if rec.ID == "" {
+			rec.ID = id
+		}
+		if rec.Sent == 0 && rec.End == 0 {
+			// A Call that returned without sending (cancelled before
+			// start) still yields a record.
+			rec.Sent, rec.End = g.now(), g.now()
+			if rec.ErrorClass == "" {
+				rec.ErrorClass, rec.Error = runlog.ErrCancelled, "cancelled before sending"
+			}
+		}
+		if slots != nil {
+			<-slots
+		}
+		if g.onRecord != nil {
+			g.onRecord(rec)
+		}
+		recPool.Put(rec)
+	}()
+}
+
+func (g *group) wait() { g.wg.Wait() }

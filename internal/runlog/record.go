@@ -1,0 +1,273 @@
+// Package runlog holds goodput's one data model: the per-request Record, the
+// run's metadata, the JSON Lines codec that stores them, and the metric
+// definitions (TTFT, TTP, ITL, TPOT, E2E, response time) computed from a
+// Record. Every producer (bench, sim, proxy) writes Records and every consumer
+// (stats, report, compare) reads them, so a metric is defined exactly once,
+// here.
+//
+// Times are nanoseconds from the run's start on the monotonic clock.
+// Record and Meta values are not safe for concurrent mutation; Writer is safe
+// for concurrent use.
+package runlog
+
+import "time"
+
+// ErrorClass names why a request failed. The empty class means success.
+type ErrorClass string
+
+// The error classes a request can end with.
+const (
+	ErrNone         ErrorClass = ""
+	ErrConnect      ErrorClass = "connect"       // could not connect (refused, DNS, TLS)
+	ErrConnectReset ErrorClass = "connect_reset" // connection reset before a response (e.g. full listen backlog)
+	ErrHTTP4xx      ErrorClass = "http_4xx"      // 4xx status other than 429
+	ErrHTTP429      ErrorClass = "http_429"      // rate limited
+	ErrHTTP5xx      ErrorClass = "http_5xx"      // server error status
+	ErrStream       ErrorClass = "stream_error"  // error event or broken stream after a 200
+	ErrMalformed    ErrorClass = "malformed"     // a chunk that is not the JSON we expect
+	ErrTimeout      ErrorClass = "timeout"       // the whole request exceeded --timeout
+	ErrIdleTimeout  ErrorClass = "idle_timeout"  // no bytes for longer than the idle timeout
+	ErrCancelled    ErrorClass = "cancelled"     // the run was stopped (Ctrl-C, duration reached)
+)
+
+// ErrorClasses lists every failure class in a stable order, for reports.
+var ErrorClasses = []ErrorClass{
+	ErrConnect, ErrConnectReset, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx,
+	ErrStream, ErrMalformed, ErrTimeout, ErrIdleTimeout, ErrCancelled,
+}
+
+// TokenSource says where a Record's token counts came from.
+type TokenSource string
+
+// Token count sources.
+const (
+	// TokensUsage means the server's usage object gave the counts.
+	TokensUsage TokenSource = "usage"
+	// TokensCounted means the client counted them (one per chunk, or with a
+	// tokenizer); chunk counting can undercount when a server merges tokens.
+	TokensCounted TokenSource = "counted"
+)
+
+// Chunk is one token-carrying piece of a streamed response.
+type Chunk struct {
+	// T is the arrival time of the complete event, ns from the run start.
+	T int64
+	// Tokens is how many generated tokens the chunk carries (≥ 1).
+	Tokens int32
+	// Visible is true for content the user sees; false for hidden tokens
+	// (reasoning, <think> text, tool-call arguments).
+	Visible bool
+}
+
+// ServerTiming is the server-side truth a simulated engine knows about a
+// request; nil for records measured from the outside.
+type ServerTiming struct {
+	// ArrivalNs is when the engine received the request, ns from run start.
+	ArrivalNs int64 `json:"arrival_ns"`
+	// QueueNs is the time spent waiting before first being scheduled.
+	QueueNs int64 `json:"queue_ns"`
+	// PrefillNs is from first scheduled to the first generated token.
+	PrefillNs int64 `json:"prefill_ns"`
+	// DecodeNs is from the first to the last generated token.
+	DecodeNs int64 `json:"decode_ns"`
+	// Preemptions counts how often the request was evicted and recomputed.
+	Preemptions int `json:"preemptions"`
+	// CachedTokens is the prompt tokens served from the prefix cache.
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// Record is one request's measurement, written the moment the request ends.
+type Record struct {
+	// ID is the request id (sent as x-request-id).
+	ID string `json:"id"`
+	// Level is the index of the load level the request belongs to (0 outside
+	// a sweep).
+	Level int `json:"level"`
+	// Warmup marks requests excluded from results.
+	Warmup bool `json:"warmup,omitempty"`
+
+	// Intended is when the arrival schedule wanted the request sent, ns.
+	Intended int64 `json:"intended_ns"`
+	// Sent is when the request was actually written, ns.
+	Sent int64 `json:"sent_ns"`
+	// ConnectNs is time spent establishing a new connection for this request
+	// (0 when a pooled connection was reused). It is inside TTFT.
+	ConnectNs int64 `json:"connect_ns,omitempty"`
+	// Chunks holds every token-carrying chunk in arrival order.
+	Chunks []Chunk `json:"chunks"`
+	// End is when the stream ended ([DONE], EOF or error), ns.
+	End int64 `json:"end_ns"`
+
+	// PromptTokens is the input length in tokens.
+	PromptTokens int `json:"prompt_tokens"`
+	// CompletionTokens is the output length in tokens (reasoning included).
+	CompletionTokens int `json:"completion_tokens"`
+	// ReasoningTokens is the hidden part of CompletionTokens, if known.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// CachedTokens is the prompt tokens the server served from its prefix
+	// cache (usage.prompt_tokens_details.cached_tokens).
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// TokenSource says whether the counts came from usage or were counted.
+	TokenSource TokenSource `json:"token_source,omitempty"`
+	// RequestedPromptTokens is the prompt length the workload asked for (0
+	// when unknown), to measure prompt-synthesis mismatch.
+	RequestedPromptTokens int `json:"requested_prompt_tokens,omitempty"`
+	// MaxTokens is the output cap sent with the request (0 for none).
+	MaxTokens int `json:"max_tokens,omitempty"`
+
+	// Status is the HTTP status (0 when no response arrived).
+	Status int `json:"status"`
+	// FinishReason is the last finish_reason seen.
+	FinishReason string `json:"finish_reason,omitempty"`
+	// ErrorClass is empty for success, else why the request failed.
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
+	// Error is a one-line human message for a failure.
+	Error string `json:"error,omitempty"`
+
+	// Server is the simulated engine's own view; nil when measured remotely.
+	Server *ServerTiming `json:"server,omitempty"`
+}
+
+// OK reports whether the request succeeded.
+func (r *Record) OK() bool { return r.ErrorClass == ErrNone }
+
+// firstToken returns the index of the first token-carrying chunk, or -1.
+func (r *Record) firstToken() int {
+	for i := range r.Chunks {
+		if r.Chunks[i].Tokens > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *Record) lastToken() int {
+	for i := len(r.Chunks) - 1; i >= 0; i-- {
+		if r.Chunks[i].Tokens > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// TTFT is the time from sending to the first chunk carrying a generated token
+// (content or reasoning). ok is false when no token arrived.
+func (r *Record) TTFT() (d time.Duration, ok bool) {
+	i := r.firstToken()
+	if i < 0 {
+		return 0, false
+	}
+	return time.Duration(r.Chunks[i].T - r.Sent), true
+}
+
+// TTP (time to publish) is the time from sending to the first chunk carrying
+// a visible token. ok is false when nothing visible arrived.
+func (r *Record) TTP() (d time.Duration, ok bool) {
+	for _, c := range r.Chunks {
+		if c.Tokens > 0 && c.Visible {
+			return time.Duration(c.T - r.Sent), true
+		}
+	}
+	return 0, false
+}
+
+// E2E is the time from sending to the last token-carrying chunk (not [DONE],
+// not a usage-only chunk). ok is false when no token arrived.
+func (r *Record) E2E() (d time.Duration, ok bool) {
+	i := r.lastToken()
+	if i < 0 {
+		return 0, false
+	}
+	return time.Duration(r.Chunks[i].T - r.Sent), true
+}
+
+// ResponseTime is E2E measured from the intended send time, so the client's
+// own backlog counts (no coordinated omission).
+func (r *Record) ResponseTime() (d time.Duration, ok bool) {
+	i := r.lastToken()
+	if i < 0 {
+		return 0, false
+	}
+	return time.Duration(r.Chunks[i].T - r.Intended), true
+}
+
+// SendLag is how late the request left relative to its schedule.
+func (r *Record) SendLag() time.Duration { return time.Duration(r.Sent - r.Intended) }
+
+// OutputTokens is the number of generated tokens: CompletionTokens when set,
+// else the sum over chunks.
+func (r *Record) OutputTokens() int {
+	if r.CompletionTokens > 0 {
+		return r.CompletionTokens
+	}
+	n := 0
+	for _, c := range r.Chunks {
+		n += int(c.Tokens)
+	}
+	return n
+}
+
+// TPOT is (last token time − first token time) / (output tokens − 1). ok is
+// false for requests with fewer than two output tokens.
+func (r *Record) TPOT() (d time.Duration, ok bool) {
+	n := r.OutputTokens()
+	first, last := r.firstToken(), r.lastToken()
+	if n < 2 || first < 0 {
+		return 0, false
+	}
+	return time.Duration((r.Chunks[last].T - r.Chunks[first].T) / int64(n-1)), true
+}
+
+// ITLs appends to dst every gap between consecutive token-carrying chunks
+// (vLLM's ITL) and returns it.
+func (r *Record) ITLs(dst []time.Duration) []time.Duration {
+	prev := int64(-1)
+	for _, c := range r.Chunks {
+		if c.Tokens <= 0 {
+			continue
+		}
+		if prev >= 0 {
+			dst = append(dst, time.Duration(c.T-prev))
+		}
+		prev = c.T
+	}
+	return dst
+}
+
+// TokenITLs appends to dst the per-token gaps: each chunk gap divided by the
+// tokens the later chunk carries, once per token. With one token per chunk
+// it equals ITLs.
+func (r *Record) TokenITLs(dst []time.Duration) []time.Duration {
+	prev := int64(-1)
+	for _, c := range r.Chunks {
+		if c.Tokens <= 0 {
+			continue
+		}
+		if prev >= 0 {
+			g := time.Duration((c.T - prev) / int64(c.Tokens))
+			for range c.Tokens {
+				dst = append(dst, g)
+			}
+		}
+		prev = c.T
+	}
+	return dst
+}
+
+// FirstTokenAt returns the absolute time (ns from run start) of the first
+// token, or -1.
+func (r *Record) FirstTokenAt() int64 {
+	if i := r.firstToken(); i >= 0 {
+		return r.Chunks[i].T
+	}
+	return -1
+}
+
+// LastTokenAt returns the absolute time (ns from run start) of the last
+// token, or -1.
+func (r *Record) LastTokenAt() int64 {
+	if i := r.lastToken(); i >= 0 {
+		return r.Chunks[i].T
+	}
+	return -1
+}

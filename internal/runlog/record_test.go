@@ -1,0 +1,121 @@
+package runlog
+
+import (
+	"testing"
+	"time"
+)
+
+const ms = int64(time.Millisecond)
+
+// chatRecord is a scripted chat stream: sent at 100 ms (intended 90 ms),
+// a role-only chunk at 150 ms (no token), two hidden reasoning chunks at 200
+// and 230 ms, then visible content at 300 ms (2 tokens), 320 ms and 360 ms.
+func chatRecord() *Record {
+	return &Record{
+		ID: "r1", Intended: 90 * ms, Sent: 100 * ms,
+		Chunks: []Chunk{
+			{T: 150 * ms, Tokens: 0, Visible: true},
+			{T: 200 * ms, Tokens: 1},
+			{T: 230 * ms, Tokens: 1},
+			{T: 300 * ms, Tokens: 2, Visible: true},
+			{T: 320 * ms, Tokens: 1, Visible: true},
+			{T: 360 * ms, Tokens: 1, Visible: true},
+		},
+		End:              370 * ms,
+		CompletionTokens: 6,
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	r := chatRecord()
+	cases := []struct {
+		name string
+		f    func() (time.Duration, bool)
+		want time.Duration
+		ok   bool
+	}{
+		// First token-carrying chunk is at 200 ms (the role-only one at 150 does not count): 200-100.
+		{"ttft", r.TTFT, 100 * time.Millisecond, true},
+		// First visible token at 300 ms: 300-100.
+		{"ttp", r.TTP, 200 * time.Millisecond, true},
+		// Last token chunk 360 ms (not End at 370): 360-100.
+		{"e2e", r.E2E, 260 * time.Millisecond, true},
+		// From the intended send, 90 ms: 360-90.
+		{"response", r.ResponseTime, 270 * time.Millisecond, true},
+		// (360-200)/(6-1) = 32 ms.
+		{"tpot", r.TPOT, 32 * time.Millisecond, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := c.f()
+			if got != c.want || ok != c.ok {
+				t.Errorf("%s() = %v, %v; want %v, %v", c.name, got, ok, c.want, c.ok)
+			}
+		})
+	}
+	// Gaps between token chunks: 230-200, 300-230, 320-300, 360-320.
+	itl := r.ITLs(nil)
+	want := []time.Duration{30, 70, 20, 40}
+	if len(itl) != len(want) {
+		t.Fatalf("ITLs() = %v; want %v ms", itl, want)
+	}
+	for i := range want {
+		if itl[i] != want[i]*time.Millisecond {
+			t.Errorf("ITLs()[%d] = %v; want %v ms", i, itl[i], want[i])
+		}
+	}
+	// Per token: 30, then 70/2 twice, 20, 40.
+	tok := r.TokenITLs(nil)
+	wantTok := []time.Duration{30, 35, 35, 20, 40}
+	if len(tok) != len(wantTok) {
+		t.Fatalf("TokenITLs() = %v; want %v ms", tok, wantTok)
+	}
+	for i := range wantTok {
+		if tok[i] != wantTok[i]*time.Millisecond {
+			t.Errorf("TokenITLs()[%d] = %v; want %v ms", i, tok[i], wantTok[i])
+		}
+	}
+	if got := r.SendLag(); got != 10*time.Millisecond {
+		t.Errorf("SendLag() = %v; want 10ms", got)
+	}
+}
+
+func TestMetricsEdgeCases(t *testing.T) {
+	t.Run("no tokens", func(t *testing.T) {
+		r := &Record{Sent: 1, Chunks: []Chunk{{T: 5, Tokens: 0}}}
+		if _, ok := r.TTFT(); ok {
+			t.Error("TTFT() ok for a stream with no token")
+		}
+		if _, ok := r.E2E(); ok {
+			t.Error("E2E() ok for a stream with no token")
+		}
+		if _, ok := r.TPOT(); ok {
+			t.Error("TPOT() ok for a stream with no token")
+		}
+	})
+	t.Run("one token", func(t *testing.T) {
+		r := &Record{Sent: 0, Chunks: []Chunk{{T: 5, Tokens: 1, Visible: true}}}
+		if _, ok := r.TPOT(); ok {
+			t.Error("TPOT() ok for a one-token request")
+		}
+		if d, _ := r.TTFT(); d != 5 {
+			t.Errorf("TTFT() = %v; want 5ns", d)
+		}
+	})
+	t.Run("counted tokens", func(t *testing.T) {
+		// Without usage, output tokens are the chunk sum: 1+3 = 4, TPOT = (40-10)/3 = 10.
+		r := &Record{Chunks: []Chunk{{T: 10, Tokens: 1}, {T: 40, Tokens: 3}}}
+		if n := r.OutputTokens(); n != 4 {
+			t.Errorf("OutputTokens() = %d; want 4", n)
+		}
+		if d, _ := r.TPOT(); d != 10 {
+			t.Errorf("TPOT() = %v; want 10ns", d)
+		}
+	})
+	t.Run("hidden only", func(t *testing.T) {
+		r := &Record{Chunks: []Chunk{{T: 10, Tokens: 1}}}
+		if _, ok := r.TTP(); ok {
+			t.Error("TTP() ok with no visible token")
+		}
+	})
+}
