@@ -1,0 +1,560 @@
+// Package openai speaks the OpenAI-compatible HTTP API that vLLM, SGLang,
+// TGI, llama.cpp, Ollama and commercial APIs serve: it builds streaming
+// completion and chat requests, reads their server-sent events, and fills a
+// runlog.Record with every token-carrying chunk's arrival time.
+//
+// A Client is safe for concurrent use; one Stream call measures one request.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sse"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is what to send: a prompt (completions) or messages (chat).
+type Request struct {
+	// ID is sent as x-request-id and kept in the record.
+	ID string
+	// Prompt is the completion prompt; for chat it becomes one user message
+	// when Messages is empty.
+	Prompt string
+	// Messages is the chat conversation.
+	Messages []Message
+	// MaxTokens caps the output (sent as max_tokens); 0 sends none.
+	MaxTokens int
+	// PromptTokens is the prompt length the workload intended (0 unknown).
+	PromptTokens int
+}
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the server root, e.g. http://127.0.0.1:8000.
+	BaseURL string
+	// Endpoint is the path, e.g. /v1/completions or /v1/chat/completions.
+	Endpoint string
+	// Model is the model id to request.
+	Model string
+	// APIKey is sent as a bearer token; it is never logged or recorded.
+	APIKey string
+	// Headers are extra request headers.
+	Headers http.Header
+	// ExtraBody is merged into every request body (--extra-body).
+	ExtraBody map[string]any
+	// IgnoreEOS sends ignore_eos: true (vLLM, SGLang, llama.cpp extension).
+	IgnoreEOS bool
+	// ContinuousUsage asks for usage in every chunk (vLLM's
+	// continuous_usage_stats), giving exact tokens per chunk.
+	ContinuousUsage bool
+	// Timeout bounds a whole request; 0 means none.
+	Timeout time.Duration
+	// IdleTimeout bounds the silence between bytes of a response; 0 means
+	// none.
+	IdleTimeout time.Duration
+	// MaxConns sizes the connection pool (the run's concurrency); no other
+	// cap is applied.
+	MaxConns int
+	// Now is the monotonic clock in ns from the run start.
+	Now func() int64
+}
+
+// Client sends streaming requests and measures them.
+type Client struct {
+	cfg      Config
+	url      string
+	chat     bool
+	hc       *http.Client
+	fresh    *http.Client // for a retry after a reused connection raced a closing server
+	authHdr  string
+	// closes is set once the server was seen closing a kept-alive
+	// connection under a request (llama.cpp does after every stream); from
+	// then on every request gets a fresh connection, as vLLM's client does.
+	closes atomic.Bool
+}
+
+// NewClient checks cfg and returns a Client.
+func NewClient(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--base-url %q: want http(s)://host[:port]", cfg.BaseURL)
+	}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = "/v1/completions"
+	}
+	if !strings.HasPrefix(cfg.Endpoint, "/") {
+		cfg.Endpoint = "/" + cfg.Endpoint
+	}
+	if cfg.Now == nil {
+		start := time.Now()
+		cfg.Now = func() int64 { return int64(time.Since(start)) }
+	}
+	c := &Client{
+		cfg:  cfg,
+		url:  strings.TrimRight(cfg.BaseURL, "/") + cfg.Endpoint,
+		chat: strings.Contains(cfg.Endpoint, "chat"),
+	}
+	if cfg.APIKey != "" {
+		c.authHdr = "Bearer " + cfg.APIKey
+	}
+	conns := max(cfg.MaxConns, 16)
+	c.hc = &http.Client{Transport: newTransport(conns, false)}
+	c.fresh = &http.Client{Transport: newTransport(conns, true)}
+	return c, nil
+}
+
+// Chat reports whether the endpoint is a chat endpoint.
+func (c *Client) Chat() bool { return c.chat }
+
+func newTransport(conns int, noKeepAlive bool) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         d.DialContext,
+		MaxIdleConns:        0, // no global cap: the per-host limit is the one that matters
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     0,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 30 * time.Second,
+		DisableKeepAlives:   noKeepAlive,
+		DisableCompression:  true, // a gzip layer would batch events and hide their timing
+		ReadBufferSize:      64 << 10,
+		WriteBufferSize:     64 << 10,
+		ForceAttemptHTTP2:   false,
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{}, // HTTP/1.1, as the servers measured speak it
+	}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
+}
+
+// Body encodes the JSON request body for r. It is separate from Stream so a
+// load generator can build bodies before their send time.
+func (c *Client) Body(r *Request) ([]byte, error) {
+	m := make(map[string]any, 8+len(c.cfg.ExtraBody))
+	m["model"] = c.cfg.Model
+	if c.chat {
+		msgs := r.Messages
+		if len(msgs) == 0 {
+			msgs = []Message{{Role: "user", Content: r.Prompt}}
+		}
+		m["messages"] = msgs
+	} else {
+		m["prompt"] = r.Prompt
+	}
+	if r.MaxTokens > 0 {
+		// max_tokens, not max_completion_tokens: llama.cpp ignores the latter.
+		m["max_tokens"] = r.MaxTokens
+	}
+	m["stream"] = true
+	so := map[string]any{"include_usage": true}
+	if c.cfg.ContinuousUsage {
+		so["continuous_usage_stats"] = true
+	}
+	m["stream_options"] = so
+	if c.cfg.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
+	for k, v := range c.cfg.ExtraBody {
+		m[k] = v
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("encode request %s: %w", r.ID, err)
+	}
+	return buf.Bytes(), nil
+}
+
+var (
+	errIdle    = errors.New("idle timeout")
+	errTimeout = errors.New("request timeout")
+)
+
+// Stream sends one request whose body was built by Body and fills rec: Sent,
+// ConnectNs, Chunks, End, token counts, Status and error class. rec.ID and
+// rec.Intended are the caller's. Failures are recorded, never returned: the
+// error result is only for a cancelled ctx, and even then rec is complete
+// (class cancelled).
+func (c *Client) Stream(ctx context.Context, r *Request, body []byte, rec *runlog.Record) {
+	rec.ID = r.ID
+	rec.RequestedPromptTokens = r.PromptTokens
+	rec.MaxTokens = r.MaxTokens
+	for attempt := 0; ; attempt++ {
+		retry := c.attempt(ctx, r, body, rec, attempt > 0 || c.closes.Load(), attempt < maxRetries)
+		if !retry {
+			return
+		}
+		c.closes.Store(true)
+		// The reused connection was closed by the server before our request
+		// reached it (llama.cpp closes after every stream): not a server
+		// failure, so resend on a fresh connection.
+		*rec = runlog.Record{ID: rec.ID, Level: rec.Level, Warmup: rec.Warmup, Intended: rec.Intended,
+			RequestedPromptTokens: rec.RequestedPromptTokens, MaxTokens: rec.MaxTokens}
+	}
+}
+
+// maxRetries bounds resends after a reused connection was found closed.
+const maxRetries = 2
+
+// attempt sends once. It returns true, leaving rec's failure unset, when the
+// request met a reused connection the server had already closed and
+// mayRetry allows another try.
+func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runlog.Record, fresh, mayRetry bool) (retry bool) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.cfg.Timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
+		defer stop()
+	}
+	var reused, wrote bool
+	var connStart int64
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+		ConnectStart: func(_, _ string) {
+			if connStart == 0 {
+				connStart = c.cfg.Now()
+			}
+		},
+		TLSHandshakeDone: func(tls.ConnectionState, error) {
+			if connStart != 0 {
+				rec.ConnectNs = c.cfg.Now() - connStart
+			}
+		},
+		ConnectDone: func(_, _ string, _ error) {
+			if connStart != 0 {
+				rec.ConnectNs = c.cfg.Now() - connStart
+			}
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote = true },
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		c.fail(rec, runlog.ErrConnect, "build request: "+err.Error())
+		return false
+	}
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{"text/event-stream"}
+	h["X-Request-Id"] = []string{r.ID}
+	if c.authHdr != "" {
+		h["Authorization"] = []string{c.authHdr}
+	}
+	for k, v := range c.cfg.Headers {
+		h[k] = v
+	}
+	hc := c.hc
+	if fresh {
+		hc = c.fresh
+	}
+	rec.Sent = c.cfg.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		rec.End = c.cfg.Now()
+		if mayRetry && reused && ctx.Err() == nil && (!wrote || isReset(err)) {
+			return true
+		}
+		c.classifyErr(ctx, rec, err, true)
+		return false
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		rec.End = c.cfg.Now()
+		class := runlog.ErrHTTP4xx
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			class = runlog.ErrHTTP429
+		case resp.StatusCode >= 500:
+			class = runlog.ErrHTTP5xx
+		case resp.StatusCode < 400:
+			class = runlog.ErrStream
+		}
+		c.fail(rec, class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
+		return false
+	}
+	var rd io.Reader = resp.Body
+	if c.cfg.IdleTimeout > 0 {
+		rd = newIdleReader(resp.Body, c.cfg.IdleTimeout, func() { cancel(errIdle) })
+		defer rd.(*idleReader).stop()
+	}
+	if c.read(ctx, rd, rec) {
+		// Read to the body's end (the chunked terminator follows [DONE])
+		// so the connection goes back to the pool instead of being closed:
+		// otherwise every request pays a new connection inside its TTFT.
+		_, _ = io.Copy(io.Discard, io.LimitReader(rd, 64<<10))
+	}
+	return false
+}
+
+// read consumes the event stream into rec. It reports whether the stream
+// ended cleanly with [DONE], leaving the body worth draining.
+func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (clean bool) {
+	sr := sse.NewReader(body, c.cfg.Now, 64<<10)
+	var (
+		dec        ChunkDecoder
+		ch         Chunk
+		think      ThinkSplitter
+		done       bool
+		usage      Usage
+		sawUsage   bool
+		contUsage  bool // usage came on the first token chunk: per-chunk exact counts
+		prevCompl  int
+		counted    int
+		finish     []byte
+		firstToken = true
+	)
+	rec.Chunks = rec.Chunks[:0]
+	for {
+		ev, err := sr.Next()
+		if err != nil {
+			rec.End = c.cfg.Now()
+			if err == io.EOF {
+				if !done && len(finish) == 0 {
+					c.fail(rec, runlog.ErrStream, "stream ended without [DONE] or finish_reason")
+				}
+				break
+			}
+			c.classifyErr(ctx, rec, err, false)
+			break
+		}
+		data := ev.Data
+		if len(data) == 0 {
+			continue
+		}
+		if bytes.Equal(data, doneMarker) {
+			done = true
+			rec.End = ev.At
+			break
+		}
+		if err := dec.Decode(data, &ch); err != nil {
+			rec.End = ev.At
+			c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("chunk %d: %v", len(rec.Chunks)+1, err))
+			break
+		}
+		if len(ch.ErrMessage) > 0 {
+			rec.End = ev.At
+			c.fail(rec, runlog.ErrStream, "error event: "+oneLine(string(ch.ErrMessage)))
+			break
+		}
+		if len(ch.FinishReason) > 0 {
+			finish = append(finish[:0], ch.FinishReason...)
+		}
+		vis, hid := 0, len(ch.Reasoning)+ch.ToolArgs
+		if len(ch.Content) > 0 {
+			v, h := think.Feed(ch.Content)
+			vis += v
+			hid += h
+		}
+		if ch.Usage.Present {
+			usage = ch.Usage
+			sawUsage = true
+		}
+		if vis+hid == 0 {
+			if ch.Usage.Present {
+				prevCompl = ch.Usage.CompletionTokens
+			}
+			continue
+		}
+		if firstToken {
+			// Usage on the first token chunk means per-chunk usage
+			// (continuous_usage_stats); usage only at the end (llama.cpp
+			// puts it in the last choices chunk) does not.
+			contUsage = ch.Usage.Present
+			firstToken = false
+		}
+		n := 1
+		if contUsage && ch.Usage.Present {
+			n = ch.Usage.CompletionTokens - prevCompl
+			prevCompl = ch.Usage.CompletionTokens
+			if n < 1 {
+				n = 1
+			}
+		}
+		counted += n
+		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: ev.At, Tokens: int32(n), Visible: vis > 0})
+	}
+	rec.FinishReason = string(finish)
+	if sawUsage && usage.CompletionTokens > 0 {
+		rec.TokenSource = runlog.TokensUsage
+		rec.PromptTokens = usage.PromptTokens
+		rec.CompletionTokens = usage.CompletionTokens
+		rec.ReasoningTokens = usage.ReasoningTokens
+		rec.CachedTokens = usage.CachedTokens
+	} else {
+		rec.TokenSource = runlog.TokensCounted
+		rec.CompletionTokens = counted
+		if sawUsage {
+			rec.PromptTokens = usage.PromptTokens
+			rec.CachedTokens = usage.CachedTokens
+		}
+	}
+	if rec.PromptTokens == 0 {
+		rec.PromptTokens = rec.RequestedPromptTokens
+	}
+	return done && rec.ErrorClass == ""
+}
+
+var doneMarker = []byte("[DONE]")
+
+func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
+	if rec.ErrorClass != "" {
+		return
+	}
+	rec.ErrorClass = class
+	rec.Error = oneLine(msg)
+}
+
+// classifyErr maps a transport error to an error class.
+func (c *Client) classifyErr(ctx context.Context, rec *runlog.Record, err error, beforeResponse bool) {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errIdle):
+		c.fail(rec, runlog.ErrIdleTimeout, fmt.Sprintf("no data for %v", c.cfg.IdleTimeout))
+	case errors.Is(cause, errTimeout):
+		c.fail(rec, runlog.ErrTimeout, fmt.Sprintf("request exceeded %v", c.cfg.Timeout))
+	case ctx.Err() != nil:
+		c.fail(rec, runlog.ErrCancelled, "cancelled")
+	case beforeResponse && isReset(err):
+		c.fail(rec, runlog.ErrConnectReset, err.Error())
+	case beforeResponse:
+		c.fail(rec, runlog.ErrConnect, err.Error())
+	default:
+		c.fail(rec, runlog.ErrStream, err.Error())
+	}
+}
+
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// errorText pulls the message out of an OpenAI error body, else returns the
+// body itself, trimmed.
+func errorText(body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  any             `json:"detail"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		var inner struct {
+			Message string `json:"message"`
+		}
+		if len(e.Error) > 0 && json.Unmarshal(e.Error, &inner) == nil && inner.Message != "" {
+			return inner.Message
+		}
+		var s string
+		if len(e.Error) > 0 && json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+		if e.Message != "" {
+			return e.Message
+		}
+		if e.Detail != nil {
+			return fmt.Sprint(e.Detail)
+		}
+	}
+	return strings.TrimSpace(string(body))
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// idleReader cancels the request when no bytes arrive for a while.
+type idleReader struct {
+	r io.Reader
+	d time.Duration
+	t *time.Timer
+}
+
+func newIdleReader(r io.Reader, d time.Duration, onIdle func()) *idleReader {
+	return &idleReader{r: r, d: d, t: time.AfterFunc(d, onIdle)}
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
+}
+
+func (ir *idleReader) stop() { ir.t.Stop() }
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID      string `json:"id"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// Models lists the server's models.
+func (c *Client) Models(ctx context.Context) ([]Model, error) {
+	u := strings.TrimRight(c.cfg.BaseURL, "/") + "/v1/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.authHdr != "" {
+		req.Header.Set("Authorization", c.authHdr)
+	}
+	for k, v := range c.cfg.Headers {
+		req.Header[k] = v
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d: %s", u, resp.StatusCode, oneLine(errorText(b)))
+	}
+	var list struct {
+		Data []Model `json:"data"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("GET %s: not a model list: %w", u, err)
+	}
+	return list.Data, nil
+}
+
+// SetModel sets the model id (after discovery).
+func (c *Client) SetModel(m string) { c.cfg.Model = m }
+
+// SetContinuousUsage turns per-chunk usage on or off (after discovery).
+func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }

@@ -1,0 +1,420 @@
+package openai
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// script is a scripted SSE response: each step waits, then writes raw text.
+type step struct {
+	wait time.Duration
+	raw  string
+}
+
+func data(s string) step { return step{raw: "data: " + s + "\n\n"} }
+
+func after(d time.Duration, s string) step { return step{wait: d, raw: "data: " + s + "\n\n"} }
+
+func scripted(t *testing.T, status int, steps ...step) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(status)
+		fl := w.(http.Flusher)
+		for _, s := range steps {
+			if s.wait > 0 {
+				select {
+				case <-time.After(s.wait):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			_, _ = io.WriteString(w, s.raw)
+			fl.Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newTestClient(t *testing.T, url, endpoint string, mod func(*Config)) *Client {
+	t.Helper()
+	cfg := Config{BaseURL: url, Endpoint: endpoint, Model: "m", IdleTimeout: 5 * time.Second, Timeout: 10 * time.Second}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func run(t *testing.T, c *Client, req *Request) *runlog.Record {
+	t.Helper()
+	body, err := c.Body(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec runlog.Record
+	c.Stream(t.Context(), req, body, &rec)
+	return &rec
+}
+
+const (
+	roleChunk  = `{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+	usageChunk = `{"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}}}`
+)
+
+func content(s string) string {
+	return fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`, s)
+}
+
+func reasoning(s string) string {
+	return fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"reasoning_content":%q},"finish_reason":null}]}`, s)
+}
+
+func finish(s string) string {
+	return fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":%q},"finish_reason":"stop"}]}`, s)
+}
+
+func TestVLLMChatShape(t *testing.T) {
+	// vLLM: a role-only first chunk (no token: must not stop the TTFT clock),
+	// content, then a separate usage chunk and [DONE].
+	srv := scripted(t, 200,
+		data(roleChunk),
+		after(30*time.Millisecond, content("Hello")),
+		after(5*time.Millisecond, content(" world")),
+		after(5*time.Millisecond, finish("!")),
+		data(usageChunk),
+		data("[DONE]"))
+	c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
+	rec := run(t, c, &Request{ID: "r1", Prompt: "hi", MaxTokens: 3, PromptTokens: 12})
+	if !rec.OK() {
+		t.Fatalf("failed: %s %s", rec.ErrorClass, rec.Error)
+	}
+	if len(rec.Chunks) != 3 {
+		t.Fatalf("chunks = %d; want 3 (the role-only chunk carries no token)", len(rec.Chunks))
+	}
+	ttft, _ := rec.TTFT()
+	if ttft < 30*time.Millisecond {
+		t.Errorf("TTFT = %v; want >= 30ms (the first content chunk was delayed 30ms)", ttft)
+	}
+	if rec.TokenSource != runlog.TokensUsage || rec.PromptTokens != 12 || rec.CompletionTokens != 3 || rec.CachedTokens != 8 {
+		t.Errorf("tokens = %s prompt %d completion %d cached %d; want usage 12 3 8",
+			rec.TokenSource, rec.PromptTokens, rec.CompletionTokens, rec.CachedTokens)
+	}
+	if rec.FinishReason != "stop" || rec.Status != 200 || rec.ID != "r1" {
+		t.Errorf("finish %q status %d id %q; want stop 200 r1", rec.FinishReason, rec.Status, rec.ID)
+	}
+	for i := 1; i < len(rec.Chunks); i++ {
+		if rec.Chunks[i].T < rec.Chunks[i-1].T {
+			t.Errorf("chunk times not monotonic: %v", rec.Chunks)
+		}
+	}
+	if rec.End < rec.Chunks[2].T {
+		t.Errorf("End %d before the last chunk %d", rec.End, rec.Chunks[2].T)
+	}
+}
+
+func TestLlamaCppShape(t *testing.T) {
+	// llama.cpp: usage and timings inside the final chunk that still has
+	// choices; no separate usage chunk.
+	last := `{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1,"id":"x","model":"m","object":"chat.completion.chunk","usage":{"completion_tokens":4,"prompt_tokens":7,"total_tokens":11},"timings":{"prompt_n":7,"predicted_n":4}}`
+	srv := scripted(t, 200,
+		data(content("a")), data(content("b")), data(content("c")), data(content("d")), data(last), data("[DONE]"))
+	c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
+	rec := run(t, c, &Request{ID: "r", Prompt: "x", MaxTokens: 4})
+	if !rec.OK() {
+		t.Fatalf("failed: %s %s", rec.ErrorClass, rec.Error)
+	}
+	got := 0
+	for _, ch := range rec.Chunks {
+		got += int(ch.Tokens)
+	}
+	if len(rec.Chunks) != 4 || got != 4 || rec.CompletionTokens != 4 || rec.PromptTokens != 7 || rec.TokenSource != runlog.TokensUsage {
+		t.Errorf("chunks %d (tokens %d), completion %d, prompt %d, source %s; want 4 (4), 4, 7, usage",
+			len(rec.Chunks), got, rec.CompletionTokens, rec.PromptTokens, rec.TokenSource)
+	}
+}
+
+func TestContinuousUsage(t *testing.T) {
+	// vLLM continuous_usage_stats: usage in every chunk, so a chunk that
+	// carries two tokens (merged UTF-8) counts two.
+	chunk := func(text string, compl int) string {
+		return fmt.Sprintf(`{"choices":[{"index":0,"text":%q}],"usage":{"prompt_tokens":5,"completion_tokens":%d}}`, text, compl)
+	}
+	srv := scripted(t, 200, data(chunk("a", 1)), data(chunk("bé", 3)), data(chunk("c", 4)),
+		data(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4}}`), data("[DONE]"))
+	c := newTestClient(t, srv.URL, "/v1/completions", nil)
+	rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+	want := []int32{1, 2, 1}
+	if len(rec.Chunks) != len(want) {
+		t.Fatalf("chunks = %+v; want tokens %v", rec.Chunks, want)
+	}
+	for i, w := range want {
+		if rec.Chunks[i].Tokens != w {
+			t.Errorf("chunk %d tokens = %d; want %d", i, rec.Chunks[i].Tokens, w)
+		}
+	}
+}
+
+func TestReasoningAndThinkTags(t *testing.T) {
+	t.Run("reasoning_content", func(t *testing.T) {
+		srv := scripted(t, 200, data(roleChunk), after(10*time.Millisecond, reasoning("let me")),
+			after(20*time.Millisecond, reasoning(" think")), after(10*time.Millisecond, finish("Yes")), data("[DONE]"))
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
+		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		ttft, _ := rec.TTFT()
+		ttp, ok := rec.TTP()
+		if !ok || ttp-ttft < 30*time.Millisecond {
+			t.Errorf("TTFT %v, TTP %v (ok %v); want TTP ≥ TTFT + 30ms", ttft, ttp, ok)
+		}
+		if rec.Chunks[0].Visible || rec.Chunks[1].Visible || !rec.Chunks[2].Visible {
+			t.Errorf("visibility = %+v; want hidden, hidden, visible", rec.Chunks)
+		}
+	})
+	t.Run("think tags split across chunks", func(t *testing.T) {
+		srv := scripted(t, 200, data(content("<thi")), data(content("nk>plan")), data(content(" more</th")),
+			data(content("ink>")), data(finish("Answer")), data("[DONE]"))
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
+		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		var vis []bool
+		for _, ch := range rec.Chunks {
+			vis = append(vis, ch.Visible)
+		}
+		want := []bool{false, false, false, false, true}
+		if fmt.Sprint(vis) != fmt.Sprint(want) {
+			t.Errorf("visibility = %v; want %v", vis, want)
+		}
+	})
+	t.Run("tool call arguments", func(t *testing.T) {
+		tool := `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`
+		srv := scripted(t, 200, data(tool), data(finish("Done")), data("[DONE]"))
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
+		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		if len(rec.Chunks) != 2 || rec.Chunks[0].Visible || !rec.Chunks[1].Visible {
+			t.Errorf("chunks = %+v; want a hidden tool-call chunk then a visible one", rec.Chunks)
+		}
+	})
+}
+
+func TestFailures(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		steps  []step
+		idle   time.Duration
+		class  runlog.ErrorClass
+		inMsg  string
+	}{
+		{"429", 429, []step{{raw: `{"error":{"message":"slow down","type":"rate_limit"}}`}}, 0, runlog.ErrHTTP429, "slow down"},
+		{"500", 500, []step{{raw: `{"error":{"message":"best_of not supported"}}`}}, 0, runlog.ErrHTTP5xx, "best_of not supported"},
+		{"400 vllm shape", 400, []step{{raw: `{"object":"error","message":"too long","code":400}`}}, 0, runlog.ErrHTTP4xx, "too long"},
+		{"error event", 200, []step{data(content("a")), data(`{"error":{"message":"engine died","code":500}}`)}, 0, runlog.ErrStream, "engine died"},
+		{"malformed", 200, []step{data(content("a")), data(`{"choices":[{"delta":`)}, 0, runlog.ErrMalformed, "chunk 2"},
+		{"no done", 200, []step{data(content("a"))}, 0, runlog.ErrStream, "without [DONE]"},
+		{"stall", 200, []step{data(content("a")), after(time.Minute, content("b"))}, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := scripted(t, tc.status, tc.steps...)
+			c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) {
+				if tc.idle > 0 {
+					c.IdleTimeout = tc.idle
+				}
+			})
+			rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+			if rec.ErrorClass != tc.class || !strings.Contains(rec.Error, tc.inMsg) {
+				t.Errorf("class %q, error %q; want %q containing %q", rec.ErrorClass, rec.Error, tc.class, tc.inMsg)
+			}
+			if strings.Contains(rec.Error, "\n") {
+				t.Errorf("error %q spans lines", rec.Error)
+			}
+		})
+	}
+	t.Run("connection refused", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		c := newTestClient(t, "http://"+addr, "/v1/completions", nil)
+		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		if rec.ErrorClass != runlog.ErrConnect {
+			t.Errorf("class %q (%s); want connect", rec.ErrorClass, rec.Error)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		srv := scripted(t, 200, data(content("a")), after(time.Minute, content("b")))
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
+		req := &Request{ID: "r", Prompt: "x"}
+		body, _ := c.Body(req)
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		var rec runlog.Record
+		c.Stream(ctx, req, body, &rec)
+		if rec.ErrorClass != runlog.ErrCancelled || len(rec.Chunks) != 1 {
+			t.Errorf("class %q with %d chunks; want cancelled with the 1 chunk received", rec.ErrorClass, len(rec.Chunks))
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		srv := scripted(t, 200, data(content("a")), after(time.Minute, content("b")))
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) { c.Timeout = 100 * time.Millisecond })
+		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		if rec.ErrorClass != runlog.ErrTimeout {
+			t.Errorf("class %q (%s); want timeout", rec.ErrorClass, rec.Error)
+		}
+	})
+}
+
+func TestRequestBodyAndHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var got map[string]any
+	var hdr http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		hdr = r.Header.Clone()
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		fmt.Fprint(w, "data: "+finish("x")+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) {
+		c.APIKey = "sk-secret"
+		c.IgnoreEOS = true
+		c.ContinuousUsage = true
+		c.ExtraBody = map[string]any{"temperature": 0.0}
+		c.Headers = http.Header{"X-Team": {"perf"}}
+	})
+	rec := run(t, c, &Request{ID: "req-7", Prompt: "hello <b>", MaxTokens: 64})
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]any{
+		"model": "m", "messages": []any{map[string]any{"role": "user", "content": "hello <b>"}},
+		"max_tokens": 64.0, "stream": true, "ignore_eos": true, "temperature": 0.0,
+		"stream_options": map[string]any{"include_usage": true, "continuous_usage_stats": true},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("body = %v; want %v", got, want)
+	}
+	for _, k := range []string{"max_completion_tokens", "best_of", "echo", "suffix"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("body has %q; send no parameter the user did not ask for", k)
+		}
+	}
+	if hdr.Get("X-Request-Id") != "req-7" || hdr.Get("Authorization") != "Bearer sk-secret" || hdr.Get("X-Team") != "perf" {
+		t.Errorf("headers = %v", hdr)
+	}
+	b, _ := json.Marshal(rec)
+	if strings.Contains(string(b), "sk-secret") {
+		t.Error("the API key leaked into the record")
+	}
+}
+
+// closingServer behaves like llama.cpp: it advertises keep-alive, streams,
+// then closes the TCP connection without "Connection: close".
+func closingServer(t *testing.T) (string, *int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served int64
+	var mu sync.Mutex
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				body := "data: " + finish("ok") + "\n\ndata: [DONE]\n\n"
+				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				mu.Lock()
+				served++
+				mu.Unlock()
+				// Close a moment later, as a server tearing down after the
+				// stream does: the client may already have written its next
+				// request on this connection, which then meets a reset.
+				time.Sleep(3 * time.Millisecond)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done; wg.Wait() })
+	return "http://" + ln.Addr().String(), &served
+}
+
+func TestServerClosingAfterEachStream(t *testing.T) {
+	url, _ := closingServer(t)
+	c := newTestClient(t, url, "/v1/chat/completions", nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				rec := run(t, c, &Request{ID: fmt.Sprintf("w%d-%d", w, i), Prompt: "x"})
+				if !rec.OK() {
+					mu.Lock()
+					failed = append(failed, string(rec.ErrorClass)+": "+rec.Error)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Errorf("%d of 200 requests failed against a server that closes after each stream; want 0 (a client-side race is not a server failure): %v",
+			len(failed), failed[:min(3, len(failed))])
+	}
+}
+
+func TestModels(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"llama","owned_by":"vllm"},{"id":"b"}]}`)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, "/v1/completions", nil)
+	ms, err := c.Models(t.Context())
+	if err != nil || len(ms) != 2 || ms[0].ID != "llama" || ms[0].OwnedBy != "vllm" {
+		t.Errorf("Models() = %v, %v; want [llama(vllm) b]", ms, err)
+	}
+}
+
+func TestNewClientBadURL(t *testing.T) {
+	for _, u := range []string{"", "localhost:8000", "ftp://x", "http://"} {
+		if _, err := NewClient(Config{BaseURL: u}); err == nil || !strings.Contains(err.Error(), "--base-url") {
+			t.Errorf("NewClient(%q) error = %v; want one naming --base-url", u, err)
+		}
+	}
+}
