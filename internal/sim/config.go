@@ -1,0 +1,319 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/goodput/goodput/internal/sim/costmodel"
+)
+
+// Scheduler names accepted by Config.Scheduler.
+const (
+	// SchedVLLMV1 is vLLM V1's scheduler: running requests first (in
+	// admission order), chunked prefill always on, new requests only when
+	// nothing was preempted this step, preemption of the newest running
+	// request by recompute.
+	SchedVLLMV1 = "vllm-v1"
+	// SchedSarathi is Sarathi-Serve's stall-free batching: all decodes
+	// first, then ongoing prefill chunks, then new prefills, within the
+	// token budget (the chunk size).
+	SchedSarathi = "sarathi"
+	// SchedPrefillFirst is vLLM V0 without chunking: whenever a new request
+	// can be admitted, the step runs only whole prefills and running
+	// decodes stall.
+	SchedPrefillFirst = "prefill-first"
+	// SchedStatic is static batching: a batch of up to MaxNumSeqs is
+	// admitted only when the previous one has entirely finished.
+	SchedStatic = "static"
+)
+
+// Schedulers lists the scheduler names, default first.
+var Schedulers = []string{SchedVLLMV1, SchedSarathi, SchedPrefillFirst, SchedStatic}
+
+// Config is the simulated engine's configuration. The zero value of a
+// numeric field means "vLLM's default" (resolved by New); DefaultConfig
+// returns the defaults that flags start from.
+type Config struct {
+	// Model is a built-in model name, its Hugging Face id, or a .yaml
+	// profile path (the CLI binds it to --model or --sim-model).
+	Model string
+	// GPU is a built-in GPU name or a .yaml profile path (--gpu).
+	GPU string
+	// TP is the tensor-parallel degree (--tensor-parallel-size, --tp).
+	TP int
+	// DType is the weight dtype: bf16, fp16, fp8 or int4 (--dtype).
+	DType string
+	// KVCacheDType is the KV cache dtype: auto (= weights' 16-bit type),
+	// bf16 or fp8 (--kv-cache-dtype).
+	KVCacheDType string
+	// MaxNumSeqs caps running requests (--max-num-seqs); 0 means vLLM's
+	// per-GPU default (1024 on ≥ 70 GiB GPUs other than A100, else 256).
+	MaxNumSeqs int
+	// MaxNumBatchedTokens is the token budget per iteration
+	// (--max-num-batched-tokens); 0 means vLLM's per-GPU default (8192 on
+	// ≥ 70 GiB GPUs other than A100, else 2048).
+	MaxNumBatchedTokens int
+	// BlockSize is the tokens per KV block (--block-size).
+	BlockSize int
+	// GPUMemoryUtilization is the fraction of GPU memory the engine may use
+	// (--gpu-memory-utilization), in (0, 1].
+	GPUMemoryUtilization float64
+	// EnableChunkedPrefill lets prefills be split across iterations
+	// (--enable-chunked-prefill). vllm-v1 and sarathi always chunk.
+	EnableChunkedPrefill bool
+	// EnablePrefixCaching turns on KV reuse by block hash
+	// (--enable-prefix-caching / --no-enable-prefix-caching).
+	EnablePrefixCaching bool
+	// MaxModelLen is the longest prompt + output in tokens
+	// (--max-model-len); 0 means the model's max_position, lowered to what
+	// the KV cache holds.
+	MaxModelLen int
+	// NumGPUBlocksOverride fixes the KV blocks instead of deriving them from
+	// memory (--num-gpu-blocks-override); 0 means derive.
+	NumGPUBlocksOverride int
+	// Scheduler is one of Schedulers (--scheduler).
+	Scheduler string
+	// MaxWaiting bounds the waiting queue (--max-waiting); a request
+	// arriving to a full queue is rejected. 0 means unbounded.
+	MaxWaiting int
+	// MaxQueueTime rejects a request still unscheduled this long after it
+	// arrived (--max-queue-time). 0 means no limit.
+	MaxQueueTime time.Duration
+	// ReasoningTokens is the default hidden reasoning length for requests
+	// that give none (--reasoning-tokens): ≥ 1 is a token count, a value in
+	// (0, 1) a fraction of each request's output, 0 none.
+	ReasoningTokens float64
+	// Priority schedules waiting requests by Request.Priority (lower first)
+	// and preempts the lowest-priority running request first (--priority).
+	Priority bool
+	// ProfileTable is a CSV of measured iteration times that overrides the
+	// cost formula (--profile-table); "" means none.
+	ProfileTable string
+}
+
+// DefaultConfig returns a small sensible setup: Llama-3.1-8B on one
+// H100-SXM in bf16 under vLLM V1's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Model:                "llama-3.1-8b",
+		GPU:                  "h100-sxm",
+		TP:                   1,
+		DType:                "bf16",
+		KVCacheDType:         "auto",
+		BlockSize:            16,
+		GPUMemoryUtilization: 0.9,
+		EnableChunkedPrefill: true,
+		EnablePrefixCaching:  true,
+		Scheduler:            SchedVLLMV1,
+	}
+}
+
+// negBool is a boolean flag that stores the negation of its value, for
+// --no-enable-prefix-caching.
+type negBool struct{ p *bool }
+
+func (n negBool) String() string {
+	if n.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(!*n.p)
+}
+
+func (n negBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*n.p = !v
+	return nil
+}
+
+func (n negBool) Type() string { return "bool" }
+
+// RegisterFlags binds the engine flags to c's fields, with c's current
+// values as defaults (start from DefaultConfig). Model is not bound: the
+// CLI binds it to --model or --sim-model as it sees fit.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.GPU, "gpu", c.GPU, "simulated GPU: a100-40gb, a100-80gb, h100-sxm, h200, l40s, rtx-4090, rtx-pro-6000, or a .yaml profile")
+	fs.IntVar(&c.TP, "tensor-parallel-size", c.TP, "tensor-parallel GPUs per replica")
+	fs.IntVar(&c.TP, "tp", c.TP, "alias of --tensor-parallel-size")
+	fs.StringVar(&c.DType, "dtype", c.DType, "weight dtype: bf16, fp16, fp8, int4")
+	fs.StringVar(&c.KVCacheDType, "kv-cache-dtype", c.KVCacheDType, "KV cache dtype: auto, bf16, fp8")
+	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "max running requests (0 = vLLM's per-GPU default)")
+	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "token budget per iteration (0 = vLLM's per-GPU default)")
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block")
+	fs.Float64Var(&c.GPUMemoryUtilization, "gpu-memory-utilization", c.GPUMemoryUtilization, "fraction of GPU memory the engine may use")
+	fs.BoolVar(&c.EnableChunkedPrefill, "enable-chunked-prefill", c.EnableChunkedPrefill, "split long prefills across iterations (vllm-v1 and sarathi always do)")
+	fs.BoolVar(&c.EnablePrefixCaching, "enable-prefix-caching", c.EnablePrefixCaching, "reuse KV blocks of shared prompt prefixes")
+	fs.Var(negBool{&c.EnablePrefixCaching}, "no-enable-prefix-caching", "turn prefix caching off")
+	fs.Lookup("no-enable-prefix-caching").NoOptDefVal = "true"
+	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "max prompt + output tokens (0 = model's, capped to KV capacity)")
+	fs.IntVar(&c.NumGPUBlocksOverride, "num-gpu-blocks-override", c.NumGPUBlocksOverride, "fix the KV blocks instead of deriving them from memory (0 = derive)")
+	fs.StringVar(&c.Scheduler, "scheduler", c.Scheduler, "scheduler: "+strings.Join(Schedulers, ", "))
+	fs.IntVar(&c.MaxWaiting, "max-waiting", c.MaxWaiting, "bound on queued requests; more are rejected with 429 (0 = unbounded)")
+	fs.DurationVar(&c.MaxQueueTime, "max-queue-time", c.MaxQueueTime, "reject requests queued longer than this with 429 (0 = no limit)")
+	fs.Float64Var(&c.ReasoningTokens, "reasoning-tokens", c.ReasoningTokens, "hidden reasoning tokens per request: a count ≥ 1 or a fraction of the output in (0,1)")
+	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
+	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "CSV of measured iteration times (tokens,context_tokens,time_ms) overriding the cost formula")
+}
+
+// ConfigError is a configuration problem; Field names the offending
+// setting as its flag is spelled (e.g. "max-num-seqs").
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return "--" + e.Field + ": " + e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func fieldErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// resolved is a Config after defaults, lookups and capacity planning.
+type resolved struct {
+	Config
+	dep          *costmodel.Deployment
+	numBlocks    int
+	modelLenCap  bool // MaxModelLen was lowered to fit the KV cache
+	kvBytesTotal float64
+}
+
+// resolve validates c and fills in the defaults that depend on the GPU and
+// model.
+func (c Config) resolve() (*resolved, error) {
+	r := &resolved{Config: c}
+	switch {
+	case c.TP < 0:
+		return nil, fieldErr("tensor-parallel-size", "%d must be ≥ 1", c.TP)
+	case c.MaxNumSeqs < 0:
+		return nil, fieldErr("max-num-seqs", "%d must be ≥ 1 (0 for the default)", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens < 0:
+		return nil, fieldErr("max-num-batched-tokens", "%d must be ≥ 1 (0 for the default)", c.MaxNumBatchedTokens)
+	case c.BlockSize < 0:
+		return nil, fieldErr("block-size", "%d must be ≥ 1", c.BlockSize)
+	case c.GPUMemoryUtilization < 0 || c.GPUMemoryUtilization > 1 || math.IsNaN(c.GPUMemoryUtilization):
+		return nil, fieldErr("gpu-memory-utilization", "%v must be in (0, 1]", c.GPUMemoryUtilization)
+	case c.MaxModelLen < 0:
+		return nil, fieldErr("max-model-len", "%d must be ≥ 1 (0 for the model's)", c.MaxModelLen)
+	case c.NumGPUBlocksOverride < 0:
+		return nil, fieldErr("num-gpu-blocks-override", "%d must be ≥ 1 (0 to derive)", c.NumGPUBlocksOverride)
+	case c.MaxWaiting < 0:
+		return nil, fieldErr("max-waiting", "%d must be ≥ 0", c.MaxWaiting)
+	case c.MaxQueueTime < 0:
+		return nil, fieldErr("max-queue-time", "%v must be ≥ 0", c.MaxQueueTime)
+	case c.ReasoningTokens < 0 || math.IsNaN(c.ReasoningTokens) || math.IsInf(c.ReasoningTokens, 0):
+		return nil, fieldErr("reasoning-tokens", "%v must be a count ≥ 1 or a fraction in (0, 1)", c.ReasoningTokens)
+	}
+	if r.Model == "" {
+		r.Model = DefaultConfig().Model
+	}
+	if r.GPU == "" {
+		r.GPU = DefaultConfig().GPU
+	}
+	if r.TP == 0 {
+		r.TP = 1
+	}
+	if r.BlockSize == 0 {
+		r.BlockSize = 16
+	}
+	if r.GPUMemoryUtilization == 0 {
+		r.GPUMemoryUtilization = 0.9
+	}
+	if r.DType == "" {
+		r.DType = "bf16"
+	}
+	if r.KVCacheDType == "" {
+		r.KVCacheDType = "auto"
+	}
+	r.Scheduler = strings.ToLower(r.Scheduler)
+	if r.Scheduler == "" {
+		r.Scheduler = SchedVLLMV1
+	}
+	known := false
+	for _, s := range Schedulers {
+		known = known || s == r.Scheduler
+	}
+	if !known {
+		return nil, fieldErr("scheduler", "unknown scheduler %q (want %s)", c.Scheduler, strings.Join(Schedulers, ", "))
+	}
+	m, err := costmodel.LookupModel(r.Model)
+	if err != nil {
+		return nil, &ConfigError{Field: "model", Err: err}
+	}
+	g, err := costmodel.LookupGPU(r.GPU)
+	if err != nil {
+		return nil, &ConfigError{Field: "gpu", Err: err}
+	}
+	if _, err := costmodel.DTypeBytes(r.DType); err != nil {
+		return nil, &ConfigError{Field: "dtype", Err: err}
+	}
+	dep, err := costmodel.NewDeployment(m, g, r.TP, r.DType, r.KVCacheDType)
+	if err != nil {
+		field := "tensor-parallel-size"
+		if strings.HasPrefix(err.Error(), "kv_cache_dtype") {
+			field = "kv-cache-dtype"
+		}
+		return nil, &ConfigError{Field: field, Err: err}
+	}
+	if r.ProfileTable != "" {
+		t, err := costmodel.LoadTable(r.ProfileTable)
+		if err != nil {
+			return nil, &ConfigError{Field: "profile-table", Err: err}
+		}
+		dep.Table = t
+	}
+	r.dep = dep
+	// vLLM's defaults for the OpenAI server: bigger on ≥ 70 GiB GPUs other
+	// than the A100.
+	big := g.MemoryGiB >= 70 && !strings.HasPrefix(g.Name, "a100")
+	if r.MaxNumBatchedTokens == 0 {
+		r.MaxNumBatchedTokens = 2048
+		if big {
+			r.MaxNumBatchedTokens = 8192
+		}
+	}
+	if r.MaxNumSeqs == 0 {
+		r.MaxNumSeqs = 256
+		if big {
+			r.MaxNumSeqs = 1024
+		}
+	}
+	weights := dep.WeightBytesPerGPU()
+	avail := g.MemoryGiB * costmodel.GiB * r.GPUMemoryUtilization
+	if weights >= avail {
+		return nil, fieldErr("model", "%s does not fit: %.1f GiB of weights per GPU > %.1f GiB usable on %s (gpu-memory-utilization %.2f); raise --tp or use a bigger GPU or a smaller dtype",
+			m.Name, weights/costmodel.GiB, avail/costmodel.GiB, g.Name, r.GPUMemoryUtilization)
+	}
+	blockBytes := dep.KVBytesPerTokenPerGPU() * float64(r.BlockSize)
+	if r.NumGPUBlocksOverride > 0 {
+		r.numBlocks = r.NumGPUBlocksOverride
+	} else {
+		kv := dep.KVCacheBytesPerGPU(r.GPUMemoryUtilization, r.MaxNumBatchedTokens, r.MaxNumSeqs)
+		r.numBlocks = int(kv / blockBytes)
+		if r.numBlocks < 1 {
+			return nil, fieldErr("model", "%s leaves no room for the KV cache on %s (%.1f GiB weights per GPU, %.1f GiB usable); raise --tp or --gpu-memory-utilization",
+				m.Name, g.Name, weights/costmodel.GiB, avail/costmodel.GiB)
+		}
+	}
+	r.kvBytesTotal = float64(r.numBlocks) * blockBytes
+	capacity := r.numBlocks * r.BlockSize
+	if r.MaxModelLen == 0 {
+		r.MaxModelLen = m.MaxPosition
+		if r.MaxModelLen == 0 || r.MaxModelLen > capacity {
+			r.MaxModelLen = capacity
+			r.modelLenCap = true
+		}
+	} else if r.MaxModelLen > capacity {
+		return nil, fieldErr("max-model-len", "%d tokens do not fit in the KV cache (%d blocks × %d = %d tokens); lower it or raise --gpu-memory-utilization or --tp",
+			r.MaxModelLen, r.numBlocks, r.BlockSize, capacity)
+	}
+	return r, nil
+}

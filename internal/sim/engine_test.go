@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"unknown gpu", func(c *Config) { c.GPU = "tpu-v5" }, "gpu"},
+		{"unknown model", func(c *Config) { c.Model = "gpt-5" }, "model"},
+		{"unknown scheduler", func(c *Config) { c.Scheduler = "round-robin" }, "scheduler"},
+		{"model does not fit", func(c *Config) { c.Model = "llama-3.1-70b"; c.GPU = "rtx-4090" }, "model"},
+		{"negative max-num-seqs", func(c *Config) { c.MaxNumSeqs = -1 }, "max-num-seqs"},
+		{"negative batched tokens", func(c *Config) { c.MaxNumBatchedTokens = -5 }, "max-num-batched-tokens"},
+		{"negative block size", func(c *Config) { c.BlockSize = -16 }, "block-size"},
+		{"utilization over 1", func(c *Config) { c.GPUMemoryUtilization = 1.5 }, "gpu-memory-utilization"},
+		{"negative waiting", func(c *Config) { c.MaxWaiting = -1 }, "max-waiting"},
+		{"negative queue time", func(c *Config) { c.MaxQueueTime = -1 }, "max-queue-time"},
+		{"tp not dividing heads", func(c *Config) { c.TP = 3 }, "tensor-parallel-size"},
+		{"bad dtype", func(c *Config) { c.DType = "fp3" }, "dtype"},
+		{"model len over KV", func(c *Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }, "max-model-len"},
+		{"missing table", func(c *Config) { c.ProfileTable = "/nonexistent.csv" }, "profile-table"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tt.edit(&cfg)
+			_, err := New(cfg)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.field {
+				t.Fatalf("New(%s) = %v; want a ConfigError on --%s", tt.name, err, tt.field)
+			}
+			if !strings.HasPrefix(err.Error(), "--"+tt.field+": ") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q; want one line starting with --%s:", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestDefaultsAndFlags(t *testing.T) {
+	cfg := DefaultConfig()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--gpu=a100-80gb", "--tp=2", "--no-enable-prefix-caching", "--max-queue-time=2s"}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := e.Describe()
+	got := map[string]any{"gpu": d["gpu"], "tp": d["tensor_parallel_size"], "pc": d["enable_prefix_caching"],
+		"seqs": d["max_num_seqs"], "tokens": d["max_num_batched_tokens"], "qt": d["max_queue_time_s"]}
+	// A100 keeps vLLM's smaller server defaults (256 seqs, 2048 tokens).
+	want := map[string]any{"gpu": "a100-80gb", "tp": 2, "pc": false, "seqs": 256, "tokens": 2048, "qt": 2.0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Describe() after flags (-want +got):\n%s", diff)
+	}
+	h, _ := New(DefaultConfig())
+	if s, n := h.Describe()["max_num_seqs"], h.Describe()["max_num_batched_tokens"]; s != 1024 || n != 8192 {
+		t.Errorf("H100 defaults = %v seqs, %v tokens; want 1024, 8192", s, n)
+	}
+}
+
+func TestAddErrors(t *testing.T) {
+	e, _ := New(DefaultConfig())
+	if err := e.Add(0, Request{ID: "a", PromptTokens: 10, OutputTokens: 1}); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Request{
+		{ID: "", PromptTokens: 1, OutputTokens: 1},
+		{ID: "b", PromptTokens: 0, OutputTokens: 1},
+		{ID: "c", PromptTokens: 1, OutputTokens: 0},
+		{ID: "a", PromptTokens: 1, OutputTokens: 1},
+		{ID: "d", PromptTokens: 200_000, OutputTokens: 1},
+	}
+	for _, r := range bad {
+		if err := e.Add(0, r); !errors.Is(err, ErrInvalidRequest) {
+			t.Errorf("Add(%+v) = %v; want ErrInvalidRequest", r, err)
+		}
+	}
+}
+
+// uniform builds n requests arriving every gap ns.
+func uniform(n int, gap int64, prompt, output int) []arrival {
+	out := make([]arrival, n)
+	for i := range out {
+		out[i] = arrival{at: int64(i) * gap, req: Request{ID: "r" + strconv.Itoa(i), PromptTokens: prompt, OutputTokens: output}}
+	}
+	return out
+}
+
+// TestMaxNumSeqs: more concurrent sequences raise throughput (bigger
+// batches amortise the weight reads) and TPOT (each step is longer).
+func TestMaxNumSeqs(t *testing.T) {
+	var prevThr, prevTPOT float64
+	for _, seqs := range []int{8, 32, 128} {
+		cfg := DefaultConfig()
+		cfg.MaxNumSeqs = seqs
+		e, _ := New(cfg)
+		arr := uniform(400, 0, 500, 200) // a burst: the engine is saturated
+		out, _ := replay(t, e, arr)
+		var last int64
+		var tpots []float64
+		for _, o := range out {
+			last = max(last, o.last)
+			tpots = append(tpots, float64(o.last-o.first)/199)
+		}
+		thr := 400 * 200 / (float64(last) / 1e9)
+		tpot := mean(tpots) / 1e6
+		t.Logf("max_num_seqs %d: %.0f output tok/s, mean TPOT %.2f ms", seqs, thr, tpot)
+		if prevThr > 0 && (thr <= prevThr || tpot <= prevTPOT) {
+			t.Errorf("max_num_seqs %d: throughput %.0f tok/s, TPOT %.2f ms; want both above %.0f, %.2f", seqs, thr, tpot, prevThr, prevTPOT)
+		}
+		prevThr, prevTPOT = thr, tpot
+	}
+}
+
+// itlP99 returns the P99 of every inter-token gap (ms) and the fraction of
+// requests meeting an ITL SLO on their own P99 gap.
+func itls(t *testing.T, sched string, arr []arrival, sloMs float64) (p99 float64, goodFrac float64) {
+	cfg := DefaultConfig()
+	cfg.Scheduler = sched
+	cfg.MaxNumBatchedTokens = 512
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A loop recording every token time per request.
+	times := map[string][]int64{}
+	var now int64
+	i := 0
+	for i < len(arr) || e.Busy() {
+		for i < len(arr) && arr[i].at <= now {
+			e.Add(arr[i].at, arr[i].req)
+			i++
+		}
+		end, evs := e.Step(now)
+		for _, ev := range evs {
+			if ev.Kind == EventTokens {
+				times[ev.ID] = append(times[ev.ID], end)
+			}
+		}
+		if end > now {
+			now = end
+		} else if i < len(arr) {
+			now = arr[i].at
+		}
+	}
+	var all []float64
+	good := 0
+	for _, a := range arr {
+		ts := times[a.req.ID]
+		var mine []float64
+		for k := 1; k < len(ts); k++ {
+			mine = append(mine, float64(ts[k]-ts[k-1])/1e6)
+		}
+		all = append(all, mine...)
+		if len(mine) == 0 || percentile(mine, 99) <= sloMs {
+			good++
+		}
+	}
+	return percentile(all, 99), float64(good) / float64(len(arr))
+}
+
+// TestSarathiBeatsPrefillFirst: on a mix of short chats and long
+// documents, stall-free chunking keeps decode gaps short while
+// prefill-first stalls every running decode for each long prefill (the
+// Sarathi-Serve result, in direction and rough size).
+func TestSarathiBeatsPrefillFirst(t *testing.T) {
+	var arr []arrival
+	for i := range 300 {
+		r := Request{ID: "s" + strconv.Itoa(i), PromptTokens: 200, OutputTokens: 150}
+		if i%5 == 0 {
+			r = Request{ID: "l" + strconv.Itoa(i), PromptTokens: 6000, OutputTokens: 50}
+		}
+		arr = append(arr, arrival{at: int64(i) * 100e6, req: r}) // 10 req/s
+	}
+	const slo = 50.0 // ms, per-request P99 ITL
+	res := map[string][2]float64{}
+	for _, s := range []string{SchedVLLMV1, SchedSarathi, SchedPrefillFirst} {
+		p99, good := itls(t, s, arr, slo)
+		res[s] = [2]float64{p99, good}
+		t.Logf("%s: ITL P99 %.1f ms, %.0f%% of requests meet P99 ITL ≤ %.0f ms", s, p99, 100*good, slo)
+	}
+	pf := res[SchedPrefillFirst]
+	for _, s := range []string{SchedVLLMV1, SchedSarathi} {
+		if res[s][0]*2 > pf[0] {
+			t.Errorf("%s ITL P99 %.1f ms; want under half of prefill-first's %.1f ms", s, res[s][0], pf[0])
+		}
+		if res[s][1] < pf[1]+0.3 {
+			t.Errorf("%s SLO attainment %.2f; want ≥ prefill-first's %.2f + 0.3", s, res[s][1], pf[1])
+		}
+	}
+}
+
+// TestPrefixCachingCutsTTFT: requests sharing a 2,000-token system prompt
+// prefill far less with prefix caching, and the hit rate shows it.
+func TestPrefixCachingCutsTTFT(t *testing.T) {
+	shared := make([]uint64, 125) // 2000 tokens of 16-token blocks
+	for i := range shared {
+		shared[i] = uint64(1000 + i)
+	}
+	run := func(caching bool) (ttft float64, hitRate float64) {
+		cfg := DefaultConfig()
+		cfg.EnablePrefixCaching = caching
+		e, _ := New(cfg)
+		var arr []arrival
+		for i := range 50 {
+			h := append(append([]uint64{}, shared...), uint64(1e6+i)*7, uint64(1e6+i)*7+1)
+			arr = append(arr, arrival{at: int64(i) * 200e6, req: Request{ID: strconv.Itoa(i), PromptTokens: 2032, OutputTokens: 20, BlockHashes: h, HashBlockTokens: 16}})
+		}
+		out, _ := replay(t, e, arr)
+		var xs []float64
+		for _, o := range out {
+			xs = append(xs, float64(o.first-o.arrival)/1e6)
+		}
+		s := e.Snapshot()
+		if s.PrefixQueryTokens > 0 {
+			hitRate = float64(s.PrefixHitTokens) / float64(s.PrefixQueryTokens)
+		}
+		return mean(xs), hitRate
+	}
+	off, _ := run(false)
+	on, hit := run(true)
+	t.Logf("mean TTFT: caching off %.2f ms, on %.2f ms; hit rate %.3f", off, on, hit)
+	// 49 of 50 requests hit 2000 of 2032 tokens: 49·2000/(50·2032) = 0.9646.
+	if want := 49.0 * 2000 / (50 * 2032); hit < want-1e-9 || hit > want+1e-9 {
+		t.Errorf("hit rate = %.4f; want %.4f", hit, want)
+	}
+	if on > off/2 {
+		t.Errorf("TTFT with caching %.2f ms; want under half of %.2f ms", on, off)
+	}
+}
+
+// TestDeterministic: the same inputs give the same events.
+func TestDeterministic(t *testing.T) {
+	trace := func() []Event {
+		e, _ := New(DefaultConfig())
+		var all []Event
+		arr := uniform(50, 3e6, 300, 40)
+		i := 0
+		var now int64
+		for i < len(arr) || e.Busy() {
+			for i < len(arr) && arr[i].at <= now {
+				e.Add(arr[i].at, arr[i].req)
+				i++
+			}
+			end, evs := e.Step(now)
+			all = append(all, evs...)
+			if end > now {
+				now = end
+			} else if i < len(arr) {
+				now = arr[i].at
+			}
+		}
+		return all
+	}
+	if diff := cmp.Diff(trace(), trace()); diff != "" {
+		t.Errorf("two runs differ (-first +second):\n%s", diff)
+	}
+}

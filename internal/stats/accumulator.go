@@ -1,0 +1,468 @@
+// Package stats aggregates per-request records (runlog.Record) into a
+// Summary: counts, throughput, vLLM-compatible latency distributions
+// (percentiles with numpy's linear interpolation, population std), goodput
+// and SLO attainment, per-input-length buckets, and the figures a report
+// needs to state its conditions.
+//
+// The metrics themselves (TTFT, TPOT, ITL, E2E, TTP, response time) are
+// defined once, on runlog.Record; this package only aggregates them. Only
+// successful, non-warm-up records count toward latency metrics; failed ones
+// count by error class. The package is pure: no I/O, no clock.
+//
+// An Accumulator is not safe for concurrent use; give each goroutine its own
+// or serialise Add.
+package stats
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+const nsPerMs = 1e-6 // scale from stored ns to reported ms
+
+// Accumulator aggregates records one at a time, keeping only the samples a
+// Summary needs: an int64 (ns) per request and metric, and a float32 (ms) per
+// inter-token gap, so 100,000 requests of ~500 tokens take ~250 MiB. Means,
+// standard deviations, minima and maxima are computed from exact values;
+// ITL percentiles carry float32's rounding (a relative 6e-8: nanoseconds at
+// millisecond gaps), which two decimals never show.
+type Accumulator struct {
+	opt    Options
+	sel    map[string]bool
+	edges  []int
+	labels []string
+
+	level             int // -2 none seen yet, -1 mixed
+	requests, failed  int
+	completed, empty  int
+	warmups           int
+	failures          map[runlog.ErrorClass]int
+	firstSend         int64
+	lastEnd           int64
+	firstOKSend       int64
+	inTok, outTok     int64
+	reasonTok, cached int64
+	multiToken        int
+	sources           map[runlog.TokenSource]int
+	spans             []int64 // send, end pairs for peak concurrency
+	tl                timeline
+
+	// Per-request latency series, indexed like perRequest.
+	lat [len(perRequest)]*series[int64]
+	// Inter-token gaps: itlSame holds records whose per-token gaps equal
+	// their chunk gaps (one token per chunk), stored once for both metrics;
+	// itlMulti and tokMulti hold the two kinds for the other records.
+	itlSame, itlMulti, tokMulti *series[float32]
+	scratch, scratch2           []time.Duration
+
+	sendLag, inputLen, outputLen, mismatch *series[int64]
+
+	good    int
+	met     [4]int
+	buckets []bucketAcc
+}
+
+type bucketAcc struct {
+	requests, completed, failed, good int
+	lat                               [len(perRequest)]*series[int64]
+}
+
+// perRequest lists the metrics with one value per request, in report order.
+var perRequest = [...]struct {
+	name string
+	get  func(*runlog.Record) (time.Duration, bool)
+}{
+	{MetricTTFT, (*runlog.Record).TTFT},
+	{MetricTPOT, (*runlog.Record).TPOT},
+	{MetricE2E, (*runlog.Record).E2E},
+	{MetricTTP, (*runlog.Record).TTP},
+	{MetricResponse, (*runlog.Record).ResponseTime},
+}
+
+// NewAccumulator returns an empty Accumulator summarising as o says.
+func NewAccumulator(o Options) *Accumulator {
+	o = o.normalized()
+	a := &Accumulator{
+		opt:       o,
+		sel:       map[string]bool{},
+		edges:     o.Buckets,
+		labels:    bucketLabels(o.Buckets),
+		level:     -2,
+		failures:  map[runlog.ErrorClass]int{},
+		sources:   map[runlog.TokenSource]int{},
+		sendLag:   newSeries[int64](nsPerMs),
+		inputLen:  newSeries[int64](1),
+		outputLen: newSeries[int64](1),
+		mismatch:  newSeries[int64](1),
+	}
+	for _, m := range o.Metrics {
+		a.sel[m] = true
+	}
+	for i, m := range perRequest {
+		if a.sel[m.name] {
+			a.lat[i] = newSeries[int64](nsPerMs)
+		}
+	}
+	if a.sel[MetricITL] {
+		a.itlSame = newSeries[float32](1)
+		a.itlMulti = newSeries[float32](1)
+		a.tokMulti = newSeries[float32](1)
+	}
+	if len(o.Buckets) > 0 {
+		a.buckets = make([]bucketAcc, len(o.Buckets)+1)
+		for b := range a.buckets {
+			for i := range a.lat {
+				if a.lat[i] != nil {
+					a.buckets[b].lat[i] = newSeries[int64](nsPerMs)
+				}
+			}
+		}
+	}
+	return a
+}
+
+// Summarize is NewAccumulator(o), Add for each record, then Summary.
+func Summarize(recs []runlog.Record, o Options) Summary {
+	a := NewAccumulator(o)
+	for i := range recs {
+		a.Add(&recs[i])
+	}
+	return a.Summary()
+}
+
+// promptLen is the input length a record was sent with: the server's count
+// when known, else what the workload asked for.
+func promptLen(r *runlog.Record) int {
+	if r.PromptTokens > 0 {
+		return r.PromptTokens
+	}
+	return r.RequestedPromptTokens
+}
+
+// bucketOf returns the index of the bucket holding input length n, or -1.
+func (a *Accumulator) bucketOf(n int) int {
+	if a.buckets == nil {
+		return -1
+	}
+	i, found := slices.BinarySearch(a.edges, n)
+	if found {
+		i++
+	}
+	return i
+}
+
+// Add folds one record into the aggregate. Warm-up records are only counted.
+// The Accumulator keeps no reference to r.
+func (a *Accumulator) Add(r *runlog.Record) {
+	if r.Warmup {
+		a.warmups++
+		return
+	}
+	switch a.level {
+	case -2:
+		a.level = r.Level
+	case r.Level:
+	default:
+		a.level = -1
+	}
+	// The stream's end, or its last token if End was not set; E2E's ok flag
+	// (unlike LastTokenAt's −1) is unambiguous when times are negative.
+	end := max(r.End, r.Sent)
+	if e2e, ok := r.E2E(); ok {
+		end = max(end, r.Sent+int64(e2e))
+	}
+	if a.requests == 0 {
+		a.firstSend, a.lastEnd = r.Sent, end
+	}
+	a.firstSend = min(a.firstSend, r.Sent)
+	a.lastEnd = max(a.lastEnd, end)
+	a.requests++
+	a.spans = append(a.spans, r.Sent, end)
+	a.sendLag.addInt(int64(r.SendLag()))
+	pl := promptLen(r)
+	if pl > 0 {
+		a.inputLen.addInt(int64(pl))
+	}
+	var bk *bucketAcc
+	if b := a.bucketOf(pl); b >= 0 {
+		bk = &a.buckets[b]
+		bk.requests++
+	}
+
+	if !r.OK() {
+		a.failed++
+		a.failures[r.ErrorClass]++
+		if bk != nil {
+			bk.failed++
+		}
+		return
+	}
+
+	if a.completed == 0 || r.Sent < a.firstOKSend {
+		a.firstOKSend = r.Sent
+	}
+	a.completed++
+	out := r.OutputTokens()
+	a.inTok += int64(r.PromptTokens)
+	a.outTok += int64(out)
+	a.reasonTok += int64(r.ReasoningTokens)
+	a.cached += int64(r.CachedTokens)
+	a.sources[r.TokenSource]++
+	a.outputLen.addInt(int64(out))
+	if r.RequestedPromptTokens > 0 && r.PromptTokens > 0 {
+		d := r.RequestedPromptTokens - r.PromptTokens
+		a.mismatch.addInt(int64(max(d, -d)))
+	}
+	if _, ok := r.TTFT(); !ok {
+		a.empty++
+	}
+	if bk != nil {
+		bk.completed++
+	}
+
+	for i, m := range perRequest {
+		if a.lat[i] == nil {
+			continue
+		}
+		if d, ok := m.get(r); ok {
+			a.lat[i].addInt(int64(d))
+			if bk != nil {
+				bk.lat[i].addInt(int64(d))
+			}
+		}
+	}
+	if a.itlSame != nil {
+		a.addITLs(r)
+	}
+	for _, c := range r.Chunks {
+		if c.Tokens > 0 {
+			a.tl.add(c.T, c.Tokens)
+		}
+	}
+
+	if !a.opt.SLO.IsZero() {
+		per, all := a.opt.SLO.check(r)
+		for i, ok := range per {
+			if ok {
+				a.met[i]++
+			}
+		}
+		if all {
+			a.good++
+			if bk != nil {
+				bk.good++
+			}
+		}
+	}
+}
+
+// addITLs stores r's chunk gaps and per-token gaps, once when they coincide.
+func (a *Accumulator) addITLs(r *runlog.Record) {
+	a.scratch = r.ITLs(a.scratch[:0])
+	a.scratch2 = r.TokenITLs(a.scratch2[:0])
+	store := func(s *series[float32], ds []time.Duration) {
+		for _, d := range ds {
+			ms := float64(d) * nsPerMs
+			s.add(float32(ms), ms)
+		}
+	}
+	if slices.Equal(a.scratch, a.scratch2) {
+		store(a.itlSame, a.scratch)
+		return
+	}
+	a.multiToken++
+	store(a.itlMulti, a.scratch)
+	store(a.tokMulti, a.scratch2)
+}
+
+// Summary computes the aggregate of everything added so far. It may be called
+// again after further Adds.
+func (a *Accumulator) Summary() Summary {
+	o := a.opt
+	s := Summary{
+		Options:           o,
+		Level:             max(a.level, -1),
+		Requests:          a.requests,
+		Completed:         a.completed,
+		Failed:            a.failed,
+		Failures:          map[runlog.ErrorClass]int{},
+		Warmups:           a.warmups,
+		Empty:             a.empty,
+		FirstSendNs:       a.firstSend,
+		LastEndNs:         a.lastEnd,
+		InputTokens:       a.inTok,
+		OutputTokens:      a.outTok,
+		ReasoningTokens:   a.reasonTok,
+		CachedTokens:      a.cached,
+		MultiTokenRecords: a.multiToken,
+		TokenSources:      map[runlog.TokenSource]int{},
+	}
+	for k, v := range a.failures {
+		s.Failures[k] = v
+	}
+	for k, v := range a.sources {
+		s.TokenSources[k] = v
+	}
+	if a.requests > 0 {
+		s.DurationS = float64(a.lastEnd-a.firstSend) / 1e9
+	}
+	if a.inTok > 0 {
+		s.CachedShare = float64(a.cached) / float64(a.inTok)
+	}
+	if s.DurationS > 0 {
+		s.RequestThroughput = float64(a.completed) / s.DurationS
+		s.InputThroughput = float64(a.inTok) / s.DurationS
+		s.OutputThroughput = float64(a.outTok) / s.DurationS
+		s.TotalTokenThroughput = float64(a.inTok+a.outTok) / s.DurationS
+	}
+	if a.completed > 0 {
+		s.PeakOutputTokensPerS = float64(a.tl.peak(a.firstOKSend))
+	}
+	s.PeakConcurrency = peakConcurrency(a.spans)
+	s.PeakDroppedChunks = a.tl.dropped
+
+	for i, m := range perRequest {
+		if a.lat[i] != nil {
+			s.Metrics = append(s.Metrics, summarize(m.name, o.Percentiles, a.lat[i], nil))
+		}
+		// ITL goes after TPOT (or where TPOT would be), as in vLLM's report.
+		if m.name == MetricTPOT && a.itlSame != nil {
+			s.Metrics = append(s.Metrics,
+				summarize(MetricITL, o.Percentiles, a.itlSame, a.itlMulti),
+				summarize(MetricITLToken, o.Percentiles, a.itlSame, a.tokMulti))
+		}
+	}
+
+	if !o.SLO.IsZero() {
+		s.SLO = SLOSummary{Set: true, Good: a.good, Attainment: frac(a.good, a.requests)}
+		if s.DurationS > 0 {
+			s.SLO.Goodput = float64(a.good) / s.DurationS
+		}
+		for i, l := range o.SLO.limits() {
+			if l == 0 {
+				continue
+			}
+			s.SLO.Constraints = append(s.SLO.Constraints, ConstraintSummary{
+				Name:       sloNames[i],
+				LimitMs:    float64(l) * nsPerMs,
+				Met:        a.met[i],
+				Attainment: frac(a.met[i], a.requests),
+			})
+		}
+	}
+
+	bps := slices.Clone(o.Percentiles)
+	for _, p := range []float64{50, 99} {
+		if !slices.Contains(bps, p) {
+			bps = append(bps, p)
+		}
+	}
+	for b := range a.buckets {
+		bk := &a.buckets[b]
+		bs := BucketSummary{
+			Label:     a.labels[b],
+			Requests:  bk.requests,
+			Completed: bk.completed,
+			Failed:    bk.failed,
+		}
+		if b > 0 {
+			bs.Lo = a.edges[b-1]
+		}
+		if b < len(a.edges) {
+			bs.Hi = a.edges[b]
+		}
+		if !o.SLO.IsZero() {
+			bs.Good, bs.Attainment = bk.good, frac(bk.good, bk.requests)
+		}
+		for i, m := range perRequest {
+			if bk.lat[i] != nil {
+				bs.Metrics = append(bs.Metrics, summarize(m.name, bps, bk.lat[i], nil))
+			}
+		}
+		s.Buckets = append(s.Buckets, bs)
+	}
+
+	s.SendLag = summarize("send_lag", []float64{50, 99}, a.sendLag, nil)
+	s.InputLen = summarize("input_len", []float64{50, 90, 99}, a.inputLen, nil)
+	s.OutputLen = summarize("output_len", []float64{50, 90, 99}, a.outputLen, nil)
+	s.PromptMismatch = summarize("prompt_mismatch", []float64{50, 99}, a.mismatch, nil)
+	s.Warnings = warnings(&s)
+	return s
+}
+
+func frac(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// peakConcurrency sweeps the [send, end) intervals stored as pairs in spans:
+// at equal times an end is processed before a send (half-open intervals, as
+// vLLM's sweep-line does).
+func peakConcurrency(spans []int64) int {
+	n := len(spans) / 2
+	starts, ends := make([]int64, n), make([]int64, n)
+	for i := range n {
+		starts[i], ends[i] = spans[2*i], spans[2*i+1]
+	}
+	slices.Sort(starts)
+	slices.Sort(ends)
+	cur, peak, j := 0, 0, 0
+	for _, st := range starts {
+		for j < n && ends[j] <= st {
+			cur--
+			j++
+		}
+		cur++
+		peak = max(peak, cur)
+	}
+	return peak
+}
+
+// warnings lists the caveats a reader of s should see.
+func warnings(s *Summary) []string {
+	var ws []string
+	if s.Requests > 0 && s.Completed == 0 {
+		ws = append(ws, fmt.Sprintf("all %d requests failed: no latency figures", s.Requests))
+	}
+	if s.Empty > 0 {
+		ws = append(ws, fmt.Sprintf("%d successful requests returned no token: they have no TTFT or E2E", s.Empty))
+	}
+	if s.PeakDroppedChunks > 0 {
+		ws = append(ws, fmt.Sprintf("peak output throughput leaves out %d chunks timed weeks apart from the rest (corrupt times?)", s.PeakDroppedChunks))
+	}
+	if n := s.TokenSources[runlog.TokensCounted]; n > 0 {
+		ws = append(ws, fmt.Sprintf("%d of %d requests had no usage report: their output tokens were counted by the client and may be undercounted", n, s.Completed))
+	}
+	// One line per percentile, naming each metric whose sample is too small
+	// for it: p99 of 37 values is little more than the second-largest value.
+	for _, p := range s.Options.Percentiles {
+		need := MinSamples(p)
+		var short []string
+		for _, m := range s.Metrics {
+			if m.N > 0 && m.N < need {
+				short = append(short, fmt.Sprintf("%s (%d)", m.Name, m.N))
+			}
+		}
+		if len(short) > 0 {
+			ws = append(ws, fmt.Sprintf("p%s needs at least %d samples to say more than the sample max: too few for %s",
+				PercentileName(p), need, strings.Join(short, ", ")))
+		}
+	}
+	var short []string
+	for _, b := range s.Buckets {
+		if b.Completed > 0 && b.Completed < MinSamples(99) {
+			short = append(short, fmt.Sprintf("%s (%d)", b.Label, b.Completed))
+		}
+	}
+	if len(short) > 0 && len(s.Buckets) > 0 {
+		ws = append(ws, fmt.Sprintf("per-bucket p99 needs at least %d requests per bucket: too few in %s",
+			MinSamples(99), strings.Join(short, ", ")))
+	}
+	return ws
+}

@@ -1,0 +1,175 @@
+package tokenize
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// Synthesizer builds text of an exact token length for one tokenizer.
+// For [Approx] it writes words of its list directly. For a real tokenizer it
+// draws from the tokenizer's own "stable words" — vocabulary entries that are
+// a space followed by 2–8 lowercase ASCII letters and encode to one token,
+// also when repeated — so joined words re-encode to one token each.
+// NewSynthesizer checks that on a long sample; when it holds, texts are
+// exact by construction and need no re-encoding (that is what makes 100,000
+// prompts fast). Otherwise every text is re-encoded and trimmed or padded
+// until its count is exact.
+//
+// A Synthesizer is safe for concurrent use; each call needs its own rng.
+type Synthesizer struct {
+	tok      Tokenizer
+	approx   bool
+	additive bool
+	// words are stable single-token words of tok, each with a leading
+	// space; first are words without the space that are one token too, to
+	// start a text.
+	words, first []string
+}
+
+// ErrNoStableWords means a tokenizer's vocabulary has too few plain
+// lowercase words to synthesize text from (e.g. a character-level model).
+var ErrNoStableWords = errors.New("tokenizer has too few single-token lowercase words to synthesize prompts")
+
+// maxStableWords bounds the word list; more adds no realism, only setup time.
+const maxStableWords = 4096
+
+// NewSynthesizer prepares a Synthesizer for t; a nil t means [Approx].
+func NewSynthesizer(t Tokenizer) (*Synthesizer, error) {
+	if t == nil {
+		t = Approx{}
+	}
+	if _, ok := t.(Approx); ok {
+		return &Synthesizer{tok: t, approx: true, additive: true}, nil
+	}
+	s := &Synthesizer{tok: t}
+	var cands []string
+	if v, ok := t.(vocabLister); ok {
+		cands = v.vocabWords()
+	} else {
+		for _, w := range words {
+			cands = append(cands, " "+w)
+		}
+	}
+	for _, w := range cands {
+		if len(s.words) == maxStableWords {
+			break
+		}
+		if plainWord(w) && t.Count(w) == 1 && t.Count(w+w) == 2 {
+			s.words = append(s.words, w)
+			if t.Count(w[1:]) == 1 && t.Count(w[1:]+w) == 2 {
+				s.first = append(s.first, w[1:])
+			}
+		}
+	}
+	if len(s.words) < 64 || len(s.first) < 8 {
+		return nil, fmt.Errorf("%s: %w (found %d)", t.Name(), ErrNoStableWords, len(s.words))
+	}
+	// Check additivity on a sample: a 2,000-token text, and two texts
+	// joined by a space.
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, b := s.build(2000, rng), s.build(37, rng)
+	s.additive = t.Count(a) == 2000 && t.Count(a+" "+b) == 2037
+	return s, nil
+}
+
+// vocabLister is implemented by tokenizers that can list the decoded text of
+// their plain word tokens (each " word"), to pick synthesis words from.
+type vocabLister interface {
+	vocabWords() []string
+}
+
+// Tokenizer returns the tokenizer the Synthesizer counts with.
+func (s *Synthesizer) Tokenizer() Tokenizer { return s.tok }
+
+// Additive reports whether texts from Text joined with one space count as
+// the sum of their counts, which saves re-encoding joined texts.
+func (s *Synthesizer) Additive() bool { return s.additive }
+
+// Text returns text of exactly n tokens (empty for n <= 0), not starting or
+// ending with whitespace.
+func (s *Synthesizer) Text(n int, rng *rand.Rand) string {
+	if n <= 0 {
+		return ""
+	}
+	if s.approx {
+		return Approx{}.Synthesize(n, rng)
+	}
+	text := s.build(n, rng)
+	if s.additive {
+		return text
+	}
+	return s.fix(text, 0, n, rng)
+}
+
+// Extend returns prefix followed by synthesized text, n tokens in all.
+// When prefix alone has n tokens or more, it returns prefix unchanged.
+func (s *Synthesizer) Extend(prefix string, n int, rng *rand.Rand) string {
+	return s.ExtendCounted(prefix, s.tok.Count(prefix), n, rng)
+}
+
+// ExtendCounted is Extend for a prefix whose count the caller knows
+// (have tokens), e.g. because it was joined from Text results of an
+// additive Synthesizer; it then needs no encoding.
+func (s *Synthesizer) ExtendCounted(prefix string, have, n int, rng *rand.Rand) string {
+	if n <= have {
+		return prefix
+	}
+	if prefix == "" {
+		return s.Text(n, rng)
+	}
+	var b strings.Builder
+	b.Grow(len(prefix) + (n-have)*7)
+	b.WriteString(prefix)
+	if s.approx {
+		AppendApprox(&b, n-have, rng)
+		return b.String()
+	}
+	for range n - have {
+		b.WriteString(s.words[rng.IntN(len(s.words))])
+	}
+	if s.additive {
+		return b.String()
+	}
+	return s.fix(b.String(), len(prefix), n, rng)
+}
+
+// build joins one first word and n−1 stable words.
+func (s *Synthesizer) build(n int, rng *rand.Rand) string {
+	var b strings.Builder
+	b.Grow(n * 7)
+	b.WriteString(s.first[rng.IntN(len(s.first))])
+	for range n - 1 {
+		b.WriteString(s.words[rng.IntN(len(s.words))])
+	}
+	return b.String()
+}
+
+// fix re-encodes text and pads or trims words after byte keep until it has
+// n tokens. Words nearly always add one token each, so it rarely loops.
+func (s *Synthesizer) fix(text string, keep, n int, rng *rand.Rand) string {
+	for range 64 {
+		got := s.tok.Count(text)
+		switch {
+		case got == n:
+			return text
+		case got < n:
+			var b strings.Builder
+			b.WriteString(text)
+			for range n - got {
+				b.WriteString(s.words[rng.IntN(len(s.words))])
+			}
+			text = b.String()
+		default:
+			for range got - n {
+				i := strings.LastIndexByte(text, ' ')
+				if i <= keep {
+					return text
+				}
+				text = text[:i]
+			}
+		}
+	}
+	return text
+}

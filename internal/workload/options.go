@@ -1,0 +1,242 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/tokenize"
+)
+
+// Options mirrors the workload flags of goodput bench, sim and sweep (named
+// as in vllm bench serve where the concept is the same). Zero values mean
+// the flag's default.
+type Options struct {
+	// DatasetName is --dataset-name: random (default), custom, sharegpt,
+	// lengths, trace or prefix-repetition.
+	DatasetName string
+	// DatasetPath is --dataset-path, the file for custom, sharegpt, lengths
+	// and trace.
+	DatasetPath string
+	// NumPrompts is --num-prompts: the number of distinct requests (default
+	// 1000 for random and prefix-repetition; for the file datasets 0 means
+	// every row, and for traces it caps the requests replayed).
+	NumPrompts int
+	// Seed is --seed.
+	Seed int64
+
+	// RandomInputLen, RandomOutputLen, RandomRangeRatio and RandomPrefixLen
+	// are --random-input-len (tokens, default 1024), --random-output-len
+	// (tokens, default 128), --random-range-ratio and --random-prefix-len
+	// (tokens).
+	RandomInputLen, RandomOutputLen int
+	RandomRangeRatio                float64
+	RandomPrefixLen                 int
+	// InputLenDist and OutputLenDist are --input-len-dist and
+	// --output-len-dist (see ParseDist); they override the random lengths.
+	InputLenDist, OutputLenDist string
+
+	// ShareGPTOutputLen is --sharegpt-output-len (tokens; 0 = the reply's).
+	ShareGPTOutputLen int
+
+	// PrefixRepetition* are --prefix-repetition-prefix-len, -suffix-len,
+	// -num-prefixes and -output-len (tokens; defaults 256, 256, 10, 128 as
+	// in vLLM).
+	PrefixRepetitionPrefixLen, PrefixRepetitionSuffixLen   int
+	PrefixRepetitionNumPrefixes, PrefixRepetitionOutputLen int
+
+	// SharedPrefixLen and NumPrefixes are --shared-prefix-len (tokens) and
+	// --num-prefixes (default 1): shared system prompts before every prompt.
+	SharedPrefixLen, NumPrefixes int
+	// CacheBust is --cache-bust: a unique random prefix on every prompt.
+	CacheBust bool
+
+	// TraceSpeedup is --trace-speedup (default 1); TraceWindow is
+	// --trace-window START:END in seconds of trace time from its first
+	// arrival (END may be empty for the end of the trace).
+	TraceSpeedup float64
+	TraceWindow  string
+
+	// Tokenizer is --tokenizer: "" or "approx", "tiktoken:o200k_base",
+	// "tiktoken:cl100k_base", or the path of a Hugging Face tokenizer.json
+	// (or of its directory). Tok, when set, is used instead (already loaded).
+	Tokenizer string
+	Tok       tokenize.Tokenizer
+}
+
+// Defaults of vllm bench serve.
+const (
+	defaultNumPrompts      = 1000
+	defaultRandomInputLen  = 1024
+	defaultRandomOutputLen = 128
+)
+
+// FromOptions builds the dataset the flags describe. Every error names the
+// flag, or the file and line, at fault.
+func FromOptions(o Options) (Dataset, error) {
+	tok := o.Tok
+	if tok == nil {
+		var err error
+		if tok, err = tokenize.Load(o.Tokenizer); err != nil {
+			return nil, fmt.Errorf("--tokenizer: %w", err)
+		}
+	}
+	synth, err := tokenize.NewSynthesizer(tok)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	if o.NumPrompts < 0 {
+		return nil, fmt.Errorf("--num-prompts %d: must not be negative", o.NumPrompts)
+	}
+	name := strings.ToLower(o.DatasetName)
+	if name == "" {
+		name = "random"
+	}
+	needPath := func() error {
+		if o.DatasetPath == "" {
+			return fmt.Errorf("--dataset-path: required for --dataset-name %s", name)
+		}
+		return nil
+	}
+	var ds Dataset
+	switch name {
+	case "random":
+		ds, err = randomFromOptions(o, synth)
+	case "custom":
+		if err = needPath(); err == nil {
+			var c *Custom
+			if c, err = LoadCustom(o.DatasetPath, tok); err == nil {
+				ds = limit(c, o.NumPrompts)
+			}
+		}
+	case "sharegpt":
+		if err = needPath(); err == nil {
+			ds, err = LoadShareGPT(o.DatasetPath, ShareGPTConfig{NumPrompts: o.NumPrompts, Seed: o.Seed, OutputLen: o.ShareGPTOutputLen, Tokenizer: tok})
+		}
+	case "lengths":
+		if err = needPath(); err == nil {
+			ds, err = LoadLengths(o.DatasetPath, LengthsConfig{NumPrompts: o.NumPrompts, Seed: o.Seed, Synth: synth})
+		}
+	case "trace":
+		if err = needPath(); err == nil {
+			var to TraceOptions
+			if to, err = traceOptions(o); err == nil {
+				to.Seed, to.Synth, to.MaxRequests = o.Seed, synth, o.NumPrompts
+				ds, err = LoadTrace(o.DatasetPath, to)
+			}
+		}
+	case "prefix-repetition":
+		c := PrefixRepetitionConfig{
+			PrefixLen: def(o.PrefixRepetitionPrefixLen, 256), SuffixLen: def(o.PrefixRepetitionSuffixLen, 256),
+			NumPrefixes: def(o.PrefixRepetitionNumPrefixes, 10), OutputLen: def(o.PrefixRepetitionOutputLen, 128),
+			NumPrompts: def(o.NumPrompts, defaultNumPrompts), Seed: o.Seed, Synth: synth,
+		}
+		if ds, err = NewPrefixRepetition(c); err != nil {
+			err = fmt.Errorf("--prefix-repetition-*: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("--dataset-name %q: want random, custom, sharegpt, lengths, trace or prefix-repetition", o.DatasetName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.SharedPrefixLen < 0 {
+		return nil, fmt.Errorf("--shared-prefix-len %d: must not be negative", o.SharedPrefixLen)
+	}
+	if o.SharedPrefixLen > 0 {
+		if ds, err = WithSharedPrefix(ds, o.SharedPrefixLen, def(o.NumPrefixes, 1), o.Seed, synth); err != nil {
+			return nil, fmt.Errorf("--num-prefixes: %w", err)
+		}
+	}
+	if o.CacheBust {
+		if ds, err = WithCacheBust(ds, o.Seed, synth); err != nil {
+			return nil, fmt.Errorf("--cache-bust: %w", err)
+		}
+	}
+	return ds, nil
+}
+
+func randomFromOptions(o Options, synth *tokenize.Synthesizer) (Dataset, error) {
+	c := RandomConfig{
+		InputLen: def(o.RandomInputLen, defaultRandomInputLen), OutputLen: def(o.RandomOutputLen, defaultRandomOutputLen),
+		RangeRatio: o.RandomRangeRatio, PrefixLen: o.RandomPrefixLen,
+		NumPrompts: def(o.NumPrompts, defaultNumPrompts), Seed: o.Seed, Synth: synth,
+	}
+	var err error
+	if o.InputLenDist != "" {
+		if c.InputDist, err = ParseDist(o.InputLenDist); err != nil {
+			return nil, fmt.Errorf("--input-len-dist: %w", err)
+		}
+	}
+	if o.OutputLenDist != "" {
+		if c.OutputDist, err = ParseDist(o.OutputLenDist); err != nil {
+			return nil, fmt.Errorf("--output-len-dist: %w", err)
+		}
+	}
+	switch {
+	case o.RandomInputLen < 0:
+		return nil, fmt.Errorf("--random-input-len %d: must not be negative", o.RandomInputLen)
+	case o.RandomOutputLen < 0:
+		return nil, fmt.Errorf("--random-output-len %d: must not be negative", o.RandomOutputLen)
+	case !(o.RandomRangeRatio >= 0 && o.RandomRangeRatio < 1):
+		return nil, fmt.Errorf("--random-range-ratio %g: must be in [0, 1)", o.RandomRangeRatio)
+	case o.RandomPrefixLen < 0:
+		return nil, fmt.Errorf("--random-prefix-len %d: must not be negative", o.RandomPrefixLen)
+	}
+	return NewRandom(c)
+}
+
+func traceOptions(o Options) (TraceOptions, error) {
+	to := TraceOptions{Speedup: o.TraceSpeedup}
+	if !(o.TraceSpeedup >= 0) || math.IsInf(o.TraceSpeedup, 0) {
+		return to, fmt.Errorf("--trace-speedup %g: want a positive number", o.TraceSpeedup)
+	}
+	if o.TraceWindow == "" {
+		return to, nil
+	}
+	a, b, ok := strings.Cut(o.TraceWindow, ":")
+	start, err1 := parseSeconds(a)
+	end, err2 := parseSeconds(b)
+	if !ok || err1 != nil || err2 != nil || (end > 0 && end <= start) {
+		return to, fmt.Errorf("--trace-window %q: want START:END in seconds with 0 <= START < END (END may be empty)", o.TraceWindow)
+	}
+	to.WindowStart, to.WindowEnd = start, end
+	return to, nil
+}
+
+// parseSeconds parses a non-negative number of seconds; "" is 0.
+func parseSeconds(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(x >= 0) || x > 1e9 {
+		return 0, fmt.Errorf("bad seconds %q", s)
+	}
+	return time.Duration(x * 1e9), nil
+}
+
+func def(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// limit returns the first n requests of ds (all when n <= 0 or n >= Len).
+func limit(ds Dataset, n int) Dataset {
+	if n <= 0 || n >= ds.Len() {
+		return ds
+	}
+	return limited{ds, n}
+}
+
+type limited struct {
+	Dataset
+	n int
+}
+
+func (l limited) Len() int { return l.n }
