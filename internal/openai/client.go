@@ -19,6 +19,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -91,6 +92,8 @@ type Client struct {
 	// connection under a request (llama.cpp does after every stream); from
 	// then on every request gets a fresh connection, as vLLM's client does.
 	closes atomic.Bool
+	// pool holds streamStates whose readers use this client's clock.
+	pool sync.Pool
 }
 
 // NewClient checks cfg and returns a Client.
@@ -116,6 +119,9 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	if cfg.APIKey != "" {
 		c.authHdr = "Bearer " + cfg.APIKey
+	}
+	c.pool.New = func() any {
+		return &streamState{sr: sse.NewReader(nil, c.cfg.Now, sse.DefaultBufSize)}
 	}
 	conns := max(cfg.MaxConns, 16)
 	c.hc = &http.Client{Transport: newTransport(conns, false)}
@@ -232,26 +238,18 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
 		defer stop()
 	}
-	var reused, wrote bool
-	var connStart int64
+	// The hooks run on the transport's goroutines (a dial may outlive a
+	// failed attempt), so they touch only these atomics, never rec.
+	var reused, wrote atomic.Bool
+	var connStart, connDone atomic.Int64
 	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+		GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
 		ConnectStart: func(_, _ string) {
-			if connStart == 0 {
-				connStart = c.cfg.Now()
-			}
+			connStart.CompareAndSwap(0, c.cfg.Now())
 		},
-		TLSHandshakeDone: func(tls.ConnectionState, error) {
-			if connStart != 0 {
-				rec.ConnectNs = c.cfg.Now() - connStart
-			}
-		},
-		ConnectDone: func(_, _ string, _ error) {
-			if connStart != 0 {
-				rec.ConnectNs = c.cfg.Now() - connStart
-			}
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) { wrote = true },
+		ConnectDone:      func(_, _ string, _ error) { connDone.Store(c.cfg.Now()) },
+		TLSHandshakeDone: func(tls.ConnectionState, error) { connDone.Store(c.cfg.Now()) },
+		WroteRequest:     func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -274,9 +272,12 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	}
 	rec.Sent = c.cfg.Now()
 	resp, err := hc.Do(req)
+	if cs, cd := connStart.Load(), connDone.Load(); cs != 0 && cd > cs && !reused.Load() {
+		rec.ConnectNs = cd - cs
+	}
 	if err != nil {
 		rec.End = c.cfg.Now()
-		if mayRetry && reused && ctx.Err() == nil && (!wrote || isReset(err)) {
+		if mayRetry && reused.Load() && ctx.Err() == nil && (!wrote.Load() || isReset(err)) {
 			return true
 		}
 		c.classifyErr(ctx, rec, err, true)
@@ -316,9 +317,11 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 // read consumes the event stream into rec. It reports whether the stream
 // ended cleanly with [DONE], leaving the body worth draining.
 func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (clean bool) {
-	sr := sse.NewReader(body, c.cfg.Now, 64<<10)
+	st := c.pool.Get().(*streamState)
+	st.sr.Reset(body)
+	defer c.pool.Put(st)
+	sr, dec := st.sr, &st.dec
 	var (
-		dec        ChunkDecoder
 		ch         Chunk
 		think      ThinkSplitter
 		done       bool
@@ -355,7 +358,13 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 		}
 		if err := dec.Decode(data, &ch); err != nil {
 			rec.End = ev.At
-			c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("chunk %d: %v", len(rec.Chunks)+1, err))
+			if ev.Truncated {
+				// The stream was cut mid-event: a broken stream, not a
+				// server sending bad JSON.
+				c.fail(rec, runlog.ErrStream, fmt.Sprintf("stream cut inside chunk %d", len(rec.Chunks)+1))
+			} else {
+				c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("chunk %d: %v", len(rec.Chunks)+1, err))
+			}
 			break
 		}
 		if len(ch.ErrMessage) > 0 {
@@ -422,6 +431,14 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 }
 
 var doneMarker = []byte("[DONE]")
+
+// streamState is the per-stream reading machinery, pooled so a request does
+// not allocate a 64 KiB buffer.
+type streamState struct {
+	sr  *sse.Reader
+	dec ChunkDecoder
+}
+
 
 func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
 	if rec.ErrorClass != "" {

@@ -1,0 +1,908 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Usage is the token accounting a server reports in a chunk's "usage"
+// object. Counts are tokens; zero means absent (or reported as zero).
+type Usage struct {
+	// Present is true when the chunk had a non-null "usage" object.
+	Present bool
+	// PromptTokens is usage.prompt_tokens.
+	PromptTokens int
+	// CompletionTokens is usage.completion_tokens (reasoning included).
+	CompletionTokens int
+	// ReasoningTokens is usage.completion_tokens_details.reasoning_tokens.
+	ReasoningTokens int
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens.
+	CachedTokens int
+}
+
+// Chunk is what goodput needs from one streamed chunk (the JSON payload of a
+// "data:" event) of /v1/chat/completions or /v1/completions. Only the choice
+// with index 0 is read (goodput always sends n=1). Byte slices alias the
+// decoded payload or the decoder's buffer and are valid until the next
+// Decode with the same ChunkDecoder; they are nil when empty.
+type Chunk struct {
+	// Content is the generated visible text, unescaped: delta.content, or
+	// the completions API's text when delta.content is empty.
+	Content []byte
+	// Reasoning is hidden reasoning text, unescaped: delta.reasoning_content
+	// (vLLM, SGLang, DeepSeek) or, when that is empty, delta.reasoning
+	// (newer vLLM, OpenRouter, Ollama). Servers that send both send the same
+	// text twice, so it is never counted twice.
+	Reasoning []byte
+	// ToolArgs is the number of bytes of tool-call text in the delta: the
+	// unescaped function name and arguments of every delta.tool_calls entry
+	// and of the legacy delta.function_call. They are generated but hidden
+	// tokens.
+	ToolArgs int
+	// Role is true when the delta carried a role string (typically only the
+	// first chunk, which carries no token).
+	Role bool
+	// FinishReason is the choice's finish_reason; nil while generating.
+	FinishReason []byte
+	// HasChoices is true when "choices" is a non-empty array. Usage-only
+	// chunks have "choices":[].
+	HasChoices bool
+	// Usage is the chunk's usage object, if any.
+	Usage Usage
+	// ErrMessage is non-empty when the payload is an error: an "error"
+	// member that is an object or a string, or vLLM's
+	// {"object":"error","message":...}.
+	// It holds the server's message, or "unknown error" when it gave none.
+	ErrMessage []byte
+}
+
+// ErrMalformed is wrapped by every error Decode returns: the payload is not
+// valid JSON, or not a JSON object.
+var ErrMalformed = errors.New("malformed chunk")
+
+// maxDepth is the deepest nesting of arrays and objects accepted, the same
+// limit as encoding/json, so both agree on which documents are valid.
+const maxDepth = 10000
+
+var unknownError = []byte("unknown error")
+
+// ChunkDecoder decodes chunks without building a document: a single pass
+// over the bytes that validates the whole payload as JSON, skips what goodput
+// does not need and unescapes only the strings it keeps. A ChunkDecoder is
+// reusable and allocates nothing per chunk once its buffer has grown; it is
+// not safe for concurrent use. The zero value is ready to use.
+type ChunkDecoder struct {
+	arena  []byte // unescaped string values for the current Decode
+	keyBuf []byte // unescaped object key, for keys that contain escapes
+	p      parser
+}
+
+// span locates a decoded string: data[off:end] of the payload, or of the
+// arena when unescaping was needed. Offsets (not slices) survive the arena
+// growing while later strings are unescaped.
+type span struct {
+	off, end int
+	arena    bool
+}
+
+func (s span) empty() bool { return s.end == s.off }
+
+// choiceState is one element of "choices" while it is being parsed; only
+// the first one whose index is 0 (or absent) is kept.
+type choiceState struct {
+	index             int64
+	content, text     span
+	reasoningContent  span
+	reasoning         span
+	finish            span
+	toolArgs          int
+	role, hasIndexInt bool
+}
+
+// Decode parses one chunk payload into c, overwriting all of c. It returns
+// an error wrapping ErrMalformed when data is not a valid JSON object; the
+// caller decides what that means for the request (a [DONE] sentinel is not
+// JSON and must be handled before calling Decode).
+func (d *ChunkDecoder) Decode(data []byte, c *Chunk) error {
+	*c = Chunk{}
+	d.arena = d.arena[:0]
+	p := &d.p
+	*p = parser{data: data, d: d}
+	var (
+		content, text, reasoningContent, reasoning, finish span
+		errMsg, topMsg                                     span
+		isErr, objectIsError                               bool
+	)
+	p.ws()
+	if p.pos >= len(data) || data[p.pos] != '{' {
+		if p.pos >= len(data) {
+			return fmt.Errorf("%w: empty payload", ErrMalformed)
+		}
+		if err := p.value(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: payload is not a JSON object", ErrMalformed)
+	}
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return err
+		}
+		switch string(k) {
+		case "choices":
+			var ch choiceState
+			var found bool
+			c.HasChoices, found, err = p.choices(&ch)
+			content, text, reasoningContent, reasoning, finish = span{}, span{}, span{}, span{}, span{}
+			c.ToolArgs, c.Role = 0, false
+			if found {
+				content, text, finish = ch.content, ch.text, ch.finish
+				reasoningContent, reasoning = ch.reasoningContent, ch.reasoning
+				c.ToolArgs, c.Role = ch.toolArgs, ch.role
+			}
+		case "usage":
+			c.Usage, err = p.usage()
+		case "error":
+			isErr, errMsg, err = p.errorValue()
+		case "object":
+			var s span
+			var ok bool
+			s, ok, err = p.stringOrSkip()
+			objectIsError = ok && string(d.bytes(s)) == "error"
+		case "message":
+			topMsg, _, err = p.stringOrSkip()
+		default:
+			err = p.value()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	p.ws()
+	if p.pos != len(data) {
+		return p.syntax("after top-level value")
+	}
+
+	c.Content = d.bytes(content)
+	if len(c.Content) == 0 {
+		c.Content = d.bytes(text)
+	}
+	c.Reasoning = d.bytes(reasoningContent)
+	if len(c.Reasoning) == 0 {
+		c.Reasoning = d.bytes(reasoning)
+	}
+	c.FinishReason = d.bytes(finish)
+	if isErr || objectIsError {
+		switch {
+		case !errMsg.empty():
+			c.ErrMessage = d.bytes(errMsg)
+		case objectIsError && !topMsg.empty():
+			c.ErrMessage = d.bytes(topMsg)
+		default:
+			c.ErrMessage = unknownError
+		}
+	}
+	return nil
+}
+
+// bytes materialises a span; nil when empty.
+func (d *ChunkDecoder) bytes(s span) []byte {
+	if s.empty() {
+		return nil
+	}
+	if s.arena {
+		return d.arena[s.off:s.end:s.end]
+	}
+	return d.p.data[s.off:s.end:s.end]
+}
+
+// parser is the scanning state of one Decode.
+type parser struct {
+	data  []byte
+	pos   int
+	depth int
+	d     *ChunkDecoder
+}
+
+func (p *parser) syntax(what string) error {
+	if p.pos >= len(p.data) {
+		return fmt.Errorf("%w: unexpected end of JSON %s", ErrMalformed, what)
+	}
+	return fmt.Errorf("%w: invalid character %q at offset %d %s", ErrMalformed, p.data[p.pos], p.pos, what)
+}
+
+func (p *parser) ws() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips whitespace and returns the next byte (0 at the end).
+func (p *parser) peek() byte {
+	p.ws()
+	if p.pos >= len(p.data) {
+		return 0
+	}
+	return p.data[p.pos]
+}
+
+func (p *parser) push() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return fmt.Errorf("%w: nested deeper than %d", ErrMalformed, maxDepth)
+	}
+	return nil
+}
+
+// openObject consumes '{' and reports whether a member follows.
+func (p *parser) openObject() (bool, error) {
+	if p.peek() != '{' {
+		return false, p.syntax("looking for beginning of object")
+	}
+	p.pos++
+	if err := p.push(); err != nil {
+		return false, err
+	}
+	if p.peek() == '}' {
+		p.pos++
+		p.depth--
+		return false, nil
+	}
+	return true, nil
+}
+
+// nextMember consumes ',' (true: another member follows) or '}' (false).
+func (p *parser) nextMember() (bool, error) {
+	switch p.peek() {
+	case ',':
+		p.pos++
+		return true, nil
+	case '}':
+		p.pos++
+		p.depth--
+		return false, nil
+	}
+	return false, p.syntax("after object member")
+}
+
+// key parses a member name and its colon. The result aliases the payload
+// or the decoder's key buffer and is valid until the next key.
+func (p *parser) key() ([]byte, error) {
+	if p.peek() != '"' {
+		return nil, p.syntax("looking for object key")
+	}
+	s, err := p.str(true, true)
+	if err != nil {
+		return nil, err
+	}
+	var k []byte
+	if s.arena {
+		k = p.d.keyBuf[s.off:s.end]
+	} else {
+		k = p.data[s.off:s.end]
+	}
+	if p.peek() != ':' {
+		return nil, p.syntax("after object key")
+	}
+	p.pos++
+	return k, nil
+}
+
+// openArray consumes '[' and reports whether an element follows.
+func (p *parser) openArray() (bool, error) {
+	p.pos++ // caller has peeked '['
+	if err := p.push(); err != nil {
+		return false, err
+	}
+	if p.peek() == ']' {
+		p.pos++
+		p.depth--
+		return false, nil
+	}
+	return true, nil
+}
+
+// nextElement consumes ',' (true: another element follows) or ']' (false).
+func (p *parser) nextElement() (bool, error) {
+	switch p.peek() {
+	case ',':
+		p.pos++
+		return true, nil
+	case ']':
+		p.pos++
+		p.depth--
+		return false, nil
+	}
+	return false, p.syntax("after array element")
+}
+
+// value validates and skips any JSON value.
+func (p *parser) value() error {
+	switch c := p.peek(); {
+	case c == '"':
+		_, err := p.str(false, false)
+		return err
+	case c == '{':
+		more, err := p.openObject()
+		for ; more && err == nil; more, err = p.nextMember() {
+			if _, err = p.key(); err != nil {
+				return err
+			}
+			if err = p.value(); err != nil {
+				return err
+			}
+		}
+		return err
+	case c == '[':
+		more, err := p.openArray()
+		for ; more && err == nil; more, err = p.nextElement() {
+			if err = p.value(); err != nil {
+				return err
+			}
+		}
+		return err
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, _, err := p.number()
+		return err
+	case c == 't':
+		return p.literal("true")
+	case c == 'f':
+		return p.literal("false")
+	case c == 'n':
+		return p.literal("null")
+	}
+	return p.syntax("looking for beginning of value")
+}
+
+func (p *parser) literal(lit string) error {
+	if len(p.data)-p.pos >= len(lit) && string(p.data[p.pos:p.pos+len(lit)]) == lit {
+		p.pos += len(lit)
+		return nil
+	}
+	for i := 0; i < len(lit) && p.pos < len(p.data) && p.data[p.pos] == lit[i]; i++ {
+		p.pos++ // point the error at the first wrong byte
+	}
+	return p.syntax("in literal " + lit)
+}
+
+// number validates a JSON number and returns its value when it is an
+// integer literal (no fraction or exponent) that fits in int64.
+func (p *parser) number() (n int64, isInt bool, err error) {
+	d := p.data
+	i := p.pos
+	neg := false
+	if d[i] == '-' {
+		neg = true
+		i++
+	}
+	if i >= len(d) || d[i] < '0' || d[i] > '9' {
+		p.pos = i
+		return 0, false, p.syntax("in numeric literal")
+	}
+	// Accumulate the magnitude; -(1<<63) is the one value whose magnitude
+	// does not fit in int64.
+	limit := uint64(1<<63 - 1)
+	if neg {
+		limit++
+	}
+	var u uint64
+	isInt = true
+	if d[i] == '0' {
+		i++
+	} else {
+		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
+			v := uint64(d[i] - '0')
+			if u > (limit-v)/10 {
+				isInt = false // valid JSON, but not an int64
+			}
+			u = u*10 + v
+		}
+	}
+	if i < len(d) && d[i] == '.' {
+		isInt = false
+		i++
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			p.pos = i
+			return 0, false, p.syntax("after decimal point in numeric literal")
+		}
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		isInt = false
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			p.pos = i
+			return 0, false, p.syntax("in exponent of numeric literal")
+		}
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	}
+	p.pos = i
+	if !isInt {
+		return 0, false, nil
+	}
+	if neg {
+		return int64(-u), true, nil // two's complement: also right for -(1<<63)
+	}
+	return int64(u), true, nil
+}
+
+// intOrSkip returns the value of an integer literal; any other value is
+// validated, skipped and reported as !ok.
+func (p *parser) intOrSkip() (int64, bool, error) {
+	if c := p.peek(); c == '-' || (c >= '0' && c <= '9') {
+		return p.number()
+	}
+	return 0, false, p.value()
+}
+
+// stringOrSkip returns a string value's span; any other value is validated,
+// skipped and reported as !ok.
+func (p *parser) stringOrSkip() (span, bool, error) {
+	if p.peek() == '"' {
+		s, err := p.str(true, false)
+		return s, err == nil, err
+	}
+	return span{}, false, p.value()
+}
+
+// str parses the string at p.pos (a '"'). With keep, it returns the span of
+// its unescaped value: the raw bytes when they need no change, else a copy
+// in the arena (or, for keys, in keyBuf) with escapes decoded and each
+// invalid UTF-8 byte replaced by U+FFFD, as encoding/json does.
+func (p *parser) str(keep, isKey bool) (span, error) {
+	d := p.data
+	start := p.pos + 1
+	i := start
+	ascii := true
+	for i < len(d) {
+		c := d[i]
+		if plainASCII[c] {
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			if !keep || ascii || utf8.Valid(d[start:i]) {
+				return span{off: start, end: i}, nil
+			}
+			return p.unescape(start, isKey)
+		case c == '\\':
+			if keep {
+				return p.unescape(start, isKey)
+			}
+			n, err := p.escapeLen(i)
+			if err != nil {
+				return span{}, err
+			}
+			i += n
+		case c < 0x20:
+			p.pos = i
+			return span{}, p.syntax("in string literal")
+		default:
+			if c >= utf8.RuneSelf {
+				ascii = false
+			}
+			i++
+		}
+	}
+	p.pos = i
+	return span{}, p.syntax("in string literal")
+}
+
+// plainASCII marks the bytes a string can hold that need no attention:
+// printable ASCII other than '"' and '\\'. A table lookup keeps the scan of
+// skipped strings (ids, model names) to a load and a branch per byte.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// escapeLen validates the escape sequence at d[i] ('\\') and returns its
+// length.
+func (p *parser) escapeLen(i int) (int, error) {
+	d := p.data
+	if i+1 >= len(d) {
+		p.pos = len(d)
+		return 0, p.syntax("in string escape code")
+	}
+	switch d[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, nil
+	case 'u':
+		for j := i + 2; j < i+6; j++ {
+			if j >= len(d) || unhex(d[j]) < 0 {
+				p.pos = min(j, len(d))
+				return 0, p.syntax("in \\u hexadecimal character escape")
+			}
+		}
+		return 6, nil
+	}
+	p.pos = i + 1
+	return 0, p.syntax("in string escape code")
+}
+
+func unhex(c byte) rune {
+	switch {
+	case c >= '0' && c <= '9':
+		return rune(c - '0')
+	case c >= 'a' && c <= 'f':
+		return rune(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return rune(c-'A') + 10
+	}
+	return -1
+}
+
+// u4 decodes the \uXXXX at d[i], or returns -1 when there is none.
+func u4(d []byte, i int) rune {
+	if i+6 > len(d) || d[i] != '\\' || d[i+1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range d[i+2 : i+6] {
+		h := unhex(c)
+		if h < 0 {
+			return -1
+		}
+		r = r<<4 | h
+	}
+	return r
+}
+
+// unescape decodes the string starting at d[start] (just after its opening
+// quote) into the arena or keyBuf.
+func (p *parser) unescape(start int, isKey bool) (span, error) {
+	d := p.data
+	var out []byte
+	if isKey {
+		out = p.d.keyBuf[:0]
+	} else {
+		out = p.d.arena
+	}
+	off := len(out)
+	i := start
+	for {
+		if i >= len(d) {
+			p.pos = i
+			return span{}, p.syntax("in string literal")
+		}
+		c := d[i]
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			if isKey {
+				p.d.keyBuf = out
+			} else {
+				p.d.arena = out
+			}
+			return span{off: off, end: len(out), arena: true}, nil
+		case c == '\\':
+			n, err := p.escapeLen(i)
+			if err != nil {
+				return span{}, err
+			}
+			switch e := d[i+1]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := u4(d, i)
+				if utf16.IsSurrogate(r) {
+					// A high surrogate followed by a low one is one
+					// character; anything else becomes U+FFFD and the next
+					// escape is decoded on its own, as in encoding/json.
+					if dec := utf16.DecodeRune(r, u4(d, i+6)); dec != utf8.RuneError {
+						out = utf8.AppendRune(out, dec)
+						n += 6
+						break
+					}
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+			i += n
+		case c < 0x20:
+			p.pos = i
+			return span{}, p.syntax("in string literal")
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, d[i:i+size]...)
+			}
+			i += size
+		}
+	}
+}
+
+// choices parses the "choices" value. It reports whether it was a
+// non-empty array and whether a choice with index 0 (or no index) was found,
+// which is then in ch. A non-array value is skipped.
+func (p *parser) choices(ch *choiceState) (nonEmpty, found bool, err error) {
+	if p.peek() != '[' {
+		return false, false, p.value()
+	}
+	more, err := p.openArray()
+	nonEmpty = more
+	for ; more && err == nil; more, err = p.nextElement() {
+		if p.peek() != '{' || found {
+			if err = p.value(); err != nil {
+				return false, false, err
+			}
+			continue
+		}
+		*ch = choiceState{}
+		if err = p.choice(ch); err != nil {
+			return false, false, err
+		}
+		found = !ch.hasIndexInt || ch.index == 0
+	}
+	return nonEmpty, found, err
+}
+
+// choice parses one element of "choices".
+func (p *parser) choice(ch *choiceState) error {
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return err
+		}
+		switch string(k) {
+		case "index":
+			ch.index, ch.hasIndexInt, err = p.intOrSkip()
+		case "delta":
+			ch.content, ch.reasoningContent, ch.reasoning = span{}, span{}, span{}
+			ch.toolArgs, ch.role = 0, false
+			if p.peek() == '{' {
+				err = p.delta(ch)
+			} else {
+				err = p.value()
+			}
+		case "text":
+			ch.text, _, err = p.stringOrSkip()
+		case "finish_reason":
+			ch.finish, _, err = p.stringOrSkip()
+		default:
+			err = p.value()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// delta parses a choice's "delta" object.
+func (p *parser) delta(ch *choiceState) error {
+	var toolCalls, functionCall int
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return err
+		}
+		switch string(k) {
+		case "content":
+			ch.content, _, err = p.stringOrSkip()
+		case "reasoning_content":
+			ch.reasoningContent, _, err = p.stringOrSkip()
+		case "reasoning":
+			ch.reasoning, _, err = p.stringOrSkip()
+		case "role":
+			_, ch.role, err = p.stringOrSkip()
+		case "tool_calls":
+			toolCalls, err = p.toolCalls()
+		case "function_call":
+			functionCall, err = p.function()
+		default:
+			err = p.value()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	ch.toolArgs = toolCalls + functionCall
+	return err
+}
+
+// toolCalls sums the function text of every element of "tool_calls".
+func (p *parser) toolCalls() (int, error) {
+	if p.peek() != '[' {
+		return 0, p.value()
+	}
+	total := 0
+	more, err := p.openArray()
+	for ; more && err == nil; more, err = p.nextElement() {
+		var n int
+		if n, err = p.toolCall(); err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, err
+}
+
+// toolCall returns the function text length of one tool_calls element; a
+// non-object element counts 0.
+func (p *parser) toolCall() (int, error) {
+	if p.peek() != '{' {
+		return 0, p.value()
+	}
+	n := 0
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return 0, err
+		}
+		if string(k) == "function" {
+			n, err = p.function()
+		} else {
+			err = p.value()
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, err
+}
+
+// function returns the unescaped length of a function object's name plus
+// arguments; a non-object value counts 0.
+func (p *parser) function() (int, error) {
+	if p.peek() != '{' {
+		return 0, p.value()
+	}
+	var name, args int
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return 0, err
+		}
+		var s span
+		switch string(k) {
+		case "name":
+			s, _, err = p.stringOrSkip()
+			name = s.end - s.off
+		case "arguments":
+			s, _, err = p.stringOrSkip()
+			args = s.end - s.off
+		default:
+			err = p.value()
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return name + args, err
+}
+
+// usage parses the "usage" value; null or a non-object gives Present false.
+func (p *parser) usage() (Usage, error) {
+	var u Usage
+	if p.peek() != '{' {
+		return u, p.value()
+	}
+	u.Present = true
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return u, err
+		}
+		switch string(k) {
+		case "prompt_tokens":
+			u.PromptTokens, err = p.count()
+		case "completion_tokens":
+			u.CompletionTokens, err = p.count()
+		case "prompt_tokens_details":
+			u.CachedTokens, err = p.detail("cached_tokens")
+		case "completion_tokens_details":
+			u.ReasoningTokens, err = p.detail("reasoning_tokens")
+		default:
+			err = p.value()
+		}
+		if err != nil {
+			return u, err
+		}
+	}
+	return u, err
+}
+
+// count returns an integer literal as an int, or 0 for any other value.
+func (p *parser) count() (int, error) {
+	n, ok, err := p.intOrSkip()
+	if !ok || int64(int(n)) != n {
+		return 0, err
+	}
+	return int(n), err
+}
+
+// detail returns the integer member name of a details object (0 if absent).
+func (p *parser) detail(name string) (int, error) {
+	if p.peek() != '{' {
+		return 0, p.value()
+	}
+	v := 0
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return 0, err
+		}
+		if string(k) == name {
+			v, err = p.count()
+		} else {
+			err = p.value()
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return v, err
+}
+
+// errorValue parses a top-level "error" member: an object or a string means
+// an error (null, as some servers send in every chunk, does not); its
+// message is error.message for an object, or the string itself.
+func (p *parser) errorValue() (isErr bool, msg span, err error) {
+	switch p.peek() {
+	case '"':
+		msg, err = p.str(true, false)
+		return true, msg, err
+	case '{':
+		more, err := p.openObject()
+		for ; more && err == nil; more, err = p.nextMember() {
+			var k []byte
+			if k, err = p.key(); err != nil {
+				return false, span{}, err
+			}
+			if string(k) == "message" {
+				msg, _, err = p.stringOrSkip()
+			} else {
+				err = p.value()
+			}
+			if err != nil {
+				return false, span{}, err
+			}
+		}
+		return true, msg, err
+	}
+	return false, span{}, p.value()
+}
