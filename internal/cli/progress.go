@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// progress shows a live line while a run goes on: done/total, in flight,
+// running TTFT and TPOT P50/P99, output tok/s and failures. On a terminal it
+// redraws one line; otherwise it prints a plain line every interval.
+type progress struct {
+	w        io.Writer
+	tty      bool
+	quiet    bool
+	total    int
+	interval time.Duration
+
+	mu       sync.Mutex
+	done     int
+	failed   int
+	outTok   int64
+	ttft     *hdrhistogram.Histogram // µs
+	tpot     *hdrhistogram.Histogram // µs
+	started  time.Time
+	lastLine int
+
+	stopCh chan struct{}
+	wg     sync.WaitGroup
+}
+
+func newProgress(env Env, quiet bool, total int, dur time.Duration) *progress {
+	iv := 10 * time.Second
+	if env.TTY {
+		iv = 500 * time.Millisecond
+	}
+	return &progress{
+		w: env.Stderr, tty: env.TTY, quiet: quiet, total: total, interval: iv,
+		ttft: hdrhistogram.New(1, 3_600_000_000, 2), tpot: hdrhistogram.New(1, 3_600_000_000, 2),
+	}
+}
+
+// observe counts a finished record; safe for concurrent use.
+func (p *progress) observe(r *runlog.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	if !r.OK() {
+		p.failed++
+		return
+	}
+	p.outTok += int64(r.OutputTokens())
+	if d, ok := r.TTFT(); ok {
+		_ = p.ttft.RecordValue(max(d.Microseconds(), 1))
+	}
+	if d, ok := r.TPOT(); ok {
+		_ = p.tpot.RecordValue(max(d.Microseconds(), 1))
+	}
+}
+
+func (p *progress) start(ctx context.Context) {
+	p.started = time.Now()
+	if p.quiet {
+		return
+	}
+	p.stopCh = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(p.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.print(false)
+			case <-p.stopCh:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
+func (p *progress) stop() {
+	if p.quiet || p.stopCh == nil {
+		return
+	}
+	close(p.stopCh)
+	p.wg.Wait()
+	p.print(true)
+}
+
+func (p *progress) print(final bool) {
+	p.mu.Lock()
+	el := time.Since(p.started).Seconds()
+	tot := "?"
+	if p.total > 0 {
+		tot = fmt.Sprint(p.total)
+	}
+	line := fmt.Sprintf("%d/%s done, %d failed | TTFT p50 %s p99 %s | TPOT p50 %s p99 %s | %.0f out tok/s | %.0fs",
+		p.done, tot, p.failed,
+		ms(p.ttft.ValueAtQuantile(50)), ms(p.ttft.ValueAtQuantile(99)),
+		ms(p.tpot.ValueAtQuantile(50)), ms(p.tpot.ValueAtQuantile(99)),
+		float64(p.outTok)/max(el, 1e-9), el)
+	p.mu.Unlock()
+	if p.tty {
+		pad := max(p.lastLine-len(line), 0)
+		fmt.Fprintf(p.w, "\r%s%*s", line, pad, "")
+		p.lastLine = len(line)
+		if final {
+			fmt.Fprintln(p.w)
+		}
+		return
+	}
+	if !final {
+		fmt.Fprintln(p.w, "goodput: "+line)
+	}
+}
+
+func ms(us int64) string {
+	if us == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", float64(us)/1000)
+}

@@ -1,0 +1,122 @@
+// Package cli is goodput's command tree. Each subcommand turns its flags into
+// an Options value and calls one function with the command's context; only
+// this package touches arguments, the environment and standard streams, and
+// it takes them injected (Env) so commands can be tested.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0 // success
+	ExitRun   = 1 // the run failed
+	ExitUsage = 2 // bad flags or arguments
+	ExitGate  = 3 // an SLO / --fail-if gate failed
+)
+
+// Version is the binary's version, set at build time with -ldflags.
+var Version = "dev"
+
+// Env is everything a command may take from the process.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Getenv reads an environment variable.
+	Getenv func(string) string
+	// Now reads the wall clock (for dates in file names and reports).
+	Now func() time.Time
+	// TTY says whether Stderr is a terminal (live progress, colour).
+	TTY bool
+	// Dir is the working directory for relative output paths ("" = cwd).
+	Dir string
+}
+
+// OSEnv returns the real process environment.
+func OSEnv() Env {
+	return Env{
+		Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Now: time.Now,
+		TTY: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+}
+
+// usageError marks a mistake in flags or arguments (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// GateError is returned when a --fail-if or SLO gate fails (exit code 3).
+type GateError struct{ Failed []string }
+
+func (e *GateError) Error() string { return "gate failed: " + strings.Join(e.Failed, "; ") }
+
+// Main runs the command line args and returns the exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	root := newRoot(env)
+	root.SetArgs(args)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stderr, "goodput: %v\n", err)
+	var ue usageError
+	var ge *GateError
+	switch {
+	case errors.As(err, &ge):
+		return ExitGate
+	case errors.As(err, &ue), isCobraUsage(err):
+		return ExitUsage
+	default:
+		return ExitRun
+	}
+}
+
+// isCobraUsage recognises cobra's own flag and argument errors.
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand", "unknown command", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "required flag"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRoot(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "goodput",
+		Short: "LLM serving performance, measured the way users feel it",
+		Long: `goodput measures LLM serving the way users feel it: time to first token,
+time to first visible token (TTP), time per output token, end-to-end latency,
+throughput, and goodput — requests per second that met the SLO.
+
+With no --base-url, "goodput bench" starts an embedded simulated engine on
+loopback and benchmarks it, so it runs with no GPU and no network.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newBenchCmd(env))
+	for _, f := range extraCommands {
+		root.AddCommand(f(env))
+	}
+	return root
+}
+
+// extraCommands are subcommands registered by other files of this package.
+var extraCommands []func(Env) *cobra.Command

@@ -1,0 +1,349 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goodput/goodput/internal/loadgen"
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// levelSpec is the load of one level.
+type levelSpec struct {
+	Rate           float64 // requests/s; 0 = unpaced
+	Burstiness     float64
+	MaxConcurrency int
+	NumPrompts     int // 0 with Duration: until the duration ends
+	Duration       time.Duration
+	NumWarmups     int
+	Label          string
+}
+
+// level checks the load flags and returns the level they describe.
+func (l *loadFlags) level() (levelSpec, error) {
+	rate, err := l.rate()
+	if err != nil {
+		return levelSpec{}, err
+	}
+	if l.Burstiness <= 0 {
+		return levelSpec{}, usagef("--burstiness %v: want > 0", l.Burstiness)
+	}
+	switch {
+	case l.MaxConcurrency < 0:
+		return levelSpec{}, usagef("--max-concurrency %d: want ≥ 0", l.MaxConcurrency)
+	case l.NumPrompts < 0:
+		return levelSpec{}, usagef("--num-prompts %d: want ≥ 0", l.NumPrompts)
+	case l.NumWarmups < 0:
+		return levelSpec{}, usagef("--num-warmups %d: want ≥ 0", l.NumWarmups)
+	case l.Duration < 0:
+		return levelSpec{}, usagef("--duration %v: want ≥ 0", l.Duration)
+	}
+	n := l.NumPrompts
+	if l.Duration > 0 && !l.numSet {
+		n = 0
+	}
+	if n == 0 && l.Duration == 0 {
+		return levelSpec{}, usagef("--num-prompts 0 needs --duration")
+	}
+	return levelSpec{Rate: rate, Burstiness: l.Burstiness, MaxConcurrency: l.MaxConcurrency,
+		NumPrompts: n, Duration: l.Duration, NumWarmups: l.NumWarmups}, nil
+}
+
+// session is one measuring run against one target: the client, the
+// workload, the records file and the clock shared by all its levels.
+type session struct {
+	env    Env
+	o      *BenchOptions
+	so     stats.Options
+	cancel context.CancelCauseFunc
+
+	client *openai.Client
+	ds     workload.Dataset
+	now    func() int64
+	meta   *runlog.Meta
+	prefix string
+	next   int // dataset index of the next request
+
+	resultPath, recordsPath string
+	recFile                 *os.File
+	rw                      *runlog.Writer
+	stopEmb                 func()
+
+	mu       sync.Mutex
+	writeErr error
+}
+
+// openSession resolves the target (starting the embedded simulator when no
+// URL is given), builds the client and the workload, and opens the records
+// file. cancel is called with the cause if writing records fails.
+func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o *BenchOptions, command string) (*session, error) {
+	s := &session{env: env, o: o, cancel: cancel, stopEmb: func() {}}
+	var err error
+	if s.so, err = o.out.statsOptions(o.args); err != nil {
+		return nil, err
+	}
+	if _, err := o.load.level(); err != nil {
+		return nil, err
+	}
+	meta, err := parseKV("--metadata", o.out.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	headers, err := parseKV("--header", o.target.Headers)
+	if err != nil {
+		return nil, err
+	}
+	var extra map[string]any
+	if strings.TrimSpace(o.target.ExtraBody) != "" {
+		if err := json.Unmarshal([]byte(o.target.ExtraBody), &extra); err != nil {
+			return nil, usagef("--extra-body: not a JSON object: %v", err)
+		}
+	}
+	endpoint := o.target.Endpoint
+	switch strings.ToLower(o.target.Backend) {
+	case "openai", "vllm", "sglang", "tgi", "llama.cpp", "openai-comp":
+		if endpoint == "" {
+			endpoint = "/v1/completions"
+		}
+	case "openai-chat", "chat":
+		if endpoint == "" {
+			endpoint = "/v1/chat/completions"
+		}
+	default:
+		return nil, usagef("--backend %q: want openai or openai-chat", o.target.Backend)
+	}
+	if o.load.Duration == 0 && !o.load.numSet && isTraceName(o.work.o.DatasetName) {
+		o.load.NumPrompts = 0 // a trace replays whole unless told otherwise
+	}
+
+	// The workload first: a bad file should fail before a server starts.
+	wo := o.work.o
+	wo.NumPrompts = o.load.NumPrompts
+	if wo.NumPrompts > 0 {
+		wo.NumPrompts += o.load.NumWarmups
+	}
+	wo.Seed = o.load.Seed
+	if s.ds, err = workload.FromOptions(wo); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && !strings.Contains(err.Error(), "--") {
+			return nil, usagef("--dataset-path %s: %v", pe.Path, pe.Err)
+		}
+		return nil, usageError{err}
+	}
+	if s.ds.Len() == 0 {
+		return nil, usagef("--dataset-name %s: the dataset has no requests", o.work.o.DatasetName)
+	}
+	if isTrace(s.ds) && o.load.NumPrompts == 0 && o.load.Duration == 0 {
+		o.load.NumPrompts = max(s.ds.Len()-o.load.NumWarmups, 1)
+	}
+
+	// The target: a real server, or the embedded simulator.
+	base := o.target.BaseURL
+	if base == "" && o.target.Host != "" {
+		base = fmt.Sprintf("http://%s:%d", o.target.Host, o.target.Port)
+	}
+	var simDesc map[string]any
+	targetName := base
+	if base == "" {
+		emb, err := startEmbedded(ctx, &o.sim, env)
+		if err != nil {
+			return nil, err
+		}
+		s.stopEmb = emb.stop
+		base, simDesc, targetName = emb.url, emb.desc, "embedded-sim"
+		if !o.load.numSet && o.load.Duration == 0 && !isTrace(s.ds) {
+			o.load.NumPrompts = 200
+		}
+		fmt.Fprintf(env.Stderr, "goodput: no --base-url: benchmarking the embedded simulator (%s) at %s\n", emb.summary, base)
+	}
+	apiKey := ""
+	if o.target.APIKeyEnv != "" && env.Getenv != nil {
+		apiKey = env.Getenv(o.target.APIKeyEnv)
+	}
+	hdr := http.Header{}
+	for k, v := range headers {
+		hdr.Set(k, v)
+	}
+	start := time.Now()
+	s.now = func() int64 { return int64(time.Since(start)) }
+	maxConns := o.load.MaxConcurrency
+	if maxConns == 0 {
+		maxConns = min(max(o.load.NumPrompts, 64), 16384)
+	}
+	s.client, err = openai.NewClient(openai.Config{
+		BaseURL: base, Endpoint: endpoint, Model: o.target.Model, APIKey: apiKey, Headers: hdr,
+		ExtraBody: extra, IgnoreEOS: o.target.IgnoreEOS, Timeout: o.target.Timeout,
+		IdleTimeout: o.target.IdleTimeout, MaxConns: maxConns, Now: s.now,
+	})
+	if err != nil {
+		s.stopEmb()
+		return nil, usageError{err}
+	}
+	if err := discover(ctx, s.client, &o.target); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.prefix = o.target.RequestIDPrefix
+	if s.prefix == "" {
+		s.prefix = "goodput-" + runID() + "-"
+	}
+
+	stamp := env.Now().Format("20060102-150405")
+	rate, _ := o.load.rate()
+	s.resultPath, s.recordsPath = outputPaths(env, o, rate, stamp)
+	s.meta = &runlog.Meta{
+		Tool: "goodput", Version: Version, Command: command, Started: env.Now().UTC(),
+		Target: targetName, Backend: o.target.Backend, Endpoint: endpoint, Model: o.target.Model,
+		Dataset: s.ds.Name(), Seed: o.load.Seed, Simulated: simDesc, Metadata: meta,
+	}
+	if s.recordsPath != "" {
+		if err := os.MkdirAll(filepath.Dir(s.recordsPath), 0o755); err != nil {
+			s.close()
+			return nil, fmt.Errorf("--records: %w", err)
+		}
+		s.recFile, err = os.OpenFile(s.recordsPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("--records: %w", err)
+		}
+		s.rw = runlog.NewWriter(s.recFile)
+		if err := s.rw.WriteMeta(s.meta); err != nil {
+			s.close()
+			return nil, fmt.Errorf("--records %s: %w", s.recordsPath, err)
+		}
+	}
+	return s, nil
+}
+
+// levelOutcome is what one level measured.
+type levelOutcome struct {
+	level   runlog.Level
+	summary stats.Summary
+	load    loadgen.Result
+}
+
+// runLevel sends one level's requests and summarises them.
+func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOutcome, error) {
+	acc := stats.NewAccumulator(s.so)
+	total := lv.NumPrompts
+	if total > 0 {
+		total += lv.NumWarmups
+	}
+	prog := newProgress(s.env, s.o.out.Quiet, total, lv.Duration)
+	var accMu sync.Mutex
+	onRecord := func(r *runlog.Record) {
+		if s.rw != nil {
+			if err := s.rw.Write(r); err != nil {
+				s.mu.Lock()
+				if s.writeErr == nil {
+					s.writeErr = err
+					s.cancel(fmt.Errorf("writing records to %s: %w", s.recordsPath, err))
+				}
+				s.mu.Unlock()
+			}
+		}
+		accMu.Lock()
+		acc.Add(r)
+		accMu.Unlock()
+		prog.observe(r)
+	}
+	var sched loadgen.Schedule
+	if isTrace(s.ds) {
+		sched = &traceSchedule{ds: s.ds, i: s.next + lv.NumWarmups}
+	} else if lv.Rate > 0 {
+		sched = workload.NewArrivals(lv.Rate, lv.Burstiness, s.o.load.Seed+int64(idx))
+	}
+	target := loadgen.TargetFunc(func(i int) (loadgen.Call, error) {
+		wr := s.ds.Request(i % s.ds.Len())
+		req := &openai.Request{ID: s.prefix + strconv.Itoa(i), Prompt: wr.Prompt, MaxTokens: wr.OutputTokens, PromptTokens: wr.PromptTokens}
+		for _, msg := range wr.Messages {
+			req.Messages = append(req.Messages, openai.Message{Role: msg.Role, Content: msg.Content})
+		}
+		body, err := s.client.Body(req)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, rec *runlog.Record) { s.client.Stream(ctx, req, body, rec) }, nil
+	})
+	prog.start(ctx)
+	res, err := loadgen.Run(ctx, loadgen.Config{
+		Schedule: sched, MaxConcurrency: lv.MaxConcurrency, NumPrompts: lv.NumPrompts,
+		Duration: lv.Duration, NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: s.prefix,
+		FirstIndex: s.next, Now: s.now, OnRecord: onRecord,
+	}, target)
+	prog.stop()
+	s.next += res.Sent
+	if err != nil {
+		return levelOutcome{}, usageError{fmt.Errorf("workload: %w", err)}
+	}
+	out := levelOutcome{
+		level: runlog.Level{
+			RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
+			NumPrompts: lv.NumPrompts, DurationS: lv.Duration.Seconds(), NumWarmups: lv.NumWarmups,
+			Label: lv.Label, DelayedArrivals: res.Delayed,
+		},
+		summary: acc.Summary(),
+		load:    res,
+	}
+	return out, nil
+}
+
+// finish appends the final meta line (with figures known only now) and
+// syncs the records file.
+func (s *session) finish() error {
+	if s.rw == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.rw.WriteMeta(s.meta); err != nil && s.writeErr == nil {
+		s.writeErr = err
+	}
+	if err := s.recFile.Sync(); err != nil && s.writeErr == nil {
+		s.writeErr = err
+	}
+	return nil
+}
+
+// printFiles says where the records went.
+func (s *session) printFiles() {
+	if s.rw != nil {
+		fmt.Fprintf(s.env.Stderr, "goodput: %d records in %s\n", s.rw.Count(), s.recordsPath)
+	}
+}
+
+// err reports a records-file failure, if any.
+func (s *session) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writeErr != nil {
+		return fmt.Errorf("records file %s: %w (%d records written)", s.recordsPath, s.writeErr, s.rw.Count())
+	}
+	return nil
+}
+
+// close releases the client, the records file and the embedded simulator.
+func (s *session) close() {
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.recFile != nil {
+		_ = s.recFile.Close()
+	}
+	s.stopEmb()
+}
+
+func isTraceName(name string) bool { return strings.EqualFold(name, "trace") }
