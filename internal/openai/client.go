@@ -82,12 +82,12 @@ type Config struct {
 
 // Client sends streaming requests and measures them.
 type Client struct {
-	cfg      Config
-	url      string
-	chat     bool
-	hc       *http.Client
-	fresh    *http.Client // for a retry after a reused connection raced a closing server
-	authHdr  string
+	cfg     Config
+	url     string
+	chat    bool
+	hc      *http.Client
+	fresh   *http.Client // for a retry after a reused connection raced a closing server
+	authHdr string
 	// closes is set once the server was seen closing a kept-alive
 	// connection under a request (llama.cpp does after every stream); from
 	// then on every request gets a fresh connection, as vLLM's client does.
@@ -438,7 +438,6 @@ type streamState struct {
 	sr  *sse.Reader
 	dec ChunkDecoder
 }
-
 
 func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
 	if rec.ErrorClass != "" {
