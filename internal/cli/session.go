@@ -280,7 +280,7 @@ func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOut
 	})
 	prog.start(ctx)
 	res, err := loadgen.Run(ctx, loadgen.Config{
-		Schedule: sched, MaxConcurrency: lv.MaxConcurrency, NumPrompts: lv.NumPrompts,
+		Schedule: sched, MaxConcurrency: lv.MaxConcurrency, NumPrompts: lv.NumPrompts, Precise: true,
 		Duration: lv.Duration, NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: s.prefix,
 		FirstIndex: s.next, Now: s.now, OnRecord: onRecord,
 	}, target)

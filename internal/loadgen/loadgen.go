@@ -66,6 +66,12 @@ type Config struct {
 	FirstIndex int
 	// Now is the monotonic clock in ns from the run start.
 	Now func() int64
+	// Precise finishes each wait for a scheduled arrival with a blocking
+	// OS sleep instead of the runtime timer, whose wake-ups are only
+	// millisecond-accurate on Linux. It costs one thread parked for up to
+	// preciseSpan per arrival; leave it off under testing/synctest, whose
+	// fake clock an OS sleep does not advance.
+	Precise bool
 	// OnRecord receives every finished record, from the request's goroutine
 	// (so it must be safe for concurrent use). The record is reused after
 	// OnRecord returns: copy what you keep.
@@ -163,7 +169,12 @@ loop:
 		var intended int64
 		if cfg.Schedule != nil {
 			intended = res.Start + int64(cfg.Schedule.Next())
-			if wait := intended - cfg.Now(); wait > 0 {
+			wait := intended - cfg.Now()
+			if cfg.Precise {
+				// Coarse timer to just before the send time; the rest below.
+				wait -= int64(preciseSpan)
+			}
+			if wait > 0 {
 				timer.Reset(time.Duration(wait))
 				select {
 				case <-timer.C:
@@ -173,6 +184,11 @@ loop:
 				case <-ctx.Done():
 					res.Stopped = "cancelled"
 					break loop
+				}
+			}
+			if cfg.Precise {
+				if rest := intended - cfg.Now(); rest > 0 {
+					osSleep(time.Duration(rest))
 				}
 			}
 		}
