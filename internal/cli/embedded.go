@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -35,7 +36,10 @@ type embedded struct {
 
 // startEmbedded starts the simulated engine on an ephemeral loopback port.
 func startEmbedded(ctx context.Context, f *simFlags, env Env) (*embedded, error) {
-	srv, err := simserve.New(f.cfg, simserve.Options{})
+	// The server's warnings (e.g. a host too loaded to keep the engine's
+	// schedule) go to the user's stderr, not the process default logger.
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := simserve.New(f.cfg, simserve.Options{Logger: log})
 	if err != nil {
 		return nil, simConfigError(err)
 	}

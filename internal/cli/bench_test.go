@@ -1,0 +1,246 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// fakeServer streams a fixed chat-shaped answer of n tokens, gap apart,
+// after first; status != 200 answers that status instead.
+func fakeServer(t *testing.T, status int, first, gap time.Duration, n int) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","owned_by":"test"}]}`)
+			return
+		}
+		hits.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+			fmt.Fprint(w, `{"error":{"message":"overloaded"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`+"\n\n")
+		fl.Flush()
+		wait := first
+		for i := range n {
+			select {
+			case <-time.After(wait):
+			case <-r.Context().Done():
+				return
+			}
+			wait = gap
+			fin := "null"
+			if i == n-1 {
+				fin = `"length"`
+			}
+			fmt.Fprintf(w, `data: {"choices":[{"index":0,"delta":{"content":"w%d "},"finish_reason":%s}]}`+"\n\n", i, fin)
+			fl.Flush()
+		}
+		fmt.Fprintf(w, `data: {"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":%d}}`+"\n\ndata: [DONE]\n\n", n)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, ctx context.Context, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := Env{
+		Stdout: &out, Stderr: &errb, Now: func() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) },
+		Getenv: func(k string) string { return env[k] }, Dir: t.TempDir(),
+	}
+	code := Main(ctx, args, e)
+	return result{code, out.String(), errb.String()}
+}
+
+func readRecords(t *testing.T, path string) (*runlog.Meta, []runlog.Record) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	meta, recs, warns, err := runlog.ReadAll(f, path)
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("ReadAll(%s) = %v, warnings %v", path, err, warns)
+	}
+	return meta, recs
+}
+
+func TestBenchAgainstServer(t *testing.T) {
+	srv, hits := fakeServer(t, 200, 20*time.Millisecond, 2*time.Millisecond, 8)
+	dir := t.TempDir()
+	r := runCLI(t, t.Context(), map[string]string{"OPENAI_API_KEY": "sk-very-secret"},
+		"bench", "--base-url", srv.URL, "--backend", "openai-chat", "--num-prompts", "12", "--max-concurrency", "4",
+		"--num-warmups", "2", "--random-input-len", "100", "--random-output-len", "8", "--quiet",
+		"--goodput", "ttft:5000", "tpot:1000", "--save-result", "--result-dir", dir, "--result-filename", "res.json",
+		"--metadata", "team=perf")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	for _, want := range []string{"Serving Benchmark Result", "Successful requests:", "12", "Time to First Token", "Request goodput (req/s):"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// Warm-ups are sent and recorded too: 14 requests, 14 records.
+	if got := hits.Load(); got != 14 {
+		t.Errorf("server saw %d requests; want 14 (12 + 2 warm-ups)", got)
+	}
+	meta, recs := readRecords(t, filepath.Join(dir, "res.records.jsonl"))
+	if len(recs) != 14 {
+		t.Errorf("records = %d; want 14 (records written == requests sent)", len(recs))
+	}
+	if meta == nil || meta.Model != "fake-model" || len(meta.Levels) != 1 || meta.Levels[0].MaxConcurrency != 4 {
+		t.Errorf("meta = %+v; want model fake-model and one level with concurrency 4", meta)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "res.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"date", "backend", "model_id", "num_prompts", "request_rate", "burstiness", "max_concurrency",
+		"duration", "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
+		"request_goodput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s",
+		"max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms",
+		"p99_itl_ms", "p99_e2el_ms", "p99_ttp_ms", "slo_attainment", "buckets", "failures", "conditions"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result JSON lacks %q", k)
+		}
+	}
+	if res["completed"] != 12.0 || res["team"] != "perf" {
+		t.Errorf("completed = %v, team = %v; want 12, perf", res["completed"], res["team"])
+	}
+	// TTFT is at least the server's 20 ms first-token delay.
+	if v, _ := res["median_ttft_ms"].(float64); v < 20 {
+		t.Errorf("median_ttft_ms = %v; want ≥ 20", v)
+	}
+	all := r.stdout + r.stderr + string(b)
+	rb, _ := os.ReadFile(filepath.Join(dir, "res.records.jsonl"))
+	if strings.Contains(all+string(rb), "sk-very-secret") {
+		t.Error("the API key was written to an output")
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad rate", []string{"--request-rate", "fast"}, "--request-rate"},
+		{"zero rate", []string{"--request-rate", "0"}, "--request-rate"},
+		{"bad slo", []string{"--goodput", "ttft=5"}, "--goodput"},
+		{"stray arg", []string{"ttft:5"}, "unexpected argument"},
+		{"bad percentile", []string{"--metric-percentiles", "101"}, "--metric-percentiles"},
+		{"bad metric", []string{"--percentile-metrics", "ttft,bogus"}, "--percentile-metrics"},
+		{"bad buckets", []string{"--buckets", "1024,lots"}, "--buckets"},
+		{"bad backend", []string{"--backend", "grpc"}, "--backend"},
+		{"bad extra body", []string{"--extra-body", "{nope"}, "--extra-body"},
+		{"bad header", []string{"--header", "novalue"}, "--header"},
+		{"bad burstiness", []string{"--burstiness", "0"}, "--burstiness"},
+		{"negative concurrency", []string{"--max-concurrency", "-1"}, "--max-concurrency"},
+		{"unknown flag", []string{"--no-such-flag"}, "unknown flag"},
+		{"missing dataset", []string{"--dataset-name", "custom", "--dataset-path", "/no/such/file.jsonl"}, "/no/such/file.jsonl"},
+		{"bad base url", []string{"--base-url", "localhost:8000", "--model", "m"}, "--base-url"},
+		{"bad sim gpu", []string{"--gpu", "tpu-v9"}, "--gpu"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, t.Context(), nil, append([]string{"bench", "--quiet", "--records", "none"}, tc.args...)...)
+			if r.code != ExitUsage {
+				t.Errorf("exit %d; want %d (stderr %q)", r.code, ExitUsage, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr = %q; want one line naming %q", r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestBenchAllFailed(t *testing.T) {
+	srv, _ := fakeServer(t, 503, 0, 0, 0)
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--num-prompts", "5", "--quiet", "--records", "none")
+	if r.code != ExitRun || !strings.Contains(r.stderr, "all 5 requests failed (http_5xx 5)") {
+		t.Errorf("exit %d, stderr %q; want %d and the failure classes", r.code, r.stderr, ExitRun)
+	}
+	if !strings.Contains(r.stdout, "Failed requests:") {
+		t.Errorf("no summary printed:\n%s", r.stdout)
+	}
+}
+
+func TestBenchInterrupted(t *testing.T) {
+	// A slow server; the run is cancelled (Ctrl-C) while requests are in
+	// flight: every sent request still has a record, and the summary and
+	// result are still written.
+	srv, hits := fakeServer(t, 200, 10*time.Millisecond, 100*time.Millisecond, 50)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(400*time.Millisecond, cancel)
+	r := runCLI(t, ctx, nil, "bench", "--base-url", srv.URL, "--num-prompts", "1000", "--request-rate", "20",
+		"--quiet", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
+	if r.code != ExitRun || !strings.Contains(r.stderr, "interrupted") {
+		t.Errorf("exit %d, stderr %q; want %d and 'interrupted'", r.code, r.stderr, ExitRun)
+	}
+	_, recs := readRecords(t, filepath.Join(dir, "r.records.jsonl"))
+	if int64(len(recs)) != hits.Load() || len(recs) == 0 {
+		t.Errorf("records = %d, requests the server saw = %d; want equal and > 0", len(recs), hits.Load())
+	}
+	cancelled := 0
+	for _, rec := range recs {
+		if rec.ErrorClass == runlog.ErrCancelled {
+			cancelled++
+		}
+	}
+	if cancelled == 0 {
+		t.Error("no record is marked cancelled")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.json")); err != nil {
+		t.Errorf("result not saved after interrupt: %v", err)
+	}
+	if !strings.Contains(r.stdout, "Serving Benchmark Result") {
+		t.Error("summary not printed after interrupt")
+	}
+}
+
+func TestBenchEmbeddedSimulator(t *testing.T) {
+	r := runCLI(t, t.Context(), nil, "bench", "--num-prompts", "8", "--random-input-len", "256", "--random-output-len", "16",
+		"--ignore-eos", "--quiet", "--records", "none")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "embedded simulator") || !strings.Contains(r.stderr, "llama-3.1-8b") {
+		t.Errorf("stderr does not say which simulated model runs: %q", r.stderr)
+	}
+	// With --ignore-eos every request generates exactly 16 tokens.
+	if !strings.Contains(r.stdout, "Total generated tokens:                  128") {
+		t.Errorf("want 8 × 16 = 128 generated tokens:\n%s", r.stdout)
+	}
+}
