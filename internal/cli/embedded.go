@@ -71,7 +71,7 @@ func simConfigError(err error) error {
 // describeSim is a one-line "model on GPU" for humans.
 func describeSim(d map[string]any) string {
 	var parts []string
-	for _, k := range []string{"model", "gpu", "tp", "dtype", "scheduler"} {
+	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler"} {
 		if v, ok := d[k]; ok && fmt.Sprint(v) != "" {
 			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 		}

@@ -1,0 +1,491 @@
+// Package simrun drives the simulated engine in virtual time: it replays a
+// workload's arrival schedule against a sim.Engine, stepping the engine
+// iteration by iteration with no clock and no sleeping, and builds the same
+// per-request runlog.Records the HTTP benchmark client measures — one Chunk
+// per iteration that produced tokens, stamped with the iteration's end — plus
+// the engine's own truth (queue, prefill and decode time, preemptions). So
+// stats and reports treat a simulated run and a measured one alike.
+//
+// A run is deterministic: the same engine configuration, dataset, load and
+// seed give identical records. Run is synchronous and uses no goroutines;
+// it is safe to run several at once on different engines.
+package simrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// Load is the offered load of one run (one level of a sweep).
+type Load struct {
+	// RequestRate is the open-loop arrival rate in requests/s; 0 or +Inf
+	// means closed loop: every request is due at once and MaxConcurrency
+	// (if any) paces them. Ignored for datasets with their own arrival
+	// times (traces), which are replayed as recorded.
+	RequestRate float64
+	// Burstiness is the gamma shape of inter-arrival gaps (1 = Poisson;
+	// 0 means 1).
+	Burstiness float64
+	// MaxConcurrency caps requests in flight; 0 means no cap. An arrival
+	// that finds the cap full waits for a slot: its Intended stays the
+	// scheduled time and Sent is when it got the slot.
+	MaxConcurrency int
+	// NumPrompts is the number of measured requests; 0 means the dataset's
+	// length when Duration is 0, else as many as Duration admits. Dataset
+	// indexes cycle (i % Len) past its end, except for traces, which are
+	// replayed once.
+	NumPrompts int
+	// NumWarmups is the number of warm-up requests, run to completion
+	// (closed loop, MaxConcurrency at a time) before the measured schedule
+	// starts; their records have Warmup set. They use the dataset indexes
+	// after the measured ones, so the measured requests do not depend on
+	// NumWarmups.
+	NumWarmups int
+	// Duration stops sending new measured requests once this much virtual
+	// time has passed since the measured phase began (requests in flight
+	// finish); 0 means no limit.
+	Duration time.Duration
+	// Seed seeds the arrival schedule.
+	Seed int64
+	// Level is copied into every Record (the sweep level index).
+	Level int
+}
+
+// Result summarizes a run; the Records carry the detail.
+type Result struct {
+	// Sent, Completed and Failed count measured requests (warm-ups not
+	// included); Sent = Completed + Failed.
+	Sent, Completed, Failed int
+	// Warmups is the number of warm-up requests run.
+	Warmups int
+	// DelayedArrivals counts open-loop arrivals that found the in-flight
+	// cap full and were sent late.
+	DelayedArrivals int
+	// Start is when the measured phase began and End when its last request
+	// ended, in virtual ns from the run start.
+	Start, End int64
+	// Steps is the number of engine iterations run (warm-ups included).
+	Steps int64
+	// Engine is the engine's state at the end.
+	Engine sim.Snapshot
+}
+
+// Duration is the measured phase's virtual length.
+func (r Result) Duration() time.Duration { return time.Duration(r.End - r.Start) }
+
+// ErrStalled is returned when the engine holds requests but will run none
+// and nothing else is due, which a correct engine never does.
+var ErrStalled = errors.New("simrun: engine stalled")
+
+// Run replays ds under load against eng in virtual time and calls emit with
+// each request's Record the moment (in virtual time) it ends, in that order.
+// emit owns the record and may keep it; an emit error stops the run and is
+// returned. When ctx is cancelled, requests in flight are aborted and
+// emitted as cancelled, and ctx's error is returned with the Result so far.
+//
+// eng should be fresh (or idle): virtual time starts at 0 and request ids
+// are the dataset index ("w"-prefixed for warm-ups).
+func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, emit func(*runlog.Record) error) (Result, error) {
+	if ds == nil || ds.Len() <= 0 {
+		return Result{}, errors.New("simrun: empty dataset")
+	}
+	switch {
+	case load.MaxConcurrency < 0:
+		return Result{}, fmt.Errorf("simrun: max concurrency %d must be ≥ 0", load.MaxConcurrency)
+	case load.NumPrompts < 0:
+		return Result{}, fmt.Errorf("simrun: num prompts %d must be ≥ 0", load.NumPrompts)
+	case load.NumWarmups < 0:
+		return Result{}, fmt.Errorf("simrun: num warmups %d must be ≥ 0", load.NumWarmups)
+	case load.Duration < 0:
+		return Result{}, fmt.Errorf("simrun: duration %v must be ≥ 0", load.Duration)
+	case math.IsNaN(load.RequestRate) || load.RequestRate < 0:
+		return Result{}, fmt.Errorf("simrun: request rate %v must be ≥ 0 or +Inf", load.RequestRate)
+	}
+	trace := ds.Shape(0).HasArrival
+	closed := !trace && (load.RequestRate == 0 || math.IsInf(load.RequestRate, 1))
+	if closed && load.NumPrompts == 0 && load.Duration > 0 && load.MaxConcurrency == 0 {
+		return Result{}, errors.New("simrun: a closed-loop run bounded only by duration needs a max concurrency (or a request rate, or num prompts)")
+	}
+	r := &runner{eng: eng, ds: ds, load: load, emit: emit, inflight: map[string]*flight{}}
+	n := load.NumPrompts
+	if n == 0 && load.Duration == 0 {
+		n = ds.Len()
+	}
+	if trace && (n == 0 || n > ds.Len()) {
+		n = ds.Len()
+	}
+	if load.NumWarmups > 0 {
+		src := &source{closed: true, count: load.NumWarmups, first: n, warmup: true}
+		if err := r.phase(ctx, src); err != nil {
+			return r.result(), err
+		}
+	}
+	r.res.Start = r.now
+	r.res.End = r.now
+	src := &source{count: n, t0: r.now, duration: int64(load.Duration)}
+	switch {
+	case trace:
+		src.ds = ds
+	case closed:
+		src.closed = true
+	default:
+		src.arrivals = workload.NewArrivals(load.RequestRate, load.Burstiness, load.Seed)
+	}
+	err := r.phase(ctx, src)
+	return r.result(), err
+}
+
+// runner is one Run's state.
+type runner struct {
+	eng      *sim.Engine
+	ds       workload.Dataset
+	load     Load
+	emit     func(*runlog.Record) error
+	now      int64 // virtual ns
+	inflight map[string]*flight
+	issued   int64 // sequence of sends, to order cancelled records
+	res      Result
+	// prevFlights[i] is the flight of the previous iteration's event i;
+	// curFlights is the spare buffer apply fills next.
+	prevFlights, curFlights []*flight
+}
+
+// flight is a request in the engine.
+type flight struct {
+	rec     *runlog.Record
+	seq     int64
+	out     int  // output tokens asked of the engine
+	visible bool // last chunk's visibility, to merge same-time chunks
+}
+
+func (r *runner) result() Result {
+	res := r.res
+	res.Engine = r.eng.Snapshot()
+	return res
+}
+
+// source yields a phase's arrivals in order of intended send time.
+type source struct {
+	closed   bool               // no schedule: due at once, Intended = Sent
+	arrivals *workload.Arrivals // open loop
+	ds       workload.Dataset   // trace: the dataset's own arrival times
+	t0       int64              // phase start (virtual ns)
+	count    int                // arrivals to yield; 0 = unbounded (Duration)
+	duration int64              // stop when due after t0+duration; 0 = none
+	first    int                // dataset index of the first arrival
+	warmup   bool
+
+	i      int // arrivals yielded
+	peeked bool
+	next   int64 // intended time of arrival i
+	done   bool
+}
+
+// peek returns the intended time of the next arrival, or false when the
+// source is exhausted. A closed source's arrivals are all due at t0.
+func (s *source) peek() (int64, bool) {
+	if s.done {
+		return 0, false
+	}
+	if s.count > 0 && s.i >= s.count {
+		s.done = true
+		return 0, false
+	}
+	if !s.peeked {
+		switch {
+		case s.closed:
+			s.next = s.t0
+		case s.ds != nil:
+			sh := s.ds.Shape(s.first + s.i)
+			s.next = s.t0 + int64(sh.Arrival)
+		default:
+			d := s.arrivals.Next()
+			s.next = s.t0 + min(int64(d), math.MaxInt64-s.t0)
+		}
+		s.peeked = true
+	}
+	if s.duration > 0 && !s.closed && s.next-s.t0 > s.duration {
+		s.done = true
+		return 0, false
+	}
+	return s.next, true
+}
+
+// take consumes the peeked arrival, returning its dataset index.
+func (s *source) take() int {
+	idx := s.first + s.i
+	s.i++
+	s.peeked = false
+	return idx
+}
+
+// slotFree reports whether the in-flight cap admits one more request.
+func (r *runner) slotFree() bool {
+	return r.load.MaxConcurrency == 0 || len(r.inflight) < r.load.MaxConcurrency
+}
+
+// admit sends every arrival due by `by` (strictly before when !inclusive)
+// while slots are free. sendAt is the earliest send time: an arrival due
+// earlier than it waited for a slot.
+func (r *runner) admit(src *source, by int64, inclusive bool, sendAt int64) error {
+	for r.slotFree() {
+		t, ok := src.peek()
+		if !ok || t > by || (!inclusive && t == by) {
+			return nil
+		}
+		sent := max(t, sendAt)
+		if src.closed && src.duration > 0 && sent-src.t0 >= src.duration {
+			src.done = true
+			return nil
+		}
+		idx := src.take()
+		intended := t
+		if src.closed {
+			intended = sent // no schedule to be late against
+		} else if sent > t {
+			r.res.DelayedArrivals++
+		}
+		if err := r.send(idx, intended, sent, src.warmup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send adds dataset request idx to the engine at time sent.
+func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
+	sh := r.ds.Shape(idx % r.ds.Len())
+	id := strconv.Itoa(idx)
+	if warmup {
+		id = "w" + id
+		r.res.Warmups++
+	} else {
+		r.res.Sent++
+	}
+	out := sh.OutputTokens
+	finish := "length"
+	if out <= 0 {
+		out = naturalLength(uint64(r.load.Seed), uint64(idx))
+		finish = "stop"
+	}
+	rec := &runlog.Record{
+		ID:                    id,
+		Level:                 r.load.Level,
+		Warmup:                warmup,
+		Intended:              intended,
+		Sent:                  sent,
+		RequestedPromptTokens: sh.PromptTokens,
+		MaxTokens:             sh.OutputTokens,
+		FinishReason:          finish,
+	}
+	err := r.eng.Add(sent, sim.Request{
+		ID:              id,
+		PromptTokens:    sh.PromptTokens,
+		OutputTokens:    out,
+		BlockHashes:     sh.BlockHashes,
+		HashBlockTokens: sh.HashBlockTokens,
+	})
+	if err != nil {
+		// The HTTP server answers such a request 400 at once.
+		rec.Status, rec.ErrorClass, rec.Error = 400, runlog.ErrHTTP4xx, err.Error()
+		rec.End, rec.FinishReason = sent, ""
+		return r.finish(rec)
+	}
+	r.issued++
+	r.inflight[id] = &flight{rec: rec, seq: r.issued, out: out}
+	return nil
+}
+
+// finish emits a completed record.
+func (r *runner) finish(rec *runlog.Record) error {
+	if !rec.Warmup {
+		if rec.OK() {
+			r.res.Completed++
+		} else {
+			r.res.Failed++
+		}
+		r.res.End = max(r.res.End, rec.End)
+	}
+	return r.emit(rec)
+}
+
+// ctxCheckSteps is how many iterations run between context checks.
+const ctxCheckSteps = 256
+
+// phase runs src's arrivals to completion.
+func (r *runner) phase(ctx context.Context, src *source) error {
+	var steps int
+	for {
+		// Arrivals due by now that have a slot (those due earlier waited
+		// for one, so they go out now).
+		if err := r.admit(src, r.now, true, r.now); err != nil {
+			return err
+		}
+		if !r.eng.Busy() {
+			t, ok := src.peek()
+			if !ok {
+				return nil
+			}
+			if t <= r.now {
+				// Due but no slot, and nothing running to free one: the
+				// cap must be held by requests that ended; cannot happen.
+				return fmt.Errorf("%w: arrival due with %d in flight and an idle engine", ErrStalled, len(r.inflight))
+			}
+			r.now = t
+			continue
+		}
+		if steps++; steps%ctxCheckSteps == 0 && ctx.Err() != nil {
+			return r.cancel(ctx)
+		}
+		end, evs := r.eng.Step(r.now)
+		r.res.Steps++
+		if end == r.now && len(evs) == 0 {
+			// Nothing runnable now: let time pass to the next arrival.
+			t, ok := src.peek()
+			if !ok || !r.slotFree() {
+				return fmt.Errorf("%w at %v with %d requests in flight", ErrStalled, time.Duration(r.now), len(r.inflight))
+			}
+			r.now = max(t, r.now)
+			continue
+		}
+		// Arrivals during the iteration: they reach the engine at their own
+		// time and wait for the next iteration. (Add leaves evs valid: it
+		// is only invalidated by the next Step.)
+		if err := r.admit(src, end, false, r.now); err != nil {
+			return err
+		}
+		if err := r.apply(evs, end); err != nil {
+			return err
+		}
+		r.now = end
+	}
+}
+
+// apply turns one iteration's events, all at time end, into record updates.
+func (r *runner) apply(evs []sim.Event, end int64) error {
+	prev := r.prevFlights
+	r.prevFlights = r.curFlights[:0]
+	for i := range evs {
+		ev := &evs[i]
+		// The running batch changes little between iterations, so the
+		// request at position i is usually the one there last time: a
+		// string compare (same backing bytes) instead of a map lookup.
+		var f *flight
+		if i < len(prev) && prev[i] != nil && prev[i].rec.ID == ev.ID {
+			f = prev[i]
+		} else if f = r.inflight[ev.ID]; f == nil {
+			r.prevFlights = append(r.prevFlights, nil)
+			continue
+		}
+		r.prevFlights = append(r.prevFlights, f)
+		rec := f.rec
+		switch ev.Kind {
+		case sim.EventTokens:
+			if ev.Tokens <= 0 {
+				continue
+			}
+			visible := !ev.Hidden
+			if rec.Chunks == nil {
+				// Sized at the first token, not at sending, so a long
+				// waiting queue costs no chunk memory.
+				rec.Chunks = make([]runlog.Chunk, 0, min(f.out, 1<<16))
+			}
+			if n := len(rec.Chunks); n > 0 && rec.Chunks[n-1].T == end && f.visible == visible {
+				rec.Chunks[n-1].Tokens += int32(ev.Tokens)
+			} else {
+				rec.Chunks = append(rec.Chunks, runlog.Chunk{T: end, Tokens: int32(ev.Tokens), Visible: visible})
+			}
+			f.visible = visible
+			rec.CompletionTokens += ev.Tokens
+			if ev.Hidden {
+				rec.ReasoningTokens += ev.Tokens
+			}
+			if ev.Cached > 0 {
+				rec.CachedTokens = ev.Cached
+			}
+		case sim.EventFinished:
+			delete(r.inflight, ev.ID)
+			r.prevFlights[len(r.prevFlights)-1] = nil
+			var t runlog.ServerTiming
+			if ev.Timing != nil {
+				t = *ev.Timing
+			}
+			rec.Server = &t
+			rec.End = end
+			rec.Status = 200
+			rec.PromptTokens = rec.RequestedPromptTokens
+			rec.TokenSource = runlog.TokensUsage
+			if t.CachedTokens > 0 {
+				rec.CachedTokens = t.CachedTokens
+			}
+			if err := r.finish(rec); err != nil {
+				return err
+			}
+		case sim.EventRejected:
+			delete(r.inflight, ev.ID)
+			r.prevFlights[len(r.prevFlights)-1] = nil
+			rec.End = end
+			rec.Status, rec.ErrorClass, rec.Error = 429, runlog.ErrHTTP429, ev.Err
+			rec.FinishReason = ""
+			if err := r.finish(rec); err != nil {
+				return err
+			}
+		}
+	}
+	r.curFlights = prev
+	return nil
+}
+
+// cancel aborts everything in flight, emits those records as cancelled (in
+// send order) and returns ctx's error.
+func (r *runner) cancel(ctx context.Context) error {
+	fs := make([]*flight, 0, len(r.inflight))
+	for _, f := range r.inflight {
+		fs = append(fs, f)
+	}
+	slices.SortFunc(fs, func(a, b *flight) int { return int(a.seq - b.seq) })
+	for _, f := range fs {
+		delete(r.inflight, f.rec.ID)
+		r.eng.Abort(r.now, f.rec.ID)
+		f.rec.End = r.now
+		f.rec.ErrorClass, f.rec.Error, f.rec.FinishReason = runlog.ErrCancelled, "run cancelled", ""
+		if err := r.finish(f.rec); err != nil {
+			return errors.Join(ctx.Err(), err)
+		}
+	}
+	return ctx.Err()
+}
+
+// naturalLength is the output length of a request whose dataset leaves it
+// to the server (no max_tokens): a deterministic draw from a log-normal
+// distribution with median 200 tokens and σ = 0.8, seeded by (seed, index).
+// It is the same distribution simserve uses for requests without
+// ignore_eos (there seeded by the prompt's text, which virtual time does
+// not have).
+func naturalLength(seed, idx uint64) int {
+	a := mix64(seed ^ mix64(idx+0x9e3779b97f4a7c15))
+	b := mix64(a)
+	u1 := (float64(a>>11) + 0.5) / (1 << 53)
+	u2 := (float64(b>>11) + 0.5) / (1 << 53)
+	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+	return max(1, int(math.Round(200*math.Exp(0.8*z))))
+}
+
+// mix64 is splitmix64's finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

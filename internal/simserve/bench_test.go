@@ -1,0 +1,106 @@
+package simserve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/sim"
+)
+
+// BenchmarkConcurrentStreams holds 250, 1,000 and 2,000 streaming requests at once on
+// loopback (every one running in the engine: max_num_seqs 2048) and
+// measures how late each token chunk leaves the server relative to the end
+// of the iteration that produced it (the engine's schedule). It reports the
+// P50, P99 and maximum lateness in ms, the number of chunks and the chunk
+// rate. The goal is P99 ≤ 1 ms. Client and server share the machine's
+// cores, so this is the server under a worst-case local load.
+func BenchmarkConcurrentStreams(b *testing.B) {
+	for _, streams := range []int{250, 1000, 2000} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchStreams(b, streams) })
+	}
+}
+
+func benchStreams(b *testing.B, streams int) {
+	const output = 64
+	cfg := sim.DefaultConfig()
+	cfg.MaxNumSeqs = 2048
+	cfg.MaxNumBatchedTokens = 65536 // admit every prompt in one step
+	for b.Loop() {
+		s, err := New(cfg, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lags := make([]int64, streams*output+streams)
+		var n atomic.Int64
+		s.onDepart = func(sched, dep int64) {
+			if i := n.Add(1) - 1; int(i) < len(lags) {
+				lags[i] = dep - sched
+			}
+		}
+		url, stop, err := s.Start(context.Background(), "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
+		body := fmt.Sprintf(`{"prompt":%q,"max_tokens":%d,"ignore_eos":true,"stream":true}`,
+			strings.TrimSpace(strings.Repeat("word ", 32)), output)
+		start := time.Now()
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for range streams {
+			wg.Go(func() {
+				resp, err := client.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				defer resp.Body.Close()
+				br := bufio.NewReaderSize(resp.Body, 4096)
+				chunks := 0
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						failed.Add(1)
+						return
+					}
+					if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+						break
+					}
+					if bytes.HasPrefix(line, []byte("data: ")) {
+						chunks++
+					}
+				}
+				if chunks == 0 {
+					failed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		if err := stop(); err != nil {
+			b.Fatal(err)
+		}
+		client.CloseIdleConnections()
+		if f := failed.Load(); f > 0 {
+			b.Fatalf("%d of %d streams failed", f, streams)
+		}
+		got := lags[:min(int(n.Load()), len(lags))]
+		slices.Sort(got)
+		pct := func(p float64) float64 { return float64(got[int(p*float64(len(got)-1))]) / 1e6 }
+		b.ReportMetric(pct(0.50), "p50-lag-ms")
+		b.ReportMetric(pct(0.99), "p99-lag-ms")
+		b.ReportMetric(float64(got[len(got)-1])/1e6, "max-lag-ms")
+		b.ReportMetric(float64(len(got)), "chunks")
+		b.ReportMetric(float64(len(got))/elapsed.Seconds(), "chunks/s")
+		b.ReportMetric(float64(s.lastEnd)/1e6/float64(output), "ms/iteration")
+	}
+}

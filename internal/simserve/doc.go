@@ -1,0 +1,40 @@
+// Package simserve is the wall-clock face of the simulated engine: an
+// OpenAI-compatible HTTP server whose tokens leave at the times the engine
+// (package sim) computes, so any benchmark client can measure it as it
+// would measure vLLM.
+//
+// It serves POST /v1/completions and /v1/chat/completions (streaming over
+// SSE and not; usage with prompt_tokens_details.cached_tokens and
+// completion_tokens_details.reasoning_tokens; stream_options.include_usage
+// and continuous_usage_stats; max_tokens / max_completion_tokens,
+// ignore_eos, min_tokens; a thinking model's hidden tokens as
+// delta.reasoning_content, or inline <think>…</think> on completions), GET
+// /v1/models, GET /health, POST /tokenize (vLLM's shape) and GET /metrics
+// with vLLM V1's metric names, labels and histogram buckets, on a registry
+// passed in (never the global one).
+//
+// # What the simulated model says
+//
+// Prompts are counted with tokenize.Approx (plus Options.ChatTokensPerMessage
+// per chat message), so prompts synthesized with Approx are exact. Each
+// generated token is one filler word (" the", " of", ...), itself one Approx
+// token. With ignore_eos a request generates max_tokens (or what
+// max_model_len leaves); without it, it stops at its natural length: a
+// log-normal draw (median Options.NaturalOutputMedian, default 200 tokens,
+// σ = 0.8) seeded by a hash of the prompt's tokens, so the same prompt always
+// gets the same length; that length is capped by max_tokens (finish_reason
+// "length") and raised to min_tokens (finish_reason "stop" otherwise).
+// Prompt blocks of the engine's block size are hashed (chained, as vLLM's
+// prefix-cache keys are), so requests that share a prefix hit the simulated
+// prefix cache.
+//
+// # Timing and flow control
+//
+// One goroutine (Run) owns the engine; see [Server] for how tokens are
+// handed to handlers without ever blocking on a client. A streaming
+// response's headers (and a chat stream's role-only first chunk) are sent
+// once the engine has admitted the request, so an immediate admission
+// rejection is a 429 with Retry-After; a later one (a request queued past
+// max queue time) ends the stream with an error event. Client disconnects
+// abort the request in the engine, freeing its KV blocks.
+package simserve

@@ -1,0 +1,459 @@
+package simserve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sse"
+)
+
+// Handler returns the HTTP API: POST /v1/completions and
+// /v1/chat/completions, GET /v1/models, GET /health, POST /tokenize and GET
+// /metrics. Generation requests are answered only while Run is running.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, false) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, true) })
+	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("POST /tokenize", s.serveTokenize)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/completions", "/v1/chat/completions", "/tokenize", "/v1/models", "/health", "/metrics":
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+			return
+		}
+		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+// writeError answers with an OpenAI error object.
+func writeError(w http.ResponseWriter, e *apiError) {
+	var b errorBody
+	b.Error.Message = e.message
+	b.Error.Type = errorType(e.status)
+	if e.param != "" {
+		b.Error.Param = &e.param
+	}
+	b.Error.Code = e.status
+	writeJSON(w, e.status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // our own types always marshal
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("request body over %d bytes", mb.Limit)}
+		}
+		return nil, badRequest("", "reading body: %v", err)
+	}
+	return body, nil
+}
+
+func (s *Server) modelNotFound(name string) *apiError {
+	return &apiError{status: http.StatusNotFound, param: "model",
+		message: fmt.Sprintf("The model `%s` does not exist.", name)}
+}
+
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	type model struct {
+		ID          string `json:"id"`
+		Object      string `json:"object"`
+		Created     int64  `json:"created"`
+		OwnedBy     string `json:"owned_by"`
+		Root        string `json:"root"`
+		MaxModelLen int    `json:"max_model_len"`
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{"list", []model{{ID: s.model, Object: "model", Created: s.base.Unix(), OwnedBy: "goodput-sim", Root: s.model, MaxModelLen: s.maxModelLen}}})
+}
+
+func (s *Server) serveTokenize(w http.ResponseWriter, r *http.Request) {
+	body, aerr := readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	model, text, ids, chat, err := parseTokenizeRequest(body)
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	if !s.matchModel(model) {
+		writeError(w, s.modelNotFound(model))
+		return
+	}
+	tokens := ids
+	if tokens == nil {
+		tokens = promptIDs(text, s.opt.ChatTokensPerMessage, chat)
+	}
+	if tokens == nil {
+		tokens = []int{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Count       int   `json:"count"`
+		MaxModelLen int   `json:"max_model_len"`
+		Tokens      []int `json:"tokens"`
+	}{len(tokens), s.maxModelLen, tokens})
+}
+
+// plan is what the server decided for one generation request.
+type plan struct {
+	g            *genRequest
+	info         promptInfo
+	outputTokens int
+	finish       string // "length" or "stop"
+}
+
+// planRequest validates g against the model's limits and decides its
+// output length: max_tokens (or what is left of max_model_len) with
+// ignore_eos, else the natural length (see naturalLength) capped by it and
+// raised to min_tokens.
+func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
+	p := &plan{g: g}
+	p.info = analyzePrompt(g.text, g.tokenIDs, s.opt.ChatTokensPerMessage, s.blockTokens, g.chat)
+	promptField := "prompt"
+	if g.chat {
+		promptField = "messages"
+	}
+	if p.info.tokens == 0 {
+		return nil, badRequest(promptField, "has no tokens")
+	}
+	if s.maxModelLen > 0 {
+		if p.info.tokens >= s.maxModelLen {
+			return nil, badRequest(promptField, "this model's maximum context length is %d tokens; the prompt has %d, leaving none for the completion",
+				s.maxModelLen, p.info.tokens)
+		}
+		if g.maxTokens > 0 && p.info.tokens+g.maxTokens > s.maxModelLen {
+			return nil, badRequest("max_tokens", "this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
+				s.maxModelLen, p.info.tokens+g.maxTokens, p.info.tokens, g.maxTokens)
+		}
+	}
+	limit := g.maxTokens
+	if limit == 0 {
+		limit = 1 << 20
+		if s.maxModelLen > 0 {
+			limit = s.maxModelLen - p.info.tokens
+		}
+	}
+	if g.minTokens > limit {
+		return nil, badRequest("min_tokens", "must be at most %d (what max_model_len leaves), got %d", limit, g.minTokens)
+	}
+	p.outputTokens, p.finish = limit, "length"
+	if !g.ignoreEOS {
+		median := s.opt.NaturalOutputMedian
+		if median <= 0 {
+			median = 200
+		}
+		if n := max(naturalLength(p.info.hash, median), g.minTokens); n < limit {
+			p.outputTokens, p.finish = n, "stop"
+		}
+	}
+	return p, nil
+}
+
+func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	arrival := s.clock()
+	body, aerr := readBody(w, r)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	g, err := parseGenRequest(body, chat)
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	if !s.matchModel(g.model) {
+		writeError(w, s.modelNotFound(g.model))
+		return
+	}
+	p, aerr := s.planRequest(g)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	id, seq := s.nextID()
+	st := newStream(id, seq, arrival)
+	st.finishReason = p.finish
+	req := sim.Request{
+		ID:              id,
+		PromptTokens:    p.info.tokens,
+		OutputTokens:    p.outputTokens,
+		BlockHashes:     p.info.hashes,
+		HashBlockTokens: s.blockTokens,
+		Priority:        g.priority,
+	}
+	if !s.submit(r.Context(), st, req) {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, message: "server is not running"})
+		return
+	}
+	rs := &response{s: s, w: w, st: st, p: p, chat: chat, created: time.Now().Unix()}
+	rs.respID = responseID(chat, r.Header.Get("X-Request-Id"), seq)
+	if !rs.run(r) {
+		s.abort(st)
+	}
+}
+
+func responseID(chat bool, reqID string, seq uint64) string {
+	if reqID == "" {
+		reqID = strconv.FormatUint(seq, 16)
+	}
+	if chat {
+		return "chatcmpl-" + reqID
+	}
+	return "cmpl-" + reqID
+}
+
+// response writes one generation request's answer as its tokens arrive.
+type response struct {
+	s       *Server
+	w       http.ResponseWriter
+	st      *stream
+	p       *plan
+	chat    bool
+	created int64
+	respID  string
+
+	sw         *sse.Writer
+	head       []byte
+	buf        []byte
+	text       []byte // the piece's token text
+	dbuf       []delivery
+	generated  int // tokens written so far
+	reasoning  int // of which hidden
+	cached     int
+	finishSent bool
+	// non-streaming accumulation
+	content, thinking []byte
+}
+
+// run waits for the engine and writes the answer. It reports whether the
+// request ended (finished or failed) rather than being cut off by the
+// client or a write error, in which case the caller aborts it.
+func (rs *response) run(r *http.Request) bool {
+	started := false
+	for {
+		select {
+		case <-rs.st.notify:
+		case <-r.Context().Done():
+			return false
+		case <-rs.s.stopped:
+		}
+		snap := rs.st.take(rs.dbuf)
+		rs.dbuf = snap.deliveries
+		rs.cached = snap.cached
+		select {
+		case <-rs.s.stopped:
+			if snap.state == stateLive {
+				snap.state, snap.status, snap.errMsg = stateFailed, http.StatusServiceUnavailable, "server shutting down"
+			}
+		default:
+		}
+		if snap.state == stateFailed && !started {
+			rs.writeFailure(snap)
+			return true
+		}
+		if !rs.g().stream {
+			for _, d := range snap.deliveries {
+				rs.accumulate(d)
+			}
+			if snap.state == stateFinished {
+				rs.writeWhole()
+				return true
+			}
+			continue
+		}
+		// The stream starts (headers, and chat's role-only chunk, as vLLM
+		// sends at once) when the engine has admitted the request, so that
+		// an immediate admission rejection can still be a 429.
+		if !started && (snap.admitted || len(snap.deliveries) > 0 || snap.state != stateLive) {
+			started = true
+			if !rs.startStream() {
+				return false
+			}
+		}
+		for i, d := range snap.deliveries {
+			// The piece that completes the planned output carries the
+			// finish reason, as vLLM's last token chunk does.
+			last := rs.generated+d.tokens >= rs.p.outputTokens ||
+				snap.state == stateFinished && i == len(snap.deliveries)-1
+			if !rs.writePiece(d, last) {
+				return false
+			}
+		}
+		switch snap.state {
+		case stateFinished:
+			if !rs.finishSent {
+				// Finished without a token in this batch: an empty chunk
+				// carries the finish reason.
+				rs.buf = appendChunk(rs.buf[:0], rs.head, rs.chat, chunkContent, nil, rs.p.finish, nil)
+				if rs.sw.WriteEvent("", "", rs.buf) != nil {
+					return true
+				}
+			}
+			rs.endStream()
+			return true
+		case stateFailed:
+			// Mid-stream failure (queued too long, shutdown): an error
+			// event, as vLLM sends one once a stream has started.
+			var b errorBody
+			b.Error.Message, b.Error.Type, b.Error.Code = snap.errMsg, errorType(snap.status), snap.status
+			data, _ := json.Marshal(b)
+			_ = rs.sw.WriteEvent("", "", data)
+			_ = rs.sw.WriteEvent("", "", []byte("[DONE]"))
+			return true
+		}
+	}
+}
+
+func (rs *response) g() *genRequest { return rs.p.g }
+
+func (rs *response) writeFailure(snap snapshot) {
+	e := &apiError{status: snap.status, message: snap.errMsg}
+	if snap.status == http.StatusTooManyRequests {
+		ra := rs.s.opt.RetryAfter
+		if ra <= 0 {
+			ra = time.Second
+		}
+		rs.w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
+	}
+	writeError(rs.w, e)
+}
+
+func (rs *response) startStream() bool {
+	h := rs.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	rs.w.WriteHeader(http.StatusOK)
+	rs.sw = sse.NewWriter(rs.w)
+	rs.head = chunkHead(rs.chat, rs.respID, rs.s.model, rs.created)
+	if rs.chat {
+		// vLLM's first chat chunk carries the role only.
+		var u *usage
+		if rs.g().continuousUsage {
+			uu := rs.usage()
+			u = &uu
+		}
+		rs.buf = appendChunk(rs.buf[:0], rs.head, true, chunkRole, nil, "", u)
+		return rs.sw.WriteEvent("", "", rs.buf) == nil
+	}
+	// Completions have no first chunk: send the headers now all the same.
+	return http.NewResponseController(rs.w).Flush() == nil
+}
+
+func (rs *response) usage() usage {
+	return makeUsage(rs.p.info.tokens, rs.generated, rs.cached, rs.reasoning)
+}
+
+// pieceText sets rs.text to the token text of d (for completions, with the
+// <think> markers a thinking model's raw output has).
+func (rs *response) pieceText(d delivery) {
+	rs.text = rs.text[:0]
+	if !rs.chat {
+		if d.hidden && rs.generated == 0 {
+			rs.text = append(rs.text, "<think>"...)
+		}
+		if !d.hidden && rs.reasoning > 0 && rs.reasoning == rs.generated {
+			rs.text = append(rs.text, "</think>"...)
+		}
+	}
+	rs.text = appendFiller(rs.text, rs.st.seq, rs.generated, d.tokens)
+}
+
+func (rs *response) count(d delivery) {
+	rs.generated += d.tokens
+	if d.hidden {
+		rs.reasoning += d.tokens
+	}
+}
+
+func (rs *response) writePiece(d delivery, last bool) bool {
+	rs.pieceText(d)
+	rs.count(d)
+	kind := chunkContent
+	if d.hidden && rs.chat {
+		kind = chunkReasoning
+	}
+	finish := ""
+	if last {
+		finish = rs.p.finish
+		rs.finishSent = true
+	}
+	var u *usage
+	if rs.g().continuousUsage {
+		uu := rs.usage()
+		u = &uu
+	}
+	rs.buf = appendChunk(rs.buf[:0], rs.head, rs.chat, kind, rs.text, finish, u)
+	if err := rs.sw.WriteEvent("", "", rs.buf); err != nil {
+		return false
+	}
+	if f := rs.s.onDepart; f != nil {
+		f(d.at, rs.s.clock())
+	}
+	return true
+}
+
+func (rs *response) endStream() {
+	if rs.g().includeUsage {
+		rs.buf = appendUsageChunk(rs.buf[:0], rs.head, rs.usage())
+		_ = rs.sw.WriteEvent("", "", rs.buf)
+	}
+	_ = rs.sw.WriteEvent("", "", []byte("[DONE]"))
+}
+
+func (rs *response) accumulate(d delivery) {
+	rs.pieceText(d)
+	if d.hidden && rs.chat {
+		rs.thinking = append(rs.thinking, rs.text...)
+	} else {
+		rs.content = append(rs.content, rs.text...)
+	}
+	rs.count(d)
+}
+
+func (rs *response) writeWhole() {
+	u := rs.usage()
+	if rs.chat {
+		msg := chatMessage{Role: "assistant", Content: string(rs.content)}
+		if rs.reasoning > 0 {
+			t := string(rs.thinking)
+			msg.ReasoningContent = &t
+		}
+		writeJSON(rs.w, http.StatusOK, chatResponse{
+			ID: rs.respID, Object: "chat.completion", Created: rs.created, Model: rs.s.model,
+			Choices: []chatChoice{{Message: msg, FinishReason: rs.p.finish}}, Usage: u,
+		})
+		return
+	}
+	writeJSON(rs.w, http.StatusOK, completionResponse{
+		ID: rs.respID, Object: "text_completion", Created: rs.created, Model: rs.s.model,
+		Choices: []completionChoice{{Text: string(rs.content), FinishReason: rs.p.finish}}, Usage: u,
+	})
+}

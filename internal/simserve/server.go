@@ -1,0 +1,545 @@
+package simserve
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+)
+
+// Options tunes the server around the engine. The zero value is usable.
+type Options struct {
+	// ServedModelName is the model id the server answers to and reports in
+	// responses and /v1/models; "" means the engine's model id.
+	ServedModelName string
+	// Aliases are further model ids accepted in requests (compared
+	// case-insensitively, like ServedModelName), e.g. a short name.
+	Aliases []string
+	// Registerer receives the vLLM-named metrics; nil means a fresh
+	// registry private to this server. The global registry is never used.
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics exposes; nil means Registerer when it is a
+	// Gatherer (a *prometheus.Registry is both).
+	Gatherer prometheus.Gatherer
+	// NaturalOutputMedian is the median natural output length in tokens of
+	// requests sent without ignore_eos (see naturalLength); 0 means 200.
+	NaturalOutputMedian int
+	// ChatTokensPerMessage is how many tokens the simulated chat template
+	// adds to each message's content tokens; 0 (the default) counts content
+	// only, so prompts synthesized with tokenize.Approx are exact on chat
+	// as on completions.
+	ChatTokensPerMessage int
+	// RetryAfter is the Retry-After header sent with a 429 (admission
+	// rejection); 0 means 1 s.
+	RetryAfter time.Duration
+	// Logger receives operational messages; nil means slog.Default.
+	Logger *slog.Logger
+}
+
+// Server is the OpenAI-compatible wall-clock face of the simulated engine.
+//
+// One goroutine, the one running [Server.Run], owns the engine: HTTP
+// handlers hand it submissions and aborts through a channel, it calls
+// Engine.Step, sleeps until the iteration's end on a timer, and then hands
+// each request its tokens. Handing over never blocks on a client: each
+// request has a small mailbox (its undelivered tokens, merged into one
+// piece per visibility when the handler has not taken them yet, so its
+// memory stays constant) plus a one-slot wake-up channel. A client that
+// stops reading therefore only stalls its own handler in Write; the engine
+// keeps generating its tokens at the engine's pace (as vLLM does), they
+// pile up as a count in the mailbox, and go out as one larger chunk when the
+// client reads again, or are dropped when the client disconnects, which
+// aborts the request in the engine and frees its KV blocks.
+//
+// Server is safe for concurrent use by any number of HTTP handlers.
+type Server struct {
+	opt         Options
+	eng         *sim.Engine
+	model       string
+	aliases     []string
+	maxModelLen int
+	blockTokens int
+	describe    map[string]any
+	m           *metrics
+	gatherer    prometheus.Gatherer
+	log         *slog.Logger
+
+	base    time.Time // time zero of the server clock
+	cmds    chan command
+	stopped chan struct{} // closed when Run returns
+	started atomic.Bool
+	seq     atomic.Uint64
+
+	// Owned by the Run goroutine.
+	live      map[string]*stream
+	evbuf     []pendingEvent
+	touched   []*stream // streams to wake after an iteration's delivery
+	added     []*stream // added to the engine since the last Step
+	lastEnd   int64     // end of the last iteration (engine time, server clock ns)
+	stepStart int64     // start of the last iteration
+	lastAdd   int64     // latest arrival handed to the engine
+	warnedLag bool      // the overload warning was logged
+
+	// onDepart, when set (tests and benchmarks), is called by handlers
+	// after each token chunk is flushed, with the iteration end it was
+	// scheduled for and the clock reading after the flush (server ns).
+	onDepart func(scheduled, departed int64)
+	// onAbort, when set (tests), is called by the engine goroutine when it
+	// aborts a request in the engine.
+	onAbort func(id string)
+}
+
+// pendingEvent is a copy of an engine event, kept while the iteration that
+// produced it is still "running" on the wall clock.
+type pendingEvent struct {
+	ev     sim.Event
+	timing runlog.ServerTiming
+}
+
+type command struct {
+	abort bool
+	st    *stream
+	req   sim.Request
+}
+
+// resyncLag is how far behind its schedule the engine goroutine may wake
+// before the engine timeline is re-anchored to the wall clock. Below it,
+// the next iteration starts at the previous one's scheduled end, so timer
+// jitter never accumulates into the simulated timeline; above it (the host
+// is overloaded), the timeline restarts from now rather than replaying a
+// backlog of iterations with no sleep between them.
+const resyncLag = 5 * time.Millisecond
+
+// idlePoll is how often a busy engine with nothing runnable is stepped
+// again, so that time-based admission (max queue time) still fires.
+const idlePoll = 5 * time.Millisecond
+
+// New builds the engine from cfg and a server around it. Call Run (or use
+// Start) to make it answer.
+func New(cfg sim.Config, opt Options) (*Server, error) {
+	eng, err := sim.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opt:      opt,
+		eng:      eng,
+		describe: eng.Describe(),
+		log:      opt.Logger,
+		base:     time.Now(),
+		cmds:     make(chan command, 1024),
+		stopped:  make(chan struct{}),
+		live:     map[string]*stream{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.model = opt.ServedModelName
+	if s.model == "" {
+		s.model = engineModelName(cfg, s.describe)
+	}
+	s.aliases = append([]string{s.model}, opt.Aliases...)
+	if opt.ServedModelName == "" {
+		s.aliases = append(s.aliases, engineAliases(cfg, s.describe)...)
+	}
+	s.maxModelLen = engineMaxModelLen(cfg, s.describe)
+	s.blockTokens = engineBlockSize(cfg, s.describe)
+	reg := opt.Registerer
+	gat := opt.Gatherer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg = r
+		if gat == nil {
+			gat = r
+		}
+	}
+	if gat == nil {
+		g, ok := reg.(prometheus.Gatherer)
+		if !ok {
+			return nil, errors.New("simserve: Options.Gatherer is required when Registerer is not a Gatherer")
+		}
+		gat = g
+	}
+	s.gatherer = gat
+	if s.m, err = newMetrics(reg, s.model); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Model returns the served model id.
+func (s *Server) Model() string { return s.model }
+
+// Describe returns the engine's description (model, GPU, TP, limits), for
+// reports and the startup banner.
+func (s *Server) Describe() map[string]any { return s.describe }
+
+// clock returns the server clock: ns since the server was built, on the
+// monotonic clock.
+func (s *Server) clock() int64 { return int64(time.Since(s.base)) }
+
+// Run drives the engine until ctx is done, then fails every request still
+// in flight (streams end; waiting handlers answer 503) and returns nil. It
+// must be called exactly once; handlers wait for it. Run returns an error
+// only when called twice.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("simserve: Run called twice")
+	}
+	defer s.shutdown()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	busyBefore := false
+	for {
+		if !s.eng.Busy() {
+			busyBefore = false
+			select {
+			case <-ctx.Done():
+				return nil
+			case c := <-s.cmds:
+				s.apply(c)
+				s.drain()
+			}
+			continue
+		}
+		// Start the next iteration at the previous one's scheduled end
+		// (no drift), unless the engine was idle or we are far behind.
+		start := s.lastEnd
+		if now := s.clock(); !busyBefore || now-start > int64(resyncLag) {
+			if busyBefore && !s.warnedLag {
+				s.warnedLag = true
+				s.log.Warn("simserve: the host cannot keep the engine's schedule; token times will run late",
+					"behind", time.Duration(now-start), "model", s.model)
+			}
+			start = now
+		}
+		start = max(start, s.lastAdd)
+		busyBefore = true
+		s.stepStart = start
+		end, evs := s.eng.Step(start)
+		s.evbuf = s.evbuf[:0]
+		for _, ev := range evs {
+			if ev.Kind == sim.EventRejected {
+				// Admission decisions are made as the step starts: answer
+				// them now rather than after the iteration.
+				if st := s.live[ev.ID]; st != nil {
+					delete(s.live, st.id)
+					st.fail(429, ev.Err)
+					st.wake()
+				}
+				continue
+			}
+			pe := pendingEvent{ev: ev}
+			if ev.Timing != nil {
+				pe.timing = *ev.Timing
+				pe.ev.Timing = nil
+			}
+			s.evbuf = append(s.evbuf, pe)
+		}
+		// Requests added before this step have passed admission control
+		// unless it just rejected them: their streams may start.
+		for i, st := range s.added {
+			if s.live[st.id] == st {
+				st.admit()
+				st.wake()
+			}
+			s.added[i] = nil
+		}
+		s.added = s.added[:0]
+		wait := end - s.clock()
+		if end == start && len(evs) == 0 {
+			// Busy but nothing runnable: wait for news or poll.
+			end, wait = s.clock()+int64(idlePoll), int64(idlePoll)
+		}
+		if wait > 0 {
+			timer.Reset(time.Duration(wait))
+		wait:
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case c := <-s.cmds:
+					s.apply(c)
+				case <-timer.C:
+					break wait
+				}
+			}
+		}
+		s.lastEnd = end
+		s.deliver(end)
+		s.drain()
+	}
+}
+
+// drain applies every command already queued, without blocking.
+func (s *Server) drain() {
+	for {
+		select {
+		case c := <-s.cmds:
+			s.apply(c)
+		default:
+			return
+		}
+	}
+}
+
+// apply hands one submission or abort to the engine.
+func (s *Server) apply(c command) {
+	st := c.st
+	if c.abort {
+		if s.live[st.id] == st {
+			delete(s.live, st.id)
+			s.eng.Abort(max(s.clock(), s.lastAdd), st.id)
+			s.m.success["abort"].Inc()
+			if s.onAbort != nil {
+				s.onAbort(st.id)
+			}
+		}
+		return
+	}
+	// The engine's time only moves forward: a request stamped before the
+	// current iteration started is added at that start.
+	at := max(st.arrival, s.stepStart, s.lastAdd)
+	if err := s.eng.Add(at, c.req); err != nil {
+		st.fail(400, err.Error())
+		return
+	}
+	s.lastAdd = at
+	s.live[st.id] = st
+	s.added = append(s.added, st)
+}
+
+// deliver hands the finished iteration's events to their requests.
+func (s *Server) deliver(end int64) {
+	for i := range s.evbuf {
+		pe := &s.evbuf[i]
+		st := s.live[pe.ev.ID]
+		if st == nil {
+			continue // aborted meanwhile
+		}
+		switch pe.ev.Kind {
+		case sim.EventTokens:
+			if st.firstAt == 0 {
+				st.firstAt = end
+				s.m.ttft.Observe(seconds(end - st.arrival))
+			} else {
+				s.m.itl.Observe(seconds(end - st.lastAt))
+			}
+			st.lastAt = end
+			st.push(delivery{at: end, tokens: pe.ev.Tokens, hidden: pe.ev.Hidden}, pe.ev.Cached)
+			s.touched = append(s.touched, st)
+		case sim.EventFinished:
+			delete(s.live, st.id)
+			t := pe.timing
+			s.m.e2e.Observe(seconds(end - st.arrival))
+			s.m.queue.Observe(seconds(t.QueueNs))
+			s.m.prefill.Observe(seconds(t.PrefillNs))
+			s.m.decode.Observe(seconds(t.DecodeNs))
+			s.m.success[st.finishReason].Inc()
+			st.finish(&t)
+			s.touched = append(s.touched, st)
+		}
+	}
+	// Metrics first, so that a client holding its answer sees it counted.
+	s.m.observeSnapshot(s.eng.Snapshot())
+	// Wake handlers only now, so one that wakes sees its tokens and its
+	// finish together.
+	for i, st := range s.touched {
+		st.wake()
+		s.touched[i] = nil
+	}
+	s.touched = s.touched[:0]
+}
+
+// shutdown fails every request still known, once Run ends.
+func (s *Server) shutdown() {
+	close(s.stopped)
+	for id, st := range s.live {
+		delete(s.live, id)
+		st.fail(503, "server shutting down")
+	}
+	// Submissions queued but never applied: fail them too.
+	for {
+		select {
+		case c := <-s.cmds:
+			if !c.abort {
+				c.st.fail(503, "server shutting down")
+			}
+		default:
+			return
+		}
+	}
+}
+
+func seconds(ns int64) float64 { return float64(ns) / 1e9 }
+
+// submit queues st for the engine; false when the server stopped or the
+// client left first.
+func (s *Server) submit(ctx context.Context, st *stream, req sim.Request) bool {
+	select {
+	case s.cmds <- command{st: st, req: req}:
+		return true
+	case <-s.stopped:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// abort tells the engine the client went away. It does not wait when the
+// server has stopped.
+func (s *Server) abort(st *stream) {
+	select {
+	case s.cmds <- command{abort: true, st: st}:
+	case <-s.stopped:
+	}
+}
+
+// matchModel reports whether name (as sent) selects this server's model.
+func (s *Server) matchModel(name string) bool {
+	if name == "" {
+		return true
+	}
+	for _, a := range s.aliases {
+		if strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextID returns a fresh engine request id.
+func (s *Server) nextID() (string, uint64) {
+	n := s.seq.Add(1)
+	return "r" + strconv.FormatUint(n, 10), n
+}
+
+// delivery is a piece of output handed to a request: tokens generated by an
+// iteration that ended at `at` (server clock ns).
+type delivery struct {
+	at     int64
+	tokens int
+	hidden bool
+}
+
+type streamState uint8
+
+const (
+	stateLive streamState = iota
+	stateFinished
+	stateFailed
+)
+
+// stream is one request's mailbox between the engine goroutine and its
+// HTTP handler.
+type stream struct {
+	id           string
+	seq          uint64
+	arrival      int64 // server clock ns when the request was received
+	finishReason string
+	notify       chan struct{} // one slot: "something changed"
+
+	mu       sync.Mutex
+	pending  []delivery
+	cached   int
+	state    streamState
+	admitted bool
+	status   int // stateFailed: the HTTP status to answer
+	errMsg   string
+	timing   *runlog.ServerTiming
+
+	// Owned by the engine goroutine.
+	firstAt, lastAt int64
+}
+
+func newStream(id string, seq uint64, arrival int64) *stream {
+	return &stream{id: id, seq: seq, arrival: arrival, notify: make(chan struct{}, 1)}
+}
+
+func (st *stream) wake() {
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+// push adds generated tokens (the caller wakes the handler). Tokens the handler has not yet taken are
+// merged with the newest undelivered piece of the same visibility (keeping
+// its earlier schedule time), so a stalled client costs O(1) memory.
+func (st *stream) push(d delivery, cached int) {
+	st.mu.Lock()
+	if cached > 0 {
+		st.cached = cached
+	}
+	if n := len(st.pending); n > 0 && st.pending[n-1].hidden == d.hidden {
+		st.pending[n-1].tokens += d.tokens
+	} else {
+		st.pending = append(st.pending, d)
+	}
+	st.mu.Unlock()
+}
+
+// admit records that the request passed admission control (the first
+// step after its Add did not reject it); the caller wakes the handler.
+func (st *stream) admit() {
+	st.mu.Lock()
+	st.admitted = true
+	st.mu.Unlock()
+}
+
+// finish marks the request done; like push it leaves waking to the caller.
+func (st *stream) finish(t *runlog.ServerTiming) {
+	st.mu.Lock()
+	st.state = stateFinished
+	st.timing = t
+	st.mu.Unlock()
+}
+
+func (st *stream) fail(status int, msg string) {
+	st.mu.Lock()
+	if st.state == stateLive {
+		st.state = stateFailed
+		st.status = status
+		st.errMsg = msg
+	}
+	st.mu.Unlock()
+	st.wake()
+}
+
+// snapshot is what a handler takes from the mailbox in one go.
+type snapshot struct {
+	deliveries []delivery
+	cached     int
+	state      streamState
+	admitted   bool
+	status     int
+	errMsg     string
+	timing     *runlog.ServerTiming
+}
+
+// take moves the undelivered pieces into buf and reports the state.
+func (st *stream) take(buf []delivery) snapshot {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := snapshot{
+		deliveries: append(buf[:0], st.pending...),
+		cached:     st.cached,
+		state:      st.state,
+		admitted:   st.admitted,
+		status:     st.status,
+		errMsg:     st.errMsg,
+		timing:     st.timing,
+	}
+	st.pending = st.pending[:0]
+	return s
+}

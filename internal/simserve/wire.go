@@ -1,0 +1,201 @@
+package simserve
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// The streamed chunks are built by appending to a reused buffer rather than
+// with encoding/json: 2,000 streams each send a chunk per iteration, and the
+// only variable text is filler words that need no escaping. Field order and
+// nulls follow vLLM's OpenAI-compatible server.
+
+// usage is the OpenAI usage object, with vLLM's details.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	PromptDetails    struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func makeUsage(prompt, completion, cached, reasoning int) usage {
+	u := usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	u.PromptDetails.CachedTokens = cached
+	u.CompletionDetails.ReasoningTokens = reasoning
+	return u
+}
+
+func appendUsage(dst []byte, u usage) []byte {
+	dst = append(dst, `{"prompt_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.PromptTokens), 10)
+	dst = append(dst, `,"total_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.TotalTokens), 10)
+	dst = append(dst, `,"completion_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.CompletionTokens), 10)
+	dst = append(dst, `,"prompt_tokens_details":{"cached_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.PromptDetails.CachedTokens), 10)
+	dst = append(dst, `},"completion_tokens_details":{"reasoning_tokens":`...)
+	dst = strconv.AppendInt(dst, int64(u.CompletionDetails.ReasoningTokens), 10)
+	return append(dst, "}}"...)
+}
+
+// chunkHead returns the constant start of every streamed chunk of one
+// response: {"id":...,"object":...,"created":...,"model":...,
+func chunkHead(chat bool, id, model string, created int64) []byte {
+	obj := "text_completion"
+	if chat {
+		obj = "chat.completion.chunk"
+	}
+	b := []byte(`{"id":`)
+	b = appendJSONString(b, id)
+	b = append(b, `,"object":"`...)
+	b = append(b, obj...)
+	b = append(b, `","created":`...)
+	b = strconv.AppendInt(b, created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, model)
+	return append(b, ',')
+}
+
+func appendJSONString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return append(dst, b...)
+}
+
+// chunkKind says what a streamed chunk carries.
+type chunkKind uint8
+
+const (
+	chunkContent   chunkKind = iota // visible tokens
+	chunkReasoning                  // hidden reasoning tokens
+	chunkRole                       // chat's first, role-only chunk
+)
+
+// appendChunk appends one streamed chunk. text is the tokens' text (JSON
+// safe); finish is "" or the finish reason; u, when non-nil, is the
+// continuous usage to attach.
+func appendChunk(dst, head []byte, chat bool, kind chunkKind, text []byte, finish string, u *usage) []byte {
+	dst = append(dst, head...)
+	if chat {
+		dst = append(dst, `"choices":[{"index":0,"delta":{`...)
+		switch kind {
+		case chunkRole:
+			dst = append(dst, `"role":"assistant","content":""`...)
+		case chunkReasoning:
+			dst = append(dst, `"reasoning_content":"`...)
+			dst = append(dst, text...)
+			dst = append(dst, '"')
+		default:
+			dst = append(dst, `"content":"`...)
+			dst = append(dst, text...)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+		dst = appendFinish(dst, finish)
+		dst = append(dst, "}]"...)
+	} else {
+		dst = append(dst, `"choices":[{"index":0,"text":"`...)
+		dst = append(dst, text...)
+		dst = append(dst, `","logprobs":null,"finish_reason":`...)
+		dst = appendFinish(dst, finish)
+		dst = append(dst, `,"stop_reason":null}]`...)
+	}
+	if u != nil {
+		dst = append(dst, `,"usage":`...)
+		dst = appendUsage(dst, *u)
+	}
+	return append(dst, '}')
+}
+
+func appendFinish(dst []byte, finish string) []byte {
+	if finish == "" {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, finish...)
+	return append(dst, '"')
+}
+
+// appendUsageChunk appends the final usage-only chunk (choices empty), sent
+// when stream_options.include_usage is set.
+func appendUsageChunk(dst, head []byte, u usage) []byte {
+	dst = append(dst, head...)
+	dst = append(dst, `"choices":[],"usage":`...)
+	dst = appendUsage(dst, u)
+	return append(dst, '}')
+}
+
+// completionResponse is a non-streamed /v1/completions answer.
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   usage              `json:"usage"`
+}
+
+type completionChoice struct {
+	Index        int     `json:"index"`
+	Text         string  `json:"text"`
+	Logprobs     *int    `json:"logprobs"`
+	FinishReason string  `json:"finish_reason"`
+	StopReason   *string `json:"stop_reason"`
+}
+
+// chatResponse is a non-streamed /v1/chat/completions answer.
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usage        `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int         `json:"index"`
+	Message      chatMessage `json:"message"`
+	Logprobs     *int        `json:"logprobs"`
+	FinishReason string      `json:"finish_reason"`
+}
+
+type chatMessage struct {
+	Role             string  `json:"role"`
+	Content          string  `json:"content"`
+	ReasoningContent *string `json:"reasoning_content"`
+}
+
+// errorBody is the OpenAI error object.
+type errorBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    int     `json:"code"`
+	} `json:"error"`
+}
+
+// errorType names the error class for a status, as OpenAI's SDKs do.
+func errorType(status int) string {
+	switch status {
+	case 400:
+		return "BadRequestError"
+	case 404:
+		return "NotFoundError"
+	case 405:
+		return "MethodNotAllowedError"
+	case 413:
+		return "RequestTooLargeError"
+	case 429:
+		return "RateLimitError"
+	case 503:
+		return "ServiceUnavailableError"
+	}
+	return "InternalServerError"
+}
