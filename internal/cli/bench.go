@@ -337,35 +337,36 @@ func discover(ctx context.Context, c *openai.Client, t *targetFlags) error {
 	return nil
 }
 
-func outputPaths(env Env, o *BenchOptions, rate float64, stamp string) (result, records string) {
-	dir := o.out.ResultDir
+// outputPaths names the result and records files like vLLM names its
+// result: backend-RATEqps[-concurrencyN]-model-date.json.
+func outputPaths(env Env, out *outputFlags, backend, model string, conc int, rate float64, stamp string) (result, records string) {
+	dir := out.ResultDir
 	if dir == "" {
 		dir = env.Dir
 	}
-	name := o.out.ResultFilename
+	name := out.ResultFilename
 	if name == "" {
 		rs := "inf"
 		if rate > 0 {
 			rs = strconv.FormatFloat(rate, 'f', -1, 64)
 		}
-		conc := ""
-		if o.load.MaxConcurrency > 0 {
-			conc = fmt.Sprintf("-concurrency%d", o.load.MaxConcurrency)
+		cs := ""
+		if conc > 0 {
+			cs = fmt.Sprintf("-concurrency%d", conc)
 		}
-		model := o.target.Model
 		if i := strings.LastIndex(model, "/"); i >= 0 {
 			model = model[i+1:]
 		}
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", o.target.Backend, rs, conc, sanitize(model), stamp)
+		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", backend, rs, cs, sanitize(model), stamp)
 	}
 	result = filepath.Join(dir, name)
-	switch o.out.Records {
+	switch out.Records {
 	case "none", "-":
 		records = ""
 	case "":
 		records = strings.TrimSuffix(result, ".json") + ".records.jsonl"
 	default:
-		records = o.out.Records
+		records = out.Records
 	}
 	return result, records
 }

@@ -203,29 +203,38 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 
 	stamp := env.Now().Format("20060102-150405")
 	rate, _ := o.load.rate()
-	s.resultPath, s.recordsPath = outputPaths(env, o, rate, stamp)
+	s.resultPath, s.recordsPath = outputPaths(env, &o.out, o.target.Backend, o.target.Model, o.load.MaxConcurrency, rate, stamp)
 	s.meta = &runlog.Meta{
 		Tool: "goodput", Version: Version, Command: command, Started: env.Now().UTC(),
 		Target: targetName, Backend: o.target.Backend, Endpoint: endpoint, Model: o.target.Model,
 		Dataset: s.ds.Name(), Seed: o.load.Seed, Simulated: simDesc, Metadata: meta,
 	}
-	if s.recordsPath != "" {
-		if err := os.MkdirAll(filepath.Dir(s.recordsPath), 0o755); err != nil {
-			s.close()
-			return nil, fmt.Errorf("--records: %w", err)
-		}
-		s.recFile, err = os.OpenFile(s.recordsPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("--records: %w", err)
-		}
-		s.rw = runlog.NewWriter(s.recFile)
-		if err := s.rw.WriteMeta(s.meta); err != nil {
-			s.close()
-			return nil, fmt.Errorf("--records %s: %w", s.recordsPath, err)
-		}
+	if s.recFile, s.rw, err = openRecords(s.recordsPath, s.meta); err != nil {
+		s.close()
+		return nil, err
 	}
 	return s, nil
+}
+
+// openRecords creates the records file at path and writes its meta line;
+// an empty path means no records file (nil, nil, nil).
+func openRecords(path string, meta *runlog.Meta) (*os.File, *runlog.Writer, error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("--records: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--records: %w", err)
+	}
+	w := runlog.NewWriter(f)
+	if err := w.WriteMeta(meta); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("--records %s: %w", path, err)
+	}
+	return f, w, nil
 }
 
 // levelOutcome is what one level measured.

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/simserve"
+)
+
+func init() { extraCommands = append(extraCommands, newServeCmd) }
+
+// ServeOptions configures "goodput serve".
+type ServeOptions struct {
+	Host            string
+	Port            int
+	ServedModelName string
+	Engine          sim.Config
+}
+
+func newServeCmd(env Env) *cobra.Command {
+	o := ServeOptions{Engine: sim.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve a simulated LLM engine over an OpenAI-compatible HTTP API, in real time",
+		Long: `Serve a simulated LLM engine (continuous batching, chunked prefill, paged KV
+cache, prefix caching) over an OpenAI-compatible API: /v1/completions,
+/v1/chat/completions (streaming or not), /v1/models, /tokenize, /health and
+/metrics with vLLM's metric names. Tokens leave at the times the engine
+computes, so any benchmark client sees a GPU-less stand-in for vLLM.`,
+		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
+  goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 for all interfaces)")
+	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0 picks a free one)")
+	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
+	fs.StringVar(&o.ServedModelName, "served-model-name", "", "model id the server answers to (default: the model's HF id)")
+	o.Engine.RegisterFlags(fs)
+	return cmd
+}
+
+// runServe serves until ctx is done (Ctrl-C).
+func runServe(ctx context.Context, env Env, o *ServeOptions) error {
+	if o.Port < 0 || o.Port > 65535 {
+		return usagef("--port %d: want 0-65535", o.Port)
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := simserve.New(o.Engine, simserve.Options{ServedModelName: o.ServedModelName, Logger: log})
+	if err != nil {
+		return simConfigError(err)
+	}
+	url, stop, err := srv.Start(ctx, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", describeSim(srv.Describe()), srv.Model(), url)
+	<-ctx.Done()
+	return stop()
+}

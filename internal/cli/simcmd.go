@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/simrun"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+func init() { extraCommands = append(extraCommands, newSimCmd) }
+
+// SimOptions configures "goodput sim": the engine, plus bench's workload,
+// load and output flags.
+type SimOptions struct {
+	Engine sim.Config
+	load   loadFlags
+	work   workloadFlags
+	out    outputFlags
+	args   []string
+}
+
+func newSimCmd(env Env) *cobra.Command {
+	o := SimOptions{Engine: sim.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
+		Long: `Run the same workload and load as "goodput bench" against the simulated engine
+in virtual time: no HTTP and no sleeping, so an hour of traffic takes seconds.
+It produces the same records (plus the engine's own queue, prefill and decode
+times per request) and the same report as bench, deterministically for a seed.`,
+		Example: `  goodput sim --model llama-3.1-8b --gpu h100-sxm --request-rate 10 --num-prompts 5000
+  goodput sim --model qwen3-32b --gpu h200 --tp 2 --dataset-name lengths --dataset-path sharegpt.csv --request-rate 4 --goodput ttft:2000 tpot:50`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.args = args
+			o.load.numSet = cmd.Flags().Changed("num-prompts")
+			return runSim(cmd.Context(), env, &o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
+	o.Engine.RegisterFlags(fs)
+	o.load.register(fs)
+	o.work.register(fs)
+	o.out.register(fs)
+	return cmd
+}
+
+// runSim runs one level in virtual time and reports it like bench.
+func runSim(ctx context.Context, env Env, o *SimOptions) error {
+	so, err := o.out.statsOptions(o.args)
+	if err != nil {
+		return err
+	}
+	lv, err := o.load.level()
+	if err != nil {
+		return err
+	}
+	meta, err := parseKV("--metadata", o.out.Metadata)
+	if err != nil {
+		return err
+	}
+	eng, err := sim.New(o.Engine)
+	if err != nil {
+		return simConfigError(err)
+	}
+	wo := o.work.o
+	wo.Seed = o.load.Seed
+	wo.NumPrompts = lv.NumPrompts
+	if isTraceName(wo.DatasetName) && !o.load.numSet {
+		wo.NumPrompts, lv.NumPrompts = 0, 0
+	}
+	if wo.NumPrompts > 0 {
+		wo.NumPrompts += lv.NumWarmups
+	}
+	ds, err := workload.FromOptions(wo)
+	if err != nil {
+		return usageError{err}
+	}
+	desc := eng.Describe()
+	model := fmt.Sprint(desc["model"])
+	m := &runlog.Meta{
+		Tool: "goodput", Version: Version, Command: "sim", Started: env.Now().UTC(),
+		Target: "virtual-time", Backend: "sim", Model: model, Dataset: ds.Name(), Seed: o.load.Seed,
+		Simulated: desc, Metadata: meta,
+	}
+	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, lv.MaxConcurrency, lv.Rate, env.Now().Format("20060102-150405"))
+	f, rw, err := openRecords(recordsPath, m)
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		defer f.Close()
+	}
+	acc := stats.NewAccumulator(so)
+	wall := time.Now()
+	res, runErr := simrun.Run(ctx, eng, ds, simrun.Load{
+		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
+		NumPrompts: lv.NumPrompts, NumWarmups: lv.NumWarmups, Duration: lv.Duration, Seed: o.load.Seed,
+	}, func(r *runlog.Record) error {
+		if rw != nil {
+			if err := rw.Write(r); err != nil {
+				return fmt.Errorf("records file %s: %w", recordsPath, err)
+			}
+		}
+		acc.Add(r)
+		return nil
+	})
+	elapsed := time.Since(wall)
+	m.Levels = []runlog.Level{{
+		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
+		NumPrompts: lv.NumPrompts, DurationS: lv.Duration.Seconds(), NumWarmups: lv.NumWarmups,
+		DelayedArrivals: res.DelayedArrivals,
+	}}
+	if rw != nil {
+		if err := rw.WriteMeta(m); err != nil {
+			return fmt.Errorf("records file %s: %w", recordsPath, err)
+		}
+	}
+	cancelled := runErr != nil && errors.Is(runErr, context.Canceled)
+	if runErr != nil && !cancelled {
+		return fmt.Errorf("simulation: %w", runErr)
+	}
+	sum := acc.Summary()
+	if err := report.Terminal(env.Stdout, &sum, m, report.TermOptions{TTY: env.TTY, NoColor: env.Getenv("NO_COLOR") != ""}); err != nil {
+		return err
+	}
+	if !o.out.Quiet {
+		fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
+			time.Duration(res.End).Seconds(), describeSim(desc), elapsed.Seconds(), res.Steps)
+	}
+	if rw != nil {
+		fmt.Fprintf(env.Stderr, "goodput: %d records in %s\n", rw.Count(), recordsPath)
+	}
+	if o.out.SaveResult {
+		b, err := report.ResultJSON(&sum, m, map[string]any{"records_file": recordsPath})
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(resultPath, b, 0o644); err != nil {
+			return fmt.Errorf("--save-result: %w", err)
+		}
+		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", resultPath)
+	}
+	if cancelled {
+		return errors.New("interrupted; the summary above covers what finished")
+	}
+	return allFailed(&sum)
+}
