@@ -99,7 +99,8 @@ func (l *loadFlags) rate() (float64, error) {
 
 // workloadFlags say what to send.
 type workloadFlags struct {
-	o workload.Options
+	o         workload.Options
+	calibrate string
 }
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
@@ -110,6 +111,7 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.RandomOutputLen, "random-output-len", 128, "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
 	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
+	fs.StringVar(&w.calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
 	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")

@@ -62,6 +62,14 @@ func (l *loadFlags) level() (levelSpec, error) {
 		NumPrompts: n, Duration: l.Duration, NumWarmups: l.NumWarmups}, nil
 }
 
+// runlog is the level as records files describe it.
+func (lv levelSpec) runlog() runlog.Level {
+	return runlog.Level{
+		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
+		NumPrompts: lv.NumPrompts, DurationS: lv.Duration.Seconds(), NumWarmups: lv.NumWarmups, Label: lv.Label,
+	}
+}
+
 // session is one measuring run against one target: the client, the
 // workload, the records file and the clock shared by all its levels.
 type session struct {
@@ -196,6 +204,29 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		s.close()
 		return nil, err
 	}
+	tokDesc := ""
+	switch strings.ToLower(o.work.calibrate) {
+	case "off":
+	case "auto", "":
+		if synthesizes(o.work.o) {
+			cal, err := calibrate(ctx, s.client, o.work.o.Tokenizer)
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+			if !cal.cal.IsZero() {
+				wo.Calibration = cal.cal
+				if s.ds, err = workload.FromOptions(wo); err != nil {
+					s.close()
+					return nil, usageError{err}
+				}
+			}
+			tokDesc = cal.describe(o.work.o.Tokenizer)
+		}
+	default:
+		s.close()
+		return nil, usagef("--calibrate %q: want auto or off", o.work.calibrate)
+	}
 	s.prefix = o.target.RequestIDPrefix
 	if s.prefix == "" {
 		s.prefix = "goodput-" + runID() + "-"
@@ -207,7 +238,12 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	s.meta = &runlog.Meta{
 		Tool: "goodput", Version: Version, Command: command, Started: env.Now().UTC(),
 		Target: targetName, Backend: o.target.Backend, Endpoint: endpoint, Model: o.target.Model,
-		Dataset: s.ds.Name(), Seed: o.load.Seed, Simulated: simDesc, Metadata: meta,
+		Dataset: s.ds.Name(), Seed: o.load.Seed, Tokenizer: tokDesc, Simulated: simDesc, Metadata: meta,
+	}
+	if lv, err := o.load.level(); err == nil {
+		// The planned level, so a killed run's file still states its load;
+		// the final meta line replaces it with what happened.
+		s.meta.Levels = []runlog.Level{lv.runlog()}
 	}
 	if s.recFile, s.rw, err = openRecords(s.recordsPath, s.meta); err != nil {
 		s.close()
@@ -298,15 +334,8 @@ func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOut
 	if err != nil {
 		return levelOutcome{}, usageError{fmt.Errorf("workload: %w", err)}
 	}
-	out := levelOutcome{
-		level: runlog.Level{
-			RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
-			NumPrompts: lv.NumPrompts, DurationS: lv.Duration.Seconds(), NumWarmups: lv.NumWarmups,
-			Label: lv.Label, DelayedArrivals: res.Delayed,
-		},
-		summary: acc.Summary(),
-		load:    res,
-	}
+	out := levelOutcome{level: lv.runlog(), summary: acc.Summary(), load: res}
+	out.level.DelayedArrivals = res.Delayed
 	return out, nil
 }
 

@@ -574,3 +574,84 @@ func (c *Client) SetModel(m string) { c.cfg.Model = m }
 
 // SetContinuousUsage turns per-chunk usage on or off (after discovery).
 func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }
+
+// CountPrompt asks the server's tokenize endpoint how many tokens text makes
+// as a prompt of this client's endpoint: with the chat template applied for
+// chat, with special tokens (BOS) for completions. It speaks vLLM's and
+// SGLang's /tokenize ({"model","prompt"|"messages"} → {"count"|"tokens"})
+// and llama.cpp's ({"content"} → {"tokens"}, completions only). An error
+// means the server offers no usable endpoint.
+func (c *Client) CountPrompt(ctx context.Context, text string) (int, error) {
+	body := map[string]any{"model": c.cfg.Model}
+	if c.chat {
+		body["messages"] = []Message{{Role: "user", Content: text}}
+	} else {
+		body["prompt"] = text
+	}
+	n, err := c.tokenize(ctx, body)
+	if err == nil || c.chat {
+		return n, err
+	}
+	return c.tokenize(ctx, map[string]any{"content": text, "add_special": true})
+}
+
+func (c *Client) tokenize(ctx context.Context, body map[string]any) (int, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	u := strings.TrimRight(c.cfg.BaseURL, "/") + "/tokenize"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.authHdr != "" {
+		req.Header.Set("Authorization", c.authHdr)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("POST %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, fmt.Errorf("POST %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("POST %s: HTTP %d", u, resp.StatusCode)
+	}
+	var out struct {
+		Count  *int              `json:"count"`
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := json.Unmarshal(rb, &out); err != nil {
+		return 0, fmt.Errorf("POST %s: not a tokenize answer: %w", u, err)
+	}
+	switch {
+	case out.Count != nil:
+		return *out.Count, nil
+	case out.Tokens != nil:
+		return len(out.Tokens), nil
+	}
+	return 0, fmt.Errorf("POST %s: no count or tokens in the answer", u)
+}
+
+// ProbePrompt sends text as a one-token streaming request and returns the
+// prompt tokens the server's usage reports (0 when it reports none).
+func (c *Client) ProbePrompt(ctx context.Context, id, text string) (int, error) {
+	r := &Request{ID: id, Prompt: text, MaxTokens: 1}
+	body, err := c.Body(r)
+	if err != nil {
+		return 0, err
+	}
+	var rec runlog.Record
+	c.Stream(ctx, r, body, &rec)
+	if !rec.OK() {
+		return 0, fmt.Errorf("probe request: %s: %s", rec.ErrorClass, rec.Error)
+	}
+	if rec.TokenSource != runlog.TokensUsage {
+		return 0, nil
+	}
+	return rec.PromptTokens, nil
+}

@@ -27,6 +27,9 @@ type Meta struct {
 	Dataset string `json:"dataset,omitempty"`
 	// Seed drives the workload and the arrival schedule.
 	Seed int64 `json:"seed"`
+	// Tokenizer says how prompt lengths were made and checked against the
+	// server, e.g. "approx, calibrated with /tokenize: …".
+	Tokenizer string `json:"tokenizer,omitempty"`
 	// Levels describes the load of each level; Levels[i] belongs to records
 	// with Level == i. A single run has one level.
 	Levels []Level `json:"levels"`

@@ -425,6 +425,10 @@ func peakConcurrency(spans []int64) int {
 }
 
 // warnings lists the caveats a reader of s should see.
+// HighCachedShare is the share of prompt tokens served from the server's
+// prefix cache above which a summary warns that TTFT is optimistic.
+const HighCachedShare = 0.2
+
 func warnings(s *Summary) []string {
 	var ws []string
 	if s.Requests > 0 && s.Completed == 0 {
@@ -435,6 +439,9 @@ func warnings(s *Summary) []string {
 	}
 	if s.PeakDroppedChunks > 0 {
 		ws = append(ws, fmt.Sprintf("peak output throughput leaves out %d chunks timed weeks apart from the rest (corrupt times?)", s.PeakDroppedChunks))
+	}
+	if s.CachedShare >= HighCachedShare {
+		ws = append(ws, fmt.Sprintf("%.0f%% of prompt tokens came from the server's prefix cache: TTFT is optimistic for cold traffic (--cache-bust measures it cold)", 100*s.CachedShare))
 	}
 	if n := s.TokenSources[runlog.TokensCounted]; n > 0 {
 		ws = append(ws, fmt.Sprintf("%d of %d requests had no usage report: their output tokens were counted by the client and may be undercounted", n, s.Completed))

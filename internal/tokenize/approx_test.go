@@ -133,3 +133,31 @@ func BenchmarkApproxCount1000(b *testing.B) {
 		(Approx{}).Count(s)
 	}
 }
+
+func TestCalibration(t *testing.T) {
+	cases := []struct {
+		name       string
+		c          Calibration
+		n, written int
+		span, ws   int
+	}{
+		// (1005 − 5) / 1.25 = 800; a 100-token span: 100 / 1.25 = 80.
+		{"overhead and ratio", Calibration{Overhead: 5, PerToken: 1.25}, 1005, 800, 100, 80},
+		// Identity.
+		{"zero", Calibration{}, 1000, 1000, 100, 100},
+		// A chat template of 12 tokens and an exact tokenizer: 1000 − 12.
+		{"overhead only", Calibration{Overhead: 12, PerToken: 1}, 1000, 988, 100, 100},
+		// Never below one token for a non-empty prompt: (3 − 12) → 1.
+		{"tiny", Calibration{Overhead: 12, PerToken: 1}, 3, 1, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.c.Written(c.n); got != c.written {
+				t.Errorf("Written(%d) = %d; want %d", c.n, got, c.written)
+			}
+			if got := c.c.WrittenSpan(c.span); got != c.ws {
+				t.Errorf("WrittenSpan(%d) = %d; want %d", c.span, got, c.ws)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package tokenize
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 )
@@ -26,7 +27,59 @@ type Synthesizer struct {
 	// space; first are words without the space that are one token too, to
 	// start a text.
 	words, first []string
+	// cal maps server-counted lengths to written ones (see Calibration).
+	cal Calibration
 }
+
+// Calibration relates a prompt's length as the server counts it to the
+// length this package writes, fitted by the caller from the server (its
+// /tokenize endpoint or the usage of probe requests):
+//
+//	server tokens ≈ Overhead + PerToken × written tokens
+//
+// Overhead is what the server adds to every prompt (BOS, a chat template);
+// PerToken is how many of its tokens one written token makes. The zero value
+// is the identity.
+type Calibration struct {
+	Overhead float64
+	PerToken float64
+}
+
+// IsZero reports whether c is the identity.
+func (c Calibration) IsZero() bool { return c.Overhead == 0 && (c.PerToken == 0 || c.PerToken == 1) }
+
+// Written returns how many tokens to write so the server counts about n
+// (at least 1 for n ≥ 1).
+func (c Calibration) Written(n int) int {
+	if n <= 0 || c.IsZero() {
+		return n
+	}
+	r := c.PerToken
+	if r <= 0 {
+		r = 1
+	}
+	return max(1, int(math.Round((float64(n)-c.Overhead)/r)))
+}
+
+// WrittenSpan is Written for a part of a prompt (a shared prefix), which
+// carries no per-prompt overhead.
+func (c Calibration) WrittenSpan(k int) int {
+	if k <= 0 || c.PerToken <= 0 || c.PerToken == 1 {
+		return k
+	}
+	return max(1, int(math.Round(float64(k)/c.PerToken)))
+}
+
+// WithCalibration returns a copy of s whose callers (package workload) map
+// wanted lengths through c.
+func (s *Synthesizer) WithCalibration(c Calibration) *Synthesizer {
+	cp := *s
+	cp.cal = c
+	return &cp
+}
+
+// Calibration returns the synthesizer's calibration (zero: identity).
+func (s *Synthesizer) Calibration() Calibration { return s.cal }
 
 // ErrNoStableWords means a tokenizer's vocabulary has too few plain
 // lowercase words to synthesize text from (e.g. a character-level model).

@@ -64,6 +64,10 @@ type Options struct {
 	// (or of its directory). Tok, when set, is used instead (already loaded).
 	Tokenizer string
 	Tok       tokenize.Tokenizer
+	// Calibration maps the prompt lengths asked for to the lengths written,
+	// so that the server counts what was asked (fitted by the caller from
+	// the server's /tokenize or probe requests); zero means none.
+	Calibration tokenize.Calibration
 }
 
 // Defaults of vllm bench serve.
@@ -86,6 +90,9 @@ func FromOptions(o Options) (Dataset, error) {
 	synth, err := tokenize.NewSynthesizer(tok)
 	if err != nil {
 		return nil, fmt.Errorf("--tokenizer: %w", err)
+	}
+	if !o.Calibration.IsZero() {
+		synth = synth.WithCalibration(o.Calibration)
 	}
 	if o.NumPrompts < 0 {
 		return nil, fmt.Errorf("--num-prompts %d: must not be negative", o.NumPrompts)

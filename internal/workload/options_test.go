@@ -114,3 +114,23 @@ func BenchmarkRandom100kExactTiktoken(b *testing.B) {
 		}
 	}
 }
+
+func TestFromOptionsCalibration(t *testing.T) {
+	// The server counts 1.25 of its tokens per written token plus 5: asking
+	// for 1005 must write (1005−5)/1.25 = 800 Approx tokens, and the
+	// request still says 1005 (what the server should count).
+	cal := tokenize.Calibration{Overhead: 5, PerToken: 1.25}
+	ds, err := FromOptions(Options{NumPrompts: 3, Seed: 1, RandomInputLen: 1005, RandomOutputLen: 8, Calibration: cal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		r := ds.Request(i)
+		if r.PromptTokens != 1005 {
+			t.Errorf("Request(%d).PromptTokens = %d; want 1005", i, r.PromptTokens)
+		}
+		if got := (tokenize.Approx{}).Count(r.Prompt); got != 800 {
+			t.Errorf("Request(%d) wrote %d tokens; want 800", i, got)
+		}
+	}
+}

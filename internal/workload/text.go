@@ -43,8 +43,12 @@ func newTexter(seed int64, synth *tokenize.Synthesizer) (texter, error) {
 
 // prompt fills r.Prompt with r.PromptTokens tokens of text: the segments'
 // text first (cut at PromptTokens), then text unique to r.Index.
+//
+// With a calibrated synthesizer, r.PromptTokens stays the length the server
+// should count and the written text is sized through the calibration.
 func (t texter) prompt(r *Request, segs []segment) {
-	n := r.PromptTokens
+	cal := t.synth.Calibration()
+	n := cal.Written(r.PromptTokens)
 	if n <= 0 {
 		return
 	}
@@ -59,7 +63,7 @@ func (t texter) prompt(r *Request, segs []segment) {
 		if left <= 0 {
 			break
 		}
-		k := min(left, s.tokens)
+		k := min(left, cal.WrittenSpan(s.tokens))
 		t.appendSegment(&b, s.key, k)
 		left -= k
 	}
