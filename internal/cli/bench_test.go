@@ -28,7 +28,13 @@ func fakeServer(t *testing.T, status int, first, gap time.Duration, n int) (*htt
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","owned_by":"test"}]}`)
 			return
 		}
-		hits.Add(1)
+		if r.URL.Path == "/tokenize" {
+			http.NotFound(w, r)
+			return
+		}
+		if !strings.HasPrefix(r.Header.Get("X-Request-Id"), "goodput-probe-") {
+			hits.Add(1) // count the run's requests, not calibration probes
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		if status != http.StatusOK {
 			w.WriteHeader(status)
@@ -205,7 +211,7 @@ func TestBenchInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(400*time.Millisecond, cancel)
 	r := runCLI(t, ctx, nil, "bench", "--base-url", srv.URL, "--num-prompts", "1000", "--request-rate", "20",
-		"--quiet", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
+		"--quiet", "--calibrate", "off", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
 	if r.code != ExitRun || !strings.Contains(r.stderr, "interrupted") {
 		t.Errorf("exit %d, stderr %q; want %d and 'interrupted'", r.code, r.stderr, ExitRun)
 	}

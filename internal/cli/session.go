@@ -222,6 +222,9 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 				}
 			}
 			tokDesc = cal.describe(o.work.o.Tokenizer)
+			if strings.HasPrefix(cal.method, "none") {
+				fmt.Fprintf(env.Stderr, "goodput: prompt lengths not calibrated: %s\n", strings.TrimPrefix(cal.method, "none "))
+			}
 		}
 	default:
 		s.close()
