@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/goodput/goodput/internal/compare"
+	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// CompareOptions is everything "goodput compare" needs.
+type CompareOptions struct {
+	A, B              string
+	Goodput           []string
+	MetricPercentiles string
+	Metrics           string
+	Resamples         int
+	Confidence        float64
+	Seed              uint64
+	ReadingSpeedMs    float64
+	HTML              string
+
+	sloWords []string
+}
+
+func newCompareCmd(env Env) *cobra.Command {
+	var o CompareOptions
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Judge run B against run A: deltas with bootstrap confidence intervals",
+		Long: `Compare two runs, each a records file (preferred) or a result JSON. For
+each metric and percentile: B − A, a bootstrap confidence interval from the
+per-request samples, and a verdict (better, worse, no significant
+difference); goodput of both under one --goodput SLO; and what the change
+means for users: a TTFT change is paid by every user, a TPOT change only by
+those who read long answers, and not at all while TPOT stays faster than
+reading speed. With a result JSON there are no samples: figures are compared
+as they are, without intervals or verdicts.`,
+		Example: `  goodput compare before.records.jsonl after.records.jsonl --goodput ttft:2000 tpot:50
+  goodput compare a.json b.json
+  goodput compare a.records.jsonl b.records.jsonl --html ab.html --reading-speed-ms 40`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files, slo := splitSLOArgs(env, args, len(o.Goodput) > 0)
+			if len(files) != 2 {
+				return usagef("compare takes two files, A and B; got %d", len(files))
+			}
+			o.A, o.B, o.sloWords = files[0], files[1], slo
+			return runCompare(cmd.Context(), env, &o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO judging both runs' goodput, e.g. --goodput ttft:2000 tpot:50 (ms)")
+	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,99", "percentiles to compare")
+	fs.StringVar(&o.Metrics, "percentile-metrics", "ttft,ttp,tpot,e2el,response", "metrics to compare (per-request ones: ttft, ttp, tpot, e2el, response)")
+	fs.IntVar(&o.Resamples, "resamples", compare.DefaultResamples, "bootstrap resamples")
+	fs.Float64Var(&o.Confidence, "confidence", compare.DefaultConfidence, "confidence level of the intervals, in (0, 1)")
+	fs.Uint64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (the same seed gives the same intervals)")
+	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", float64(compare.DefaultReadingSpeed)/1e6, "time a user takes to read one token, ms: a TPOT below it is invisible to a reader")
+	fs.StringVar(&o.HTML, "html", "", "write a self-contained side-by-side HTML report to this file")
+	return cmd
+}
+
+// loadedRun is one side as read from its file.
+type loadedRun struct {
+	run  compare.Run
+	side report.CompareSide
+}
+
+func loadRun(env Env, name string, so stats.Options) (loadedRun, error) {
+	f, err := os.Open(resolve(env, name))
+	if err != nil {
+		return loadedRun{}, err
+	}
+	defer f.Close()
+	in, warns, err := report.ReadInput(f, name)
+	for _, w := range warns {
+		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+	}
+	if err != nil {
+		return loadedRun{}, err
+	}
+	if in.Result != nil {
+		return loadedRun{run: compare.Run{Name: name, Figures: report.Figures(in.Result)}}, nil
+	}
+	rf := in.Records
+	return loadedRun{
+		run:  compare.Run{Name: name, Records: rf.Records, Meta: rf.Meta},
+		side: report.CompareSide{Meta: rf.Meta, Records: rf.Records, Levels: report.SummarizeLevels(rf.Meta, rf.Records, so)},
+	}, nil
+}
+
+func runCompare(_ context.Context, env Env, o *CompareOptions) error {
+	slo, err := (&summaryFlags{Goodput: o.Goodput}).slo(o.sloWords)
+	if err != nil {
+		return err
+	}
+	ps, err := stats.ParsePercentiles(o.MetricPercentiles)
+	if err != nil {
+		return usagef("--metric-percentiles: %v", err)
+	}
+	ms, err := stats.ParseMetrics(o.Metrics)
+	if err != nil {
+		return usagef("--percentile-metrics: %v", err)
+	}
+	for _, m := range ms {
+		if m == stats.MetricITL {
+			return usagef("--percentile-metrics: itl cannot be compared with intervals (its gaps are not independent samples); compare tpot")
+		}
+	}
+	if o.Resamples < 100 {
+		return usagef("--resamples %d: want at least 100", o.Resamples)
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return usagef("--confidence %v: want a number between 0 and 1, e.g. 0.95", o.Confidence)
+	}
+	if !(o.ReadingSpeedMs > 0 && o.ReadingSpeedMs < 1e6) {
+		return usagef("--reading-speed-ms %v: want a positive number of milliseconds per token", o.ReadingSpeedMs)
+	}
+	so := stats.Options{SLO: slo, Percentiles: ps}
+	a, err := loadRun(env, o.A, so)
+	if err != nil {
+		return err
+	}
+	b, err := loadRun(env, o.B, so)
+	if err != nil {
+		return err
+	}
+	c, err := compare.Compare(a.run, b.run, compare.Options{
+		SLO: slo, Percentiles: ps, Metrics: ms, Resamples: o.Resamples, Confidence: o.Confidence, Seed: o.Seed,
+		ReadingSpeed: time.Duration(o.ReadingSpeedMs * float64(time.Millisecond)),
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	if err := report.CompareTerminal(env.Stdout, c); err != nil {
+		return err
+	}
+	if o.HTML != "" {
+		in := report.CompareHTMLInput{Comparison: c, A: a.side, B: b.side, Generated: env.Now()}
+		if err := writeHTMLFile(resolve(env, o.HTML), func(w io.Writer) error { return report.CompareHTML(w, in) }); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		fmt.Fprintf(env.Stderr, "goodput: HTML report written to %s\n", o.HTML)
+	}
+	return nil
+}

@@ -1,0 +1,532 @@
+// Package compare judges run B against run A: for each latency metric and
+// statistic (mean and percentiles), the difference B − A with a bootstrap
+// confidence interval from the per-request samples, and a verdict (better,
+// worse, no significant difference); goodput of both under one SLO; and
+// what the change means for users, in sentences.
+//
+// Runs given only as summaries (result files) are compared figure by
+// figure, without intervals or verdicts: a summary holds no samples to
+// resample. The package is pure (no I/O) and deterministic for a given
+// Options.Seed; its functions are safe for concurrent use.
+package compare
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// Defaults of Options.
+const (
+	DefaultResamples    = 2000
+	DefaultConfidence   = 0.95
+	DefaultReadingSpeed = 50 * time.Millisecond // per token: ~20 tokens/s, a brisk reader
+	DefaultSeed         = 1
+)
+
+// DefaultPercentiles are the percentiles compared when Options leaves them
+// nil.
+var DefaultPercentiles = []float64{50, 90, 99}
+
+// DefaultMetrics are the metrics compared when Options leaves them nil, in
+// report order. ITL is not among them: its gaps are many per request and
+// not independent, so resampling them as if they were would give intervals
+// far too narrow (compare TPOT instead, one value per request).
+var DefaultMetrics = []string{stats.MetricTTFT, stats.MetricTTP, stats.MetricTPOT, stats.MetricE2E, stats.MetricResponse}
+
+// Options say what to compare and how.
+type Options struct {
+	// SLO judges goodput for both runs; the zero SLO means no goodput
+	// comparison (with records) or the runs' own SLOs (with summaries).
+	SLO stats.SLO
+	// Percentiles to compare, 0–100; nil means DefaultPercentiles.
+	Percentiles []float64
+	// Metrics to compare (names of stats.AllMetrics except itl); nil means
+	// DefaultMetrics.
+	Metrics []string
+	// Resamples is the bootstrap's B; 0 means DefaultResamples.
+	Resamples int
+	// Confidence is the interval's level, in (0, 1); 0 means
+	// DefaultConfidence.
+	Confidence float64
+	// Seed makes the bootstrap reproducible; 0 means DefaultSeed.
+	Seed uint64
+	// ReadingSpeed is the time a user takes to read one token; a TPOT below
+	// it is invisible to a reader. 0 means DefaultReadingSpeed.
+	ReadingSpeed time.Duration
+}
+
+func (o Options) normalized() Options {
+	if o.Percentiles == nil {
+		o.Percentiles = DefaultPercentiles
+	}
+	if o.Metrics == nil {
+		o.Metrics = DefaultMetrics
+	}
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		o.Confidence = DefaultConfidence
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+	if o.ReadingSpeed <= 0 {
+		o.ReadingSpeed = DefaultReadingSpeed
+	}
+	return o
+}
+
+// Figures is a run known only by its summary (a result file).
+type Figures struct {
+	// Requests, Completed and Failed count the run's requests.
+	Requests, Completed, Failed int
+	// DurationS is the run's duration in seconds.
+	DurationS float64
+	// RequestThroughput is completed requests/s; OutputThroughput output
+	// tokens/s.
+	RequestThroughput, OutputThroughput float64
+	// MeanOutputTokens is the mean output length in tokens (0: unknown).
+	MeanOutputTokens float64
+	// Metrics are per-metric figures in milliseconds, by metric name.
+	Metrics map[string]MetricFigures
+	// SLO is the spec the run's goodput was computed under ("" for none);
+	// Goodput (requests/s) and Attainment (0–1) are nil without one.
+	SLO                 string
+	Goodput, Attainment *float64
+}
+
+// MetricFigures are one metric's summary figures, milliseconds.
+type MetricFigures struct {
+	// Mean is the mean (NaN when unknown).
+	Mean float64
+	// Percentiles maps a percentile (0–100) to its value.
+	Percentiles map[float64]float64
+}
+
+// Run is one side of a comparison: records (preferred) or figures.
+type Run struct {
+	// Name labels the run in reports, e.g. its file name.
+	Name string
+	// Records are the run's records (warm-ups are skipped); nil when only
+	// Figures are known.
+	Records []runlog.Record
+	// Meta describes the run when known.
+	Meta *runlog.Meta
+	// Figures are used when Records is nil.
+	Figures *Figures
+}
+
+// Verdict judges a difference.
+type Verdict string
+
+// The verdicts.
+const (
+	Better        Verdict = "better"
+	Worse         Verdict = "worse"
+	NoSignificant Verdict = "no significant difference"
+	// NotJudged means no interval could be computed (summaries only, or too
+	// few samples).
+	NotJudged Verdict = "not judged"
+)
+
+// Delta is the difference of one statistic between the runs.
+type Delta struct {
+	// Metric is the metric name (ttft, tpot, …, or request_throughput,
+	// output_throughput, goodput, slo_attainment).
+	Metric string
+	// Stat is "mean", "p50", "p99.9", or "" for a whole-run figure.
+	Stat string
+	// Unit is "ms", "req/s", "tok/s" or "share" (0–1).
+	Unit string
+	// A and B are the statistic in each run; Diff is B − A.
+	A, B, Diff float64
+	// Rel is Diff / A (NaN when A is 0).
+	Rel float64
+	// HasCI says whether Lo and Hi hold a confidence interval of Diff.
+	HasCI  bool
+	Lo, Hi float64
+	// NA, NB are the sample sizes (0 for summaries).
+	NA, NB int
+	// LowerIsBetter is true for latencies.
+	LowerIsBetter bool
+	// Verdict judges B against A.
+	Verdict Verdict
+}
+
+// Goodput compares the runs under one SLO.
+type Goodput struct {
+	// SLO is the spec both were judged by.
+	SLO string
+	// GoodA, GoodB count requests meeting it; RequestsA, RequestsB all
+	// requests.
+	GoodA, GoodB, RequestsA, RequestsB int
+	// Attainment and Goodput deltas (Goodput in requests/s).
+	Attainment, Goodput Delta
+}
+
+// Comparison is the result of Compare.
+type Comparison struct {
+	// A and B name the runs.
+	A, B string
+	// Options are the effective options.
+	Options Options
+	// Samples is true when both runs had records, so deltas carry
+	// intervals.
+	Samples bool
+	// Deltas are the per-metric comparisons, metric by metric, mean first.
+	Deltas []Delta
+	// Throughput compares whole-run request and output throughput (one
+	// figure per run: no interval).
+	Throughput []Delta
+	// Goodput is nil when there is no common SLO.
+	Goodput *Goodput
+	// UserView says what the differences mean for users, one sentence each.
+	UserView []string
+	// Notes are caveats: summaries without intervals, differing conditions.
+	Notes []string
+}
+
+// Delta returns the comparison of metric at stat ("mean", "p99").
+func (c *Comparison) Delta(metric, stat string) (Delta, bool) {
+	for _, d := range c.Deltas {
+		if d.Metric == metric && d.Stat == stat {
+			return d, true
+		}
+	}
+	return Delta{}, false
+}
+
+// side is a run prepared for comparison.
+type side struct {
+	name    string
+	samples map[string][]float64 // sorted, ms
+	figs    *Figures
+	meta    *runlog.Meta
+	good    int
+	reqs    int
+	dur     float64
+}
+
+// metricValue reads one per-request metric of r.
+func metricValue(r *runlog.Record, name string) (time.Duration, bool) {
+	switch name {
+	case stats.MetricTTFT:
+		return r.TTFT()
+	case stats.MetricTTP:
+		return r.TTP()
+	case stats.MetricTPOT:
+		return r.TPOT()
+	case stats.MetricE2E:
+		return r.E2E()
+	case stats.MetricResponse:
+		return r.ResponseTime()
+	}
+	return 0, false
+}
+
+func prepare(r Run, o Options) (*side, error) {
+	s := &side{name: r.Name, meta: r.Meta}
+	if r.Records == nil {
+		if r.Figures == nil {
+			return nil, fmt.Errorf("run %q: no records and no figures", r.Name)
+		}
+		s.figs = r.Figures
+		return s, nil
+	}
+	s.samples = map[string][]float64{}
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.Warmup || !rec.OK() {
+			continue
+		}
+		for _, m := range o.Metrics {
+			if d, ok := metricValue(rec, m); ok {
+				s.samples[m] = append(s.samples[m], float64(d)/1e6)
+			}
+		}
+	}
+	for m := range s.samples {
+		slices.Sort(s.samples[m])
+	}
+	// Whole-run figures (throughput, goodput) come from stats, so they are
+	// the very figures the run's own report shows.
+	sum := stats.Summarize(r.Records, stats.Options{SLO: o.SLO, Metrics: []string{}, Buckets: []int{}, Percentiles: []float64{}})
+	f := &Figures{
+		Requests: sum.Requests, Completed: sum.Completed, Failed: sum.Failed, DurationS: sum.DurationS,
+		RequestThroughput: sum.RequestThroughput, OutputThroughput: sum.OutputThroughput,
+	}
+	if sum.Completed > 0 {
+		f.MeanOutputTokens = float64(sum.OutputTokens) / float64(sum.Completed)
+	}
+	if sum.SLO.Set {
+		f.SLO = o.SLO.String()
+		f.Goodput, f.Attainment = &sum.SLO.Goodput, &sum.SLO.Attainment
+	}
+	s.figs = f
+	s.good, s.reqs, s.dur = sum.SLO.Good, sum.Requests, sum.DurationS
+	return s, nil
+}
+
+// seedFor derives a stream per (metric, stat) from the seed, so a result
+// does not depend on which other metrics were compared.
+func seedFor(seed uint64, metric, stat string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(metric))
+	h.Write([]byte{0})
+	h.Write([]byte(stat))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+func statName(p float64) string { return "p" + stats.PercentileName(p) }
+
+// Compare judges run b against run a.
+func Compare(a, b Run, o Options) (*Comparison, error) {
+	o = o.normalized()
+	for _, m := range o.Metrics {
+		if metricValueKnown(m) {
+			continue
+		}
+		return nil, fmt.Errorf("metric %q cannot be compared (want one of ttft, ttp, tpot, e2el, response)", m)
+	}
+	for _, p := range o.Percentiles {
+		if !(p >= 0 && p <= 100) {
+			return nil, fmt.Errorf("percentile %v: want 0 to 100", p)
+		}
+	}
+	sa, err := prepare(a, o)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := prepare(b, o)
+	if err != nil {
+		return nil, err
+	}
+	c := &Comparison{A: a.Name, B: b.Name, Options: o, Samples: sa.samples != nil && sb.samples != nil}
+	if !c.Samples {
+		c.Notes = append(c.Notes, "at least one run is a summary (result file) without per-request samples: "+
+			"figures are compared as they are, without confidence intervals or verdicts; compare records files for those")
+	}
+	for _, m := range o.Metrics {
+		c.Deltas = append(c.Deltas, metricDeltas(sa, sb, m, o)...)
+	}
+	c.Throughput = []Delta{
+		plainDelta("request_throughput", "", "req/s", sa.figs.RequestThroughput, sb.figs.RequestThroughput, false),
+		plainDelta("output_throughput", "", "tok/s", sa.figs.OutputThroughput, sb.figs.OutputThroughput, false),
+	}
+	c.Goodput, c.Notes = goodput(sa, sb, o, c.Notes)
+	c.Notes = append(c.Notes, conditionNotes(sa, sb)...)
+	c.UserView = userView(c, sa, sb)
+	return c, nil
+}
+
+func metricValueKnown(m string) bool {
+	return slices.Contains([]string{stats.MetricTTFT, stats.MetricTTP, stats.MetricTPOT, stats.MetricE2E, stats.MetricResponse}, m)
+}
+
+func plainDelta(metric, stat, unit string, a, b float64, lowerBetter bool) Delta {
+	d := Delta{Metric: metric, Stat: stat, Unit: unit, A: a, B: b, Diff: b - a, Rel: math.NaN(), LowerIsBetter: lowerBetter, Verdict: NotJudged}
+	if a != 0 {
+		d.Rel = d.Diff / a
+	}
+	return d
+}
+
+// judge sets d's verdict from its interval: an interval excluding zero is
+// a significant difference, better or worse by the metric's direction.
+func judge(d *Delta) {
+	switch {
+	case !d.HasCI:
+		d.Verdict = NotJudged
+	case d.Lo > 0 || d.Hi < 0:
+		up := d.Lo > 0
+		if up == d.LowerIsBetter {
+			d.Verdict = Worse
+		} else {
+			d.Verdict = Better
+		}
+	default:
+		d.Verdict = NoSignificant
+	}
+}
+
+func metricDeltas(sa, sb *side, m string, o Options) []Delta {
+	stat := []string{"mean"}
+	for _, p := range o.Percentiles {
+		stat = append(stat, statName(p))
+	}
+	var out []Delta
+	if sa.samples == nil || sb.samples == nil {
+		fa, fb := figuresOf(sa, m, o.Percentiles), figuresOf(sb, m, o.Percentiles)
+		if fa == nil || fb == nil {
+			return nil
+		}
+		for i, st := range stat {
+			var va, vb float64
+			var oka, okb bool
+			if i == 0 {
+				va, vb, oka, okb = fa.Mean, fb.Mean, !math.IsNaN(fa.Mean), !math.IsNaN(fb.Mean)
+			} else {
+				va, oka = fa.Percentiles[o.Percentiles[i-1]]
+				vb, okb = fb.Percentiles[o.Percentiles[i-1]]
+			}
+			if oka && okb {
+				out = append(out, plainDelta(m, st, "ms", va, vb, true))
+			}
+		}
+		return out
+	}
+	xa, xb := sa.samples[m], sb.samples[m]
+	if len(xa) == 0 || len(xb) == 0 {
+		return nil
+	}
+	ma, sda := meanSD(xa)
+	mb, sdb := meanSD(xb)
+	diffs := make([]float64, o.Resamples)
+	for i, st := range stat {
+		var d Delta
+		rng := seedFor(o.Seed, m, st)
+		if i == 0 {
+			d = plainDelta(m, st, "ms", ma, mb, true)
+			for k := range diffs {
+				diffs[k] = resampleMean(rng, xb, mb, sdb) - resampleMean(rng, xa, ma, sda)
+			}
+		} else {
+			p := o.Percentiles[i-1]
+			d = plainDelta(m, st, "ms", percentile(xa, p), percentile(xb, p), true)
+			for k := range diffs {
+				diffs[k] = resamplePercentile(rng, xb, p) - resamplePercentile(rng, xa, p)
+			}
+		}
+		d.NA, d.NB = len(xa), len(xb)
+		if len(xa) >= 2 && len(xb) >= 2 {
+			d.HasCI = true
+			d.Lo, d.Hi = interval(diffs, o.Confidence)
+		}
+		judge(&d)
+		out = append(out, d)
+	}
+	return out
+}
+
+// figuresOf returns a side's summary figures of metric m at percentiles
+// ps, computed from samples when the side has them.
+func figuresOf(s *side, m string, ps []float64) *MetricFigures {
+	if s.samples != nil {
+		x := s.samples[m]
+		if len(x) == 0 {
+			return nil
+		}
+		mean, _ := meanSD(x)
+		f := &MetricFigures{Mean: mean, Percentiles: map[float64]float64{}}
+		for _, p := range ps {
+			f.Percentiles[p] = percentile(x, p)
+		}
+		return f
+	}
+	if s.figs == nil || s.figs.Metrics == nil {
+		return nil
+	}
+	f, ok := s.figs.Metrics[m]
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+func goodput(sa, sb *side, o Options, notes []string) (*Goodput, []string) {
+	if sa.samples != nil && sb.samples != nil {
+		if o.SLO.IsZero() {
+			return nil, append(notes, "no --goodput SLO given: goodput not compared")
+		}
+		g := &Goodput{SLO: o.SLO.String(), GoodA: sa.good, GoodB: sb.good, RequestsA: sa.reqs, RequestsB: sb.reqs}
+		pa, pb := frac(sa.good, sa.reqs), frac(sb.good, sb.reqs)
+		g.Attainment = plainDelta("slo_attainment", "", "share", pa, pb, false)
+		g.Goodput = plainDelta("goodput", "", "req/s", rate(sa.good, sa.dur), rate(sb.good, sb.dur), false)
+		if sa.reqs > 0 && sb.reqs > 0 {
+			// Resampling requests makes the good count binomial with the
+			// observed share; the duration stays the run's.
+			rng := seedFor(o.Seed, "goodput", "")
+			att := make([]float64, o.Resamples)
+			gp := make([]float64, o.Resamples)
+			for k := range att {
+				ka, kb := binomial(rng, sa.reqs, pa), binomial(rng, sb.reqs, pb)
+				att[k] = frac(kb, sb.reqs) - frac(ka, sa.reqs)
+				gp[k] = rate(kb, sb.dur) - rate(ka, sa.dur)
+			}
+			g.Attainment.HasCI, g.Goodput.HasCI = true, sa.dur > 0 && sb.dur > 0
+			g.Attainment.Lo, g.Attainment.Hi = interval(att, o.Confidence)
+			g.Goodput.Lo, g.Goodput.Hi = interval(gp, o.Confidence)
+		}
+		g.Attainment.NA, g.Attainment.NB = sa.reqs, sb.reqs
+		g.Goodput.NA, g.Goodput.NB = sa.reqs, sb.reqs
+		judge(&g.Attainment)
+		judge(&g.Goodput)
+		return g, notes
+	}
+	fa, fb := sa.figs, sb.figs
+	if fa == nil || fb == nil || fa.Goodput == nil || fb.Goodput == nil {
+		return nil, append(notes, "goodput not compared: a run has no goodput figure (records files let any SLO be applied to both)")
+	}
+	if fa.SLO != fb.SLO {
+		return nil, append(notes, fmt.Sprintf("goodput not compared: the runs were judged by different SLOs (%q vs %q); give records files and --goodput to judge both by one", fa.SLO, fb.SLO))
+	}
+	g := &Goodput{SLO: fa.SLO, RequestsA: fa.Requests, RequestsB: fb.Requests}
+	g.Goodput = plainDelta("goodput", "", "req/s", *fa.Goodput, *fb.Goodput, false)
+	if fa.Attainment != nil && fb.Attainment != nil {
+		g.Attainment = plainDelta("slo_attainment", "", "share", *fa.Attainment, *fb.Attainment, false)
+		g.GoodA = int(math.Round(*fa.Attainment * float64(fa.Requests)))
+		g.GoodB = int(math.Round(*fb.Attainment * float64(fb.Requests)))
+	}
+	return g, notes
+}
+
+func frac(n, d int) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+func rate(n int, dur float64) float64 {
+	if dur <= 0 {
+		return 0
+	}
+	return float64(n) / dur
+}
+
+// conditionNotes lists what differs between the runs' conditions: a fair
+// A/B changes one thing.
+func conditionNotes(sa, sb *side) []string {
+	a, b := sa.meta, sb.meta
+	if a == nil || b == nil {
+		return nil
+	}
+	var out []string
+	diff := func(what, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("the runs differ in %s: %q vs %q", what, x, y))
+		}
+	}
+	diff("model", a.Model, b.Model)
+	diff("dataset", a.Dataset, b.Dataset)
+	diff("endpoint", a.Endpoint, b.Endpoint)
+	if len(a.Levels) == 1 && len(b.Levels) == 1 {
+		la, lb := a.Levels[0], b.Levels[0]
+		if la.RequestRate != lb.RequestRate || la.MaxConcurrency != lb.MaxConcurrency || la.Burstiness != lb.Burstiness {
+			out = append(out, fmt.Sprintf("the runs were offered different loads (rate %g, concurrency %d vs rate %g, concurrency %d): latency differences may be the load's",
+				la.RequestRate, la.MaxConcurrency, lb.RequestRate, lb.MaxConcurrency))
+		}
+	}
+	if len(a.Levels) > 1 || len(b.Levels) > 1 {
+		out = append(out, "a run has several load levels: its levels are pooled here; compare one level's records for a like-for-like judgement")
+	}
+	return out
+}

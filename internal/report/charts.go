@@ -1,0 +1,269 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"regexp"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Charts are drawn with gonum/plot on its SVG canvas and inlined in the
+// page: no script, no font or image fetched from anywhere. Text is set in
+// Liberation Sans (the metrics gonum/plot measures with); a browser without
+// it falls back to its sans-serif, which is close enough for labels.
+
+// palette is a colour-blind-friendly categorical palette (Okabe–Ito),
+// cycled for levels and series.
+var palette = []color.RGBA{
+	{0, 114, 178, 255},   // blue
+	{213, 94, 0, 255},    // vermillion
+	{0, 158, 115, 255},   // bluish green
+	{204, 121, 167, 255}, // reddish purple
+	{230, 159, 0, 255},   // orange
+	{86, 180, 233, 255},  // sky blue
+	{240, 228, 66, 255},  // yellow
+	{0, 0, 0, 255},       // black
+}
+
+func seriesColor(i int) color.RGBA { return palette[i%len(palette)] }
+
+// chartW and chartH are a chart's size; the page scales the SVG to its
+// column width through the viewBox.
+const (
+	chartW = 6 * vg.Inch
+	chartH = 3.4 * vg.Inch
+)
+
+// newPlot returns a plot with goodput's look: sans-serif text, a light grid.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	for _, f := range []*vg.Length{
+		&p.Title.TextStyle.Font.Size, &p.X.Label.TextStyle.Font.Size, &p.Y.Label.TextStyle.Font.Size,
+	} {
+		*f = 11
+	}
+	p.Title.TextStyle.Font.Variant = "Sans"
+	p.X.Label.TextStyle.Font.Variant = "Sans"
+	p.Y.Label.TextStyle.Font.Variant = "Sans"
+	p.X.Tick.Label.Font.Variant = "Sans"
+	p.Y.Tick.Label.Font.Variant = "Sans"
+	p.Legend.TextStyle.Font.Variant = "Sans"
+	p.Legend.Top = true
+	p.Legend.Left = false
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = color.Gray{Y: 225}
+	grid.Horizontal.Color = color.Gray{Y: 225}
+	p.Add(grid)
+	return p
+}
+
+// svgHeader matches the XML prolog, comment and sized <svg> tag vgsvg
+// writes, so the SVG can be inlined in HTML and scaled by CSS.
+var svgHeader = regexp.MustCompile(`(?s)^.*?<svg [^>]*viewBox="([^"]*)"[^>]*>`)
+
+// renderSVG draws p into an inline SVG element.
+func renderSVG(p *plot.Plot, w, h vg.Length, label string) (svg template.HTML, err error) {
+	// gonum/plot panics on some degenerate inputs (e.g. a log axis over
+	// zero); data is sanitised before, and a chart that still fails is
+	// left out with an error rather than taking the report down.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("chart %q: %v", label, r)
+		}
+	}()
+	c := vgsvg.New(w, h)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("chart %q: %w", label, err)
+	}
+	m := svgHeader.FindSubmatchIndex(b.Bytes())
+	if m == nil {
+		return "", fmt.Errorf("chart %q: unexpected SVG output", label)
+	}
+	viewBox := string(b.Bytes()[m[2]:m[3]])
+	body := b.Bytes()[m[1]:]
+	head := fmt.Sprintf(`<svg class="chart" viewBox="%s" role="img" aria-label="%s">`,
+		template.HTMLEscapeString(viewBox), template.HTMLEscapeString(label))
+	// The chart is generated here from numbers and escaped labels.
+	return template.HTML(head + string(body)), nil
+}
+
+// finite drops NaN and infinite points, which gonum/plot cannot place.
+func finite(xys plotter.XYs) plotter.XYs {
+	out := xys[:0:0]
+	for _, p := range xys {
+		if !math.IsNaN(p.X) && !math.IsInf(p.X, 0) && !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cdfPoints downsamples the empirical CDF of sorted values to at most max
+// points: the value at evenly spaced ranks, always with the min and max.
+func cdfPoints(sorted []float64, maxPts int) plotter.XYs {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	k := min(n, maxPts)
+	xys := make(plotter.XYs, 0, k+1)
+	xys = append(xys, plotter.XY{X: sorted[0], Y: 0})
+	for j := range k {
+		i := 0
+		if k > 1 {
+			i = int(math.Round(float64(j) * float64(n-1) / float64(k-1)))
+		}
+		xys = append(xys, plotter.XY{X: sorted[i], Y: float64(i+1) / float64(n)})
+	}
+	return xys
+}
+
+// series is one named line of a chart.
+type series struct {
+	name   string
+	xys    plotter.XYs
+	dashed bool
+	color  color.RGBA
+	points bool
+}
+
+// Where a chart's legend goes: CDFs rise to the top left, so theirs goes
+// bottom right; sweep curves rise to the right, so theirs goes top left.
+const (
+	legendBottomRight = iota
+	legendTopLeft
+)
+
+// lineChart draws named series on one plot.
+func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks []vmark, legendAt int) (template.HTML, error) {
+	p := newPlot(title, xLabel, yLabel)
+	p.Legend.Top, p.Legend.Left = legendAt == legendTopLeft, legendAt == legendTopLeft
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(-6), vg.Points(6)
+	if legendAt == legendTopLeft {
+		p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
+	}
+	any := false
+	for _, s := range ss {
+		xys := finite(s.xys)
+		if len(xys) == 0 {
+			continue
+		}
+		any = true
+		var l *plotter.Line
+		var err error
+		if s.points {
+			var sc *plotter.Scatter
+			l, sc, err = plotter.NewLinePoints(xys)
+			if err == nil {
+				sc.Color = s.color
+				sc.Radius = vg.Points(2.5)
+				p.Add(sc)
+			}
+		} else {
+			l, err = plotter.NewLine(xys)
+		}
+		if err != nil {
+			return "", fmt.Errorf("chart %q: %w", title, err)
+		}
+		l.LineStyle.Color = s.color
+		l.LineStyle.Width = vg.Points(1.5)
+		if s.dashed {
+			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(l)
+		if s.name != "" {
+			p.Legend.Add(s.name, l)
+		}
+	}
+	if !any {
+		return "", nil
+	}
+	if yFromZero {
+		p.Y.Min = 0
+	}
+	addMarks(p, marks)
+	return renderSVG(p, chartW, chartH, title)
+}
+
+// vmark is a vertical line marking an x position (the knee, the goodput
+// peak).
+type vmark struct {
+	name  string
+	x     float64
+	color color.RGBA
+}
+
+func addMarks(p *plot.Plot, marks []vmark) {
+	for _, m := range marks {
+		if math.IsNaN(m.x) || math.IsInf(m.x, 0) {
+			continue
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: p.Y.Min}, {X: m.x, Y: p.Y.Max}})
+		if err != nil {
+			continue
+		}
+		l.LineStyle.Color = m.color
+		l.LineStyle.Width = vg.Points(1.2)
+		l.LineStyle.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(m.name, l)
+	}
+}
+
+// histogramChart draws a histogram of vals over [0, hi] with nBins bins;
+// values above hi are counted in the caption by the caller.
+func histogramChart(title, xLabel string, vals []float64, hi float64, nBins int) (template.HTML, error) {
+	if len(vals) == 0 || !(hi > 0) {
+		return "", nil
+	}
+	w := hi / float64(nBins)
+	bins := make([]plotter.HistogramBin, nBins)
+	for i := range bins {
+		bins[i] = plotter.HistogramBin{Min: float64(i) * w, Max: float64(i+1) * w}
+	}
+	for _, v := range vals {
+		if v < 0 || v > hi || math.IsNaN(v) {
+			continue
+		}
+		i := min(int(v/w), nBins-1)
+		bins[i].Weight++
+	}
+	// Share of samples per bin, so the axis reads the same whatever the
+	// sample size.
+	for i := range bins {
+		bins[i].Weight /= float64(len(vals))
+	}
+	p := newPlot(title, xLabel, "share of gaps")
+	h := &plotter.Histogram{Bins: bins, Width: w, FillColor: seriesColor(0)}
+	h.LineStyle.Width = vg.Points(0.3)
+	h.LineStyle.Color = color.White
+	p.Add(h)
+	p.Y.Min = 0
+	return renderSVG(p, chartW, chartH, title)
+}
+
+// sortedCopy returns vals sorted ascending without NaNs.
+func sortedCopy(vals []float64) []float64 {
+	out := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		if !math.IsNaN(v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

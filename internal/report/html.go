@@ -1,0 +1,612 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"iter"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// Finding is one diagnosis shown in the HTML report: what a rule of the
+// findings package concluded, with the figures it rests on. It is declared
+// here, where it is consumed, so report does not depend on the rules; a
+// findings type with the same fields converts to it directly.
+type Finding struct {
+	// ID names the rule, e.g. "queueing-dominates-ttft".
+	ID string
+	// Severity is "info", "warn" or "critical" (any other word is shown as
+	// it is).
+	Severity string
+	// Message is the finding in one or two sentences.
+	Message string
+	// Evidence holds the figures behind it, shown as key = value.
+	Evidence map[string]any
+}
+
+// SweepMarks are the sweep's conclusions to mark on its curves.
+type SweepMarks struct {
+	// Knee is the index into HTMLInput.Levels of the load where P99 TTFT
+	// turns up; -1 for none found.
+	Knee int
+	// GoodputPeak is the index of the level with the highest goodput; -1
+	// for none.
+	GoodputPeak int
+}
+
+// HTMLInput is what HTML renders. Only Levels is required.
+type HTMLInput struct {
+	// Title heads the page; empty means "goodput report".
+	Title string
+	// Meta describes the run; nil leaves the conditions out.
+	Meta *runlog.Meta
+	// Levels are the per-level summaries (one for a single run), in load
+	// order; all share one stats.Options.
+	Levels []LevelSummary
+	// Records yields the run's records once, for the distribution,
+	// timeline and over-time charts; nil leaves those charts out.
+	Records iter.Seq[*runlog.Record]
+	// Findings are shown near the top when present.
+	Findings []Finding
+	// SLA is the one-sentence service-level statement (e.g. "up to 6 req/s
+	// keep P99 TTFT under 2 s"), shown first when set.
+	SLA string
+	// Sweep marks the knee and goodput peak on the sweep curves; nil means
+	// the goodput peak is taken from the summaries and no knee is marked.
+	Sweep *SweepMarks
+	// Generated is when the report was made, shown in the footer (zero:
+	// not shown, which keeps golden files stable).
+	Generated time.Time
+}
+
+// chartBlock is one chart with its caption.
+type chartBlock struct {
+	Title   string
+	SVG     template.HTML
+	Caption string
+}
+
+type cell struct {
+	Text  string
+	Class string
+}
+
+type table struct {
+	Caption string
+	Head    []string
+	Rows    [][]cell
+}
+
+type findingView struct {
+	ID, Severity, Message string
+	Evidence              string
+}
+
+type pageData struct {
+	Title      string
+	Subtitle   string
+	SLA        string
+	Findings   []findingView
+	Summary    table
+	Metrics    []table
+	Buckets    []table
+	Dist       []chartBlock
+	Timeline   *chartBlock
+	OverTime   []chartBlock
+	Sweep      []chartBlock
+	Conditions [][2]string
+	Warnings   []string
+	Notes      []string
+	Footer     string
+}
+
+// LevelName names a level for tables, legends and headings: its label,
+// else its offered load ("4 req/s", "c=16"); "run" when n, the number of
+// levels, is 1.
+func LevelName(l LevelSummary, n int) string {
+	if l.Level.Label != "" {
+		return l.Level.Label
+	}
+	if n == 1 {
+		return "run"
+	}
+	switch {
+	case l.Level.RequestRate > 0 && l.Level.MaxConcurrency > 0:
+		return fmt.Sprintf("%s req/s, c=%d", trimFloat(l.Level.RequestRate), l.Level.MaxConcurrency)
+	case l.Level.RequestRate > 0:
+		return trimFloat(l.Level.RequestRate) + " req/s"
+	case l.Level.MaxConcurrency > 0:
+		return fmt.Sprintf("c=%d", l.Level.MaxConcurrency)
+	}
+	return fmt.Sprintf("level %d", l.Index)
+}
+
+func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func metricLabel(name string) string {
+	if info, ok := metricInfos[name]; ok {
+		return info.label
+	}
+	return name
+}
+
+// HTML writes a self-contained report page to w: no script, no stylesheet,
+// font or image from anywhere else; every chart is SVG drawn here and
+// inlined. It shows the SLA sentence and findings, a summary per level, the
+// latency tables and input-length buckets, CDFs of TTFT, TTP, TPOT and E2E,
+// an ITL histogram, the per-request timeline, throughput and in-flight
+// requests over time, and for several levels the sweep curves. Charts stay
+// small at any run size: CDFs are downsampled to 400 points, the timeline to
+// 400 requests, the ITL histogram drawn from a sample of 200,000 gaps.
+func HTML(w io.Writer, in HTMLInput) error {
+	if len(in.Levels) == 0 {
+		return fmt.Errorf("html report: no summary to show")
+	}
+	d := pageData{Title: in.Title, SLA: in.SLA}
+	if d.Title == "" {
+		d.Title = "goodput report"
+	}
+	if m := in.Meta; m != nil {
+		d.Subtitle = strings.Join(nonEmpty(m.Model, m.Target, m.Command), " · ")
+		if !m.Started.IsZero() {
+			d.Subtitle += " · started " + m.Started.UTC().Format("2006-01-02 15:04:05 MST")
+		}
+	}
+	for _, f := range in.Findings {
+		d.Findings = append(d.Findings, findingView{ID: f.ID, Severity: f.Severity, Message: f.Message, Evidence: evidenceText(f.Evidence)})
+	}
+	d.Summary = summaryTable(in.Levels)
+	for _, l := range in.Levels {
+		d.Metrics = append(d.Metrics, metricsTable(l, len(in.Levels)))
+		if len(l.Summary.Buckets) > 0 {
+			d.Buckets = append(d.Buckets, bucketsTable(l, len(in.Levels)))
+		}
+		for _, wn := range l.Summary.Warnings {
+			if len(in.Levels) > 1 {
+				wn = LevelName(l, len(in.Levels)) + ": " + wn
+			}
+			d.Warnings = append(d.Warnings, wn)
+		}
+	}
+	d.Conditions = conditionRows(in.Meta, in.Levels)
+
+	slo := in.Levels[0].Summary.Options.SLO
+	var errs []string
+	add := func(dst *[]chartBlock, title string, svg template.HTML, caption string, err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+			return
+		}
+		if svg != "" {
+			*dst = append(*dst, chartBlock{Title: title, SVG: svg, Caption: caption})
+		}
+	}
+	if in.Records != nil {
+		cd := collect(in.Records, slo, len(in.Levels))
+		names := make([]string, cd.nLevels)
+		for i := range names {
+			if i < len(in.Levels) {
+				names[i] = LevelName(in.Levels[i], len(in.Levels))
+			} else {
+				names[i] = fmt.Sprintf("level %d", i)
+			}
+		}
+		for _, m := range chartMetrics {
+			var ss []series
+			n := 0
+			for lvl, vals := range cd.values[m] {
+				if len(vals) == 0 {
+					continue
+				}
+				n += len(vals)
+				name := ""
+				if cd.nLevels > 1 {
+					name = names[lvl]
+				}
+				ss = append(ss, series{name: name, xys: cdfPoints(vals, 400), color: seriesColor(lvl)})
+			}
+			title := "CDF of " + metricLabel(m)
+			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", ss, true, nil, legendBottomRight)
+			add(&d.Dist, title, svg, fmt.Sprintf("%d requests.", n), err)
+		}
+		if len(cd.itl) > 0 {
+			sorted := sortedCopy(cd.itl)
+			hi := stats.Percentile(sorted, 99.5)
+			if !(hi > 0) {
+				hi = sorted[len(sorted)-1]
+			}
+			over := len(sorted) - sortIdxAbove(sorted, hi)
+			svg, err := histogramChart("ITL histogram", "gap between token chunks (ms)", sorted, hi, 60)
+			caption := fmt.Sprintf("%d gaps", cd.itlN)
+			if cd.itlN > len(cd.itl) {
+				caption += fmt.Sprintf(" (a uniform sample of %d drawn)", len(cd.itl))
+			}
+			caption += fmt.Sprintf("; the %d above P99.5 (%s ms) are off the chart.", over, fmtMs(hi))
+			add(&d.Dist, "ITL histogram", svg, caption, err)
+		}
+		if svg, caption := timelineSVG(cd.spans, !slo.IsZero()); svg != "" {
+			d.Timeline = &chartBlock{Title: "Per-request timeline", SVG: svg, Caption: caption}
+		}
+		tput, inflight := overTime(cd, 300)
+		svg, err := lineChart("Output throughput over time", "time from run start (s)", "output tokens/s",
+			[]series{{xys: tput, color: seriesColor(0)}}, true, nil, legendTopLeft)
+		add(&d.OverTime, "Output throughput over time", svg, "Output tokens by chunk arrival time.", err)
+		svg, err = lineChart("Requests in flight over time", "time from run start (s)", "requests in flight",
+			[]series{{xys: inflight, color: seriesColor(1)}}, true, nil, legendTopLeft)
+		add(&d.OverTime, "Requests in flight over time", svg, "Sent and not yet finished.", err)
+	} else {
+		d.Notes = append(d.Notes, "No per-request records were given: distributions, timeline and over-time charts are left out.")
+	}
+	if len(in.Levels) > 1 {
+		sweepCharts(&d, in, add)
+	}
+	for _, e := range errs {
+		d.Notes = append(d.Notes, "A chart could not be drawn: "+e)
+	}
+	if !in.Generated.IsZero() {
+		d.Footer = "Generated " + in.Generated.UTC().Format("2006-01-02 15:04:05 MST") + " by goodput."
+	} else {
+		d.Footer = "Generated by goodput."
+	}
+	var b bytes.Buffer
+	if err := pageTmpl.Execute(&b, d); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// sortIdxAbove returns the index of the first value above v in sorted.
+func sortIdxAbove(sorted []float64, v float64) int {
+	i, _ := slices.BinarySearchFunc(sorted, v, func(x, t float64) int {
+		if x <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func evidenceText(ev map[string]any) string {
+	keys := make([]string, 0, len(ev))
+	for k := range ev {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := ev[k]
+		if f, ok := v.(float64); ok {
+			v = strconv.FormatFloat(f, 'g', 6, 64)
+		}
+		parts[i] = fmt.Sprintf("%s = %v", k, v)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func pctText(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" }
+
+func summaryTable(levels []LevelSummary) table {
+	t := table{Head: []string{"level", "requests", "failed", "duration (s)", "req/s", "output tok/s",
+		"goodput (req/s)", "SLO met", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P99"}}
+	for _, l := range levels {
+		s := &l.Summary
+		good, att := "–", "–"
+		if s.SLO.Set {
+			good, att = fmtMs(s.SLO.Goodput), pctText(s.SLO.Attainment)
+		}
+		failed := cell{Text: strconv.Itoa(s.Failed)}
+		if s.Failed > 0 {
+			failed.Class = "bad"
+		}
+		t.Rows = append(t.Rows, []cell{
+			{Text: LevelName(l, len(levels))}, {Text: strconv.Itoa(s.Requests)}, failed,
+			{Text: fmtMs(s.DurationS)}, {Text: fmtMs(s.RequestThroughput)}, {Text: fmtMs(s.OutputThroughput)},
+			{Text: good}, {Text: att},
+			{Text: pOf(s, stats.MetricTTFT, 50)}, {Text: pOf(s, stats.MetricTTFT, 99)},
+			{Text: pOf(s, stats.MetricTPOT, 50)}, {Text: pOf(s, stats.MetricTPOT, 99)},
+			{Text: pOf(s, stats.MetricE2E, 99)},
+		})
+	}
+	return t
+}
+
+// pOf is the p-th percentile of a metric in ms, computed when the summary
+// did not ask for it (P99 tables need it whatever --metric-percentiles said
+// only when it is there: otherwise "–").
+func pOf(s *stats.Summary, name string, p float64) string {
+	m, ok := s.Metric(name)
+	if !ok || m.N == 0 {
+		return "–"
+	}
+	if p == 50 {
+		return fmtMs(m.Median)
+	}
+	v, ok := m.P(p)
+	if !ok {
+		return "–"
+	}
+	return fmtMs(v)
+}
+
+func metricsTable(l LevelSummary, n int) table {
+	ps := l.Summary.Options.Percentiles
+	head := []string{"metric (ms)", "n", "mean", "median", "std"}
+	for _, p := range ps {
+		head = append(head, "P"+stats.PercentileName(p))
+	}
+	head = append(head, "max")
+	t := table{Head: head}
+	if n > 1 {
+		t.Caption = LevelName(l, n)
+	}
+	for _, m := range l.Summary.Metrics {
+		if m.Name == stats.MetricITLToken && l.Summary.MultiTokenRecords == 0 {
+			continue
+		}
+		row := []cell{{Text: metricLabel(m.Name)}, {Text: strconv.Itoa(m.N)}, {Text: fmtMs(m.Mean)}, {Text: fmtMs(m.Median)}, {Text: fmtMs(m.Std)}}
+		for _, p := range ps {
+			v, _ := m.P(p)
+			row = append(row, cell{Text: fmtMs(v)})
+		}
+		row = append(row, cell{Text: fmtMs(m.Max)})
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func bucketsTable(l LevelSummary, n int) table {
+	t := table{Head: []string{"input tokens", "requests", "failed", "SLO met", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P99"}}
+	if n > 1 {
+		t.Caption = LevelName(l, n)
+	}
+	for i := range l.Summary.Buckets {
+		b := &l.Summary.Buckets[i]
+		c := func(name string, p float64) cell {
+			m, ok := b.Metric(name)
+			if !ok || m.N == 0 {
+				return cell{Text: "–"}
+			}
+			v, ok := m.P(p)
+			if !ok {
+				return cell{Text: "–"}
+			}
+			return cell{Text: fmtMs(v)}
+		}
+		att := "–"
+		if l.Summary.SLO.Set && b.Requests > 0 {
+			att = pctText(b.Attainment)
+		}
+		t.Rows = append(t.Rows, []cell{{Text: b.Label}, {Text: strconv.Itoa(b.Requests)}, {Text: strconv.Itoa(b.Failed)}, {Text: att},
+			c(stats.MetricTTFT, 50), c(stats.MetricTTFT, 99), c(stats.MetricTPOT, 50), c(stats.MetricTPOT, 99), c(stats.MetricE2E, 99)})
+	}
+	return t
+}
+
+func conditionRows(meta *runlog.Meta, levels []LevelSummary) [][2]string {
+	var rows [][2]string
+	addRow := func(k, v string) {
+		if v != "" {
+			rows = append(rows, [2]string{k, v})
+		}
+	}
+	if meta != nil {
+		addRow("Model", meta.Model)
+		addRow("Target", meta.Target)
+		addRow("Backend, endpoint", strings.TrimSpace(meta.Backend+" "+meta.Endpoint))
+		addRow("Dataset", meta.Dataset)
+		addRow("Command", meta.Command)
+		addRow("Seed", strconv.FormatInt(meta.Seed, 10))
+		if len(meta.Simulated) > 0 {
+			addRow("Simulated engine", canonical(meta.Simulated))
+		}
+		keys := make([]string, 0, len(meta.Metadata))
+		for k := range meta.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			addRow("Metadata "+k, meta.Metadata[k])
+		}
+	}
+	for _, l := range levels {
+		lv := l.Level
+		name := "Load"
+		if len(levels) > 1 {
+			name = "Load, " + LevelName(l, len(levels))
+		}
+		addRow(name, loadText(&lv))
+	}
+	if len(levels) > 0 {
+		s := &levels[0].Summary
+		addRow("SLO (ms)", s.Options.SLO.String())
+		if s.InputLen.N > 0 {
+			p50, _ := s.InputLen.P(50)
+			p99, _ := s.InputLen.P(99)
+			addRow("Input length (tok) P50 / P99", tok(p50)+" / "+tok(p99))
+		}
+		if s.OutputLen.N > 0 {
+			p50, _ := s.OutputLen.P(50)
+			p99, _ := s.OutputLen.P(99)
+			addRow("Output length (tok) P50 / P99", tok(p50)+" / "+tok(p99))
+		}
+		if s.CachedTokens > 0 {
+			addRow("Cached prompt tokens", fmt.Sprintf("%d (%s)", s.CachedTokens, pctText(s.CachedShare)))
+		}
+	}
+	return rows
+}
+
+// loadAxis picks the x axis of the sweep curves: the offered request rate
+// when every level has one, else the concurrency cap, else the level index.
+func loadAxis(levels []LevelSummary) (string, func(LevelSummary) float64) {
+	allRate, allConc := true, true
+	for _, l := range levels {
+		allRate = allRate && l.Level.RequestRate > 0
+		allConc = allConc && l.Level.MaxConcurrency > 0
+	}
+	switch {
+	case allRate:
+		return "offered load (req/s)", func(l LevelSummary) float64 { return l.Level.RequestRate }
+	case allConc:
+		return "max concurrency", func(l LevelSummary) float64 { return float64(l.Level.MaxConcurrency) }
+	}
+	return "level", func(l LevelSummary) float64 { return float64(l.Index) }
+}
+
+func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, template.HTML, string, error)) {
+	xLabel, xOf := loadAxis(in.Levels)
+	pts := func(f func(*stats.Summary) (float64, bool)) plotter.XYs {
+		var xys plotter.XYs
+		for _, l := range in.Levels {
+			if v, ok := f(&l.Summary); ok {
+				xys = append(xys, plotter.XY{X: xOf(l), Y: v})
+			}
+		}
+		return xys
+	}
+	pct := func(name string, p float64) func(*stats.Summary) (float64, bool) {
+		return func(s *stats.Summary) (float64, bool) {
+			m, ok := s.Metric(name)
+			if !ok || m.N == 0 {
+				return 0, false
+			}
+			if p == 50 {
+				return m.Median, true
+			}
+			return m.P(p)
+		}
+	}
+	marks := SweepMarks{Knee: -1, GoodputPeak: -1}
+	if in.Sweep != nil {
+		marks = *in.Sweep
+	} else if in.Levels[0].Summary.SLO.Set {
+		best := -1.0
+		for i, l := range in.Levels {
+			if g := l.Summary.SLO.Goodput; g > best {
+				best, marks.GoodputPeak = g, i
+			}
+		}
+	}
+	var vm []vmark
+	if k := marks.Knee; k >= 0 && k < len(in.Levels) {
+		vm = append(vm, vmark{name: "knee (" + LevelName(in.Levels[k], len(in.Levels)) + ")", x: xOf(in.Levels[k]), color: seriesColor(3)})
+	}
+	if g := marks.GoodputPeak; g >= 0 && g < len(in.Levels) {
+		vm = append(vm, vmark{name: "goodput peak (" + LevelName(in.Levels[g], len(in.Levels)) + ")", x: xOf(in.Levels[g]), color: seriesColor(2)})
+	}
+	for _, m := range []string{stats.MetricTTFT, stats.MetricTPOT} {
+		title := metricLabel(m) + " vs load"
+		svg, err := lineChart(title, xLabel, metricLabel(m)+" (ms)", []series{
+			{name: "P50", xys: pts(pct(m, 50)), color: seriesColor(0), points: true},
+			{name: "P99", xys: pts(pct(m, 99)), color: seriesColor(1), points: true, dashed: true},
+		}, true, vm, legendTopLeft)
+		add(&d.Sweep, title, svg, "", err)
+	}
+	ss := []series{{name: "throughput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.RequestThroughput, true }),
+		color: seriesColor(0), points: true}}
+	if in.Levels[0].Summary.SLO.Set {
+		ss = append(ss, series{name: "goodput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.SLO.Goodput, s.SLO.Set }),
+			color: seriesColor(2), points: true})
+	}
+	svg, err := lineChart("Throughput and goodput vs load", xLabel, "requests/s", ss, true, vm, legendTopLeft)
+	add(&d.Sweep, "Throughput and goodput vs load", svg, "", err)
+}
+
+var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
+
+// pageHTML is the report page. The stylesheet is inline and there is no
+// script at all: the page must open offline, from a file, years later.
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+{{template "css"}}</style>
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+{{if .Subtitle}}<p class="sub">{{.Subtitle}}</p>{{end}}
+{{if .SLA}}<p class="sla">{{.SLA}}</p>{{end}}
+{{if .Findings}}<h2>Findings</h2>
+<ul class="findings">{{range .Findings}}<li class="sev-{{.Severity}}"><span class="badge">{{.Severity}}</span><b>{{.ID}}</b> {{.Message}}{{if .Evidence}}<span class="ev">{{.Evidence}}</span>{{end}}</li>
+{{end}}</ul>{{end}}
+<h2>Summary</h2>
+{{template "table" .Summary}}
+{{if .Dist}}<h2>Latency distributions</h2>
+<div class="grid">{{range .Dist}}{{template "chart" .}}{{end}}</div>{{end}}
+{{with .Timeline}}<h2>Per-request timeline</h2>
+{{template "chart" .}}{{end}}
+{{if .OverTime}}<h2>Over time</h2>
+<div class="grid">{{range .OverTime}}{{template "chart" .}}{{end}}</div>{{end}}
+{{if .Sweep}}<h2>Load sweep</h2>
+<div class="grid">{{range .Sweep}}{{template "chart" .}}{{end}}</div>{{end}}
+<h2>Latency (ms)</h2>
+{{range .Metrics}}{{template "table" .}}{{end}}
+{{if .Buckets}}<h2>By input length (ms)</h2>
+{{range .Buckets}}{{template "table" .}}{{end}}{{end}}
+<h2>Conditions</h2>
+<table>{{range .Conditions}}<tr><th>{{index . 0}}</th><td style="text-align:left">{{index . 1}}</td></tr>
+{{end}}</table>
+{{if .Warnings}}<h2>Warnings</h2>
+<ul>{{range .Warnings}}<li class="warn">{{.}}</li>
+{{end}}</ul>{{end}}
+{{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>
+{{end}}</ul>{{end}}
+<footer>{{.Footer}}</footer>
+</main>
+</body>
+</html>
+{{define "table"}}<table>{{if .Caption}}<caption>{{.Caption}}</caption>{{end}}
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{define "css"}}body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;margin:0;color:#1b1b1b;background:#fff}
+main{max-width:1240px;margin:0 auto;padding:16px 24px 40px}
+h1{font-size:1.5rem;margin:.2rem 0}
+h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
+.sub{color:#555;margin:0 0 .8rem}
+.sla{font-size:1.1rem;background:#eef6ee;border-left:4px solid #238b45;padding:.6rem .9rem}
+table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.9rem}
+th,td{padding:.25rem .6rem;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}
+th{background:#f6f6f6}
+caption{text-align:left;font-weight:600;padding:.2rem 0}
+td.bad{color:#b00}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px 20px}
+figure{margin:0}
+figcaption{font-size:.85rem;color:#555}
+svg.chart{width:100%;height:auto;display:block}
+ul.findings{list-style:none;padding:0}
+ul.findings li{margin:.35rem 0;padding:.4rem .6rem;border-left:4px solid #999;background:#fafafa}
+ul.findings li.sev-warn{border-color:#e69f00}
+ul.findings li.sev-critical{border-color:#cb181d}
+ul.findings li.sev-info{border-color:#0072b2}
+.badge{font-size:.75rem;text-transform:uppercase;color:#555;margin-right:.4rem}
+.ev{display:block;font-size:.8rem;color:#666}
+.warn{color:#8a5a00}
+footer{margin-top:2rem;color:#888;font-size:.8rem}
+{{end}}{{define "chart"}}<figure>{{.SVG}}{{if .Caption}}<figcaption>{{.Caption}}</figcaption>{{end}}</figure>
+{{end}}`

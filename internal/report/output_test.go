@@ -1,0 +1,307 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/goodput/goodput/internal/compare"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+func handLevels(t *testing.T) []LevelSummary {
+	t.Helper()
+	return []LevelSummary{{Index: 0, Level: handMeta().Levels[0], Summary: *handSummary(t)}}
+}
+
+// TestPerRequestGolden also checks hand values: r2 (sent 60, intended 50,
+// first token 260 hidden, first visible 280, last 300, 4 tokens) has TTFT
+// 200, TTP 220, TPOT (300−260)/3 = 13.333, E2E 240, response 250 ms.
+func TestPerRequestGolden(t *testing.T) {
+	var c, j bytes.Buffer
+	if err := WritePerRequestCSV(&c, Records(handRecords())); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePerRequestJSONL(&j, Records(handRecords())); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "requests.golden.csv", c.Bytes())
+	golden(t, "requests.golden.jsonl", j.Bytes())
+	for _, want := range []string{
+		"r2,0,2000,4,5,200.000,220.000,13.333,240.000,250.000,200,\n",
+		"r3,0,10000,1,0,1000.000,1000.000,,1000.000,1000.000,200,\n", // one token: no TPOT
+		"r4,0,500,0,0,,,,,,500,http_5xx\n",
+	} {
+		if !strings.Contains(c.String(), want) {
+			t.Errorf("per-request CSV lacks %q:\n%s", want, c.String())
+		}
+	}
+	if strings.Contains(c.String(), "\nw,") {
+		t.Error("per-request CSV contains the warm-up")
+	}
+	if !strings.Contains(j.String(), `{"request_id":"r4","level":0,"input_tokens":500,"output_tokens":0,"cached_tokens":0,"ttft_ms":null,`) {
+		t.Errorf("per-request JSONL r4 line wrong:\n%s", j.String())
+	}
+}
+
+func TestSummaryCSVGolden(t *testing.T) {
+	levels := handLevels(t)
+	for _, tc := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"summary.golden.csv", func(b *bytes.Buffer) error { return WriteSummaryCSV(b, levels) }},
+		{"metrics.golden.csv", func(b *bytes.Buffer) error { return WriteMetricsCSV(b, levels) }},
+		{"buckets.golden.csv", func(b *bytes.Buffer) error { return WriteBucketsCSV(b, levels) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name, b.Bytes())
+		})
+	}
+	// Hand values: 1.1 s; 3/1.1 req/s; goodput 1/1.1; attainment 1/4.
+	var b bytes.Buffer
+	_ = WriteSummaryCSV(&b, levels)
+	if want := "0,,2,1,4,4,3,1,1,1.1,2.727272727272727,"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary CSV lacks %q:\n%s", want, b.String())
+	}
+	if want := ",0.9090909090909091,0.25,ttft:500 tpot:12 ttp:250,"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary CSV lacks %q:\n%s", want, b.String())
+	}
+}
+
+func TestWriteCSVDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	paths, err := WriteCSVDir(dir, handLevels(t), handRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 4 {
+		t.Fatalf("WriteCSVDir wrote %d files; want 4", len(paths))
+	}
+	got, err := os.ReadFile(filepath.Join(dir, RequestsCSVName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(got), "\n"); n != 5 {
+		t.Errorf("requests.csv has %d lines; want header + 4 requests", n)
+	}
+}
+
+func recordsFile(t *testing.T, meta *runlog.Meta, recs []runlog.Record) []byte {
+	t.Helper()
+	b, err := runlog.AppendMeta(nil, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		b = runlog.AppendRecord(b, &recs[i])
+	}
+	return b
+}
+
+func TestMerge(t *testing.T) {
+	meta := handMeta()
+	rate4 := *meta
+	rate4.Levels = []runlog.Level{{RequestRate: 4, Burstiness: 1, NumPrompts: 4}}
+	rate4.Started = meta.Started.Add(10 * time.Second)
+	shard := *meta
+	shard.Started = meta.Started.Add(2 * time.Second)
+	otherModel := *meta
+	otherModel.Model = "qwen-7b"
+	otherSim := *meta
+	otherSim.Simulated = map[string]any{"gpu": "a100"}
+
+	f := func(name string, m *runlog.Meta) RecordsFile {
+		return RecordsFile{Name: name, Meta: m, Records: handRecords()}
+	}
+	t.Run("levels of a sweep", func(t *testing.T) {
+		m, recs, warns, err := Merge([]RecordsFile{f("a", meta), f("b", &rate4)}, false)
+		if err != nil || len(warns) > 0 {
+			t.Fatalf("Merge = %v, %q", err, warns)
+		}
+		if len(m.Levels) != 2 || m.Levels[1].RequestRate != 4 {
+			t.Errorf("merged levels = %+v; want rate 2 then rate 4", m.Levels)
+		}
+		// b's r1 is at level 1 and 10 s later on a's clock.
+		r := recs[len(handRecords())+1]
+		if r.ID != "r1" || r.Level != 1 || r.Chunks[0].T != 10100*ms {
+			t.Errorf("b's r1 = level %d, first chunk %d; want level 1 at 10.1 s", r.Level, r.Chunks[0].T)
+		}
+		if handRecords()[1].Chunks[0].T != 100*ms {
+			t.Error("Merge modified its input's chunks")
+		}
+		ls := SummarizeLevels(m, recs, stats.Options{})
+		if len(ls) != 2 || ls[0].Summary.Completed != 3 || ls[1].Summary.Completed != 3 {
+			t.Errorf("SummarizeLevels = %d levels; want 2 with 3 completed each", len(ls))
+		}
+	})
+	t.Run("shards", func(t *testing.T) {
+		m, recs, _, err := Merge([]RecordsFile{f("a", meta), f("b", &shard)}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Levels) != 1 || m.Levels[0].NumPrompts != 8 || m.Levels[0].NumWarmups != 2 {
+			t.Errorf("merged levels = %+v; want one level of 8 prompts, 2 warm-ups", m.Levels)
+		}
+		s := stats.Summarize(recs, stats.Options{})
+		// a: 0–1.1 s; b: 2–3.1 s on a's clock → 3.1 s, 6 completed.
+		if s.Completed != 6 || s.DurationS != 3.1 {
+			t.Errorf("merged shards: %d completed over %v s; want 6 over 3.1", s.Completed, s.DurationS)
+		}
+	})
+	for _, tc := range []struct {
+		name, field string
+		m           *runlog.Meta
+	}{{"model", "model (llama-3-8b vs qwen-7b)", &otherModel}, {"simulated", "simulated (none vs {\"gpu\":\"a100\"})", &otherSim}} {
+		t.Run("refuses different "+tc.name, func(t *testing.T) {
+			_, _, _, err := Merge([]RecordsFile{f("a.jsonl", meta), f("b.jsonl", tc.m)}, false)
+			if !errors.Is(err, ErrIncompatible) {
+				t.Fatalf("Merge = %v; want ErrIncompatible", err)
+			}
+			for _, w := range []string{"a.jsonl", "b.jsonl", tc.field, "--force"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Merge error %q lacks %q", err, w)
+				}
+			}
+			_, recs, warns, err := Merge([]RecordsFile{f("a.jsonl", meta), f("b.jsonl", tc.m)}, true)
+			if err != nil || len(recs) != 10 || len(warns) != 1 {
+				t.Errorf("Merge(force) = %v, %d records, warnings %q; want nil, 10, one warning", err, len(recs), warns)
+			}
+		})
+	}
+	t.Run("one file keeps its levels", func(t *testing.T) {
+		mm := *meta
+		mm.Levels = append(mm.Levels, runlog.Level{RequestRate: 8})
+		m, recs, _, err := Merge([]RecordsFile{f("a", &mm)}, false)
+		if err != nil || len(m.Levels) != 2 || len(recs) != 5 {
+			t.Errorf("Merge(one file) = %v, %d levels, %d records; want 2 levels, 5 records", err, len(m.Levels), len(recs))
+		}
+	})
+}
+
+func TestReadInput(t *testing.T) {
+	res, err := ResultJSON(handSummary(t), handMeta(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := recordsFile(t, handMeta(), handRecords())
+	tests := []struct {
+		name    string
+		data    []byte
+		records int
+		result  bool
+		wantErr string
+	}{
+		{"records", recs, 5, false, ""},
+		{"records with a torn last line", append(append([]byte{}, recs...), `{"id":"x","lev`...), 5, false, ""},
+		{"records without meta", recs[bytes.IndexByte(recs, '\n')+1:], 5, false, ""},
+		{"result", res, 0, true, ""},
+		{"garbage", []byte("hello"), 0, false, "neither a records file nor a result file"},
+		{"bad record line", []byte("{\"id\":\"a\"}\n{\"id\":\"b\",\"level\":\"x\"}\n{\"id\":\"c\"}\n"), 0, false, "f:2:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, _, err := ReadInput(bytes.NewReader(tt.data), "f")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ReadInput(%s) = %v; want an error with %q", tt.name, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (in.Result != nil) != tt.result || (in.Records != nil && len(in.Records.Records) != tt.records) {
+				t.Errorf("ReadInput(%s) = result %v, records %v; want result %v, %d records", tt.name, in.Result != nil, in.Records, tt.result, tt.records)
+			}
+		})
+	}
+}
+
+// FuzzReadInput feeds arbitrary bytes to the records/result reader: it must
+// return an error or a value, never panic.
+func FuzzReadInput(f *testing.F) {
+	f.Add([]byte(`{"meta":{"tool":"goodput","levels":[{}]}}` + "\n" + `{"id":"a","chunks":[[1,1,1]],"sent_ns":0}` + "\n"))
+	f.Add([]byte(`{"duration": 1.5, "completed": 3, "mean_ttft_ms": 10, "p99_ttft_ms": 20}`))
+	f.Add([]byte("\n\n{\"id\":\"x\"}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, _, err := ReadInput(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			return
+		}
+		if in.Records != nil {
+			m, recs, _, err := Merge([]RecordsFile{*in.Records}, false)
+			if err == nil {
+				SummarizeLevels(m, recs, stats.Options{})
+				_ = WritePerRequestCSV(&bytes.Buffer{}, Records(recs))
+			}
+		}
+		if in.Result != nil {
+			_ = Figures(in.Result)
+		}
+	})
+}
+
+// compareFixture compares two synthetic runs deterministically.
+func compareFixture(t *testing.T) (*compare.Comparison, []runlog.Record, []runlog.Record) {
+	t.Helper()
+	_, a := synthRun(300, []float64{4}, false, 30)
+	_, b := synthRun(300, []float64{6}, false, 30)
+	for i := range b {
+		b[i].Level = 0
+	}
+	slo, _ := stats.ParseSLO("ttft:300 tpot:25")
+	c, err := compare.Compare(compare.Run{Name: "a.jsonl", Records: a}, compare.Run{Name: "b.jsonl", Records: b}, compare.Options{SLO: slo, Resamples: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, a, b
+}
+
+func TestCompareTerminalGolden(t *testing.T) {
+	c, _, _ := compareFixture(t)
+	var b bytes.Buffer
+	if err := CompareTerminal(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.golden", b.Bytes())
+	for i, l := range strings.Split(b.String(), "\n") {
+		if strings.TrimRight(l, " ") != l {
+			t.Errorf("line %d %q has trailing blanks", i+1, l)
+		}
+	}
+}
+
+func TestCompareHTML(t *testing.T) {
+	c, a, b := compareFixture(t)
+	so := stats.Options{}
+	var buf bytes.Buffer
+	err := CompareHTML(&buf, CompareHTMLInput{Comparison: c,
+		A: CompareSide{Records: a, Levels: SummarizeLevels(nil, a, so)}, B: CompareSide{Records: b, Levels: SummarizeLevels(nil, b, so)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.Bytes()
+	if bad := externalRefs(t, page); len(bad) > 0 {
+		t.Errorf("CompareHTML references outside the file: %q", bad)
+	}
+	for _, w := range []string{"What users feel", "CDF of TTFT: A vs B", "CDF of E2EL: A vs B", "Side by side", "goodput under ttft:300 tpot:25", c.UserView[0][:40]} {
+		if !bytes.Contains(page, []byte(w)) {
+			t.Errorf("CompareHTML lacks %q", w)
+		}
+	}
+	if diff := cmp.Diff(true, bytes.Count(page, []byte("<svg")) == 4); diff != "" {
+		t.Errorf("CompareHTML draws %d charts; want 4", bytes.Count(page, []byte("<svg")))
+	}
+}
