@@ -139,6 +139,7 @@ type outputFlags struct {
 	Records           string
 	Metadata          []string
 	Quiet             bool
+	HTML              string
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
@@ -152,6 +153,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Records, "records", "", "per-request records JSONL (default: beside the result file, .records.jsonl); none to skip")
 	fs.StringArrayVar(&o.Metadata, "metadata", nil, "K=V saved with the result (repeatable)")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	fs.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report (charts inlined, opens offline) to this file")
 }
 
 var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
@@ -275,6 +277,12 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	}
 	if err := s.err(); err != nil {
 		return err
+	}
+	if o.out.HTML != "" {
+		h := runHTML{path: o.out.HTML, recordsPath: s.recordsPath, title: "goodput bench", meta: s.meta, so: s.so}
+		if err := h.write(env); err != nil {
+			return err
+		}
 	}
 	if out.load.Stopped == "cancelled" {
 		return fmt.Errorf("interrupted: %d requests sent; the summary above covers what finished", out.load.Sent)

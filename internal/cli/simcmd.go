@@ -151,6 +151,12 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", resultPath)
 	}
+	if o.out.HTML != "" {
+		h := runHTML{path: o.out.HTML, recordsPath: recordsPath, title: "goodput sim", meta: m, so: so}
+		if err := h.write(env); err != nil {
+			return err
+		}
+	}
 	if cancelled {
 		return errors.New("interrupted; the summary above covers what finished")
 	}

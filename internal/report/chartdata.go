@@ -73,27 +73,6 @@ func (tb *timeBins) add(t int64, v float64) {
 	tb.counts[i] += v
 }
 
-// sloMet reports whether r meets every constraint of slo. It mirrors the
-// goodput rule of package stats (a failure never meets it; no token fails
-// TTFT and E2E limits, no visible token fails TTP; a request without TPOT
-// meets a TPOT limit) so the timeline's colours agree with the goodput
-// figure; a test checks they do.
-func sloMet(slo stats.SLO, r *runlog.Record) bool {
-	if !r.OK() {
-		return false
-	}
-	within := func(d, lim int64, ok bool) bool { return lim == 0 || (ok && d <= lim) }
-	ttft, ok1 := r.TTFT()
-	e2e, ok2 := r.E2E()
-	ttp, ok3 := r.TTP()
-	tpot, ok4 := r.TPOT()
-	if !ok4 {
-		tpot, ok4 = 0, true
-	}
-	return within(int64(ttft), int64(slo.TTFT), ok1) && within(int64(e2e), int64(slo.E2E), ok2) &&
-		within(int64(ttp), int64(slo.TTP), ok3) && within(int64(tpot), int64(slo.TPOT), ok4)
-}
-
 // collect reads every non-warm-up record once.
 func collect(recs iter.Seq[*runlog.Record], slo stats.SLO, nLevels int) *chartData {
 	cd := &chartData{
@@ -113,7 +92,7 @@ func collect(recs iter.Seq[*runlog.Record], slo stats.SLO, nLevels int) *chartDa
 		sp := span{
 			level: int32(lvl), sent: r.Sent, first: r.FirstTokenAt(), last: r.LastTokenAt(),
 			end: max(r.End, r.Sent), queue: -1, prefill: -1, ok: r.OK(),
-			met: slo.IsZero() || sloMet(slo, r), outTokens: int32(r.OutputTokens()), inTokens: int32(inputTokens(r)),
+			met: slo.Met(r), outTokens: int32(r.OutputTokens()), inTokens: int32(inputTokens(r)),
 		}
 		if s := r.Server; s != nil {
 			sp.hasServer, sp.queue, sp.prefill = true, s.QueueNs, s.PrefillNs

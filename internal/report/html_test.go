@@ -193,12 +193,12 @@ func TestSLOMetAgreesWithStats(t *testing.T) {
 		s := stats.Summarize(recs, stats.Options{SLO: slo})
 		got := 0
 		for i := range recs {
-			if !recs[i].Warmup && sloMet(slo, &recs[i]) {
+			if !recs[i].Warmup && slo.Met(&recs[i]) {
 				got++
 			}
 		}
 		if got != s.SLO.Good {
-			t.Errorf("sloMet(%q) counts %d requests; stats.Summarize counts %d", spec, got, s.SLO.Good)
+			t.Errorf("SLO(%q).Met counts %d requests; stats.Summarize counts %d", spec, got, s.SLO.Good)
 		}
 	}
 }

@@ -106,6 +106,19 @@ func ParseSLO(s string) (SLO, error) {
 // nothing); one with no visible token fails a TTP limit. A request with fewer
 // than two output tokens has no TPOT and meets a TPOT limit, as in vLLM
 // (which counts its TPOT as 0 for goodput).
+// Met reports whether r counts toward goodput under s: it succeeded and
+// meets every constraint (a request with no token fails TTFT and E2E limits,
+// one with no visible token fails a TTP limit, and one with fewer than two
+// output tokens meets a TPOT limit, as in vLLM). The zero SLO is met by
+// every successful request.
+func (s SLO) Met(r *runlog.Record) bool {
+	if !r.OK() {
+		return false
+	}
+	_, all := s.check(r)
+	return all
+}
+
 func (s SLO) check(r *runlog.Record) (per [4]bool, all bool) {
 	lim := s.limits()
 	all = true
