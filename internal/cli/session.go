@@ -244,6 +244,9 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		Dataset: s.ds.Name(), Seed: o.load.Seed, Tokenizer: tokDesc, Simulated: simDesc, Metadata: meta,
 	}
 	if lv, err := o.load.level(); err == nil {
+		if isTrace(s.ds) {
+			lv.Label = traceLabel(o.work.o.TraceSpeedup)
+		}
 		// The planned level, so a killed run's file still states its load;
 		// the final meta line replaces it with what happened.
 		s.meta.Levels = []runlog.Level{lv.runlog()}
@@ -285,6 +288,9 @@ type levelOutcome struct {
 
 // runLevel sends one level's requests and summarises them.
 func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOutcome, error) {
+	if isTrace(s.ds) && lv.Label == "" {
+		lv.Label = traceLabel(s.o.work.o.TraceSpeedup)
+	}
 	acc := stats.NewAccumulator(s.so)
 	total := lv.NumPrompts
 	if total > 0 {
@@ -388,3 +394,11 @@ func (s *session) close() {
 }
 
 func isTraceName(name string) bool { return strings.EqualFold(name, "trace") }
+
+// traceLabel names a level whose arrivals come from a trace, not the rate.
+func traceLabel(speedup float64) string {
+	if speedup <= 0 || speedup == 1 {
+		return "trace replay"
+	}
+	return fmt.Sprintf("trace replay ×%g", speedup)
+}

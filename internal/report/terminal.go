@@ -276,6 +276,10 @@ func loadText(lv *runlog.Level) string {
 	if lv.MaxConcurrency > 0 {
 		conc = strconv.Itoa(lv.MaxConcurrency)
 	}
+	if strings.HasPrefix(lv.Label, "trace") {
+		// A trace's arrivals are its own: no rate, no burstiness.
+		return lv.Label + ", max concurrency " + conc
+	}
 	s := fmt.Sprintf("rate %s, burstiness %s, max concurrency %s", rate, strconv.FormatFloat(b, 'f', -1, 64), conc)
 	if lv.Label != "" {
 		s = lv.Label + ": " + s
@@ -292,6 +296,9 @@ func conditions(t *term, s *stats.Summary, meta *runlog.Meta, lv *runlog.Level) 
 		}
 		if meta.Dataset != "" {
 			t.line("Dataset:", meta.Dataset)
+		}
+		if meta.Tokenizer != "" {
+			t.line("Prompt lengths:", meta.Tokenizer)
 		}
 	}
 	if lv != nil {
