@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+type sweepOut struct {
+	code           int
+	stdout, stderr string
+	dir            string
+}
+
+func runSweepCLI(t *testing.T, args ...string) sweepOut {
+	t.Helper()
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	env := Env{
+		Stdout: &out, Stderr: &errb, Dir: dir,
+		Now:    func() time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC) },
+		Getenv: func(string) string { return "" },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := Main(ctx, append([]string{"sweep"}, args...), env)
+	return sweepOut{code, out.String(), errb.String(), dir}
+}
+
+// resultDoc reads the one sweep result JSON the run saved.
+func resultDoc(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "sweep-rate-20261129-100000.json"))
+	if err != nil {
+		b, err = os.ReadFile(filepath.Join(dir, "sweep-concurrency-20261129-100000.json"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("result JSON: %v", err)
+	}
+	return m
+}
+
+func TestSweepSimCurve(t *testing.T) {
+	r := runSweepCLI(t, "--sim", "--request-rate", "3,9,15,21,24,27,30", "--num-prompts", "300",
+		"--random-range-ratio", "0.5", "--goodput", "ttft:2000", "tpot:50", "--save-result", "--quiet")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"level 0 rate=3:", "Sweep Curve", "Knee:", "method: knee = first level", "Throughput peak:",
+		"Goodput peak (recommended operating point)", "Findings", "[info] sla:"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	doc := resultDoc(t, r.dir)
+	levels, _ := doc["levels"].([]any)
+	if len(levels) != 7 {
+		t.Fatalf("result has %d levels; want 7", len(levels))
+	}
+	l0 := levels[0].(map[string]any)
+	for _, k := range []string{"request_throughput", "p99_ttft_ms", "request_goodput", "findings", "saturated"} {
+		if _, ok := l0[k]; !ok {
+			t.Errorf("levels[0] lacks %q", k)
+		}
+	}
+	if l0["request_rate"] != 3.0 {
+		t.Errorf("levels[0].request_rate = %v; want 3", l0["request_rate"])
+	}
+	sw := doc["sweep"].(map[string]any)
+	gp, tp := sw["goodput_peak"].(map[string]any), sw["throughput_peak"].(map[string]any)
+	if !(gp["load"].(float64) < tp["load"].(float64)) {
+		t.Errorf("goodput peak at %v, throughput peak at %v; want the goodput peak lower", gp["load"], tp["load"])
+	}
+	if sw["knee"] == nil {
+		t.Errorf("no knee: %v", sw["knee_note"])
+	}
+	if fs, _ := doc["findings"].([]any); len(fs) == 0 {
+		t.Error("no findings in the result")
+	}
+
+	// The records file: one meta line with the seven levels, every record
+	// tagged with its level.
+	f, err := os.Open(filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	meta, recs, _, err := runlog.ReadAll(f, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta == nil || len(meta.Levels) != 7 || meta.Levels[6].RequestRate != 30 || meta.Command != "sweep" {
+		t.Fatalf("meta = %+v; want 7 levels, the last at 30 req/s", meta)
+	}
+	perLevel := map[int]int{}
+	for _, rec := range recs {
+		perLevel[rec.Level]++
+	}
+	for i := range 7 {
+		// A level stopped early for saturation still records every request
+		// it sent (the rest as cancelled), never more than asked.
+		stopped := strings.Contains(fmt.Sprint(levels[i].(map[string]any)["saturated"]), "stopped early")
+		if perLevel[i] != 300 && !(stopped && perLevel[i] < 300) {
+			t.Errorf("level %d has %d records; want 300", i, perLevel[i])
+		}
+	}
+}
+
+func TestSweepFailIf(t *testing.T) {
+	args := []string{"--sim", "--request-rate", "4,8", "--num-prompts", "100", "--quiet", "--records", "none"}
+	r := runSweepCLI(t, append(args, "--fail-if", "sweep.goodput_peak.request_goodput<1000", "--fail-if", "levels.0.failed>0")...)
+	if r.code != ExitGate {
+		t.Fatalf("exit %d; want %d\n%s", r.code, ExitGate, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "sweep.goodput_peak.request_goodput<1000: sweep.goodput_peak.request_goodput is ") ||
+		strings.Contains(r.stderr, "levels.0.failed>0") {
+		t.Errorf("stderr does not name exactly the failed bound:\n%s", r.stderr)
+	}
+	r = runSweepCLI(t, append(args, "--fail-if", "levels.0.failed>0", "--fail-if", "sweep.goodput_peak.load>100")...)
+	if r.code != 0 {
+		t.Errorf("passing gate: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestSweepSearchSim(t *testing.T) {
+	r := runSweepCLI(t, "--sim", "--search", "--request-rate", "4,40", "--precision", "2", "--num-prompts", "300",
+		"--random-range-ratio", "0.5", "--save-result", "--quiet", "--records", "none")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "Max load within SLO (bisection):") || !strings.Contains(r.stdout, "within SLO") {
+		t.Errorf("stdout lacks the search result:\n%s", r.stdout)
+	}
+	s := resultDoc(t, r.dir)["sweep"].(map[string]any)["search"].(map[string]any)
+	c := s["capacity"].(float64)
+	if s["found"] != true || s["converged"] != true || c <= 4 || c >= 40 || s["hi"].(float64)-s["lo"].(float64) > 2 {
+		t.Errorf("search = %v; want a converged capacity inside (4, 40) within 2 req/s", s)
+	}
+}
+
+func TestSweepConcurrencySim(t *testing.T) {
+	r := runSweepCLI(t, "--sim", "--concurrency", "1,4,16,64", "--num-prompts", "200", "--save-result", "--quiet", "--records", "none")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	doc := resultDoc(t, r.dir)
+	if doc["sweep"].(map[string]any)["axis"] != "concurrency" {
+		t.Errorf("axis = %v; want concurrency", doc["sweep"].(map[string]any)["axis"])
+	}
+	if mc := doc["levels"].([]any)[3].(map[string]any)["max_concurrency"]; mc != 64.0 {
+		t.Errorf("levels[3].max_concurrency = %v; want 64", mc)
+	}
+}
+
+func TestSweepUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no levels", []string{"--sim"}, "sweep needs levels"},
+		{"levels without target", []string{"--sim", "--levels", "1x,2x"}, "--levels needs --target-rate"},
+		{"bad multiple", []string{"--sim", "--target-rate", "4", "--levels", "1x,zz"}, `--levels: level "zz"`},
+		{"bad rate", []string{"--sim", "--request-rate", "1,-2"}, `--request-rate: level "-2"`},
+		{"fractional concurrency", []string{"--sim", "--concurrency", "1,2.5"}, "whole numbers"},
+		{"both concurrencies", []string{"--sim", "--concurrency", "1,2", "--max-concurrency", "4"}, "give one"},
+		{"bad gate", []string{"--sim", "--request-rate", "1,2", "--fail-if", "p99_ttft_ms>>5"}, `--fail-if "p99_ttft_ms>>5"`},
+		{"search needs a range", []string{"--sim", "--search", "--request-rate", "4"}, "two different loads"},
+		{"attainment", []string{"--sim", "--request-rate", "1,2", "--slo-attainment", "1.5"}, "--slo-attainment"},
+		{"bad engine", []string{"--sim", "--request-rate", "1,2", "--sim-model", "no-such-model"}, "no-such-model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runSweepCLI(t, tt.args...)
+			if r.code != ExitUsage || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("sweep %v: exit %d, stderr %q; want %d and %q", tt.args, r.code, r.stderr, ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+// TestSweepWallClock runs two concurrency levels over HTTP against a tiny
+// streaming server and checks the records file tags both levels.
+func TestSweepWallClock(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
+			return
+		}
+		if r.URL.Path != "/v1/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 4 {
+			fmt.Fprintf(w, `data: {"choices":[{"index":0,"text":"t%d "}]}`+"\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, `data: {"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":4}}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	r := runSweepCLI(t, "--base-url", srv.URL, "--concurrency", "1,4", "--num-prompts", "20", "--random-input-len", "20",
+		"--random-output-len", "4", "--calibrate", "off", "--quiet", "--save-result")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	f, err := os.Open(filepath.Join(r.dir, "sweep-concurrency-20261129-100000.records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	meta, recs, _, err := runlog.ReadAll(f, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Levels) != 2 || meta.Levels[1].MaxConcurrency != 4 || len(recs) != 40 {
+		t.Fatalf("meta levels %+v, %d records; want 2 levels (c=1, c=4) and 40 records", meta.Levels, len(recs))
+	}
+	for i, rec := range recs {
+		if want := i / 20; rec.Level != want {
+			t.Fatalf("record %d has level %d; want %d", i, rec.Level, want)
+		}
+	}
+	if !strings.Contains(r.stdout, "wall clock") || !strings.Contains(r.stdout, "level 1 c=4:") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	a, ok := processCPU()
+	if !ok {
+		t.Skip("no /proc/self/stat on this system")
+	}
+	// Burn CPU until the clock-tick counter moves (10 ms ticks).
+	x := 0
+	var b time.Duration
+	for i := 0; i < 1e9; i++ {
+		x += i
+		if i%1_000_000 == 0 {
+			if b, _ = processCPU(); b > a {
+				break
+			}
+		}
+	}
+	if b <= a {
+		t.Errorf("processCPU did not advance: %v then %v", a, b)
+	}
+	tests := []struct {
+		name string
+		a, b time.Duration
+		wall time.Duration
+		ok   bool
+		want float64
+	}{
+		{"unknown", 0, time.Second, 2 * time.Second, false, 0},
+		{"too short", 0, 100 * time.Millisecond, 500 * time.Millisecond, true, 0},
+		// 2 s of CPU over 4 s of wall on NumCPU cores.
+		{"share", time.Second, 3 * time.Second, 4 * time.Second, true, 0.5 / float64(runtime.NumCPU())},
+	}
+	for _, tt := range tests {
+		if got := cpuShare(tt.a, tt.b, tt.ok, tt.ok, tt.wall); got != tt.want {
+			t.Errorf("%s: cpuShare = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+}

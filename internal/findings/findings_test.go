@@ -1,0 +1,508 @@
+package findings
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+const ms = int64(time.Millisecond)
+
+// spec describes one synthetic request; times in ms from the run start.
+type spec struct {
+	sent, lag float64 // send time; intended = sent − lag
+	ttft      float64
+	n         int     // output tokens, one per chunk
+	itl       float64 // gap between chunks
+	hidden    int     // leading chunks that are hidden (reasoning)
+	prompt    int
+	cached    int
+	class     runlog.ErrorClass
+}
+
+func (s spec) record(i int) runlog.Record {
+	r := runlog.Record{
+		ID: strconv.Itoa(i), Intended: int64((s.sent - s.lag) * float64(ms)), Sent: int64(s.sent * float64(ms)),
+		PromptTokens: s.prompt, CachedTokens: s.cached, ErrorClass: s.class, Status: 200, TokenSource: runlog.TokensUsage,
+	}
+	if s.class != runlog.ErrNone {
+		r.Status = 0
+		r.End = r.Sent + 10*ms
+		return r
+	}
+	t := s.sent + s.ttft
+	for k := range s.n {
+		r.Chunks = append(r.Chunks, runlog.Chunk{T: int64(t * float64(ms)), Tokens: 1, Visible: k >= s.hidden})
+		t += s.itl
+	}
+	r.CompletionTokens = s.n
+	r.End = r.Chunks[len(r.Chunks)-1].T
+	return r
+}
+
+// many builds n requests from f(i).
+func many(n int, f func(i int) spec) []runlog.Record {
+	recs := make([]runlog.Record, n)
+	for i := range recs {
+		recs[i] = f(i).record(i)
+	}
+	return recs
+}
+
+// plain is a healthy request: 100 ms TTFT, 60 ms TPOT (slower than
+// reading speed, so that rule stays quiet), lengths that vary.
+func plain(i int) spec {
+	return spec{sent: float64(i) * 100, ttft: 100, n: 10 + i%20, itl: 60, prompt: 300 + 37*(i%17)}
+}
+
+func summarize(recs []runlog.Record, slo string) *stats.Summary {
+	o := stats.Options{}
+	if slo != "" {
+		s, err := stats.ParseSLO(slo)
+		if err != nil {
+			panic(err)
+		}
+		o.SLO = s
+	}
+	s := stats.Summarize(recs, o)
+	return &s
+}
+
+func ids(fs []Finding) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.ID
+	}
+	return out
+}
+
+func find(fs []Finding, id string) (Finding, bool) {
+	for _, f := range fs {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+// TestRules runs every rule on records built to trigger it and on records
+// built not to.
+func TestRules(t *testing.T) {
+	twoLevels := &runlog.Meta{Levels: []runlog.Level{{RequestRate: 1}, {RequestRate: 2}}}
+	tests := []struct {
+		name  string
+		recs  []runlog.Record
+		slo   string
+		in    Input // Summary filled in by the test
+		id    string
+		want  bool
+		sev   Severity
+		check func(t *testing.T, f Finding)
+	}{
+		{name: "client-bound by send lag", id: "client-bound", want: true, sev: Critical,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 20; return s }),
+			check: func(t *testing.T, f Finding) {
+				if f.Evidence["send_lag_p50_ms"] != 20.0 || !strings.HasPrefix(f.Message, "CLIENT-BOUND") {
+					t.Errorf("evidence %v message %q; want send_lag_p50_ms 20 and a loud message", f.Evidence, f.Message)
+				}
+			}},
+		{name: "on schedule is not client-bound", id: "client-bound", want: false,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 1; return s })},
+		{name: "client-bound by delayed arrivals", id: "client-bound", want: true, sev: Warning,
+			recs: many(200, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 4, DelayedArrivals: 2}},
+			check: func(t *testing.T, f Finding) {
+				// 2 of 200 = 1 %.
+				if f.Evidence["delayed_pct"] != 1.0 {
+					t.Errorf("delayed_pct = %v; want 1", f.Evidence["delayed_pct"])
+				}
+			}},
+		{name: "few delayed arrivals", id: "client-bound", want: false,
+			recs: many(200, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 4, DelayedArrivals: 1}}},
+		{name: "client-bound by cpu", id: "client-bound", want: true, sev: Critical,
+			recs: many(200, plain), in: Input{ClientCPU: 0.9}},
+		{name: "cpu fine", id: "client-bound", want: false,
+			recs: many(200, plain), in: Input{ClientCPU: 0.3}},
+
+		{name: "429s critical", id: "failures-http_429", want: true, sev: Critical,
+			recs: many(100, func(i int) spec {
+				s := plain(i)
+				if i%10 == 0 {
+					s.class = runlog.ErrHTTP429
+				}
+				return s
+			}),
+			check: func(t *testing.T, f Finding) {
+				if f.Evidence["failed"] != 10 || f.Evidence["failed_pct"] != 10.0 || !strings.Contains(f.Message, "overload") {
+					t.Errorf("finding %+v; want 10 failed, 10 %%, overload", f)
+				}
+			}},
+		{name: "one timeout is a warning", id: "failures-timeout", want: true, sev: Warning,
+			recs: many(100, func(i int) spec {
+				s := plain(i)
+				if i == 3 {
+					s.class = runlog.ErrTimeout
+				}
+				return s
+			})},
+		{name: "no failures", id: "failures-http_429", want: false, recs: many(100, plain)},
+
+		{name: "queueing: every bucket high", id: "ttft-queueing", want: true, sev: Warning,
+			recs: many(200, func(i int) spec {
+				s := plain(i)
+				s.ttft, s.prompt = 3000, 500+1500*(i%2) // <1K and 1K-8K
+				return s
+			}),
+			check: func(t *testing.T, f Finding) {
+				want := map[string]any{"<1K": 3000.0, "1K-8K": 3000.0}
+				if diff := cmp.Diff(want, f.Evidence["ttft_p99_ms_by_input"]); diff != "" {
+					t.Errorf("by-input evidence (-want +got):\n%s", diff)
+				}
+				if f.Evidence["limit_source"] != "default" || f.Evidence["ttft_limit_ms"] != 2000.0 {
+					t.Errorf("limit evidence %v; want default 2000", f.Evidence)
+				}
+			}},
+		{name: "prefill: only long inputs high", id: "ttft-prefill", want: true, sev: Warning,
+			recs: many(200, func(i int) spec {
+				s := plain(i)
+				s.prompt = 500
+				if i%2 == 1 {
+					s.ttft, s.prompt = 900, 9000 // ≥8K, above the SLO below
+				}
+				return s
+			}), slo: "ttft:500"},
+		{name: "prefill needs the SLO limit", id: "ttft-prefill", want: false,
+			recs: many(200, func(i int) spec {
+				s := plain(i)
+				s.prompt = 500
+				if i%2 == 1 {
+					s.ttft, s.prompt = 900, 9000
+				}
+				return s
+			})},
+		{name: "one bucket cannot split", id: "ttft-high", want: true, sev: Warning,
+			recs: many(200, func(i int) spec { s := plain(i); s.ttft = 2500; return s })},
+		{name: "unstable TPOT is another pattern", id: "ttft-queueing", want: false,
+			recs: many(200, func(i int) spec {
+				s := plain(i)
+				s.ttft, s.prompt = 3000, 500+1500*(i%2)
+				if i%10 == 0 {
+					s.itl = 300 // TPOT P99 300 > 2 × P50 60
+				}
+				return s
+			})},
+		{name: "TTFT within limit", id: "ttft-queueing", want: false, recs: many(200, plain)},
+
+		{name: "TPOT faster than reading", id: "tpot-below-reading-speed", want: true, sev: Info,
+			recs: many(100, func(i int) spec { s := plain(i); s.itl = 20; return s }),
+			check: func(t *testing.T, f Finding) {
+				// 50 / 20 = 2.5× margin.
+				if f.Evidence["tpot_p50_ms"] != 20.0 || f.Evidence["speed_margin_x"] != 2.5 {
+					t.Errorf("evidence %v; want tpot_p50_ms 20, speed_margin_x 2.5", f.Evidence)
+				}
+			}},
+		{name: "TPOT slower than reading", id: "tpot-below-reading-speed", want: false, recs: many(100, plain)},
+		{name: "reading speed is an input", id: "tpot-below-reading-speed", want: false,
+			recs: many(100, func(i int) spec { s := plain(i); s.itl = 20; return s }), in: Input{ReadingSpeedMs: 15}},
+
+		{name: "hidden reasoning", id: "hidden-wait", want: true, sev: Warning,
+			recs: many(100, func(i int) spec { s := plain(i); s.n, s.hidden = 30, 10; return s }),
+			check: func(t *testing.T, f Finding) {
+				// TTP = 100 + 10 × 60 = 700 ms against TTFT 100 ms.
+				if f.Evidence["ttp_p50_ms"] != 700.0 || f.Evidence["ttft_p50_ms"] != 100.0 {
+					t.Errorf("evidence %v; want ttp 700, ttft 100", f.Evidence)
+				}
+			}},
+		{name: "one hidden chunk is no wait", id: "hidden-wait", want: false,
+			recs: many(100, func(i int) spec { s := plain(i); s.hidden = 1; return s })},
+
+		{name: "cache optimistic", id: "cache-optimistic", want: true, sev: Warning,
+			recs: many(100, func(i int) spec { s := plain(i); s.prompt, s.cached = 1000+i, 500; return s })},
+		{name: "little cache", id: "cache-optimistic", want: false,
+			recs: many(100, func(i int) spec { s := plain(i); s.prompt, s.cached = 1000+i, 100; return s })},
+
+		{name: "uniform lengths", id: "uniform-lengths", want: true, sev: Warning,
+			recs: many(100, func(i int) spec { s := plain(i); s.prompt, s.n = 1024, 128; return s }),
+			check: func(t *testing.T, f Finding) {
+				if f.Evidence["input_cv"] != 0.0 || f.Evidence["output_cv"] != 0.0 || !strings.HasPrefix(f.Message, "input and output") {
+					t.Errorf("finding %+v; want both cv 0", f)
+				}
+			}},
+		{name: "varied lengths", id: "uniform-lengths", want: false, recs: many(100, plain)},
+
+		{name: "concurrency one", id: "concurrency-one", want: true, sev: Warning,
+			recs: many(100, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 1}}},
+		{name: "concurrency eight", id: "concurrency-one", want: false,
+			recs: many(100, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 8}}},
+		{name: "concurrency one in a sweep", id: "concurrency-one", want: false,
+			recs: many(100, plain), in: Input{Meta: twoLevels, Level: &runlog.Level{MaxConcurrency: 1}}},
+
+		{name: "long tail", id: "long-tail", want: true, sev: Info,
+			recs: many(200, func(i int) spec {
+				s := plain(i)
+				if i%50 == 0 {
+					s.ttft = 10000
+				}
+				return s
+			}),
+			check: func(t *testing.T, f Finding) {
+				// mean = (196×100 + 4×10000)/200 = 298; p99 index 197.01 of
+				// the sorted values falls among the four 10000s.
+				want := map[string]any{"mean_ms": 298.0, "p99_ms": 10000.0, "ratio": 33.56}
+				if diff := cmp.Diff(want, f.Evidence["ttft"]); diff != "" {
+					t.Errorf("ttft evidence (-want +got):\n%s", diff)
+				}
+			}},
+		{name: "no tail", id: "long-tail", want: false, recs: many(200, plain)},
+
+		{name: "small sample", id: "small-sample", want: true, sev: Warning,
+			recs: many(20, plain),
+			check: func(t *testing.T, f Finding) {
+				if f.Evidence["p99_needs"] != 100 || f.Evidence["p95_needs"] != nil {
+					t.Errorf("evidence %v; want p99 only (20 samples suffice for p95)", f.Evidence)
+				}
+			}},
+		{name: "enough samples", id: "small-sample", want: false, recs: many(100, plain)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			in.Summary = summarize(tt.recs, tt.slo)
+			fs := Analyze(in)
+			f, got := find(fs, tt.id)
+			if got != tt.want {
+				t.Fatalf("Analyze: finding %s present = %v; want %v (findings %v)", tt.id, got, tt.want, ids(fs))
+			}
+			if !got {
+				return
+			}
+			if f.Severity != tt.sev {
+				t.Errorf("%s severity = %s; want %s", tt.id, f.Severity, tt.sev)
+			}
+			if f.Message == "" || f.Evidence == nil {
+				t.Errorf("%s has no message or evidence: %+v", tt.id, f)
+			}
+			if tt.check != nil {
+				tt.check(t, f)
+			}
+		})
+	}
+}
+
+// stallRecords builds 20 long decodes with 10 ms gaps, plus short requests
+// whose first tokens arrive every 200 ms. When stall is true, each decode's
+// gap that spans a short request's first token is 40 ms long and ends at it
+// (the prefill held the batch); otherwise decodes keep their 10 ms pace and
+// the first tokens land anywhere.
+func stallRecords(stall bool) []runlog.Record {
+	var recs []runlog.Record
+	const horizon = 4000 // ms
+	var prefills []int64
+	for t := int64(205); t < horizon; t += 200 {
+		prefills = append(prefills, t)
+	}
+	for d := range 20 {
+		r := runlog.Record{ID: "d" + strconv.Itoa(d), Sent: 0, Status: 200}
+		t := int64(50 + d) // stagger the streams by 1 ms
+		k := 0
+		for t < horizon {
+			r.Chunks = append(r.Chunks, runlog.Chunk{T: t * ms, Tokens: 1, Visible: true})
+			next := t + 10
+			if stall && k < len(prefills) && next+30 >= prefills[k] {
+				next = prefills[k] // held until the prefill ends
+			}
+			for k < len(prefills) && prefills[k] <= next {
+				k++
+			}
+			t = next
+		}
+		r.CompletionTokens, r.End = len(r.Chunks), r.Chunks[len(r.Chunks)-1].T
+		recs = append(recs, r)
+	}
+	for i, p := range prefills {
+		recs = append(recs, runlog.Record{ID: "p" + strconv.Itoa(i), Sent: (p - 100) * ms, Status: 200, End: p * ms,
+			Chunks: []runlog.Chunk{{T: p * ms, Tokens: 1, Visible: true}}, CompletionTokens: 1})
+	}
+	return recs
+}
+
+func TestPrefillStalls(t *testing.T) {
+	tests := []struct {
+		name  string
+		stall bool
+		want  bool
+	}{
+		{"spikes end at prefills", true, true},
+		{"steady decode", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs := stallRecords(tt.stall)
+			tr := NewTracker()
+			for i := range recs {
+				tr.Add(&recs[i])
+			}
+			fs := Analyze(Input{Summary: summarize(recs, ""), Requests: tr})
+			f, got := find(fs, "prefill-stalls-decode")
+			if got != tt.want {
+				t.Fatalf("prefill-stalls-decode present = %v; want %v (%v)", got, tt.want, ids(fs))
+			}
+			if got && f.Evidence["spikes_at_prefill_pct"] != 100.0 {
+				t.Errorf("spikes_at_prefill_pct = %v; want 100 (every spike ends at a first token)", f.Evidence["spikes_at_prefill_pct"])
+			}
+		})
+	}
+}
+
+// TestPrefillStallsNotAligned keeps the spikes but moves the first tokens
+// off the spike ends: coincidence, not alignment, must not trigger.
+func TestPrefillStallsNotAligned(t *testing.T) {
+	recs := stallRecords(true)
+	for i := range recs {
+		if strings.HasPrefix(recs[i].ID, "p") {
+			recs[i].Chunks[0].T += 5 * ms // lands in the next ordinary gap
+			recs[i].End = recs[i].Chunks[0].T
+		}
+	}
+	tr := NewTracker()
+	for i := range recs {
+		tr.Add(&recs[i])
+	}
+	if f, ok := find(Analyze(Input{Summary: summarize(recs, ""), Requests: tr}), "prefill-stalls-decode"); ok {
+		t.Errorf("prefill-stalls-decode fired with misaligned first tokens: %v", f.Evidence)
+	}
+}
+
+func TestSLASentence(t *testing.T) {
+	// TTFT = 12·i ms for i = 1..100: P50 at rank 49.5 = (600+612)/2 = 606;
+	// P99 at rank 98.01 = 1188 + 0.01×12 = 1188.12 → "1.2 s". TPOT 40 ms.
+	// Input 4096 tokens → "4K" (the summary has P90, not P95). Headroom
+	// 1 − 1188.12/2000 = 0.406 → "~41 %".
+	recs := many(100, func(i int) spec {
+		return spec{sent: float64(i) * 10, ttft: 12 * float64(i+1), n: 11, itl: 40, prompt: 4096}
+	})
+	in := Input{Summary: summarize(recs, "ttft:2000"), Level: &runlog.Level{MaxConcurrency: 60}}
+	got := SLASentence(in)
+	want := "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P90 4K tokens, concurrency 60; SLO TTFT P99 < 2 s: goodput headroom ~41 %"
+	if got != want {
+		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
+	}
+
+	// A missed SLO says by how much: 1188.12/1000 − 1 = 18.8 % → "19 %"; the
+	// tighter of two constraints is named.
+	in.Summary = summarize(recs, "ttft:1000 tpot:50")
+	in.Level = &runlog.Level{RequestRate: 8}
+	got = SLASentence(in)
+	want = "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P90 4K tokens, rate 8 req/s, peak concurrency " +
+		strconv.Itoa(in.Summary.PeakConcurrency) + "; SLO TTFT P99 < 1 s, TPOT P99 < 50 ms: missed, TTFT P99 19 % over (TTFT)"
+	if got != want {
+		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
+	}
+
+	if got := SLASentence(Input{Summary: summarize(nil, "")}); got != "" {
+		t.Errorf("SLASentence(no requests) = %q; want empty", got)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	tests := []struct {
+		in   float64
+		dur  string
+		toks string
+	}{
+		{4.25, "4.2 ms", "4"},
+		{45, "45 ms", "45"},
+		{999.4, "999 ms", "999"},
+		{1000, "1 s", "1000"},
+		{1024, "1 s", "1K"},
+		{1536, "1.5 s", "1.5K"},
+		{4096, "4.1 s", "4K"},
+	}
+	for _, tt := range tests {
+		if got := dur(tt.in); got != tt.dur {
+			t.Errorf("dur(%v) = %q; want %q", tt.in, got, tt.dur)
+		}
+		if got := tokens(tt.in); got != tt.toks {
+			t.Errorf("tokens(%v) = %q; want %q", tt.in, got, tt.toks)
+		}
+	}
+}
+
+func TestRenderAndJSON(t *testing.T) {
+	fs := []Finding{
+		{ID: "client-bound", Severity: Critical, Message: "CLIENT-BOUND: x.", Evidence: map[string]any{"b": 2.5, "a": 1}},
+		{ID: "sla", Severity: Info, Message: "TTFT P50 1 ms", Evidence: map[string]any{"x": 1}},
+	}
+	var b bytes.Buffer
+	if err := Render(&b, fs); err != nil {
+		t.Fatal(err)
+	}
+	want := "-------------------------------Findings-------------------------------\n" +
+		"!! [critical] client-bound: CLIENT-BOUND: x.\n" +
+		"     evidence: a=1, b=2.5\n" +
+		"   [info] sla: TTFT P50 1 ms\n"
+	if b.String() != want {
+		t.Errorf("Render =\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := Render(&b, nil); err != nil || b.Len() != 0 {
+		t.Errorf("Render(nil) wrote %q, %v; want nothing", b.String(), err)
+	}
+	if err := Render(failWriter{}, fs); !errors.Is(err, errWrite) {
+		t.Errorf("Render to a failing writer = %v; want %v", err, errWrite)
+	}
+	j, err := json.Marshal(fs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(j); got != `[{"id":"client-bound","severity":"critical","message":"CLIENT-BOUND: x.","evidence":{"a":1,"b":2.5}}]` {
+		t.Errorf("JSON = %s", got)
+	}
+}
+
+var errWrite = errors.New("write failed")
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errWrite }
+
+// TestAnalyzeOrder checks the verdict comes first and the SLA sentence last.
+func TestAnalyzeOrder(t *testing.T) {
+	recs := many(20, func(i int) spec { s := plain(i); s.lag = 30; s.prompt, s.n = 1000, 10; return s })
+	fs := Analyze(Input{Summary: summarize(recs, "ttft:2000")})
+	got := ids(fs)
+	if len(got) < 3 || got[0] != "client-bound" || got[len(got)-1] != "sla" {
+		t.Errorf("Analyze order = %v; want client-bound first, sla last", got)
+	}
+	if !slices.Contains(got, "uniform-lengths") || !slices.Contains(got, "small-sample") {
+		t.Errorf("Analyze = %v; want uniform-lengths and small-sample too", got)
+	}
+	if Analyze(Input{}) != nil {
+		t.Error("Analyze(no summary) returned findings")
+	}
+}
+
+// BenchmarkTracker feeds 100,000 requests of 128 tokens, as a large
+// benchmark's records file would.
+func BenchmarkTracker(b *testing.B) {
+	recs := many(1000, func(i int) spec { s := plain(i); s.n, s.itl = 128, 10; return s })
+	b.ReportAllocs()
+	for b.Loop() {
+		tr := NewTracker()
+		for range 100 {
+			for i := range recs {
+				tr.Add(&recs[i])
+			}
+		}
+		prefillStalls(Input{Requests: tr})
+	}
+}

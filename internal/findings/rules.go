@@ -1,0 +1,402 @@
+package findings
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// metric returns the named metric when it has samples.
+func metric(s *stats.Summary, name string) (stats.MetricSummary, bool) {
+	m, ok := s.Metric(name)
+	return m, ok && m.N > 0
+}
+
+// pval returns the p-th percentile of m; the median is always known.
+func pval(m stats.MetricSummary, p float64) (float64, bool) {
+	if v, ok := m.P(p); ok {
+		return v, true
+	}
+	if p == 50 && m.N > 0 {
+		return m.Median, true
+	}
+	return 0, false
+}
+
+// ClientBound is the client-bound verdict: the load generator itself was a
+// bottleneck, so the numbers describe the client, not the server. It holds
+// when requests left late against their schedule (send lag P50 > 5 ms or P99
+// > 50 ms with no arrival delayed by the in-flight cap), when at least 1 % of
+// arrivals waited for a free slot under --max-concurrency (the offered rate
+// was not delivered), or when the client used at least 80 % of the
+// machine's CPU. Late sends and CPU make it critical; a full cap alone is a
+// warning.
+func ClientBound(in Input) (Finding, bool) {
+	s := in.Summary
+	if s == nil || s.Requests == 0 {
+		return Finding{}, false
+	}
+	ev := map[string]any{}
+	var reasons []string
+	sev := Warning
+	delayed := 0
+	if lv := in.level(); lv != nil {
+		delayed = lv.DelayedArrivals
+	}
+	if s.SendLag.N > 0 {
+		p50, _ := pval(s.SendLag, 50)
+		p99, ok := pval(s.SendLag, 99)
+		if !ok {
+			p99 = s.SendLag.Max
+		}
+		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
+		if delayed == 0 && (p50 > sendLagP50Ms || p99 > sendLagP99Ms) {
+			reasons = append(reasons, fmt.Sprintf("requests left late against their schedule (send lag P50 %s ms, P99 %s ms)", num(p50), num(p99)))
+			sev = Critical
+		}
+	}
+	if delayed > 0 {
+		ev["delayed_arrivals"] = delayed
+		ev["delayed_pct"] = pctOf(float64(delayed), float64(s.Requests))
+		if float64(delayed) >= delayedShare*float64(s.Requests) {
+			reasons = append(reasons, fmt.Sprintf("%d arrivals (%s %%) waited for a free slot under --max-concurrency, so the offered rate was not delivered", delayed, num(pctOf(float64(delayed), float64(s.Requests)))))
+		}
+	}
+	if in.ClientCPU > 0 {
+		ev["client_cpu_pct"] = round2(100 * in.ClientCPU)
+		if in.ClientCPU >= clientCPUHigh {
+			reasons = append(reasons, fmt.Sprintf("the client used %s %% of the machine's CPU", num(100*in.ClientCPU)))
+			sev = Critical
+		}
+	}
+	if len(reasons) == 0 {
+		return Finding{}, false
+	}
+	return Finding{
+		ID: "client-bound", Severity: sev, Evidence: ev,
+		Message: "CLIENT-BOUND: the load generator was a bottleneck, so these numbers describe the client, not the server: " +
+			strings.Join(reasons, "; ") + ". Lower the rate, raise --max-concurrency, or run the client on more cores (or several machines).",
+	}, true
+}
+
+// failureAdvice explains each error class.
+var failureAdvice = map[runlog.ErrorClass]string{
+	runlog.ErrConnect:      "could not connect: wrong --base-url or port, the server is down, or TLS fails (misconfiguration)",
+	runlog.ErrConnectReset: "connections reset before a response, typically a full listen backlog (overload)",
+	runlog.ErrHTTP4xx:      "the server rejected requests: wrong --model or --endpoint, or prompts beyond the context length (misconfiguration)",
+	runlog.ErrHTTP429:      "rate limited: the server or a gateway shed load (overload, or a rate limit below the offered load)",
+	runlog.ErrHTTP5xx:      "server errors: the server crashed or ran out of memory under load (overload) or is misconfigured",
+	runlog.ErrStream:       "streams broke after a 200: the server or a proxy cut responses (overload or proxy timeouts)",
+	runlog.ErrMalformed:    "chunks were not the JSON expected: wrong --backend for this server (misconfiguration)",
+	runlog.ErrTimeout:      "requests exceeded --timeout: overload, or a timeout shorter than the longest outputs",
+	runlog.ErrIdleTimeout:  "streams went silent past --idle-timeout: the server stalled (overload) or a proxy buffers the stream",
+	runlog.ErrCancelled:    "requests were cancelled by the run itself (Ctrl-C, --duration, or a saturation stop): not the server's fault",
+}
+
+// failures reports each error class seen, with its count and share: critical
+// from 5 % of requests, else a warning.
+func failures(in Input) []Finding {
+	s := in.Summary
+	if s.Failed == 0 || s.Requests == 0 {
+		return nil
+	}
+	var out []Finding
+	classes := make([]runlog.ErrorClass, 0, len(s.Failures))
+	for _, c := range runlog.ErrorClasses {
+		if s.Failures[c] > 0 {
+			classes = append(classes, c)
+		}
+	}
+	for c, n := range s.Failures {
+		if n > 0 && failureAdvice[c] == "" {
+			classes = append(classes, c)
+		}
+	}
+	for _, c := range classes {
+		n := s.Failures[c]
+		share := float64(n) / float64(s.Requests)
+		sev := Warning
+		if share >= failureCriticalShare && c != runlog.ErrCancelled {
+			sev = Critical
+		}
+		advice := failureAdvice[c]
+		if advice == "" {
+			advice = "requests failed with this class"
+		}
+		out = append(out, Finding{
+			ID: "failures-" + string(c), Severity: sev,
+			Message:  fmt.Sprintf("%d of %d requests (%s %%) failed with %s: %s.", n, s.Requests, num(100*share), c, advice),
+			Evidence: map[string]any{"class": string(c), "failed": n, "requests": s.Requests, "failed_pct": pctOf(float64(n), float64(s.Requests))},
+		})
+	}
+	return out
+}
+
+// ttftHigh splits a high TTFT P99 (above the SLO's TTFT, else 2 s) with a
+// stable TPOT (P99 ≤ 2× P50, and within any TPOT SLO) by input-length
+// bucket: every populated bucket high means requests wait in a queue; only
+// the longest buckets high, with the shortest fine, means prefill compute.
+// With fewer than two populated buckets (≥ 10 completed requests each) it
+// cannot tell the two apart and says so.
+func ttftHigh(in Input) (Finding, bool) {
+	s := in.Summary
+	ttft, ok := metric(s, stats.MetricTTFT)
+	if !ok {
+		return Finding{}, false
+	}
+	p99, ok := pval(ttft, 99)
+	if !ok {
+		return Finding{}, false
+	}
+	limit, source := float64(DefaultTTFTLimitMs), "default"
+	if s.Options.SLO.TTFT > 0 {
+		limit, source = float64(s.Options.SLO.TTFT)/1e6, "slo"
+	}
+	if p99 <= limit {
+		return Finding{}, false
+	}
+	ev := map[string]any{"ttft_p99_ms": round2(p99), "ttft_limit_ms": limit, "limit_source": source}
+	if tpot, ok := metric(s, stats.MetricTPOT); ok {
+		t50, _ := pval(tpot, 50)
+		t99, ok := pval(tpot, 99)
+		if !ok {
+			t99 = tpot.Max
+		}
+		ev["tpot_p50_ms"], ev["tpot_p99_ms"] = round2(t50), round2(t99)
+		if t99 > tpotStableRatio*t50 || (s.Options.SLO.TPOT > 0 && t99 > float64(s.Options.SLO.TPOT)/1e6) {
+			return Finding{}, false // TPOT is not stable: not this rule's pattern
+		}
+	}
+
+	type bucket struct {
+		label string
+		p99   float64
+		high  bool
+	}
+	var pop []bucket
+	for i := range s.Buckets {
+		b := &s.Buckets[i]
+		if b.Completed < minBucketRequests {
+			continue
+		}
+		m, ok := b.Metric(stats.MetricTTFT)
+		if !ok || m.N == 0 {
+			continue
+		}
+		v, ok := pval(m, 99)
+		if !ok {
+			continue
+		}
+		pop = append(pop, bucket{b.Label, v, v > limit})
+	}
+	byBucket := map[string]any{}
+	for _, b := range pop {
+		byBucket[b.label] = round2(b.p99)
+	}
+	if len(pop) > 0 {
+		ev["ttft_p99_ms_by_input"] = byBucket
+	}
+	head := fmt.Sprintf("TTFT P99 %s ms is above %s ms while TPOT stays stable", num(p99), num(limit))
+	if len(pop) < 2 {
+		return Finding{ID: "ttft-high", Severity: Warning, Evidence: ev,
+			Message: head + ": requests wait for a slot (queueing: scale out, admission control) or long prompts take long to prefill (chunked prefill, an input cap); with fewer than two input-length buckets of 10+ requests the two cannot be told apart."}, true
+	}
+	all := true
+	for _, b := range pop {
+		all = all && b.high
+	}
+	// The high buckets form a suffix (the longest inputs) and the shortest is
+	// fine: the time goes into prefill, not into waiting.
+	suffix, seenHigh := !pop[0].high, false
+	for _, b := range pop {
+		if seenHigh && !b.high {
+			suffix = false
+		}
+		seenHigh = seenHigh || b.high
+	}
+	switch {
+	case all:
+		return Finding{ID: "ttft-queueing", Severity: Warning, Evidence: ev,
+			Message: head + ", in every input-length bucket: requests queue before they are served, whatever their length. Scale out or add admission control."}, true
+	case suffix:
+		var high []string
+		for _, b := range pop {
+			if b.high {
+				high = append(high, b.label)
+			}
+		}
+		return Finding{ID: "ttft-prefill", Severity: Warning, Evidence: ev,
+			Message: head + ", but only for inputs " + strings.Join(high, ", ") + " tokens: prefill compute of long prompts, not queueing. Use chunked prefill, cap input length, or split long and short traffic."}, true
+	default:
+		return Finding{ID: "ttft-high", Severity: Warning, Evidence: ev,
+			Message: head + ", in some input-length buckets but not in a pattern that points to queueing or prefill alone."}, true
+	}
+}
+
+// readingSpeed notes a TPOT P50 faster than people read: further TPOT gains
+// are invisible, so latency budget can buy throughput (bigger batches).
+func readingSpeed(in Input) (Finding, bool) {
+	tpot, ok := metric(in.Summary, stats.MetricTPOT)
+	if !ok {
+		return Finding{}, false
+	}
+	rs := in.ReadingSpeedMs
+	if rs <= 0 {
+		rs = DefaultReadingSpeedMs
+	}
+	p50, _ := pval(tpot, 50)
+	if p50 <= 0 || p50 >= rs {
+		return Finding{}, false
+	}
+	return Finding{ID: "tpot-below-reading-speed", Severity: Info,
+		Message:  fmt.Sprintf("TPOT P50 %s ms is already faster than reading speed (%s ms/token): users cannot see further TPOT gains, so latency budget can buy throughput (larger batches, more concurrency).", num(p50), num(rs)),
+		Evidence: map[string]any{"tpot_p50_ms": round2(p50), "reading_speed_ms": rs, "speed_margin_x": round2(rs / p50)},
+	}, true
+}
+
+// hiddenWait flags TTP (first visible token) far above TTFT: P50 at least
+// twice and 100 ms above, so hidden reasoning or tool calls dominate the
+// user's wait.
+func hiddenWait(in Input) (Finding, bool) {
+	s := in.Summary
+	ttft, ok1 := metric(s, stats.MetricTTFT)
+	ttp, ok2 := metric(s, stats.MetricTTP)
+	if !ok1 || !ok2 {
+		return Finding{}, false
+	}
+	a, _ := pval(ttft, 50)
+	b, _ := pval(ttp, 50)
+	if b < hiddenWaitRatio*a || b-a < hiddenWaitMinMs {
+		return Finding{}, false
+	}
+	ev := map[string]any{"ttft_p50_ms": round2(a), "ttp_p50_ms": round2(b)}
+	if s.OutputTokens > 0 {
+		ev["reasoning_pct"] = pctOf(float64(s.ReasoningTokens), float64(s.OutputTokens))
+	}
+	return Finding{ID: "hidden-wait", Severity: Warning, Evidence: ev,
+		Message: fmt.Sprintf("Time to publish P50 %s ms is far above TTFT P50 %s ms: hidden reasoning or tool calls dominate the user's wait, so TTFT flatters the experience; judge TTP.", num(b), num(a)),
+	}, true
+}
+
+// cacheOptimistic flags a high share (≥ 30 %) of prompt tokens served from
+// the prefix cache: TTFT is optimistic for cold traffic.
+func cacheOptimistic(in Input) (Finding, bool) {
+	s := in.Summary
+	if s.InputTokens == 0 || s.CachedShare < cachedShareHigh {
+		return Finding{}, false
+	}
+	return Finding{ID: "cache-optimistic", Severity: Warning,
+		Message:  fmt.Sprintf("%s %% of prompt tokens were served from the prefix cache: TTFT is optimistic for cold traffic (use --cache-bust to measure it).", num(100*s.CachedShare)),
+		Evidence: map[string]any{"cached_pct": round2(100 * s.CachedShare), "cached_tokens": s.CachedTokens, "input_tokens": s.InputTokens},
+	}, true
+}
+
+// uniformLengths flags input or output lengths with near-zero variance
+// (coefficient of variation < 0.05 over ≥ 10 requests): uniform requests
+// batch perfectly, so results overestimate real performance.
+func uniformLengths(in Input) (Finding, bool) {
+	s := in.Summary
+	ev := map[string]any{}
+	var which []string
+	for _, l := range []struct {
+		name string
+		m    stats.MetricSummary
+	}{{"input", s.InputLen}, {"output", s.OutputLen}} {
+		if l.m.N < minLengthSamples || l.m.Mean <= 0 {
+			continue
+		}
+		cv := l.m.Std / l.m.Mean
+		ev[l.name+"_cv"] = round2(cv)
+		ev[l.name+"_mean_tokens"] = round2(l.m.Mean)
+		if cv < lowCV {
+			which = append(which, l.name)
+		}
+	}
+	if len(which) == 0 {
+		return Finding{}, false
+	}
+	return Finding{ID: "uniform-lengths", Severity: Warning, Evidence: ev,
+		Message: fmt.Sprintf("%s lengths barely vary (coefficient of variation < %s): uniform requests batch perfectly, so these results overestimate real performance. Use a length distribution (--random-range-ratio, --input-len-dist) or a real dataset.", strings.Join(which, " and "), num(lowCV)),
+	}, true
+}
+
+// concurrencyOne flags a run of one level at concurrency 1: no request ever
+// waited for another, so TTFT excludes queueing.
+func concurrencyOne(in Input) (Finding, bool) {
+	s := in.Summary
+	n := in.Levels
+	if n == 0 && in.Meta != nil {
+		n = len(in.Meta.Levels)
+	}
+	if n > 1 || s.Requests < 2 {
+		return Finding{}, false
+	}
+	lv := in.level()
+	one := s.PeakConcurrency <= 1
+	if lv != nil && lv.MaxConcurrency > 0 {
+		one = lv.MaxConcurrency == 1
+	}
+	if !one {
+		return Finding{}, false
+	}
+	return Finding{ID: "concurrency-one", Severity: Warning,
+		Message:  "Only one load level, at concurrency 1: no request waited for another, so TTFT excludes queueing. Sweep the load (goodput sweep) to see latency under contention.",
+		Evidence: map[string]any{"levels": max(n, 1), "peak_concurrency": s.PeakConcurrency},
+	}, true
+}
+
+// longTail flags TTFT or E2E whose P99 is at least 3× the mean (over ≥ 100
+// samples, so P99 means something): a long tail the mean hides.
+func longTail(in Input) (Finding, bool) {
+	s := in.Summary
+	ev := map[string]any{}
+	var which []string
+	for _, name := range []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricE2E} {
+		m, ok := metric(s, name)
+		if !ok || m.N < stats.MinSamples(99) || m.Mean <= 0 {
+			continue
+		}
+		p99, ok := pval(m, 99)
+		if !ok || p99 < longTailRatio*m.Mean {
+			continue
+		}
+		which = append(which, fmt.Sprintf("%s (mean %s ms, P99 %s ms)", strings.ToUpper(name), num(m.Mean), num(p99)))
+		ev[name] = map[string]any{"mean_ms": round2(m.Mean), "p99_ms": round2(p99), "ratio": round2(p99 / m.Mean)}
+	}
+	if len(which) == 0 {
+		return Finding{}, false
+	}
+	return Finding{ID: "long-tail", Severity: Info, Evidence: ev,
+		Message: "Long tail: " + strings.Join(which, "; ") + " — P99 is 3× the mean or more, so the mean hides what the slowest users see; judge percentiles.",
+	}, true
+}
+
+// smallSample flags percentiles asked of too few samples (fewer than
+// stats.MinSamples(p)): such a percentile is little more than the maximum.
+func smallSample(in Input) (Finding, bool) {
+	s := in.Summary
+	ev := map[string]any{}
+	var parts []string
+	for _, p := range s.Options.Percentiles {
+		need := stats.MinSamples(p)
+		var short []string
+		for _, m := range s.Metrics {
+			if m.N > 0 && m.N < need {
+				short = append(short, fmt.Sprintf("%s (%d)", m.Name, m.N))
+			}
+		}
+		if len(short) > 0 {
+			name := "p" + stats.PercentileName(p)
+			ev[name+"_needs"] = need
+			parts = append(parts, fmt.Sprintf("%s needs %d samples, %s had fewer", name, need, strings.Join(short, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return Finding{}, false
+	}
+	return Finding{ID: "small-sample", Severity: Warning, Evidence: ev,
+		Message: "Percentile sample too small: " + strings.Join(parts, "; ") + ". Those percentiles are little more than the largest value; send more requests.",
+	}, true
+}

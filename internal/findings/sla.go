@@ -1,0 +1,149 @@
+package findings
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// SLASentence states the run in one line a contract could quote:
+//
+//	TTFT P50 400 ms, P99 1.2 s; TPOT P99 45 ms; input P95 4K tokens, concurrency 60; SLO TTFT P99 < 2 s: goodput headroom ~40 %
+//
+// The input percentile is P95 when the summary has it, else P90. The load
+// is the concurrency cap, else the rate and the peak concurrency seen. The
+// headroom is the tightest set SLO constraint's margin at P99,
+// 1 − P99/limit (negative margins are stated as a miss). It returns "" when
+// nothing succeeded.
+func SLASentence(in Input) string {
+	s := in.Summary
+	if s == nil || s.Completed == 0 {
+		return ""
+	}
+	var parts []string
+	if m, ok := metric(s, stats.MetricTTFT); ok {
+		p50, _ := pval(m, 50)
+		t := "TTFT P50 " + dur(p50)
+		if p99, ok := pval(m, 99); ok {
+			t += ", P99 " + dur(p99)
+		}
+		parts = append(parts, t)
+	}
+	if m, ok := metric(s, stats.MetricTPOT); ok {
+		if p99, ok := pval(m, 99); ok {
+			parts = append(parts, "TPOT P99 "+dur(p99))
+		} else {
+			p50, _ := pval(m, 50)
+			parts = append(parts, "TPOT P50 "+dur(p50))
+		}
+	}
+	var load []string
+	if s.InputLen.N > 0 {
+		for _, p := range []float64{95, 90} {
+			if v, ok := s.InputLen.P(p); ok {
+				load = append(load, fmt.Sprintf("input P%s %s tokens", stats.PercentileName(p), tokens(v)))
+				break
+			}
+		}
+	}
+	lv := in.level()
+	switch {
+	case lv != nil && lv.MaxConcurrency > 0:
+		load = append(load, fmt.Sprintf("concurrency %d", lv.MaxConcurrency))
+	case lv != nil && lv.RequestRate > 0:
+		load = append(load, fmt.Sprintf("rate %s req/s, peak concurrency %d", num(lv.RequestRate), s.PeakConcurrency))
+	default:
+		load = append(load, fmt.Sprintf("peak concurrency %d", s.PeakConcurrency))
+	}
+	parts = append(parts, strings.Join(load, ", "))
+	if slo := sloClause(s); slo != "" {
+		parts = append(parts, slo)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sloClause is "SLO TTFT P99 < 2 s, TPOT P99 < 50 ms: goodput headroom ~40 %".
+func sloClause(s *stats.Summary) string {
+	if !s.SLO.Set {
+		return ""
+	}
+	var bounds []string
+	tight, tightName := math.Inf(1), ""
+	for _, c := range s.SLO.Constraints {
+		bounds = append(bounds, fmt.Sprintf("%s P99 < %s", strings.ToUpper(c.Name), dur(c.LimitMs)))
+		m, ok := metric(s, c.Name)
+		if !ok {
+			continue
+		}
+		p99, ok := pval(m, 99)
+		if !ok || c.LimitMs <= 0 {
+			continue
+		}
+		if h := 1 - p99/c.LimitMs; h < tight {
+			tight, tightName = h, strings.ToUpper(c.Name)
+		}
+	}
+	if len(bounds) == 0 {
+		return ""
+	}
+	clause := "SLO " + strings.Join(bounds, ", ")
+	switch {
+	case math.IsInf(tight, 1):
+		return clause
+	case tight >= 0:
+		clause += fmt.Sprintf(": goodput headroom ~%.0f %%", 100*tight)
+	default:
+		clause += fmt.Sprintf(": missed, %s P99 %.0f %% over", tightName, -100*tight)
+	}
+	if len(s.SLO.Constraints) > 1 {
+		clause += " (" + tightName + ")"
+	}
+	return clause
+}
+
+// slaEvidence carries the sentence's figures for machines.
+func slaEvidence(in Input) map[string]any {
+	s := in.Summary
+	ev := map[string]any{}
+	for _, name := range []string{stats.MetricTTFT, stats.MetricTPOT} {
+		if m, ok := metric(s, name); ok {
+			p50, _ := pval(m, 50)
+			ev[name+"_p50_ms"] = round2(p50)
+			if p99, ok := pval(m, 99); ok {
+				ev[name+"_p99_ms"] = round2(p99)
+			}
+		}
+	}
+	ev["peak_concurrency"] = s.PeakConcurrency
+	if s.SLO.Set {
+		ev["slo"] = s.Options.SLO.String()
+		ev["slo_attainment_pct"] = round2(100 * s.SLO.Attainment)
+	}
+	return ev
+}
+
+// dur formats milliseconds for people: "45 ms", "4.5 ms", "1.2 s", "2 s".
+func dur(ms float64) string {
+	switch {
+	case ms >= 1000:
+		return trim(strconv.FormatFloat(ms/1000, 'f', 1, 64)) + " s"
+	case ms >= 10:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	default:
+		return trim(strconv.FormatFloat(ms, 'f', 1, 64)) + " ms"
+	}
+}
+
+// tokens formats a token count: "900", "4K", "1.5K" (K = 1024, as the
+// input-length buckets count).
+func tokens(n float64) string {
+	if n < 1024 {
+		return strconv.FormatFloat(n, 'f', 0, 64)
+	}
+	return trim(strconv.FormatFloat(n/1024, 'f', 1, 64)) + "K"
+}
+
+func trim(s string) string { return strings.TrimSuffix(s, ".0") }

@@ -1,0 +1,177 @@
+package findings
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// Thresholds of the prefill-stall rule.
+const (
+	// SpikeFactor: an inter-token gap is a spike when it exceeds this many
+	// times its own request's median gap (and the median by 1 ms).
+	SpikeFactor = 3.0
+	// spikeMinExtra is how far (ns) a spike must exceed the median gap.
+	spikeMinExtra = int64(time.Millisecond)
+	// coincideTol is how close (ns) another request's first token must be
+	// to the end of a gap to coincide with it: the iteration that ran the
+	// prefill is the one that delayed the decode, and both show up at its
+	// end.
+	coincideTol = int64(time.Millisecond)
+	// sampleCap bounds the spikes and ordinary gaps kept for the test.
+	sampleCap = 4096
+	// minSpikes, minSpikeShare, minCoincide and coincideOverBase: the rule
+	// needs ≥ 10 spikes making ≥ 0.5 % of gaps, ≥ 50 % of them ending with
+	// another request's first token, and that share ≥ 2× the share among
+	// ordinary gaps.
+	minSpikes        = 10
+	minSpikeShare    = 0.005
+	minCoincide      = 0.5
+	coincideOverBase = 2.0
+)
+
+// gap is one sampled inter-token gap: (prev, end] in ns from the run start.
+type gap struct{ prev, end int64 }
+
+// reservoir keeps a uniform sample of at most sampleCap gaps.
+type reservoir struct {
+	seen  int64
+	items []gap
+}
+
+func (r *reservoir) add(g gap, rng *rand.Rand) {
+	r.seen++
+	if len(r.items) < sampleCap {
+		r.items = append(r.items, g)
+		return
+	}
+	if j := rng.Int64N(r.seen); j < sampleCap {
+		r.items[j] = g
+	}
+}
+
+// Tracker is the compact per-request view the timing rules need, built in
+// one pass over the records (in any order): the first-token time of every
+// request (8 bytes each, so 100,000 requests take 800 KB) and bounded
+// samples of inter-token gaps, split into spikes and ordinary gaps. The
+// sample is deterministic for a given record order.
+type Tracker struct {
+	firsts      []int64
+	sorted      bool
+	spikes      reservoir
+	normals     reservoir
+	gaps        int64
+	spikeMs     float64 // sum of spike lengths, ms
+	normalMs    float64 // sum of ordinary gap lengths, ms
+	rng         *rand.Rand
+	times, gbuf []int64 // scratch: one record's token times and gaps
+	sbuf        []int64 // scratch: its gaps sorted
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker() *Tracker {
+	return &Tracker{rng: rand.New(rand.NewPCG(0x60047, 0x5eed))}
+}
+
+// Add folds one record in. Every request's first token counts as a prefill
+// finishing (warm-ups and failures included: their prefills stall others
+// too); only successful measured requests contribute gaps. The Tracker
+// keeps no reference to r.
+func (t *Tracker) Add(r *runlog.Record) {
+	if f := r.FirstTokenAt(); f >= 0 {
+		t.firsts = append(t.firsts, f)
+		t.sorted = false
+	}
+	if r.Warmup || !r.OK() {
+		return
+	}
+	t.times = t.times[:0]
+	for _, c := range r.Chunks {
+		if c.Tokens > 0 {
+			t.times = append(t.times, c.T)
+		}
+	}
+	if len(t.times) < 5 { // fewer than four gaps: no meaningful median
+		return
+	}
+	t.gbuf = t.gbuf[:0]
+	for i := 1; i < len(t.times); i++ {
+		t.gbuf = append(t.gbuf, t.times[i]-t.times[i-1])
+	}
+	t.sbuf = append(t.sbuf[:0], t.gbuf...)
+	slices.Sort(t.sbuf)
+	med := t.sbuf[len(t.sbuf)/2]
+	for i, d := range t.gbuf {
+		t.gaps++
+		g := gap{t.times[i], t.times[i+1]}
+		if float64(d) > SpikeFactor*float64(med) && d-med >= spikeMinExtra {
+			t.spikes.add(g, t.rng)
+			t.spikeMs += float64(d) / 1e6
+		} else {
+			t.normals.add(g, t.rng)
+			t.normalMs += float64(d) / 1e6
+		}
+	}
+}
+
+// sortFirsts sorts the first-token times once for the coincidence search.
+func (t *Tracker) sortFirsts() {
+	if !t.sorted {
+		slices.Sort(t.firsts)
+		t.sorted = true
+	}
+}
+
+// coincideShare is the share of gs ending within coincideTol of some
+// request's first token (after the gap's start).
+func (t *Tracker) coincideShare(gs []gap) float64 {
+	if len(gs) == 0 {
+		return 0
+	}
+	n := 0
+	for _, g := range gs {
+		lo := max(g.prev+1, g.end-coincideTol)
+		i, _ := slices.BinarySearch(t.firsts, lo)
+		if i < len(t.firsts) && t.firsts[i] <= g.end+coincideTol {
+			n++
+		}
+	}
+	return float64(n) / float64(len(gs))
+}
+
+// prefillStalls flags inter-token gap spikes that end when another request's
+// first token arrives: the iteration that ran that prefill held up the
+// running decodes. Fix: chunked prefill, stall-free (Sarathi) scheduling, or
+// a smaller prefill chunk.
+func prefillStalls(in Input) (Finding, bool) {
+	t := in.Requests
+	if t == nil || t.gaps == 0 {
+		return Finding{}, false
+	}
+	t.sortFirsts()
+	nSpikes := t.spikes.seen
+	share := float64(nSpikes) / float64(t.gaps)
+	if nSpikes < minSpikes || share < minSpikeShare {
+		return Finding{}, false
+	}
+	co := t.coincideShare(t.spikes.items)
+	base := t.coincideShare(t.normals.items)
+	if co < minCoincide || co < coincideOverBase*base {
+		return Finding{}, false
+	}
+	ev := map[string]any{
+		"itl_spikes": nSpikes, "itl_gaps": t.gaps, "spike_pct": round2(100 * share),
+		"spikes_at_prefill_pct": round2(100 * co), "ordinary_gaps_at_prefill_pct": round2(100 * base),
+		"spike_mean_ms": round2(t.spikeMs / float64(nSpikes)),
+	}
+	if n := t.normals.seen; n > 0 {
+		ev["ordinary_gap_mean_ms"] = round2(t.normalMs / float64(n))
+	}
+	return Finding{ID: "prefill-stalls-decode", Severity: Warning, Evidence: ev,
+		Message: fmt.Sprintf("%s %% of inter-token gaps are spikes (over %g× their request's median), and %s %% of those end exactly when another request's first token arrives (vs %s %% of ordinary gaps): prefills stall running decodes. Use chunked prefill or stall-free (Sarathi-style) scheduling.",
+			num(100*share), SpikeFactor, num(100*co), num(100*base)),
+	}, true
+}

@@ -1,0 +1,212 @@
+// Package gate turns --fail-if expressions such as 'p99_ttft_ms>500' or
+// 'request_goodput<10' into a check over a result JSON, so goodput can guard
+// a deployment pipeline: a bound that holds is a failure (exit code 3 in the
+// CLI), and the check says which bound failed and with what actual value.
+//
+// An expression is KEY OP NUMBER. KEY names a value in the result parsed into
+// map[string]any; a dotted key reaches into nested objects and arrays
+// ("slo.good", "levels.2.p99_ttft_ms", "sweep.goodput_peak.load"), and a key
+// that itself contains a dot, like vLLM's "p99.9_ttft_ms", is found too (the
+// longest key present wins at each level). OP is one of > >= < <= == !=.
+//
+// The package is pure; a Gate is safe for concurrent use.
+package gate
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Op is a comparison operator.
+type Op string
+
+// The comparison operators an expression may use.
+const (
+	OpGT Op = ">"
+	OpGE Op = ">="
+	OpLT Op = "<"
+	OpLE Op = "<="
+	OpEQ Op = "=="
+	OpNE Op = "!="
+)
+
+// Cond is one parsed expression: the run fails when Key's value Op Value holds.
+type Cond struct {
+	// Expr is the expression as written (trimmed).
+	Expr string
+	// Key is the dotted path of the result value.
+	Key string
+	// Op compares the result value (left) with Value (right).
+	Op Op
+	// Value is the bound, in the key's own unit.
+	Value float64
+}
+
+// Gate is a set of failure conditions; the zero Gate never fails.
+type Gate struct {
+	// Conds are the conditions in the order given.
+	Conds []Cond
+}
+
+// syntax is the shape every parse error points to.
+const syntax = "want KEY OP NUMBER, e.g. p99_ttft_ms>500 (OP one of > >= < <= == !=)"
+
+// Parse reads --fail-if expressions. Each error names the expression.
+func Parse(exprs []string) (Gate, error) {
+	var g Gate
+	for _, e := range exprs {
+		c, err := parseOne(e)
+		if err != nil {
+			return Gate{}, err
+		}
+		g.Conds = append(g.Conds, c)
+	}
+	return g, nil
+}
+
+func parseOne(expr string) (Cond, error) {
+	e := strings.TrimSpace(expr)
+	i := strings.IndexAny(e, "<>=!")
+	if i < 0 {
+		return Cond{}, fmt.Errorf("--fail-if %q: no operator: %s", expr, syntax)
+	}
+	op := Op(e[i : i+1])
+	if i+1 < len(e) && e[i+1] == '=' {
+		op = Op(e[i : i+2])
+	}
+	switch op {
+	case OpGT, OpGE, OpLT, OpLE, OpEQ, OpNE:
+	default:
+		return Cond{}, fmt.Errorf("--fail-if %q: operator %q: %s", expr, op, syntax)
+	}
+	key := strings.TrimSpace(e[:i])
+	num := strings.TrimSpace(e[i+len(op):])
+	if key == "" {
+		return Cond{}, fmt.Errorf("--fail-if %q: no key before %s: %s", expr, op, syntax)
+	}
+	for _, r := range key {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return Cond{}, fmt.Errorf("--fail-if %q: key %q: only letters, digits, _ - and . (for nesting): %s", expr, key, syntax)
+		}
+	}
+	if strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") || strings.Contains(key, "..") {
+		return Cond{}, fmt.Errorf("--fail-if %q: key %q has an empty part", expr, key)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) {
+		return Cond{}, fmt.Errorf("--fail-if %q: %q is not a number: %s", expr, num, syntax)
+	}
+	return Cond{Expr: e, Key: key, Op: op, Value: v}, nil
+}
+
+// holds reports whether x Op v.
+func (c Cond) holds(x float64) bool {
+	switch c.Op {
+	case OpGT:
+		return x > c.Value
+	case OpGE:
+		return x >= c.Value
+	case OpLT:
+		return x < c.Value
+	case OpLE:
+		return x <= c.Value
+	case OpEQ:
+		return x == c.Value
+	default:
+		return x != c.Value
+	}
+}
+
+// Check evaluates every condition against result and returns one
+// human-readable line per failed bound, naming the actual value, e.g.
+// "p99_ttft_ms>500: p99_ttft_ms is 612.3". A key that is absent, null or not
+// a number fails too (a CI gate must not pass because of a typo). An empty
+// slice means the run passed.
+func (g Gate) Check(result map[string]any) []string {
+	var failed []string
+	for _, c := range g.Conds {
+		v, ok := lookup(result, c.Key)
+		if !ok {
+			failed = append(failed, fmt.Sprintf("%s: no key %s in the result", c.Expr, c.Key))
+			continue
+		}
+		x, ok := number(v)
+		if !ok {
+			failed = append(failed, fmt.Sprintf("%s: %s is %s, not a number", c.Expr, c.Key, show(v)))
+			continue
+		}
+		if c.holds(x) {
+			failed = append(failed, fmt.Sprintf("%s: %s is %s", c.Expr, c.Key, strconv.FormatFloat(x, 'g', -1, 64)))
+		}
+	}
+	return failed
+}
+
+// lookup resolves a dotted path. At each level the whole remaining path is
+// tried as a key first, then ever longer dotted prefixes, so keys holding a
+// dot ("p99.9_ttft_ms") are reachable.
+func lookup(v any, path string) (any, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		if x, ok := t[path]; ok {
+			return x, true
+		}
+		for i := 0; i < len(path); i++ {
+			if path[i] != '.' {
+				continue
+			}
+			if sub, ok := t[path[:i]]; ok {
+				if x, ok := lookup(sub, path[i+1:]); ok {
+					return x, true
+				}
+			}
+		}
+	case []any:
+		head, rest, more := strings.Cut(path, ".")
+		i, err := strconv.Atoi(head)
+		if err != nil || i < 0 || i >= len(t) {
+			return nil, false
+		}
+		if !more {
+			return t[i], true
+		}
+		return lookup(t[i], rest)
+	}
+	return nil, false
+}
+
+// number reads a JSON value as a number: numbers, numeric strings (such as
+// request_rate "inf") and booleans (1 and 0).
+func number(v any) (float64, bool) {
+	switch t := v.(type) {
+	case float64:
+		return t, true
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case bool:
+		if t {
+			return 1, true
+		}
+		return 0, true
+	case string:
+		x, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+		return x, err == nil && !math.IsNaN(x)
+	}
+	return 0, false
+}
+
+func show(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%q", fmt.Sprint(v))
+}

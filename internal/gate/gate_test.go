@@ -1,0 +1,158 @@
+package gate
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want Cond
+	}{
+		{"gt", "p99_ttft_ms>500", Cond{Expr: "p99_ttft_ms>500", Key: "p99_ttft_ms", Op: OpGT, Value: 500}},
+		{"spaces", "  request_goodput < 10 ", Cond{Expr: "request_goodput < 10", Key: "request_goodput", Op: OpLT, Value: 10}},
+		{"ge", "failed>=1", Cond{Expr: "failed>=1", Key: "failed", Op: OpGE, Value: 1}},
+		{"le", "slo_attainment<=0.99", Cond{Expr: "slo_attainment<=0.99", Key: "slo_attainment", Op: OpLE, Value: 0.99}},
+		{"eq", "completed==0", Cond{Expr: "completed==0", Key: "completed", Op: OpEQ, Value: 0}},
+		{"ne", "failed!=0", Cond{Expr: "failed!=0", Key: "failed", Op: OpNE, Value: 0}},
+		{"dotted", "sweep.goodput_peak.load<8", Cond{Expr: "sweep.goodput_peak.load<8", Key: "sweep.goodput_peak.load", Op: OpLT, Value: 8}},
+		{"dotted percentile", "p99.9_ttft_ms>1e3", Cond{Expr: "p99.9_ttft_ms>1e3", Key: "p99.9_ttft_ms", Op: OpGT, Value: 1000}},
+		{"negative", "x>-1.5", Cond{Expr: "x>-1.5", Key: "x", Op: OpGT, Value: -1.5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := Parse([]string{tt.in})
+			if err != nil {
+				t.Fatalf("Parse(%q) error %v", tt.in, err)
+			}
+			if diff := cmp.Diff([]Cond{tt.want}, g.Conds); diff != "" {
+				t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"no operator", "p99_ttft_ms 500", "no operator"},
+		{"double", "p99_ttft_ms>>500", "not a number"},
+		{"bang alone", "failed!0", `operator "!"`},
+		{"single equals", "failed=0", `operator "="`},
+		{"no key", ">500", "no key"},
+		{"bad key", "p99 ttft>5", "only letters"},
+		{"empty part", "sweep..load>1", "empty part"},
+		{"no number", "failed>", "not a number"},
+		{"nan", "failed>NaN", "not a number"},
+		{"words", "failed>lots", "not a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]string{"completed>0", tt.in})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.in) {
+				t.Errorf("Parse(%q) error = %v; want one naming the expression and containing %q", tt.in, err, tt.want)
+			}
+		})
+	}
+}
+
+const result = `{
+  "p99_ttft_ms": 612.3,
+  "p99.9_ttft_ms": 900,
+  "request_goodput": null,
+  "request_rate": "inf",
+  "failed": 0,
+  "model_id": "m",
+  "slo": {"good": 95, "constraints": [{"name": "ttft", "attainment": 0.95}]},
+  "sweep": {"goodput_peak": {"load": 16, "request_goodput": 9.5}},
+  "levels": [{"p99_ttft_ms": 50}, {"p99_ttft_ms": 2500}]
+}`
+
+func TestCheck(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(result), &m); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		expr string
+		want []string
+	}{
+		{"fails", "p99_ttft_ms>500", []string{"p99_ttft_ms>500: p99_ttft_ms is 612.3"}},
+		{"passes", "p99_ttft_ms>1000", nil},
+		{"boundary inclusive", "p99_ttft_ms>=612.3", []string{"p99_ttft_ms>=612.3: p99_ttft_ms is 612.3"}},
+		{"boundary exclusive", "p99_ttft_ms<612.3", nil},
+		{"dotted key with dot", "p99.9_ttft_ms>800", []string{"p99.9_ttft_ms>800: p99.9_ttft_ms is 900"}},
+		{"nested", "sweep.goodput_peak.request_goodput<10", []string{"sweep.goodput_peak.request_goodput<10: sweep.goodput_peak.request_goodput is 9.5"}},
+		{"array index", "levels.1.p99_ttft_ms>2000", []string{"levels.1.p99_ttft_ms>2000: levels.1.p99_ttft_ms is 2500"}},
+		{"array in object", "slo.constraints.0.attainment<0.99", []string{"slo.constraints.0.attainment<0.99: slo.constraints.0.attainment is 0.95"}},
+		{"array out of range", "levels.5.p99_ttft_ms>1", []string{"levels.5.p99_ttft_ms>1: no key levels.5.p99_ttft_ms in the result"}},
+		{"missing key fails", "p95_ttft_ms>1", []string{"p95_ttft_ms>1: no key p95_ttft_ms in the result"}},
+		{"null fails", "request_goodput<10", []string{`request_goodput<10: request_goodput is null, not a number`}},
+		{"string not number", "model_id>1", []string{`model_id>1: model_id is "m", not a number`}},
+		{"object not number", "slo>1", []string{`slo>1: slo is an object, not a number`}},
+		{"numeric string", "request_rate<1", nil},
+		{"eq zero", "failed==0", []string{"failed==0: failed is 0"}},
+		{"ne zero", "failed!=0", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := Parse([]string{tt.expr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := g.Check(m)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Check(%q) mismatch (-want +got):\n%s", tt.expr, diff)
+			}
+		})
+	}
+}
+
+func TestCheckSeveral(t *testing.T) {
+	g, err := Parse([]string{"p99_ttft_ms>500", "failed>0", "slo.good<99"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(result), &m); err != nil {
+		t.Fatal(err)
+	}
+	got := g.Check(m)
+	want := []string{"p99_ttft_ms>500: p99_ttft_ms is 612.3", "slo.good<99: slo.good is 95"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Check mismatch (-want +got):\n%s", diff)
+	}
+	if got := (Gate{}).Check(m); len(got) != 0 {
+		t.Errorf("zero Gate Check = %v; want nothing", got)
+	}
+}
+
+// FuzzParse checks that Parse never panics, and that what it accepts
+// re-parses from Cond.Expr to the same condition.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"p99_ttft_ms>500", "a<=1", "b != 2", "x==-1e9", ">", "a>>", "a.b.c>=0.5", "!", "=="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := Parse([]string{s})
+		if err != nil {
+			return
+		}
+		c := g.Conds[0]
+		g2, err := Parse([]string{c.Expr})
+		if err != nil {
+			t.Fatalf("Parse(%q) ok but its Expr %q fails: %v", s, c.Expr, err)
+		}
+		if diff := cmp.Diff(c, g2.Conds[0]); diff != "" {
+			t.Fatalf("reparse of %q differs:\n%s", s, diff)
+		}
+		_ = g.Check(map[string]any{c.Key: 1.0})
+	})
+}

@@ -1,0 +1,98 @@
+package sweep
+
+import "fmt"
+
+// Knee defaults.
+const (
+	// DefaultKneeK is how many times the low-load slope a segment's slope
+	// must exceed to be the knee.
+	DefaultKneeK = 3.0
+	// DefaultKneeMinRise is how far above the lowest load's P99 TTFT the
+	// knee's must be (0.5 = 50 % higher), so noise on a flat curve is no
+	// knee.
+	DefaultKneeMinRise = 0.5
+	// kneeFloorFrac floors the low-load slope at this fraction of the
+	// lowest point's latency per unit load, so a flat or falling start does
+	// not make every later rise a knee.
+	kneeFloorFrac = 0.05
+)
+
+// KneeConfig tunes FindKnee; zero fields take the defaults.
+type KneeConfig struct {
+	// K is the slope multiple (DefaultKneeK).
+	K float64
+	// MinRise is the relative rise over the lowest load's P99 TTFT the
+	// knee needs (DefaultKneeMinRise).
+	MinRise float64
+}
+
+func (c KneeConfig) norm() KneeConfig {
+	if c.K <= 0 {
+		c.K = DefaultKneeK
+	}
+	if c.MinRise <= 0 {
+		c.MinRise = DefaultKneeMinRise
+	}
+	return c
+}
+
+// Method states how the knee is found, for output and docs.
+func (c KneeConfig) Method() string {
+	c = c.norm()
+	return fmt.Sprintf("knee = first level whose P99 TTFT rises per unit load more than %g× the low-load slope (first two levels) and sits %g %% above the lowest level's",
+		c.K, 100*c.MinRise)
+}
+
+// Knee is where P99 TTFT starts rising non-linearly with load.
+type Knee struct {
+	// Index is the knee's position in the loads given to FindKnee.
+	Index int
+	// Load is the knee's load (requests/s or concurrency).
+	Load float64
+	// P99TTFTMs is the knee's P99 TTFT, ms.
+	P99TTFTMs float64
+	// Slope is the P99 TTFT increase per unit load into the knee, ms per
+	// unit load.
+	Slope float64
+	// BaseSlope is the low-load slope it was compared with (floored), ms
+	// per unit load.
+	BaseSlope float64
+	// K is the multiple used.
+	K float64
+}
+
+// FindKnee finds the knee of a P99-TTFT-versus-load curve. loads must be
+// ascending and distinct. The low-load slope b is that of the first segment,
+// floored at 5 % of p99[0]/loads[0]; the knee is the first point i ≥ 2 whose
+// segment slope (p99[i]−p99[i−1])/(loads[i]−loads[i−1]) exceeds K·b and
+// whose p99[i] exceeds (1+MinRise)·p99[0]. ok is false, with why, when there
+// are fewer than three points or no point qualifies.
+func FindKnee(loads, p99 []float64, cfg KneeConfig) (k Knee, ok bool, why string) {
+	cfg = cfg.norm()
+	n := min(len(loads), len(p99))
+	if n < 3 {
+		return Knee{}, false, fmt.Sprintf("a knee needs at least 3 levels with TTFT figures, got %d", n)
+	}
+	for i := 1; i < n; i++ {
+		if !(loads[i] > loads[i-1]) {
+			return Knee{}, false, "loads must be ascending and distinct"
+		}
+	}
+	base := (p99[1] - p99[0]) / (loads[1] - loads[0])
+	if loads[0] > 0 {
+		base = max(base, kneeFloorFrac*p99[0]/loads[0])
+	}
+	if !(base > 0) {
+		return Knee{}, false, "the lowest level has no latency to compare with"
+	}
+	steepest := 0.0
+	for i := 2; i < n; i++ {
+		slope := (p99[i] - p99[i-1]) / (loads[i] - loads[i-1])
+		steepest = max(steepest, slope)
+		if slope > cfg.K*base && p99[i] > (1+cfg.MinRise)*p99[0] {
+			return Knee{Index: i, Load: loads[i], P99TTFTMs: p99[i], Slope: slope, BaseSlope: base, K: cfg.K}, true, ""
+		}
+	}
+	return Knee{}, false, fmt.Sprintf("no knee within the levels: P99 TTFT rose at most %.1f× the low-load slope (threshold %g×); sweep higher loads",
+		steepest/base, cfg.K)
+}
