@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -203,12 +204,13 @@ func parseKV(flag string, kvs []string) (map[string]string, error) {
 
 // BenchOptions is everything "goodput bench" needs.
 type BenchOptions struct {
-	target targetFlags
-	load   loadFlags
-	work   workloadFlags
-	out    outputFlags
-	sim    simFlags
-	args   []string
+	target  targetFlags
+	load    loadFlags
+	work    workloadFlags
+	out     outputFlags
+	sim     simFlags
+	verdict verdictFlags // bench only: sweep has its own
+	args    []string
 }
 
 func newBenchCmd(env Env) *cobra.Command {
@@ -237,11 +239,15 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 	o.work.register(fs)
 	o.out.register(fs)
 	o.sim.register(fs)
+	o.verdict.register(fs)
 	return cmd
 }
 
 // runBench measures one load level and reports it.
 func runBench(ctx context.Context, env Env, o *BenchOptions) error {
+	if err := o.verdict.parse(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s, err := openSession(ctx, cancel, env, o, "bench")
@@ -253,24 +259,32 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	if err != nil {
 		return err
 	}
+	tracker := findings.NewTracker()
+	lv.observe = tracker.Add
+	cpu := startCPU(s.meta.Target == "embedded-sim")
 	out, err := s.runLevel(ctx, 0, lv)
 	if err != nil {
 		return err
 	}
+	clientCPU := cpu.share()
 	s.meta.Levels = []runlog.Level{out.level}
 	if err := s.finish(); err != nil {
 		return err
 	}
+	fs := o.verdict.analyze(&out.summary, s.meta, &s.meta.Levels[0], tracker, clientCPU)
 	if err := report.Terminal(env.Stdout, &out.summary, s.meta, report.TermOptions{TTY: env.TTY, NoColor: env.Getenv("NO_COLOR") != ""}); err != nil {
 		return err
 	}
+	if err := findings.Render(env.Stdout, fs); err != nil {
+		return err
+	}
 	s.printFiles()
+	result, err := report.ResultJSON(&out.summary, s.meta, map[string]any{"records_file": s.recordsPath, "findings": nonNil(fs)})
+	if err != nil {
+		return err
+	}
 	if o.out.SaveResult {
-		b, err := report.ResultJSON(&out.summary, s.meta, map[string]any{"records_file": s.recordsPath})
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(s.resultPath, b, 0o644); err != nil {
+		if err := os.WriteFile(s.resultPath, result, 0o644); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", s.resultPath)
@@ -279,7 +293,8 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	if o.out.HTML != "" {
-		h := runHTML{path: o.out.HTML, recordsPath: s.recordsPath, title: "goodput bench", meta: s.meta, so: s.so}
+		h := runHTML{path: o.out.HTML, recordsPath: s.recordsPath, title: "goodput bench", meta: s.meta, so: s.so,
+			findings: htmlFindings(fs), sla: findings.SLASentence(findings.Input{Summary: &out.summary, Meta: s.meta})}
 		if err := h.write(env); err != nil {
 			return err
 		}
@@ -287,7 +302,10 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	if out.load.Stopped == "cancelled" {
 		return fmt.Errorf("interrupted: %d requests sent; the summary above covers what finished", out.load.Sent)
 	}
-	return allFailed(&out.summary)
+	if err := allFailed(&out.summary); err != nil {
+		return err
+	}
+	return o.verdict.check(result)
 }
 
 // allFailed is a run error when not one measured request succeeded: the

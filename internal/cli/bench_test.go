@@ -250,3 +250,31 @@ func TestBenchEmbeddedSimulator(t *testing.T) {
 		t.Errorf("want 8 × 16 = 128 generated tokens:\n%s", r.stdout)
 	}
 }
+
+func TestBenchFailIf(t *testing.T) {
+	srv, _ := fakeServer(t, 200, 5*time.Millisecond, time.Millisecond, 4)
+	base := []string{"bench", "--base-url", srv.URL, "--num-prompts", "5", "--quiet", "--records", "none", "--calibrate", "off"}
+	for _, tc := range []struct {
+		name string
+		expr string
+		code int
+		want string
+	}{
+		// TTFT is at least the server's 5 ms, so "> 1" holds: the gate fails.
+		{"bound fails", "p99_ttft_ms>1", ExitGate, "p99_ttft_ms>1"},
+		{"bound holds", "p99_ttft_ms>100000", ExitOK, ""},
+		{"another key", "completed<5", ExitOK, ""},
+		{"bad expression", "p99_ttft_ms>>1", ExitUsage, "p99_ttft_ms>>1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, t.Context(), nil, append(base, "--fail-if", tc.expr)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("--fail-if %q: exit %d, stderr %q; want %d naming %q", tc.expr, r.code, r.stderr, tc.code, tc.want)
+			}
+		})
+	}
+	r := runCLI(t, t.Context(), nil, base...)
+	if !strings.Contains(r.stdout, "Findings") {
+		t.Errorf("no findings printed after the summary:\n%s", r.stdout)
+	}
+}

@@ -30,6 +30,8 @@ type levelSpec struct {
 	Duration       time.Duration
 	NumWarmups     int
 	Label          string
+	// observe, when set, sees every finished record (one at a time).
+	observe func(*runlog.Record)
 }
 
 // level checks the load flags and returns the level they describe.
@@ -311,6 +313,9 @@ func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOut
 		}
 		accMu.Lock()
 		acc.Add(r)
+		if lv.observe != nil {
+			lv.observe(r)
+		}
 		accMu.Unlock()
 		prog.observe(r)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
@@ -22,11 +23,12 @@ func init() { extraCommands = append(extraCommands, newSimCmd) }
 // SimOptions configures "goodput sim": the engine, plus bench's workload,
 // load and output flags.
 type SimOptions struct {
-	Engine sim.Config
-	load   loadFlags
-	work   workloadFlags
-	out    outputFlags
-	args   []string
+	Engine  sim.Config
+	load    loadFlags
+	work    workloadFlags
+	out     outputFlags
+	verdict verdictFlags
+	args    []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -52,6 +54,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	o.load.register(fs)
 	o.work.register(fs)
 	o.out.register(fs)
+	o.verdict.register(fs)
 	return cmd
 }
 
@@ -59,6 +62,9 @@ times per request) and the same report as bench, deterministically for a seed.`,
 func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	so, err := o.out.statsOptions(o.args)
 	if err != nil {
+		return err
+	}
+	if err := o.verdict.parse(); err != nil {
 		return err
 	}
 	lv, err := o.load.level()
@@ -102,6 +108,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		defer f.Close()
 	}
 	acc := stats.NewAccumulator(so)
+	tracker := findings.NewTracker()
 	wall := time.Now()
 	res, runErr := simrun.Run(ctx, eng, ds, simrun.Load{
 		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
@@ -113,6 +120,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 			}
 		}
 		acc.Add(r)
+		tracker.Add(r)
 		return nil
 	})
 	elapsed := time.Since(wall)
@@ -131,7 +139,11 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		return fmt.Errorf("simulation: %w", runErr)
 	}
 	sum := acc.Summary()
+	fs := o.verdict.analyze(&sum, m, &m.Levels[0], tracker, 0)
 	if err := report.Terminal(env.Stdout, &sum, m, report.TermOptions{TTY: env.TTY, NoColor: env.Getenv("NO_COLOR") != ""}); err != nil {
+		return err
+	}
+	if err := findings.Render(env.Stdout, fs); err != nil {
 		return err
 	}
 	if !o.out.Quiet {
@@ -141,18 +153,19 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	if rw != nil {
 		fmt.Fprintf(env.Stderr, "goodput: %d records in %s\n", rw.Count(), recordsPath)
 	}
+	b, err := report.ResultJSON(&sum, m, map[string]any{"records_file": recordsPath, "findings": nonNil(fs)})
+	if err != nil {
+		return err
+	}
 	if o.out.SaveResult {
-		b, err := report.ResultJSON(&sum, m, map[string]any{"records_file": recordsPath})
-		if err != nil {
-			return err
-		}
 		if err := os.WriteFile(resultPath, b, 0o644); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", resultPath)
 	}
 	if o.out.HTML != "" {
-		h := runHTML{path: o.out.HTML, recordsPath: recordsPath, title: "goodput sim", meta: m, so: so}
+		h := runHTML{path: o.out.HTML, recordsPath: recordsPath, title: "goodput sim", meta: m, so: so,
+			findings: htmlFindings(fs), sla: findings.SLASentence(findings.Input{Summary: &sum, Meta: m})}
 		if err := h.write(env); err != nil {
 			return err
 		}
@@ -160,5 +173,8 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	if cancelled {
 		return errors.New("interrupted; the summary above covers what finished")
 	}
-	return allFailed(&sum)
+	if err := allFailed(&sum); err != nil {
+		return err
+	}
+	return o.verdict.check(b)
 }
