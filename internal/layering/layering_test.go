@@ -26,6 +26,14 @@ var allowed = map[string][]string{
 	"internal/stats":         {"internal/runlog"},
 	"internal/openai":        {"internal/sse", "internal/runlog"},
 	"internal/loadgen":       {"internal/runlog"},
+	"internal/gate":          {},
+	"internal/findings":      {"internal/stats", "internal/runlog"},
+	"internal/compare":       {"internal/stats", "internal/runlog"},
+	"internal/report":        {"internal/compare", "internal/stats", "internal/runlog"},
+	"internal/simrun":        {"internal/sim", "internal/workload", "internal/runlog"},
+	"internal/simserve":      {"internal/sim", "internal/sse", "internal/tokenize", "internal/runlog"},
+	"internal/sweep":         {"internal/findings", "internal/sim", "internal/simrun", "internal/stats", "internal/workload", "internal/runlog"},
+	"internal/proxy":         {"internal/openai", "internal/sse", "internal/stats", "internal/tokenize", "internal/runlog"},
 }
 
 // forbiddenCalls are identifiers only some packages may use.
