@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -261,5 +262,47 @@ func BenchmarkMemory100k(b *testing.B) {
 		b.ReportMetric(need/1e6, "samples_MB")
 		b.ReportMetric(used/need, "ratio")
 		_ = acc.Summary()
+	}
+}
+
+// datasetSchedule replays a dataset's own arrival times (traces).
+type datasetSchedule struct {
+	ds workload.Dataset
+	i  int
+}
+
+func (s *datasetSchedule) Next() time.Duration {
+	r := s.ds.Shape(s.i)
+	s.i++
+	return r.Arrival
+}
+
+// BenchmarkAzureTraceReplay: the Azure conversation trace at 60× speed-up
+// (one minute of replay, ~5.5 × 60 req/s) against an instant loopback
+// server: send-time error vs the trace's schedule, and the prompt lengths.
+func BenchmarkAzureTraceReplay(b *testing.B) {
+	path := "../../shared/data/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+	if _, err := os.Stat(path); err != nil {
+		b.Skip("the Azure trace is not here (../shared/data is the project's data folder, absent from a user's clone)")
+	}
+	ds, err := workload.FromOptions(workload.Options{DatasetName: "trace", DatasetPath: path, TraceSpeedup: 60, TraceWindow: "0:3600", Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for n < ds.Len() && ds.Shape(n).Arrival < time.Minute {
+		n++
+	}
+	srv := startServer(b, 0, 0, 4)
+	for b.Loop() {
+		out := drive(b, srv.url, n, 0, &datasetSchedule{ds: ds}, true, nil)
+		lags := make([]float64, 0, len(out.recs))
+		for _, r := range out.recs {
+			lags = append(lags, float64(r.Sent-r.Intended)/1e6)
+		}
+		slices.Sort(lags)
+		b.ReportMetric(float64(n), "requests")
+		b.ReportMetric(stats.Percentile(lags, 50), "p50_send_lag_ms")
+		b.ReportMetric(stats.Percentile(lags, 99), "p99_send_lag_ms")
 	}
 }
