@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -29,34 +31,9 @@ import (
 // draw.
 const meanExactMax = 2000
 
-// gamma draws from Gamma(shape, 1) by Marsaglia and Tsang's method, boosted
-// for shape < 1.
-func gamma(rng *rand.Rand, shape float64) float64 {
-	if shape < 1 {
-		u := rng.Float64()
-		return gamma(rng, shape+1) * math.Pow(u, 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := rng.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
-			return d * v
-		}
-	}
-}
-
 // beta draws from Beta(a, b).
 func beta(rng *rand.Rand, a, b float64) float64 {
-	x := gamma(rng, a)
-	y := gamma(rng, b)
-	return x / (x + y)
+	return distuv.Beta{Alpha: a, Beta: b, Src: rng}.Rand()
 }
 
 // orderIndex maps a uniform order statistic u to an index of n values.

@@ -274,7 +274,9 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 	out := sh.OutputTokens
 	finish := "length"
 	if out <= 0 {
-		out = naturalLength(uint64(r.load.Seed), uint64(idx))
+		// The same distribution simserve uses, keyed by (seed, index)
+		// since virtual time has no prompt text to hash.
+		out = sim.NaturalLength(uint64(r.load.Seed)^sim.Mix64(uint64(idx)+0x9e3779b97f4a7c15), sim.DefaultNaturalMedian)
 		finish = "stop"
 	}
 	rec := &runlog.Record{
@@ -463,29 +465,4 @@ func (r *runner) cancel(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
-}
-
-// naturalLength is the output length of a request whose dataset leaves it
-// to the server (no max_tokens): a deterministic draw from a log-normal
-// distribution with median 200 tokens and σ = 0.8, seeded by (seed, index).
-// It is the same distribution simserve uses for requests without
-// ignore_eos (there seeded by the prompt's text, which virtual time does
-// not have).
-func naturalLength(seed, idx uint64) int {
-	a := mix64(seed ^ mix64(idx+0x9e3779b97f4a7c15))
-	b := mix64(a)
-	u1 := (float64(a>>11) + 0.5) / (1 << 53)
-	u2 := (float64(b>>11) + 0.5) / (1 << 53)
-	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-	return max(1, int(math.Round(200*math.Exp(0.8*z))))
-}
-
-// mix64 is splitmix64's finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

@@ -380,7 +380,7 @@ func TestNaturalOutputLength(t *testing.T) {
 	// A dataset that leaves the output length to the server gets the
 	// deterministic natural length and finish reason "stop".
 	recs, _ := collect(t, newEngine(t, nil), shapes{{PromptTokens: 30}}, Load{Seed: 4})
-	if want := naturalLength(4, 0); recs[0].CompletionTokens != want || recs[0].FinishReason != "stop" || recs[0].MaxTokens != 0 {
+	if want := sim.NaturalLength(4^sim.Mix64(0+0x9e3779b97f4a7c15), sim.DefaultNaturalMedian); recs[0].CompletionTokens != want || recs[0].FinishReason != "stop" || recs[0].MaxTokens != 0 {
 		t.Errorf("completion %d finish %q max %d; want %d, stop, 0", recs[0].CompletionTokens, recs[0].FinishReason, recs[0].MaxTokens, want)
 	}
 }

@@ -132,7 +132,7 @@ type plan struct {
 
 // planRequest validates g against the model's limits and decides its
 // output length: max_tokens (or what is left of max_model_len) with
-// ignore_eos, else the natural length (see naturalLength) capped by it and
+// ignore_eos, else the natural length (see sim.NaturalLength) capped by it and
 // raised to min_tokens.
 func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
 	p := &plan{g: g}
@@ -170,7 +170,7 @@ func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
 		if median <= 0 {
 			median = 200
 		}
-		if n := max(naturalLength(p.info.hash, median), g.minTokens); n < limit {
+		if n := max(sim.NaturalLength(p.info.hash, median), g.minTokens); n < limit {
 			p.outputTokens, p.finish = n, "stop"
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/goodput/goodput/internal/sim"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -138,7 +139,7 @@ func TestNaturalLength(t *testing.T) {
 	const n = 20000
 	ls := make([]float64, n)
 	for i := range n {
-		ls[i] = float64(naturalLength(mix64(uint64(i)), 200))
+		ls[i] = float64(sim.NaturalLength(sim.Mix64(uint64(i)), 200))
 	}
 	slices.Sort(ls)
 	for _, q := range []struct {
@@ -149,13 +150,13 @@ func TestNaturalLength(t *testing.T) {
 			t.Errorf("P%.0f of naturalLength = %v; want %v ± 5%%", q.p*100, got, q.want)
 		}
 	}
-	if a, b := naturalLength(42, 200), naturalLength(42, 200); a != b {
+	if a, b := sim.NaturalLength(42, 200), sim.NaturalLength(42, 200); a != b {
 		t.Errorf("naturalLength(42, 200) = %d, then %d; want the same", a, b)
 	}
 	// The prompt used by TestStreaming's min_tokens case has a natural
 	// length (median 4) below its min_tokens of 60 and above 1.
 	info := analyzePrompt([]string{"one two three four"}, nil, 0, 16, false)
-	if got := naturalLength(info.hash, 4); got >= 60 || got < 2 {
+	if got := sim.NaturalLength(info.hash, 4); got >= 60 || got < 2 {
 		t.Errorf("naturalLength(prompt) = %d; the streaming test needs 2..59", got)
 	}
 }

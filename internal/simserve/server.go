@@ -31,7 +31,7 @@ type Options struct {
 	// Gatherer (a *prometheus.Registry is both).
 	Gatherer prometheus.Gatherer
 	// NaturalOutputMedian is the median natural output length in tokens of
-	// requests sent without ignore_eos (see naturalLength); 0 means 200.
+	// requests sent without ignore_eos (see sim.NaturalLength); 0 means 200.
 	NaturalOutputMedian int
 	// ChatTokensPerMessage is how many tokens the simulated chat template
 	// adds to each message's content tokens; 0 (the default) counts content

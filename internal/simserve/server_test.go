@@ -205,7 +205,7 @@ func TestStreaming(t *testing.T) {
 			finish: "stop", completion: 60, usageChunks: 1},
 		{name: "natural stop", url: url, endpoint: "/v1/completions",
 			body:   `{"prompt":"` + prompt + `","max_tokens":2000,"stream":true}`,
-			finish: "stop", completion: naturalLength(analyzePrompt([]string{prompt}, nil, 0, 0, false).hash, 4)},
+			finish: "stop", completion: sim.NaturalLength(analyzePrompt([]string{prompt}, nil, 0, 0, false).hash, 4)},
 		{name: "natural length capped", url: url, endpoint: "/v1/completions",
 			body:   `{"prompt":"` + prompt + `","max_tokens":1,"stream":true}`,
 			finish: "length", completion: 1},

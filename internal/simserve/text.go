@@ -1,8 +1,6 @@
 package simserve
 
 import (
-	"math"
-
 	"github.com/goodput/goodput/internal/tokenize"
 )
 
@@ -41,42 +39,6 @@ func fnv64(h uint64, b []byte) uint64 {
 }
 
 const fnvOffset64 = 14695981039346656037
-
-// mix64 is splitmix64's finalizer: a fast bijective scrambler.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-// naturalLength is the output length a request without ignore_eos would
-// have if nothing capped it: a deterministic draw from a log-normal
-// distribution with the given median (tokens) and σ = 0.8 (so P90 ≈ 2.8×
-// and P99 ≈ 6.4× the median), seeded by the prompt's content hash. The same
-// prompt therefore always gets the same answer length, as a greedy model
-// would give, and different prompts get ShareGPT-like spread.
-func naturalLength(promptHash uint64, median int) int {
-	if median < 1 {
-		median = 1
-	}
-	a := mix64(promptHash ^ 0x9e3779b97f4a7c15)
-	b := mix64(a)
-	// Two uniforms in (0,1) for Box–Muller; the +0.5 keeps them off 0.
-	u1 := (float64(a>>11) + 0.5) / (1 << 53)
-	u2 := (float64(b>>11) + 0.5) / (1 << 53)
-	z := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-	n := math.Round(float64(median) * math.Exp(0.8*z))
-	if n < 1 {
-		return 1
-	}
-	if n > 1<<30 {
-		return 1 << 30
-	}
-	return int(n)
-}
 
 // promptInfo is what the server derives from a prompt: its token count,
 // the prefix-cache identity of each full block, and a content hash.

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"math"
 	"math/rand/v2"
 	"time"
@@ -43,35 +45,9 @@ func (a *Arrivals) Next() time.Duration {
 	if a.zero {
 		return 0
 	}
-	a.t += gamma(a.rng, a.shape) * a.scale
+	a.t += distuv.Gamma{Alpha: a.shape, Beta: 1, Src: a.rng}.Rand() * a.scale
 	if a.t >= float64(math.MaxInt64)/1e9 {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(a.t * 1e9)
-}
-
-// gamma draws from Gamma(shape, 1) by Marsaglia and Tsang's method (2000),
-// boosting shapes below 1 with a uniform power.
-func gamma(rng *rand.Rand, shape float64) float64 {
-	if shape < 1 {
-		u := rng.Float64()
-		for u == 0 {
-			u = rng.Float64()
-		}
-		return gamma(rng, shape+1) * math.Pow(u, 1/shape)
-	}
-	d := shape - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := rng.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
-			return d * v
-		}
-	}
 }
