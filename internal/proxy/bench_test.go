@@ -1,0 +1,217 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// Added latency through the proxy, measured end to end on loopback: an
+// upstream streams benchStreams concurrent responses, each of a load's
+// chunks a gap apart (10 tokens/s per stream is 10,000 chunks/s in all),
+// the streams' phases spread over the gap as independent requests' are;
+// every chunk carries the upstream's clock reading at the moment it was
+// written, and the client subtracts it from its arrival. The same load runs
+// direct, through a bare httputil.ReverseProxy (FlushInterval -1) and
+// through the goodput proxy, so the figures compare like with like on the
+// same machine. Client, proxy and upstream share the machine's cores, so
+// at high rates the figures include their competition for them.
+const benchStreams = 1000
+
+var benchLoads = []struct {
+	name   string
+	gap    time.Duration
+	chunks int
+}{
+	{"10k-chunks-per-s", 100 * time.Millisecond, 10},
+	{"1k-chunks-per-s", time.Second, 3},
+}
+
+// benchEpoch is the clock shared by upstream and client (one process).
+var benchEpoch = time.Now()
+
+func benchUpstream() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		f := w.(http.Flusher)
+		f.Flush()
+		phase, _ := strconv.Atoi(r.Header.Get("X-Phase"))
+		gap, _ := time.ParseDuration(r.Header.Get("X-Gap"))
+		chunks, _ := strconv.Atoi(r.Header.Get("X-Chunks"))
+		time.Sleep(time.Duration(phase) * gap / benchStreams)
+		buf := make([]byte, 0, 256)
+		for i := range chunks {
+			time.Sleep(gap)
+			buf = append(buf[:0], `data: {"id":"cmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}],"t":`...)
+			buf = strconv.AppendInt(buf, int64(time.Since(benchEpoch)), 10)
+			buf = append(buf, "}\n\n"...)
+			if i == chunks-1 {
+				buf = append(buf, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n"...)
+			}
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			f.Flush()
+		}
+	})
+}
+
+// benchClient runs one stream and appends each chunk's delay (ns).
+func benchClient(c *http.Client, u string, phase int, gap time.Duration, chunks int, body []byte, out *[]int64) error {
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Phase", strconv.Itoa(phase))
+	req.Header.Set("X-Gap", gap.String())
+	req.Header.Set("X-Chunks", strconv.Itoa(chunks))
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	key := []byte(`,"t":`)
+	for {
+		line, err := br.ReadSlice('\n')
+		if i := bytes.Index(line, key); i >= 0 {
+			now := int64(time.Since(benchEpoch))
+			rest := line[i+len(key):]
+			j := bytes.IndexByte(rest, '}')
+			sent, perr := strconv.ParseInt(string(rest[:j]), 10, 64)
+			if perr != nil {
+				return perr
+			}
+			*out = append(*out, now-sent)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func BenchmarkAddedLatency(b *testing.B) {
+	up := httptest.NewServer(benchUpstream())
+	defer up.Close()
+	upURL, _ := url.Parse(up.URL)
+	variants := []struct {
+		name  string
+		front func(b *testing.B) (string, func())
+	}{
+		{"direct", func(*testing.B) (string, func()) { return up.URL, func() {} }},
+		{"bare-reverseproxy", func(*testing.B) (string, func()) {
+			rp := httputil.NewSingleHostReverseProxy(upURL)
+			tr := newTransport(0)
+			rp.Transport, rp.FlushInterval = tr, -1
+			s := httptest.NewServer(rp)
+			return s.URL, func() { s.Close(); tr.CloseIdleConnections() }
+		}},
+		{"goodput-proxy", func(b *testing.B) (string, func()) {
+			p, err := New(Options{Upstream: up.URL, Registerer: prometheus.NewRegistry()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := httptest.NewServer(p)
+			return s.URL, func() { s.Close(); p.Close() }
+		}},
+	}
+	body := []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`)
+	for _, load := range benchLoads {
+		for _, v := range variants {
+			b.Run(load.name+"/"+v.name, func(b *testing.B) {
+				base, stop := v.front(b)
+				defer stop()
+				tr := &http.Transport{MaxIdleConnsPerHost: benchStreams, DisableCompression: true}
+				defer tr.CloseIdleConnections()
+				c := &http.Client{Transport: tr}
+				per := make([][]int64, benchStreams)
+				var all []int64
+				var cpu time.Duration
+				for b.Loop() {
+					var wg sync.WaitGroup
+					c0 := cpuNow()
+					for i := range benchStreams {
+						per[i] = per[i][:0]
+						wg.Go(func() {
+							if err := benchClient(c, base+"/v1/chat/completions", i, load.gap, load.chunks, body, &per[i]); err != nil {
+								b.Error(err)
+							}
+						})
+					}
+					wg.Wait()
+					cpu += cpuNow() - c0
+					for i := range per {
+						all = append(all, per[i]...)
+					}
+				}
+				slices.Sort(all)
+				pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / 1e3 }
+				b.ReportMetric(pct(0.50), "p50-µs/chunk")
+				b.ReportMetric(pct(0.99), "p99-µs/chunk")
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(all)), "cpu-ns/token")
+			})
+		}
+	}
+}
+
+// BenchmarkTap is the proxy's own work per chunk, without the network:
+// framing, decoding and metering one vLLM-shaped chunk as it passes.
+func BenchmarkTap(b *testing.B) {
+	chunk := []byte(`data: {"id":"chatcmpl-9f0c2e7a41b84d7c","object":"chat.completion.chunk","created":1767225600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" quick"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	var t tap
+	p := &Proxy{start: time.Now()}
+	t.reset(p, &exchange{}, io.NopCloser(bytes.NewReader(nil)), false)
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%1000 == 0 { // a fresh stream now and then, as in real traffic
+			t.rec.Chunks = t.rec.Chunks[:0]
+			t.m.reset(&t.rec)
+		}
+		t.feed(chunk, int64(i))
+	}
+}
+
+// BenchmarkObserve is the metrics' work per finished request of 200
+// tokens.
+func BenchmarkObserve(b *testing.B) {
+	m, err := NewMetrics(MetricsOptions{Registerer: prometheus.NewRegistry(), SLO: stats.SLO{TTFT: time.Second, TPOT: 50 * time.Millisecond}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := runlog.Record{Status: 200, PromptTokens: 500, CompletionTokens: 200}
+	for i := range 200 {
+		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: int64(i) * 20e6, Tokens: 1, Visible: true})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.ObserveLabeled(&rec, "m", RouteChat)
+	}
+}

@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// meter turns the events of one streamed completion into a runlog.Record
+// exactly as openai.Client's stream reader does (same decoder, same
+// visible/hidden split, same per-chunk token counts from continuous usage,
+// same error classes), so a record from the proxy and one from bench mean
+// the same thing. It differs only in being fed events rather than pulling
+// them. TODO(lead): this per-event logic is a copy of openai's Client.read;
+// factor it into an exported openai type both use.
+//
+// A meter is not safe for concurrent use.
+type meter struct {
+	rec *runlog.Record
+
+	dec   openai.ChunkDecoder
+	ch    openai.Chunk
+	think openai.ThinkSplitter
+
+	stopped    bool // [DONE], an error event or a bad chunk ended the stream's meaning
+	done       bool // [DONE] seen
+	usage      openai.Usage
+	sawUsage   bool
+	contUsage  bool // usage came on the first token chunk: per-chunk exact counts
+	prevCompl  int
+	counted    int
+	finish     []byte
+	firstToken bool
+	events     int // data events seen, for error messages
+}
+
+var doneMarker = []byte("[DONE]")
+
+// reset readies m to measure into rec.
+func (m *meter) reset(rec *runlog.Record) {
+	finish := m.finish[:0]
+	dec := m.dec
+	*m = meter{rec: rec, dec: dec, finish: finish, firstToken: true}
+	rec.Chunks = rec.Chunks[:0]
+}
+
+// event handles one dispatched event whose data arrived at at (ns). It
+// reports whether the event is a usage-only chunk ("choices":[] with a
+// usage object), which the proxy strips when it injected the request for
+// usage on the client's behalf.
+func (m *meter) event(data []byte, at int64, truncated bool) (usageOnly bool) {
+	if m.stopped || len(data) == 0 {
+		return false
+	}
+	m.events++
+	rec := m.rec
+	if bytes.Equal(data, doneMarker) {
+		m.done, m.stopped = true, true
+		rec.End = at
+		return false
+	}
+	ch := &m.ch
+	if err := m.dec.Decode(data, ch); err != nil {
+		m.stopped = true
+		rec.End = at
+		if truncated {
+			// The stream was cut mid-event: a broken stream, not a server
+			// sending bad JSON.
+			m.fail(runlog.ErrStream, fmt.Sprintf("stream cut inside chunk %d", len(rec.Chunks)+1))
+		} else {
+			m.fail(runlog.ErrMalformed, fmt.Sprintf("chunk %d: %v", len(rec.Chunks)+1, err))
+		}
+		return false
+	}
+	if len(ch.ErrMessage) > 0 {
+		m.stopped = true
+		rec.End = at
+		m.fail(runlog.ErrStream, "error event: "+string(ch.ErrMessage))
+		return false
+	}
+	if len(ch.FinishReason) > 0 {
+		m.finish = append(m.finish[:0], ch.FinishReason...)
+	}
+	vis, hid := 0, len(ch.Reasoning)+ch.ToolArgs
+	if len(ch.Content) > 0 {
+		v, h := m.think.Feed(ch.Content)
+		vis += v
+		hid += h
+	}
+	if ch.Usage.Present {
+		m.usage = ch.Usage
+		m.sawUsage = true
+	}
+	if vis+hid == 0 {
+		if ch.Usage.Present {
+			m.prevCompl = ch.Usage.CompletionTokens
+		}
+		return ch.Usage.Present && !ch.HasChoices
+	}
+	if m.firstToken {
+		// Usage on the first token chunk means per-chunk usage
+		// (continuous_usage_stats); usage only at the end (llama.cpp puts
+		// it in the last choices chunk) does not.
+		m.contUsage = ch.Usage.Present
+		m.firstToken = false
+	}
+	n := 1
+	if m.contUsage && ch.Usage.Present {
+		n = ch.Usage.CompletionTokens - m.prevCompl
+		m.prevCompl = ch.Usage.CompletionTokens
+		if n < 1 {
+			n = 1
+		}
+	}
+	m.counted += n
+	rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(n), Visible: vis > 0})
+	return false
+}
+
+// eof ends the stream at its clean end, read at at (ns).
+func (m *meter) eof(at int64) {
+	if !m.stopped {
+		m.rec.End = at
+		if !m.done && len(m.finish) == 0 {
+			m.fail(runlog.ErrStream, "stream ended without [DONE] or finish_reason")
+		}
+	}
+	m.stopped = true
+}
+
+// abort ends the stream early at at (ns) with class and msg, unless it had
+// already ended.
+func (m *meter) abort(at int64, class runlog.ErrorClass, msg string) {
+	if !m.stopped {
+		m.rec.End = at
+		m.fail(class, msg)
+	}
+	m.stopped = true
+}
+
+// fail sets the record's failure, keeping the first one.
+func (m *meter) fail(class runlog.ErrorClass, msg string) {
+	if m.rec.ErrorClass != "" {
+		return
+	}
+	m.rec.ErrorClass = class
+	m.rec.Error = oneLine(msg)
+}
+
+// close fills the token counts once the stream is over. estPrompt is the
+// proxy's own estimate of the prompt length (tokens), used only when the
+// server reported none.
+func (m *meter) close(estPrompt int) {
+	rec := m.rec
+	rec.FinishReason = string(m.finish)
+	if m.sawUsage && m.usage.CompletionTokens > 0 {
+		rec.TokenSource = runlog.TokensUsage
+		rec.PromptTokens = m.usage.PromptTokens
+		rec.CompletionTokens = m.usage.CompletionTokens
+		rec.ReasoningTokens = m.usage.ReasoningTokens
+		rec.CachedTokens = m.usage.CachedTokens
+	} else {
+		rec.TokenSource = runlog.TokensCounted
+		rec.CompletionTokens = m.counted
+		if m.sawUsage {
+			rec.PromptTokens = m.usage.PromptTokens
+			rec.CachedTokens = m.usage.CachedTokens
+		}
+	}
+	if rec.PromptTokens == 0 {
+		rec.PromptTokens = estPrompt
+	}
+}
+
+// oneLine squeezes s onto one line of at most 300 bytes, as openai does.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

@@ -1,0 +1,564 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// DefaultMaxInspectBytes is how much of a request body the proxy keeps to
+// read the model, stream flag and prompt length from: 8 MiB. Larger bodies
+// pass through all the same, measured under model "unknown".
+const DefaultMaxInspectBytes = 8 << 20
+
+// ErrBadUpstream is wrapped by the error New and Run return when
+// Options.Upstream is not an http(s) URL with a host.
+var ErrBadUpstream = errors.New("not a server URL")
+
+// Options configures a Proxy (New) and the proxy server (Run).
+type Options struct {
+	// Listen is the proxy's address (Run only), e.g. 127.0.0.1:9000.
+	Listen string
+	// Upstream is the server's base URL, e.g. http://127.0.0.1:8000. A
+	// path in it is prefixed to every request path.
+	Upstream string
+	// MetricsListen is the address serving /metrics (Run only); "" serves
+	// none. Metrics never share the proxy's port, where /metrics belongs
+	// to the upstream (vLLM serves its own).
+	MetricsListen string
+	// SLO enables the SLO counter and the windowed attainment and goodput
+	// gauges (--goodput).
+	SLO stats.SLO
+	// InjectUsage adds stream_options.include_usage to streamed requests
+	// that lack it, so token counts are exact, and strips the resulting
+	// usage-only chunk from the response the client sees.
+	InjectUsage bool
+	// Records is the path of the records JSONL file; "" writes none.
+	Records string
+	// RecordsMaxBytes is the size in bytes at which the records file is
+	// rotated; 0 means DefaultRecordsMaxBytes.
+	RecordsMaxBytes int64
+	// RecordsKeep is how many rotated records files to keep; 0 keeps all.
+	RecordsKeep int
+	// Models, MaxModels and Buckets label the metrics (see MetricsOptions).
+	Models    []string
+	MaxModels int
+	Buckets   []int
+	// MaxInspectBytes caps the request body bytes kept for inspection; 0
+	// means DefaultMaxInspectBytes.
+	MaxInspectBytes int
+	// UpstreamHeaderTimeout bounds the wait for the upstream's response
+	// headers (the client then gets 504); 0 means none, so the upstream's
+	// own timeouts are what the client sees.
+	UpstreamHeaderTimeout time.Duration
+	// ShutdownGrace is how long Run lets open streams finish when ctx is
+	// done before cutting them; 0 means 10 s.
+	ShutdownGrace time.Duration
+	// Version is recorded in the records' Meta line.
+	Version string
+	// Registerer receives the metrics (New); nil means a fresh registry,
+	// exposed by Proxy.Gatherer. The global registry is never used.
+	Registerer prometheus.Registerer
+	// Transport sends upstream requests; nil means a transport tuned for
+	// streaming (no compression added, large idle pool).
+	Transport http.RoundTripper
+	// Logger receives operational messages (never request contents or
+	// credentials); nil discards them.
+	Logger *slog.Logger
+	// Ready, when set, is called by Run once both listeners are open, with
+	// the proxy's and the metrics' base URLs ("" when not served).
+	Ready func(proxyURL, metricsURL string)
+}
+
+// Proxy is a transparent reverse proxy for an OpenAI-compatible server. It
+// passes every request and response through unchanged (status, headers,
+// body), flushing streamed responses chunk by chunk, and measures each
+// streamed /v1/completions and /v1/chat/completions request the way
+// goodput bench measures its own: a runlog.Record per request, fed to
+// Metrics and to the records file.
+//
+// A Proxy is an http.Handler safe for concurrent use.
+type Proxy struct {
+	upstream     *url.URL
+	upSecrets    []string // credentials in the upstream URL itself
+	rp           *httputil.ReverseProxy
+	metrics      *Metrics
+	gatherer     prometheus.Gatherer
+	records      *RotatingWriter
+	inject       bool
+	maxInspect   int
+	log          *slog.Logger
+	start        time.Time
+	seq          atomic.Uint64
+	inflight     prometheus.Gauge
+	unmeasured   *prometheus.CounterVec
+	recordErr    atomic.Bool
+	taps         sync.Pool
+	handlers     sync.WaitGroup
+	closeOnce    sync.Once
+	closeErr     error
+	transport    http.RoundTripper
+	ownTransport *http.Transport
+
+	// onRecord, when set (tests), sees every finished record before it is
+	// reused.
+	onRecord func(*runlog.Record)
+}
+
+// New builds a Proxy for o.Upstream. Call Close when done with it.
+func New(o Options) (*Proxy, error) {
+	u, err := url.Parse(o.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--upstream %q: %w: want http(s)://host[:port][/path]", o.Upstream, ErrBadUpstream)
+	}
+	p := &Proxy{
+		upstream:   u,
+		inject:     o.InjectUsage,
+		maxInspect: o.MaxInspectBytes,
+		log:        o.Logger,
+		start:      time.Now(),
+	}
+	if p.maxInspect <= 0 {
+		p.maxInspect = DefaultMaxInspectBytes
+	}
+	if pw, ok := u.User.Password(); ok {
+		p.upSecrets = appendSecret(p.upSecrets, pw)
+	}
+	for k, vs := range u.Query() {
+		if secretParam(k) {
+			for _, v := range vs {
+				p.upSecrets = appendSecret(p.upSecrets, v)
+			}
+		}
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	reg := o.Registerer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg, p.gatherer = r, r
+	} else if g, ok := reg.(prometheus.Gatherer); ok {
+		p.gatherer = g
+	}
+	p.metrics, err = NewMetrics(MetricsOptions{
+		Registerer: reg, Models: o.Models, MaxModels: o.MaxModels, Buckets: o.Buckets,
+		SLO: o.SLO, Now: p.now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "goodput", Subsystem: "proxy", Name: "requests_in_flight",
+		Help: "Requests (of any kind) the proxy is passing through right now.",
+	})
+	p.unmeasured = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "goodput", Subsystem: "proxy", Name: "unmeasured_requests_total",
+		Help: "Requests passed through without measurement (other paths, non-streamed or compressed responses) by route and upstream status class.",
+	}, []string{"route", "status_class"})
+	for _, c := range []prometheus.Collector{p.inflight, p.unmeasured} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("proxy metrics: %w", err)
+		}
+	}
+	p.transport = o.Transport
+	if p.transport == nil {
+		p.ownTransport = newTransport(o.UpstreamHeaderTimeout)
+		p.transport = p.ownTransport
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      roundTripFunc(p.roundTrip),
+		FlushInterval:  -1,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		ErrorLog:       log.New(logWriter{p.log}, "", 0),
+	}
+	p.taps.New = func() any { return new(tap) }
+	if o.Records != "" {
+		meta := runlog.Meta{
+			Tool: "goodput", Version: o.Version, Command: "proxy", Started: p.start,
+			Target: redactURL(u), Backend: "openai",
+			Levels: []runlog.Level{{Label: "live traffic"}},
+		}
+		if p.records, err = NewRotatingWriter(o.Records, o.RecordsMaxBytes, o.RecordsKeep, meta); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func newTransport(headerTimeout time.Duration) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		MaxIdleConns:          0, // no global cap: the per-host limit is the one that matters
+		MaxIdleConnsPerHost:   1024,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   30 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: headerTimeout,
+		// The client's own Accept-Encoding passes through; the proxy adds
+		// none, because a gzip layer would batch events and hide them.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  true,
+		ReadBufferSize:     64 << 10,
+		WriteBufferSize:    64 << 10,
+	}
+}
+
+// Metrics returns the proxy's metrics.
+func (p *Proxy) Metrics() *Metrics { return p.metrics }
+
+// Gatherer returns what /metrics should expose: the proxy's own registry,
+// or Options.Registerer when it is also a Gatherer; nil otherwise.
+func (p *Proxy) Gatherer() prometheus.Gatherer { return p.gatherer }
+
+// now is the proxy's monotonic clock: ns since New.
+func (p *Proxy) now() int64 { return int64(time.Since(p.start)) }
+
+// Close waits for requests being served to finish writing their records,
+// then closes the records file and idle upstream connections. The Proxy
+// must not serve requests after Close.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.handlers.Wait()
+		if p.ownTransport != nil {
+			p.ownTransport.CloseIdleConnections()
+		}
+		if p.records != nil {
+			p.closeErr = p.records.Close()
+		}
+	})
+	return p.closeErr
+}
+
+// exchange is the proxy's view of one request, carried in its context.
+type exchange struct {
+	ctx     context.Context
+	route   string
+	llm     bool // a POST to a completion route: measured if streamed
+	id      string
+	arrived int64
+	sent    int64
+	secrets []string
+
+	capture  *captureBody // the body as it went out, for a late inspect
+	body     []byte       // or the whole body, read up front to inject usage
+	parsed   bool
+	ri       reqInfo
+	injected bool // include_usage was added: strip the usage-only chunk
+	finished bool
+}
+
+type exchangeKey struct{}
+
+// info inspects the request body once, after it has been sent.
+func (ex *exchange) info() reqInfo {
+	if !ex.parsed {
+		ex.parsed = true
+		b := ex.body
+		if ex.capture != nil && !ex.capture.overflow {
+			b = ex.capture.buf
+		}
+		if b != nil {
+			ex.ri = inspect(b)
+		}
+	}
+	return ex.ri
+}
+
+// ServeHTTP implements http.Handler.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.handlers.Add(1)
+	defer p.handlers.Done()
+	p.inflight.Inc()
+	// Deferred: the ReverseProxy aborts a broken stream with a panic
+	// (http.ErrAbortHandler), which must still leave the gauge right.
+	defer p.inflight.Dec()
+	route := RouteOf(r.URL.Path)
+	ex := &exchange{
+		ctx:     r.Context(),
+		route:   route,
+		llm:     r.Method == http.MethodPost && route != RouteOther,
+		arrived: p.now(),
+	}
+	if ex.llm {
+		ex.secrets = append(secretsOf(r), p.upSecrets...)
+		ex.id = requestID(r.Header.Get("X-Request-Id"), p.seq.Add(1))
+		if err := p.prepareBody(ex, r); err != nil {
+			// The client's upload failed: it is gone or broken, so there
+			// is nobody to answer and nothing was sent upstream.
+			p.log.Debug("request body read failed", "route", route, "error", scrub(errText(err), ex.secrets))
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+	}
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
+}
+
+// prepareBody arranges for the request body to be inspected: read whole
+// and rewritten when usage is injected, else captured as it streams out.
+func (p *Proxy) prepareBody(ex *exchange, r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	if !p.inject {
+		ex.capture = &captureBody{r: r.Body, max: p.maxInspect}
+		r.Body = ex.capture
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, int64(p.maxInspect)+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > p.maxInspect { // too large to inspect: send it on untouched
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+		return nil
+	}
+	ex.body = b
+	ri := ex.info()
+	if ri.ok && ri.stream && !ri.includeUsage {
+		if nb, err := injectUsage(b); err == nil {
+			b = nb
+			ex.injected = true
+			r.ContentLength = int64(len(b))
+			r.Header.Del("Content-Length") // the transport writes the new one
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return nil
+}
+
+// requestID is the record id: the client's x-request-id when it is short
+// and printable, else proxy-N.
+func requestID(h string, seq uint64) string {
+	if h != "" && len(h) <= 128 {
+		ok := true
+		for i := 0; i < len(h); i++ {
+			if h[i] < 0x21 || h[i] > 0x7e {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return h
+		}
+	}
+	return "proxy-" + strconv.FormatUint(seq, 10)
+}
+
+// rewrite points the outbound request at the upstream. The ReverseProxy
+// has removed hop-by-hop headers and, for Rewrite, the X-Forwarded-*
+// headers; the client's own X-Forwarded-* go back in unchanged, and none
+// are added, so the upstream sees the request as the client sent it.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(p.upstream)
+	for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if v, ok := pr.In.Header[h]; ok {
+			pr.Out.Header[h] = v
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// roundTrip stamps the send time (the record's Sent) and sends.
+func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
+	if ex, _ := r.Context().Value(exchangeKey{}).(*exchange); ex != nil {
+		ex.sent = p.now()
+	}
+	return p.transport.RoundTrip(r)
+}
+
+// isEventStream reports whether a response is an uncompressed
+// text/event-stream.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || mt != "text/event-stream" {
+		return false
+	}
+	enc := h.Get("Content-Encoding")
+	return enc == "" || strings.EqualFold(enc, "identity")
+}
+
+// modifyResponse decides, once the upstream's headers are in, whether and
+// how the response is measured.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	ex, _ := resp.Request.Context().Value(exchangeKey{}).(*exchange)
+	if ex == nil {
+		return nil
+	}
+	if !ex.llm {
+		p.unmeasured.WithLabelValues(ex.route, statusClass(resp.StatusCode)).Inc()
+		return nil
+	}
+	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
+		t := p.taps.Get().(*tap)
+		t.reset(p, ex, resp.Body, ex.injected)
+		t.rec.Status = resp.StatusCode
+		resp.Body = &tapBody{t: t}
+		if ex.injected {
+			// Stripping a chunk changes the length.
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+		}
+		return nil
+	}
+	if resp.StatusCode != http.StatusOK && ex.info().stream {
+		rec := &runlog.Record{Status: resp.StatusCode, End: p.now(), TokenSource: runlog.TokensCounted}
+		class := runlog.ErrHTTP4xx
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			class = runlog.ErrHTTP429
+		case resp.StatusCode >= 500:
+			class = runlog.ErrHTTP5xx
+		case resp.StatusCode < 400:
+			class = runlog.ErrStream
+		}
+		// The status only: an upstream's error text may quote the request
+		// (or its credentials), and the client gets the body anyway.
+		rec.ErrorClass, rec.Error = class, fmt.Sprintf("HTTP %d", resp.StatusCode)
+		rec.PromptTokens = ex.info().promptTokens
+		p.finish(ex, rec)
+		return nil
+	}
+	p.unmeasured.WithLabelValues(ex.route, statusClass(resp.StatusCode)).Inc()
+	return nil
+}
+
+// errorHandler answers when no response came from the upstream: 502, or
+// 504 for a timeout; a measured request gets its failure record.
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	ex, _ := r.Context().Value(exchangeKey{}).(*exchange)
+	status := http.StatusBadGateway
+	var ne net.Error
+	timeout := errors.As(err, &ne) && ne.Timeout()
+	if timeout {
+		status = http.StatusGatewayTimeout
+	}
+	cancelled := r.Context().Err() != nil && !timeout
+	if ex != nil {
+		msg := scrub(errText(err), ex.secrets)
+		if cancelled {
+			p.log.Debug("client went away before the upstream answered", "route", ex.route)
+		} else {
+			p.log.Warn("upstream request failed", "route", ex.route, "error", msg)
+		}
+		// A body never sent cannot be inspected (ok false): the failure
+		// is recorded, for the client saw it whether it streamed or not.
+		switch ri := ex.info(); {
+		case !ex.llm:
+			p.unmeasured.WithLabelValues(ex.route, "none").Inc()
+		case ri.stream || !ri.ok:
+			class := runlog.ErrConnect
+			switch {
+			case cancelled:
+				class, msg = runlog.ErrCancelled, "client disconnected"
+			case timeout:
+				class = runlog.ErrTimeout
+			case isReset(err):
+				class = runlog.ErrConnectReset
+			}
+			rec := &runlog.Record{End: p.now(), ErrorClass: class, Error: msg, TokenSource: runlog.TokensCounted}
+			rec.PromptTokens = ri.promptTokens
+			p.finish(ex, rec)
+		default:
+			p.unmeasured.WithLabelValues(ex.route, "none").Inc()
+		}
+	}
+	w.WriteHeader(status)
+}
+
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// errText is an error's text without the request URL a *url.Error puts in
+// front (its query may hold a key).
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// finish completes a measured request's record and hands it to the
+// metrics and the records file. It runs once per request.
+func (p *Proxy) finish(ex *exchange, rec *runlog.Record) {
+	if ex.finished {
+		return
+	}
+	ex.finished = true
+	rec.ID = scrub(ex.id, ex.secrets)
+	rec.Intended = ex.arrived
+	rec.Sent = ex.sent
+	if rec.Sent == 0 {
+		rec.Sent = ex.arrived
+	}
+	rec.Error = scrub(rec.Error, ex.secrets)
+	ri := ex.info()
+	p.metrics.ObserveLabeled(rec, ri.model, ex.route)
+	if p.onRecord != nil {
+		p.onRecord(rec)
+	}
+	if p.records != nil {
+		if err := p.records.Write(rec); err != nil && p.recordErr.CompareAndSwap(false, true) {
+			p.log.Error("records file: writing stopped", "error", err.Error())
+		}
+	}
+}
+
+// putTap returns a tap to the pool.
+func (p *Proxy) putTap(t *tap) {
+	t.p, t.ex, t.body = nil, nil, nil
+	t.pending = t.pending[:0]
+	p.taps.Put(t)
+}
+
+// genericSecret matches credentials in text the proxy did not build
+// (messages the ReverseProxy logs): bearer tokens, sk- keys and URL query
+// strings.
+var genericSecret = regexp.MustCompile(`(?i)(bearer\s+)[^\s"',]+|\bsk-[A-Za-z0-9_\-]{6,}|\?[^\s"']+`)
+
+// scrubGeneric blanks what genericSecret matches.
+func scrubGeneric(s string) string {
+	return genericSecret.ReplaceAllString(s, "${1}[redacted]")
+}
+
+// logWriter sends the ReverseProxy's own log lines to slog, scrubbed.
+type logWriter struct{ l *slog.Logger }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.l.Warn(scrubGeneric(strings.TrimSpace(string(b))))
+	return len(b), nil
+}

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Run serves the proxy on o.Listen and its metrics on o.MetricsListen until
+// ctx is done, then lets open streams finish for o.ShutdownGrace, cuts the
+// rest, and closes the records file. It returns nil after a clean stop.
+func Run(ctx context.Context, o Options) error {
+	reg := prometheus.NewRegistry()
+	if o.Registerer == nil {
+		o.Registerer = reg
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			return fmt.Errorf("proxy metrics: %w", err)
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return fmt.Errorf("proxy metrics: %w", err)
+		}
+	}
+	p, err := New(o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("--listen %s: %w", o.Listen, err), p.Close())
+	}
+	var mln net.Listener
+	if o.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
+			ln.Close()
+			return errors.Join(fmt.Errorf("--metrics-listen %s: %w", o.MetricsListen, err), p.Close())
+		}
+	}
+	errLog := log.New(logWriter{p.log}, "", 0)
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog}
+	servers := []*http.Server{srv}
+	proxyURL, metricsURL := "http://"+ln.Addr().String(), ""
+	if mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", MetricsHandler(p.Gatherer()))
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})
+		metricsURL = "http://" + mln.Addr().String() + "/metrics"
+	}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		serveEr error
+	)
+	serve := func(s *http.Server, l net.Listener) {
+		if err := s.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			mu.Lock()
+			serveEr = errors.Join(serveEr, fmt.Errorf("serve %s: %w", l.Addr(), err))
+			mu.Unlock()
+		}
+	}
+	wg.Go(func() { serve(srv, ln) })
+	if mln != nil {
+		wg.Go(func() { serve(servers[1], mln) })
+	}
+	p.log.Info("proxy listening", "listen", proxyURL, "upstream", redactURL(p.upstream), "metrics", metricsURL)
+	if o.Ready != nil {
+		o.Ready(proxyURL, metricsURL)
+	}
+	<-ctx.Done()
+	grace := o.ShutdownGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); err != nil {
+			_ = s.Close() // grace is over: cut the streams still open
+		}
+	}
+	wg.Wait()
+	return errors.Join(serveEr, p.Close())
+}

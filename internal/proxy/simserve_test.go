@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/simserve"
+)
+
+// TestThroughSimulator measures requests to the embedded simulated server
+// through the proxy with goodput's own client, and checks the proxy saw the
+// same tokens the client did, and no later.
+func TestThroughSimulator(t *testing.T) {
+	ctx := context.Background()
+	upURL, stop, err := simserve.Start(ctx, "127.0.0.1:0", sim.DefaultConfig(), simserve.Options{})
+	if err != nil {
+		t.Skipf("simulated server unavailable: %v", err)
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("simserve stop: %v", err)
+		}
+	}()
+	h := newHarness(t, nil, func(o *Options) { o.Upstream = upURL })
+	for _, endpoint := range []string{"/v1/completions", "/v1/chat/completions"} {
+		t.Run(endpoint, func(t *testing.T) {
+			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Endpoint: endpoint, ContinuousUsage: true, IgnoreEOS: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			models, err := c.Models(ctx)
+			if err != nil || len(models) == 0 {
+				t.Fatalf("models through the proxy: %v %v", models, err)
+			}
+			c.SetModel(models[0].ID)
+			before := len(h.records())
+			req := &openai.Request{ID: "sim-" + endpoint, Prompt: "hello there general kenobi", MaxTokens: 12}
+			body, err := c.Body(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var client runlog.Record
+			c.Stream(ctx, req, body, &client)
+			if !client.OK() || client.CompletionTokens != 12 {
+				t.Fatalf("client record: %s %s, %d tokens; want ok, 12", client.ErrorClass, client.Error, client.CompletionTokens)
+			}
+			got := h.waitRecords(before + 1)[before]
+			if diff := cmp.Diff(shapeOf(&client), shapeOf(&got)); diff != "" {
+				t.Errorf("proxy record differs from the client's (-client +proxy):\n%s", diff)
+			}
+			// The proxy sends after the client and sees each chunk before
+			// it: its TTFT and E2E can only be shorter.
+			pt, _ := got.TTFT()
+			ct, _ := client.TTFT()
+			pe, _ := got.E2E()
+			ce, _ := client.E2E()
+			if pt > ct || pe > ce {
+				t.Errorf("proxy TTFT, E2E = %v, %v; client's %v, %v: the proxy cannot be later", pt, pe, ct, ce)
+			}
+		})
+	}
+}
