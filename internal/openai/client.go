@@ -318,125 +318,35 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 // ended cleanly with [DONE], leaving the body worth draining.
 func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (clean bool) {
 	st := c.pool.Get().(*streamState)
-	st.sr.Reset(body)
 	defer c.pool.Put(st)
-	sr, dec := st.sr, &st.dec
-	var (
-		ch         Chunk
-		think      ThinkSplitter
-		done       bool
-		usage      Usage
-		sawUsage   bool
-		contUsage  bool // usage came on the first token chunk: per-chunk exact counts
-		prevCompl  int
-		counted    int
-		finish     []byte
-		firstToken = true
-	)
-	rec.Chunks = rec.Chunks[:0]
-	for {
-		ev, err := sr.Next()
+	st.sr.Reset(body)
+	m := &st.meter
+	m.Reset(rec)
+	for !m.Stopped() {
+		ev, err := st.sr.Next()
+		if err == io.EOF {
+			m.EOF(c.cfg.Now())
+			break
+		}
 		if err != nil {
-			rec.End = c.cfg.Now()
-			if err == io.EOF {
-				if !done && len(finish) == 0 {
-					c.fail(rec, runlog.ErrStream, "stream ended without [DONE] or finish_reason")
-				}
-				break
-			}
-			c.classifyErr(ctx, rec, err, false)
+			class, msg := c.classify(ctx, err, false)
+			m.Abort(c.cfg.Now(), class, msg)
 			break
 		}
-		data := ev.Data
-		if len(data) == 0 {
-			continue
-		}
-		if bytes.Equal(data, doneMarker) {
-			done = true
-			rec.End = ev.At
-			break
-		}
-		if err := dec.Decode(data, &ch); err != nil {
-			rec.End = ev.At
-			if ev.Truncated {
-				// The stream was cut mid-event: a broken stream, not a
-				// server sending bad JSON.
-				c.fail(rec, runlog.ErrStream, fmt.Sprintf("stream cut inside chunk %d", len(rec.Chunks)+1))
-			} else {
-				c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("chunk %d: %v", len(rec.Chunks)+1, err))
-			}
-			break
-		}
-		if len(ch.ErrMessage) > 0 {
-			rec.End = ev.At
-			c.fail(rec, runlog.ErrStream, "error event: "+oneLine(string(ch.ErrMessage)))
-			break
-		}
-		if len(ch.FinishReason) > 0 {
-			finish = append(finish[:0], ch.FinishReason...)
-		}
-		vis, hid := 0, len(ch.Reasoning)+ch.ToolArgs
-		if len(ch.Content) > 0 {
-			v, h := think.Feed(ch.Content)
-			vis += v
-			hid += h
-		}
-		if ch.Usage.Present {
-			usage = ch.Usage
-			sawUsage = true
-		}
-		if vis+hid == 0 {
-			if ch.Usage.Present {
-				prevCompl = ch.Usage.CompletionTokens
-			}
-			continue
-		}
-		if firstToken {
-			// Usage on the first token chunk means per-chunk usage
-			// (continuous_usage_stats); usage only at the end (llama.cpp
-			// puts it in the last choices chunk) does not.
-			contUsage = ch.Usage.Present
-			firstToken = false
-		}
-		n := 1
-		if contUsage && ch.Usage.Present {
-			n = ch.Usage.CompletionTokens - prevCompl
-			prevCompl = ch.Usage.CompletionTokens
-			if n < 1 {
-				n = 1
-			}
-		}
-		counted += n
-		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: ev.At, Tokens: int32(n), Visible: vis > 0})
+		m.Event(ev.Data, ev.At, ev.Truncated)
 	}
-	rec.FinishReason = string(finish)
-	if sawUsage && usage.CompletionTokens > 0 {
-		rec.TokenSource = runlog.TokensUsage
-		rec.PromptTokens = usage.PromptTokens
-		rec.CompletionTokens = usage.CompletionTokens
-		rec.ReasoningTokens = usage.ReasoningTokens
-		rec.CachedTokens = usage.CachedTokens
-	} else {
-		rec.TokenSource = runlog.TokensCounted
-		rec.CompletionTokens = counted
-		if sawUsage {
-			rec.PromptTokens = usage.PromptTokens
-			rec.CachedTokens = usage.CachedTokens
-		}
-	}
-	if rec.PromptTokens == 0 {
-		rec.PromptTokens = rec.RequestedPromptTokens
-	}
-	return done && rec.ErrorClass == ""
+	m.Close(rec.RequestedPromptTokens)
+	return m.Done()
 }
+
 
 var doneMarker = []byte("[DONE]")
 
 // streamState is the per-stream reading machinery, pooled so a request does
 // not allocate a 64 KiB buffer.
 type streamState struct {
-	sr  *sse.Reader
-	dec ChunkDecoder
+	sr    *sse.Reader
+	meter StreamMeter
 }
 
 func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
@@ -447,23 +357,28 @@ func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
 	rec.Error = oneLine(msg)
 }
 
-// classifyErr maps a transport error to an error class.
+// classifyErr records a transport error's class on rec.
 func (c *Client) classifyErr(ctx context.Context, rec *runlog.Record, err error, beforeResponse bool) {
+	class, msg := c.classify(ctx, err, beforeResponse)
+	c.fail(rec, class, msg)
+}
+
+// classify maps a transport error to an error class and message.
+func (c *Client) classify(ctx context.Context, err error, beforeResponse bool) (runlog.ErrorClass, string) {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errIdle):
-		c.fail(rec, runlog.ErrIdleTimeout, fmt.Sprintf("no data for %v", c.cfg.IdleTimeout))
+		return runlog.ErrIdleTimeout, fmt.Sprintf("no data for %v", c.cfg.IdleTimeout)
 	case errors.Is(cause, errTimeout):
-		c.fail(rec, runlog.ErrTimeout, fmt.Sprintf("request exceeded %v", c.cfg.Timeout))
+		return runlog.ErrTimeout, fmt.Sprintf("request exceeded %v", c.cfg.Timeout)
 	case ctx.Err() != nil:
-		c.fail(rec, runlog.ErrCancelled, "cancelled")
+		return runlog.ErrCancelled, "cancelled"
 	case beforeResponse && isReset(err):
-		c.fail(rec, runlog.ErrConnectReset, err.Error())
+		return runlog.ErrConnectReset, err.Error()
 	case beforeResponse:
-		c.fail(rec, runlog.ErrConnect, err.Error())
-	default:
-		c.fail(rec, runlog.ErrStream, err.Error())
+		return runlog.ErrConnect, err.Error()
 	}
+	return runlog.ErrStream, err.Error()
 }
 
 func isReset(err error) bool {

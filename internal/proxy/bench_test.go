@@ -193,7 +193,7 @@ func BenchmarkTap(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		if i%1000 == 0 { // a fresh stream now and then, as in real traffic
 			t.rec.Chunks = t.rec.Chunks[:0]
-			t.m.reset(&t.rec)
+			t.m.Reset(&t.rec)
 		}
 		t.feed(chunk, int64(i))
 	}

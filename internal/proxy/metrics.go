@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 	"unicode"
@@ -230,7 +229,7 @@ func (m *Metrics) ObserveLabeled(rec *runlog.Record, model, route string) {
 		s.inTotal.Add(float64(in))
 		s.outTotal.Add(float64(out))
 		s.cachedTotal.Add(float64(rec.CachedTokens))
-		if m.win != nil && meetsSLO(m.slo, rec) {
+		if m.win != nil && m.slo.Met(rec) {
 			good = true
 			s.met.Inc()
 		}
@@ -297,25 +296,13 @@ func promptLen(r *runlog.Record) int {
 	return r.RequestedPromptTokens
 }
 
-// bucketNames labels the buckets cut by ascending edges as stats does:
-// "<1K", "1K-8K", ">=8K"; an edge divisible by 1024 is written in K. No
+// bucketNames labels the buckets cut by ascending edges as stats does; no
 // edges means one bucket, "all".
 func bucketNames(edges []int) []string {
 	if len(edges) == 0 {
 		return []string{"all"}
 	}
-	tok := func(n int) string {
-		if n%1024 == 0 {
-			return strconv.Itoa(n/1024) + "K"
-		}
-		return strconv.Itoa(n)
-	}
-	ls := make([]string, 0, len(edges)+1)
-	ls = append(ls, "<"+tok(edges[0]))
-	for i := 1; i < len(edges); i++ {
-		ls = append(ls, tok(edges[i-1])+"-"+tok(edges[i]))
-	}
-	return append(ls, ">="+tok(edges[len(edges)-1]))
+	return stats.BucketLabels(edges)
 }
 
 // statusClass labels an HTTP status by its class; "none" when no response
@@ -334,28 +321,6 @@ func statusClass(code int) string {
 		return "5xx"
 	}
 	return "none"
-}
-
-// meetsSLO reports whether rec met every constraint of slo, by the rules of
-// stats (a failed request meets none; no TPOT, for fewer than two tokens,
-// meets a TPOT limit; no token fails TTFT and E2E; nothing visible fails
-// TTP). TODO(lead): export stats.SLO.check (e.g. as SLO.Met) and use it.
-func meetsSLO(slo stats.SLO, rec *runlog.Record) bool {
-	if !rec.OK() {
-		return false
-	}
-	within := func(limit time.Duration, f func() (time.Duration, bool), missingOK bool) bool {
-		if limit == 0 {
-			return true
-		}
-		d, ok := f()
-		if !ok {
-			return missingOK
-		}
-		return d <= limit
-	}
-	return within(slo.TTFT, rec.TTFT, false) && within(slo.TPOT, rec.TPOT, true) &&
-		within(slo.E2E, rec.E2E, false) && within(slo.TTP, rec.TTP, false)
 }
 
 // modelSet maps request model names onto a bounded set of labels.

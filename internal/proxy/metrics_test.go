@@ -258,8 +258,8 @@ func TestMeetsSLO(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := meetsSLO(tt.slo, &tt.rec); got != tt.want {
-				t.Errorf("meetsSLO(%v) = %t; want %t", tt.slo, got, tt.want)
+			if got := tt.slo.Met(&tt.rec); got != tt.want {
+				t.Errorf("SLO(%v).Met = %t; want %t", tt.slo, got, tt.want)
 			}
 		})
 	}

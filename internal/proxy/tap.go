@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -31,7 +32,7 @@ type tap struct {
 	body io.ReadCloser
 	rec  runlog.Record
 	fr   framer
-	m    meter
+	m    openai.StreamMeter
 
 	// pending are bytes handed out but not yet parsed, and their arrival.
 	pending   []byte
@@ -61,7 +62,7 @@ func (t *tap) reset(p *Proxy, ex *exchange, body io.ReadCloser, strip bool) {
 	t.p, t.ex, t.body, t.strip = p, ex, body, strip
 	t.rec = runlog.Record{Chunks: t.rec.Chunks[:0]}
 	t.fr.reset()
-	t.m.reset(&t.rec)
+	t.m.Reset(&t.rec)
 	t.pending, t.pendingAt = t.pending[:0], 0
 	t.feedBuf, t.feedAt, t.feedStart = nil, 0, 0
 	if t.emit == nil {
@@ -144,7 +145,7 @@ func (t *tap) feed(b []byte, at int64) {
 		t.held = append(t.held, b[t.feedStart:]...)
 	}
 	if t.fr.overflow {
-		t.m.abort(at, runlog.ErrStream, fmt.Sprintf("an event exceeds %d MiB", maxEventSize>>20))
+		t.m.Abort(at, runlog.ErrStream, fmt.Sprintf("an event exceeds %d MiB", maxEventSize>>20))
 		if t.strip {
 			t.strip = false
 			t.out = append(t.out, t.held...)
@@ -157,7 +158,7 @@ func (t *tap) feed(b []byte, at int64) {
 // onEvent is the framer's callback for an event ending at offset end of
 // the bytes being fed.
 func (t *tap) onEvent(data []byte, end int) {
-	usageOnly := t.m.event(data, t.feedAt, false)
+	usageOnly := t.m.Event(data, t.feedAt, false)
 	if !t.strip {
 		return
 	}
@@ -176,8 +177,8 @@ func (t *tap) endOfStream() {
 		return
 	}
 	t.eofDone = true
-	t.fr.finish(func(data []byte) { t.m.event(data, t.errAt, true) })
-	t.m.eof(t.errAt)
+	t.fr.finish(func(data []byte) { t.m.Event(data, t.errAt, true) })
+	t.m.EOF(t.errAt)
 }
 
 // Close implements io.Closer: it closes the upstream body and completes
@@ -197,16 +198,16 @@ func (t *tap) Close() error {
 		t.endOfStream()
 	case t.readErr != nil:
 		if t.ex.ctx.Err() != nil {
-			t.m.abort(t.errAt, runlog.ErrCancelled, "client disconnected")
+			t.m.Abort(t.errAt, runlog.ErrCancelled, "client disconnected")
 		} else {
-			t.m.abort(t.errAt, runlog.ErrStream, "upstream: "+errText(t.readErr))
+			t.m.Abort(t.errAt, runlog.ErrStream, "upstream: "+errText(t.readErr))
 		}
 	default:
 		// The ReverseProxy stopped reading before the end: the client's
 		// connection failed under a write.
-		t.m.abort(t.p.now(), runlog.ErrCancelled, "client disconnected")
+		t.m.Abort(t.p.now(), runlog.ErrCancelled, "client disconnected")
 	}
-	t.m.close(t.ex.info().promptTokens)
+	t.m.Close(t.ex.info().promptTokens)
 	t.p.finish(t.ex, &t.rec)
 	if errors.Is(err, io.EOF) {
 		err = nil

@@ -90,7 +90,7 @@ func NewAccumulator(o Options) *Accumulator {
 		opt:       o,
 		sel:       map[string]bool{},
 		edges:     o.Buckets,
-		labels:    bucketLabels(o.Buckets),
+		labels:    BucketLabels(o.Buckets),
 		level:     -2,
 		failures:  map[runlog.ErrorClass]int{},
 		sources:   map[runlog.TokenSource]int{},

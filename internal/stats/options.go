@@ -156,9 +156,10 @@ func ParseBuckets(s string) ([]int, error) {
 	return bs, nil
 }
 
-// bucketLabels names the buckets cut by ascending edges: "<1K", "1K-8K",
-// ">=8K". An edge divisible by 1024 is written in K, any other in tokens.
-func bucketLabels(edges []int) []string {
+// BucketLabels names the input-length buckets cut by ascending edges
+// (tokens): "<1K", "1K-8K", ">=8K". An edge divisible by 1024 is written in
+// K, any other in tokens; no edges gives nil.
+func BucketLabels(edges []int) []string {
 	if len(edges) == 0 {
 		return nil
 	}

@@ -211,8 +211,8 @@ func FuzzParseBuckets(f *testing.F) {
 				t.Fatalf("ParseBuckets(%q) = %v: not positive and increasing", s, bs)
 			}
 		}
-		if got := bucketLabels(bs); len(bs) > 0 && len(got) != len(bs)+1 {
-			t.Fatalf("bucketLabels(%v) = %v", bs, got)
+		if got := BucketLabels(bs); len(bs) > 0 && len(got) != len(bs)+1 {
+			t.Fatalf("BucketLabels(%v) = %v", bs, got)
 		}
 	})
 }
@@ -228,8 +228,8 @@ func TestBucketLabels(t *testing.T) {
 		{nil, nil},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, bucketLabels(tt.edges)); diff != "" {
-			t.Errorf("bucketLabels(%v) mismatch (-want +got):\n%s", tt.edges, diff)
+		if diff := cmp.Diff(tt.want, BucketLabels(tt.edges)); diff != "" {
+			t.Errorf("BucketLabels(%v) mismatch (-want +got):\n%s", tt.edges, diff)
 		}
 	}
 }

@@ -1,33 +1,32 @@
-package proxy
+package openai
 
 import (
 	"bytes"
 	"fmt"
-	"strings"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
-// meter turns the events of one streamed completion into a runlog.Record
-// exactly as openai.Client's stream reader does (same decoder, same
-// visible/hidden split, same per-chunk token counts from continuous usage,
-// same error classes), so a record from the proxy and one from bench mean
-// the same thing. It differs only in being fed events rather than pulling
-// them. TODO(lead): this per-event logic is a copy of openai's Client.read;
-// factor it into an exported openai type both use.
+// StreamMeter turns the events of one streamed completion into a
+// runlog.Record: token-carrying chunks with their arrival times, visible vs
+// hidden tokens (reasoning fields, <think> text, tool-call arguments),
+// per-chunk token counts from continuous usage, the final usage, and the
+// error class of a stream that goes wrong. The bench client and the proxy
+// both measure with it, so their records mean the same thing.
 //
-// A meter is not safe for concurrent use.
-type meter struct {
+// Feed it with Event for every dispatched SSE event, then end with EOF or
+// Abort, then Close. A StreamMeter is reusable (Reset) and not safe for
+// concurrent use.
+type StreamMeter struct {
 	rec *runlog.Record
 
-	dec   openai.ChunkDecoder
-	ch    openai.Chunk
-	think openai.ThinkSplitter
+	dec   ChunkDecoder
+	ch    Chunk
+	think ThinkSplitter
 
 	stopped    bool // [DONE], an error event or a bad chunk ended the stream's meaning
 	done       bool // [DONE] seen
-	usage      openai.Usage
+	usage      Usage
 	sawUsage   bool
 	contUsage  bool // usage came on the first token chunk: per-chunk exact counts
 	prevCompl  int
@@ -37,21 +36,20 @@ type meter struct {
 	events     int // data events seen, for error messages
 }
 
-var doneMarker = []byte("[DONE]")
 
-// reset readies m to measure into rec.
-func (m *meter) reset(rec *runlog.Record) {
+// Reset readies m to measure into rec (its chunks are cleared).
+func (m *StreamMeter) Reset(rec *runlog.Record) {
 	finish := m.finish[:0]
 	dec := m.dec
-	*m = meter{rec: rec, dec: dec, finish: finish, firstToken: true}
+	*m = StreamMeter{rec: rec, dec: dec, finish: finish, firstToken: true}
 	rec.Chunks = rec.Chunks[:0]
 }
 
-// event handles one dispatched event whose data arrived at at (ns). It
-// reports whether the event is a usage-only chunk ("choices":[] with a
-// usage object), which the proxy strips when it injected the request for
-// usage on the client's behalf.
-func (m *meter) event(data []byte, at int64, truncated bool) (usageOnly bool) {
+// Event handles one dispatched event whose data arrived at at (ns);
+// truncated marks an event cut off by the end of the stream. It reports
+// whether the event is a usage-only chunk ("choices":[] with a usage
+// object), which a proxy that asked for usage on the client's behalf strips.
+func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bool) {
 	if m.stopped || len(data) == 0 {
 		return false
 	}
@@ -120,8 +118,15 @@ func (m *meter) event(data []byte, at int64, truncated bool) (usageOnly bool) {
 	return false
 }
 
-// eof ends the stream at its clean end, read at at (ns).
-func (m *meter) eof(at int64) {
+// Done reports whether the stream ended with [DONE] and no failure.
+func (m *StreamMeter) Done() bool { return m.done && m.rec.ErrorClass == "" }
+
+// Stopped reports whether the stream has ended its meaning ([DONE], an
+// error event or a bad chunk); later events are ignored.
+func (m *StreamMeter) Stopped() bool { return m.stopped }
+
+// EOF ends the stream at its clean end, read at at (ns).
+func (m *StreamMeter) EOF(at int64) {
 	if !m.stopped {
 		m.rec.End = at
 		if !m.done && len(m.finish) == 0 {
@@ -131,9 +136,9 @@ func (m *meter) eof(at int64) {
 	m.stopped = true
 }
 
-// abort ends the stream early at at (ns) with class and msg, unless it had
+// Abort ends the stream early at at (ns) with class and msg, unless it had
 // already ended.
-func (m *meter) abort(at int64, class runlog.ErrorClass, msg string) {
+func (m *StreamMeter) Abort(at int64, class runlog.ErrorClass, msg string) {
 	if !m.stopped {
 		m.rec.End = at
 		m.fail(class, msg)
@@ -142,7 +147,7 @@ func (m *meter) abort(at int64, class runlog.ErrorClass, msg string) {
 }
 
 // fail sets the record's failure, keeping the first one.
-func (m *meter) fail(class runlog.ErrorClass, msg string) {
+func (m *StreamMeter) fail(class runlog.ErrorClass, msg string) {
 	if m.rec.ErrorClass != "" {
 		return
 	}
@@ -150,10 +155,10 @@ func (m *meter) fail(class runlog.ErrorClass, msg string) {
 	m.rec.Error = oneLine(msg)
 }
 
-// close fills the token counts once the stream is over. estPrompt is the
-// proxy's own estimate of the prompt length (tokens), used only when the
+// Close fills the token counts once the stream is over. estPrompt is the
+// caller's own idea of the prompt length (tokens), used only when the
 // server reported none.
-func (m *meter) close(estPrompt int) {
+func (m *StreamMeter) Close(estPrompt int) {
 	rec := m.rec
 	rec.FinishReason = string(m.finish)
 	if m.sawUsage && m.usage.CompletionTokens > 0 {
@@ -173,13 +178,4 @@ func (m *meter) close(estPrompt int) {
 	if rec.PromptTokens == 0 {
 		rec.PromptTokens = estPrompt
 	}
-}
-
-// oneLine squeezes s onto one line of at most 300 bytes, as openai does.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
 }
