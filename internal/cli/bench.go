@@ -210,7 +210,9 @@ type BenchOptions struct {
 	out     outputFlags
 	sim     simFlags
 	verdict verdictFlags // bench only: sweep has its own
-	args    []string
+	// metricsListen serves live Prometheus metrics of the run (bench only).
+	metricsListen string
+	args          []string
 }
 
 func newBenchCmd(env Env) *cobra.Command {
@@ -240,6 +242,7 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 	o.out.register(fs)
 	o.sim.register(fs)
 	o.verdict.register(fs)
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
 	return cmd
 }
 
@@ -260,7 +263,18 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	tracker := findings.NewTracker()
-	lv.observe = tracker.Add
+	live, err := startLiveMetrics(o.metricsListen, s.so, s.meta.Model, s.meta.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer live.stop()
+	if live != nil {
+		fmt.Fprintf(env.Stderr, "goodput: live metrics at %s\n", live.url)
+	}
+	lv.observe = func(r *runlog.Record) {
+		tracker.Add(r)
+		live.observe(r)
+	}
 	cpu := startCPU(s.meta.Target == "embedded-sim")
 	out, err := s.runLevel(ctx, 0, lv)
 	if err != nil {

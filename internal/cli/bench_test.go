@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -276,5 +277,39 @@ func TestBenchFailIf(t *testing.T) {
 	r := runCLI(t, t.Context(), nil, base...)
 	if !strings.Contains(r.stdout, "Findings") {
 		t.Errorf("no findings printed after the summary:\n%s", r.stdout)
+	}
+}
+
+func TestBenchLiveMetrics(t *testing.T) {
+	// A run long enough to scrape while it goes on: 20 requests, 1 at a
+	// time, ~60 ms each.
+	srv, _ := fakeServer(t, 200, 20*time.Millisecond, 10*time.Millisecond, 5)
+	var errb syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- Main(t.Context(), []string{"bench", "--base-url", srv.URL, "--num-prompts", "20", "--max-concurrency", "1",
+			"--quiet", "--records", "none", "--calibrate", "off", "--metrics-listen", "127.0.0.1:0"},
+			Env{Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }, Now: time.Now})
+	}()
+	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/metrics`)
+	var body string
+	for range 300 {
+		if u := re.FindString(errb.String()); u != "" {
+			if resp, err := http.Get(u); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = string(b)
+				if strings.Contains(body, "goodput_requests_total") {
+					break
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := <-done; code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(body, "goodput_requests_total") || !strings.Contains(body, `model="fake-model"`) {
+		t.Errorf("live /metrics during the run lacks the request counter for the model:\n%.2000s", body)
 	}
 }
