@@ -339,7 +339,6 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 	return m.Done()
 }
 
-
 var doneMarker = []byte("[DONE]")
 
 // streamState is the per-stream reading machinery, pooled so a request does

@@ -36,7 +36,6 @@ type StreamMeter struct {
 	events     int // data events seen, for error messages
 }
 
-
 // Reset readies m to measure into rec (its chunks are cleared).
 func (m *StreamMeter) Reset(rec *runlog.Record) {
 	finish := m.finish[:0]
