@@ -7,13 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/goodput/goodput/internal/workload"
 )
 
 // Probe prompt sizes in written tokens: far enough apart to fit a line.
-const probeShort, probeLong = 32, 544
+const probeShort, probeLong = 64, 2048
 
 // calibration is what the probe found.
 type calibration struct {
@@ -116,4 +118,102 @@ func synthesizes(o workload.Options) bool {
 		return false
 	}
 	return true
+}
+
+// maxExactPrompts bounds the prompts fixed one by one against /tokenize
+// before a run (they are held in memory); beyond it the calibration alone
+// sizes them.
+const maxExactPrompts = 20000
+
+// exactDataset serves prompts fixed against the server's tokenizer in place
+// of the synthesized ones.
+type exactDataset struct {
+	workload.Dataset
+	prompts map[int]string
+}
+
+// Request returns request i with its fixed prompt, if it has one.
+func (d *exactDataset) Request(i int) workload.Request {
+	r := d.Dataset.Request(i)
+	if p, ok := d.prompts[i]; ok {
+		r.Prompt = p
+	}
+	return r
+}
+
+// exactPrompts checks the first n prompts of ds against the server's
+// /tokenize and pads or trims each until the server counts exactly what was
+// asked (a calibrated approximation is within a few tokens; this closes the
+// gap). It reports how many prompts it checked and how many stayed off.
+func exactPrompts(ctx context.Context, c *openai.Client, ds workload.Dataset, n int) (workload.Dataset, int, int, error) {
+	n = min(n, ds.Len())
+	type fixed struct {
+		i    int
+		text string
+		off  bool
+	}
+	out := make(chan fixed, 64)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	go func() {
+		defer close(out)
+		for i := range n {
+			g.Go(func() error {
+				r := ds.Request(i)
+				if r.PromptTokens <= 0 || len(r.Messages) > 0 || r.Prompt == "" {
+					return nil
+				}
+				text, ok, err := fitPrompt(gctx, c, r.Prompt, r.PromptTokens)
+				if err != nil {
+					return err
+				}
+				if text != r.Prompt || !ok {
+					out <- fixed{i, text, !ok}
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+	}()
+	prompts := map[int]string{}
+	off := 0
+	for f := range out {
+		prompts[f.i] = f.text
+		if f.off {
+			off++
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return ds, 0, 0, fmt.Errorf("fitting prompts to the server's /tokenize: %w", err)
+	}
+	return &exactDataset{Dataset: ds, prompts: prompts}, n, off, nil
+}
+
+// fitPrompt pads text with " a" (one token in common BPE vocabularies) or
+// trims trailing words until the server counts want tokens; ok is false if
+// a few rounds did not get there (the closest text is returned).
+func fitPrompt(ctx context.Context, c *openai.Client, text string, want int) (string, bool, error) {
+	for range 6 {
+		got, err := c.CountPrompt(ctx, text)
+		if err != nil {
+			return text, false, err
+		}
+		switch d := want - got; {
+		case d == 0:
+			return text, true, nil
+		case d > 0:
+			text += strings.Repeat(" a", d)
+		default:
+			// Each word is at least one token: cutting -d words cannot cut
+			// too little, and padding fixes any overshoot next round.
+			for range -d {
+				i := strings.LastIndexByte(text, ' ')
+				if i <= 0 {
+					break
+				}
+				text = text[:i]
+			}
+		}
+	}
+	return text, false, nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,13 +12,20 @@ import (
 	"github.com/goodput/goodput/internal/tokenize"
 )
 
-// foreignServer counts prompts unlike goodput's approximation: 3 tokens of
-// template plus 1.3 per approximate token, as a real tokenizer might. With
-// tokenizeEndpoint false it has no /tokenize, so only usage tells.
+// foreignServer counts prompts unlike goodput's approximation, as a real
+// tokenizer might: 3 tokens of template, then the approximate count plus
+// one more for every word of 4 letters or more (split into two subwords).
+// With tokenizeEndpoint false it has no /tokenize, so only usage tells.
 func foreignServer(t *testing.T, tokenizeEndpoint bool) *httptest.Server {
 	t.Helper()
 	count := func(text string) int {
-		return 3 + int(math.Round(1.3*float64(tokenize.Approx{}.Count(text))))
+		n := 3 + tokenize.Approx{}.Count(text)
+		for _, w := range strings.Fields(text) {
+			if len(w) >= 4 {
+				n++
+			}
+		}
+		return n
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -63,17 +69,23 @@ func TestCalibrationMakesPromptLengthsRight(t *testing.T) {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			meta, recs := readRecords(t, rec)
-			// The probes are 32 and 544 written tokens: the server counts
-			// 3+round(41.6) = 45 and 3+round(707.2) = 710, so the fit is
-			// r = 665/512 = 1.299 and a = 45 − 1.299×32 = 3.4.
-			if !strings.Contains(meta.Tokenizer, "calibrated with "+tc.method) || !strings.Contains(meta.Tokenizer, "3.4 + 1.299") {
-				t.Errorf("meta tokenizer = %q; want calibrated with %s to 3.4 + 1.299 × written", meta.Tokenizer, tc.method)
+			if !strings.Contains(meta.Tokenizer, "calibrated with "+tc.method) {
+				t.Errorf("meta tokenizer = %q; want calibrated with %s", meta.Tokenizer, tc.method)
 			}
 			for _, x := range recs {
-				// Rounding one written token is worth 1.3 server tokens.
-				if d := x.PromptTokens - x.RequestedPromptTokens; d < -1 || d > 1 {
-					t.Errorf("%s: server counted %d prompt tokens; asked %d", x.ID, x.PromptTokens, x.RequestedPromptTokens)
+				// With /tokenize every prompt is fitted exactly; usage alone
+				// fits a line, and the share of long words varies from
+				// prompt to prompt: within 3 %.
+				tol := x.RequestedPromptTokens * 3 / 100
+				if tc.endpoint {
+					tol = 0
 				}
+				if d := x.PromptTokens - x.RequestedPromptTokens; d < -tol || d > tol {
+					t.Errorf("%s: server counted %d prompt tokens; asked %d (tolerance %d)", x.ID, x.PromptTokens, x.RequestedPromptTokens, tol)
+				}
+			}
+			if tc.endpoint && !strings.Contains(meta.Tokenizer, "each prompt fitted to /tokenize (20 checked, 0 not exact)") {
+				t.Errorf("meta tokenizer = %q; want every prompt fitted", meta.Tokenizer)
 			}
 		})
 	}
@@ -86,9 +98,49 @@ func TestCalibrationMakesPromptLengthsRight(t *testing.T) {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
 		_, recs := readRecords(t, rec)
-		// Uncalibrated: 3 + 1.3 × 1000.
-		if recs[0].PromptTokens != 1303 {
-			t.Errorf("prompt tokens = %d; want 1303 without calibration", recs[0].PromptTokens)
+		// Uncalibrated, the template and the long words come on top.
+		if d := recs[0].PromptTokens - 1000; d < 50 {
+			t.Errorf("prompt tokens = %d; want well over 1000 without calibration", recs[0].PromptTokens)
 		}
 	})
+}
+
+// A server whose tokenizer is o200k: with --tokenizer tiktoken:o200k_base
+// prompts are exact by construction, and the usage probe confirms it.
+func TestExactWithTokenizer(t *testing.T) {
+	tok, err := tokenize.Tiktoken("o200k_base")
+	if err != nil {
+		t.Skipf("tiktoken o200k unavailable: %v", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Prompt string `json:"prompt"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		switch r.URL.Path {
+		case "/v1/models":
+			fmt.Fprint(w, `{"data":[{"id":"o200k-model"}]}`)
+		case "/tokenize":
+			http.NotFound(w, r)
+		default:
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"x\",\"finish_reason\":\"length\"}]}\n\n")
+			fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", tok.Count(body.Prompt))
+		}
+	}))
+	defer srv.Close()
+	rec := filepath.Join(t.TempDir(), "r.jsonl")
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--num-prompts", "30", "--random-input-len", "1000",
+		"--random-range-ratio", "0.9", "--random-output-len", "1", "--tokenizer", "tiktoken:o200k_base", "--quiet", "--records", rec)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	meta, recs := readRecords(t, rec)
+	if !strings.Contains(meta.Tokenizer, "tiktoken:o200k_base, exact for the server") {
+		t.Errorf("meta tokenizer = %q; want exact for the server", meta.Tokenizer)
+	}
+	for _, x := range recs {
+		if x.PromptTokens != x.RequestedPromptTokens {
+			t.Errorf("%s: server counted %d prompt tokens; asked %d", x.ID, x.PromptTokens, x.RequestedPromptTokens)
+		}
+	}
 }

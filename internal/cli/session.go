@@ -227,6 +227,23 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 			if strings.HasPrefix(cal.method, "none") {
 				fmt.Fprintf(env.Stderr, "goodput: prompt lengths not calibrated: %s\n", strings.TrimPrefix(cal.method, "none "))
 			}
+			if cal.method == "/tokenize" {
+				// The server can count: make every prompt exact, not just
+				// calibrated, when the run is small enough to hold them.
+				n := o.load.NumPrompts + o.load.NumWarmups
+				if n == 0 || o.load.Duration > 0 {
+					n = s.ds.Len()
+				}
+				if n <= maxExactPrompts {
+					ds, checked, off, err := exactPrompts(ctx, s.client, s.ds, n)
+					if err != nil {
+						s.close()
+						return nil, err
+					}
+					s.ds = ds
+					tokDesc += fmt.Sprintf("; each prompt fitted to /tokenize (%d checked, %d not exact)", checked, off)
+				}
+			}
 		}
 	default:
 		s.close()
