@@ -23,12 +23,16 @@ func init() { extraCommands = append(extraCommands, newSimCmd) }
 // SimOptions configures "goodput sim": the engine, plus bench's workload,
 // load and output flags.
 type SimOptions struct {
-	Engine  sim.Config
-	load    loadFlags
-	work    workloadFlags
-	out     outputFlags
-	verdict verdictFlags
-	args    []string
+	Engine sim.Config
+	// IgnoreEOS generates every request's full output length; without it
+	// a request may stop early at its natural length, as bench's requests
+	// to the simulated server do.
+	IgnoreEOS bool
+	load      loadFlags
+	work      workloadFlags
+	out       outputFlags
+	verdict   verdictFlags
+	args      []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -51,6 +55,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
 	o.Engine.RegisterFlags(fs)
+	fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos)")
 	o.load.register(fs)
 	o.work.register(fs)
 	o.out.register(fs)
@@ -113,6 +118,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	res, runErr := simrun.Run(ctx, eng, ds, simrun.Load{
 		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
 		NumPrompts: lv.NumPrompts, NumWarmups: lv.NumWarmups, Duration: lv.Duration, Seed: o.load.Seed,
+		NaturalStop: !o.IgnoreEOS,
 	}, func(r *runlog.Record) error {
 		if rw != nil {
 			if err := rw.Write(r); err != nil {

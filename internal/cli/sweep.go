@@ -576,6 +576,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 	runner := &sweep.SimRunner{
 		Engine: o.sim.cfg, Dataset: ds, NumPrompts: base.NumPrompts, NumWarmups: base.NumWarmups, Duration: base.Duration,
 		Burstiness: base.Burstiness, Seed: o.load.Seed, Stats: so, Saturation: sat, Track: true,
+		NaturalStop: !o.target.IgnoreEOS,
 	}
 	if rw != nil {
 		runner.Emit = func(r *runlog.Record) error {

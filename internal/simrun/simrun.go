@@ -56,6 +56,11 @@ type Load struct {
 	Duration time.Duration
 	// Seed seeds the arrival schedule.
 	Seed int64
+	// NaturalStop lets a request stop before its asked output length when
+	// its natural length (sim.NaturalLength) is shorter, as the HTTP server
+	// does for a request sent without ignore_eos; false generates exactly
+	// the asked length, as with ignore_eos.
+	NaturalStop bool
 	// Level is copied into every Record (the sweep level index).
 	Level int
 }
@@ -273,10 +278,11 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 	}
 	out := sh.OutputTokens
 	finish := "length"
-	if out <= 0 {
-		// The same distribution simserve uses, keyed by (seed, index)
-		// since virtual time has no prompt text to hash.
-		out = sim.NaturalLength(uint64(r.load.Seed)^sim.Mix64(uint64(idx)+0x9e3779b97f4a7c15), sim.DefaultNaturalMedian)
+	// The same distribution simserve uses, keyed by (seed, index) since
+	// virtual time has no prompt text to hash.
+	natural := sim.NaturalLength(uint64(r.load.Seed)^sim.Mix64(uint64(idx)+0x9e3779b97f4a7c15), sim.DefaultNaturalMedian)
+	if out <= 0 || (r.load.NaturalStop && natural < out) {
+		out = natural
 		finish = "stop"
 	}
 	rec := &runlog.Record{

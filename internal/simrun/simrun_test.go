@@ -385,6 +385,35 @@ func TestNaturalOutputLength(t *testing.T) {
 	}
 }
 
+func TestNaturalStop(t *testing.T) {
+	// Asked for 5000 tokens each: with NaturalStop a request stops at its
+	// natural length where that is shorter (median 200, so nearly all do),
+	// as the HTTP server does without ignore_eos; without it, all 5000.
+	ds := make(shapes, 20)
+	for i := range ds {
+		ds[i] = workload.Request{PromptTokens: 30, OutputTokens: 5000}
+	}
+	for _, natural := range []bool{false, true} {
+		recs, _ := collect(t, newEngine(t, nil), ds, Load{Seed: 4, MaxConcurrency: 20, NaturalStop: natural})
+		stopped := 0
+		for _, r := range recs {
+			idx, _ := strconv.Atoi(r.ID)
+			want, finish := 5000, "length"
+			if n := sim.NaturalLength(4^sim.Mix64(uint64(idx)+0x9e3779b97f4a7c15), sim.DefaultNaturalMedian); natural && n < 5000 {
+				want, finish = n, "stop"
+				stopped++
+			}
+			if r.CompletionTokens != want || r.FinishReason != finish || r.MaxTokens != 5000 {
+				t.Errorf("NaturalStop %v, %s: completion %d finish %q max %d; want %d, %s, 5000",
+					natural, r.ID, r.CompletionTokens, r.FinishReason, r.MaxTokens, want, finish)
+			}
+		}
+		if natural && stopped < 15 {
+			t.Errorf("NaturalStop: only %d of 20 stopped early; a median of 200 makes nearly all", stopped)
+		}
+	}
+}
+
 func TestCancel(t *testing.T) {
 	ds := randomDataset(t, 200)
 	ctx, cancel := context.WithCancel(context.Background())

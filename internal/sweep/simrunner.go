@@ -33,6 +33,9 @@ type SimRunner struct {
 	Burstiness float64
 	// Seed seeds the arrival schedule of every level.
 	Seed int64
+	// NaturalStop lets requests stop at their natural length, as requests
+	// sent without ignore_eos do (see simrun.Load).
+	NaturalStop bool
 	// Stats says what each level's Summary holds (SLO, percentiles…).
 	Stats stats.Options
 	// Saturation configures the early stop of a saturated level.
@@ -87,6 +90,7 @@ func (s *SimRunner) RunLevel(ctx context.Context, idx int, l Level) (Point, erro
 	res, err := simrun.Run(lctx, eng, s.Dataset, simrun.Load{
 		RequestRate: l.Rate, Burstiness: s.Burstiness, MaxConcurrency: l.Concurrency,
 		NumPrompts: s.NumPrompts, NumWarmups: s.NumWarmups, Duration: s.Duration, Seed: s.Seed, Level: idx,
+		NaturalStop: s.NaturalStop,
 	}, emit)
 	if err != nil && !(stopped != "" && ctx.Err() == nil && errors.Is(context.Cause(lctx), errSaturated)) {
 		return Point{}, fmt.Errorf("level %d (%s): %w", idx, l.Label, err)
