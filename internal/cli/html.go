@@ -19,7 +19,10 @@ type runHTML struct {
 	so          stats.Options
 	findings    []report.Finding
 	sla         string
-	sweep       *report.SweepMarks
+	// kneeLevel and peakLevel mark a sweep's knee and goodput peak by
+	// record level index; marks says whether to use them.
+	marks                bool
+	kneeLevel, peakLevel int
 }
 
 // write renders the run's HTML report from its records file, which holds
@@ -43,9 +46,21 @@ func (h runHTML) write(env Env) error {
 	if meta == nil {
 		meta = h.meta
 	}
+	levels := report.SummarizeLevels(meta, recs, h.so)
 	in := report.HTMLInput{
-		Title: h.title, Meta: meta, Levels: report.SummarizeLevels(meta, recs, h.so), Records: report.Records(recs),
-		Findings: h.findings, SLA: h.sla, Sweep: h.sweep, Generated: env.Now(),
+		Title: h.title, Meta: meta, Levels: levels, Records: report.Records(recs),
+		Findings: h.findings, SLA: h.sla, Generated: env.Now(),
+	}
+	if h.marks {
+		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1}
+		for i, l := range levels {
+			if l.Index == h.kneeLevel {
+				in.Sweep.Knee = i
+			}
+			if l.Index == h.peakLevel {
+				in.Sweep.GoodputPeak = i
+			}
+		}
 	}
 	if err := writeHTMLFile(h.path, func(w io.Writer) error { return report.HTML(w, in) }); err != nil {
 		return fmt.Errorf("--html %s: %w", h.path, err)

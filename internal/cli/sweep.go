@@ -21,6 +21,7 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -169,6 +170,7 @@ type sweepRun struct {
 	runner                  sweep.Runner
 	meta                    *runlog.Meta
 	resultPath, recordsPath string
+	so                      stats.Options // for re-summarising records (--html)
 	virtual                 bool
 	embedded                bool
 	track                   bool // the runner fills Point.Requests
@@ -333,6 +335,19 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.out.HTML != "" {
+		h := runHTML{path: o.out.HTML, recordsPath: sr.recordsPath, title: "goodput sweep", meta: sr.meta, so: sr.so,
+			findings: htmlFindings(top), marks: true, kneeLevel: -1, peakLevel: -1}
+		if res.Knee != nil && res.Knee.Index < len(res.Points) {
+			h.kneeLevel = res.Points[res.Knee.Index].Index
+		}
+		if res.GoodputPeak != nil && res.GoodputPeak.Index < len(res.Points) {
+			h.peakLevel = res.Points[res.GoodputPeak.Index].Index
+		}
+		if err := h.write(env); err != nil {
+			return err
+		}
+	}
 	if o.out.SaveResult {
 		if err := os.WriteFile(sr.resultPath, doc, 0o644); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
@@ -492,7 +507,7 @@ func openWallSweep(ctx context.Context, cancel context.CancelCauseFunc, env Env,
 		return p, s.err()
 	})
 	return &sweepRun{
-		runner: runner, meta: s.meta, resultPath: s.resultPath, recordsPath: s.recordsPath,
+		runner: runner, meta: s.meta, resultPath: s.resultPath, recordsPath: s.recordsPath, so: s.so,
 		embedded: s.meta.Target == "embedded-sim",
 		finish:   s.finish, close: s.close,
 		count: func() int {
@@ -551,7 +566,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		return nil, err
 	}
 	m.Levels = nil
-	sr := &sweepRun{meta: m, resultPath: resultPath, recordsPath: recordsPath, virtual: true, track: true,
+	sr := &sweepRun{meta: m, resultPath: resultPath, recordsPath: recordsPath, so: so, virtual: true, track: true,
 		close: func() {
 			if f != nil {
 				_ = f.Close()

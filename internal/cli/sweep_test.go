@@ -280,3 +280,22 @@ func TestProcessCPU(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepHTML(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "sweep.html")
+	r := runSweepCLI(t, "--sim", "--request-rate", "4,12,20,28", "--num-prompts", "200", "--goodput", "ttft:500", "tpot:30",
+		"--quiet", "--html", html)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"goodput sweep", "Load sweep", "goodput peak (rate=", "<svg"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the sweep's HTML lacks %q", want)
+		}
+	}
+}
