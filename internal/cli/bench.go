@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -298,7 +297,7 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	if o.out.SaveResult {
-		if err := os.WriteFile(s.resultPath, result, 0o644); err != nil {
+		if err := writeResult(s.resultPath, result); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", s.resultPath)

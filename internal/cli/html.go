@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -67,4 +68,13 @@ func (h runHTML) write(env Env) error {
 	}
 	fmt.Fprintf(env.Stderr, "goodput: HTML report in %s\n", h.path)
 	return nil
+}
+
+// writeResult writes a result file, creating its directory (--result-dir)
+// if needed.
+func writeResult(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }

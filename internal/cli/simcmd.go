@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -164,7 +163,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		return err
 	}
 	if o.out.SaveResult {
-		if err := os.WriteFile(resultPath, b, 0o644); err != nil {
+		if err := writeResult(resultPath, b); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", resultPath)

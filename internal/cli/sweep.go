@@ -349,7 +349,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		}
 	}
 	if o.out.SaveResult {
-		if err := os.WriteFile(sr.resultPath, doc, 0o644); err != nil {
+		if err := writeResult(sr.resultPath, doc); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", sr.resultPath)

@@ -167,8 +167,9 @@ func TestTerminalHandValues(t *testing.T) {
 		"  tpot <= 12 ms:                         2 of 4 (50.00%)\n",
 		"http_5xx:                                1\n",
 		"Load:                                    rate 2 req/s, burstiness 1, max concurrency 4\n",
-		// Sent prompts [100, 500, 2000, 10000].
-		"Input length (tok) P50/P90/P99:          1250 / 7600 / 9760\n",
+		// Sent prompts [100, 500, 2000, 10000]: mean 12600/4 = 3150;
+		// population std √((3050² + 2650² + 1150² + 6850²)/4) = 4017.8.
+		"Input length (tok) P50/P90/P99:          1250 / 7600 / 9760 (mean 3150, std 4017.8)\n",
 		"Send lag (ms) P50/P99/max:               0.00 / 9.70 / 10.00\n",
 		"Token counts from:                       2 usage, 1 counted\n",
 		"Prompt length mismatch (tok) P50/P99:    10 / 10\n",

@@ -172,7 +172,7 @@ func ResultJSON(s *stats.Summary, meta *runlog.Meta, extra map[string]any) ([]by
 
 // distJSON renders a length or lag distribution's key figures.
 func distJSON(m stats.MetricSummary) *object {
-	o := newObject().set("n", m.N).set("mean", pyFloat(m.Mean)).set("min", pyFloat(m.Min)).set("max", pyFloat(m.Max))
+	o := newObject().set("n", m.N).set("mean", pyFloat(m.Mean)).set("std", pyFloat(m.Std)).set("min", pyFloat(m.Min)).set("max", pyFloat(m.Max))
 	for _, p := range m.Percentiles {
 		o.set("p"+stats.PercentileName(p.P), pyFloat(p.Value))
 	}

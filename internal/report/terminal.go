@@ -315,11 +315,14 @@ func conditions(t *term, s *stats.Summary, meta *runlog.Meta, lv *runlog.Level) 
 		}
 		return strings.Join(parts, " / ")
 	}
+	meanStd := func(m stats.MetricSummary) string {
+		return fmt.Sprintf(" (mean %s, std %s)", tok(m.Mean), tok(m.Std))
+	}
 	if s.InputLen.N > 0 {
-		t.line("Input length (tok) P50/P90/P99:", three(s.InputLen, tok, 50, 90, 99))
+		t.line("Input length (tok) P50/P90/P99:", three(s.InputLen, tok, 50, 90, 99)+meanStd(s.InputLen))
 	}
 	if s.OutputLen.N > 0 {
-		t.line("Output length (tok) P50/P90/P99:", three(s.OutputLen, tok, 50, 90, 99))
+		t.line("Output length (tok) P50/P90/P99:", three(s.OutputLen, tok, 50, 90, 99)+meanStd(s.OutputLen))
 	}
 	if s.SendLag.N > 0 {
 		t.line("Send lag (ms) P50/P99/max:", three(s.SendLag, f2, 50, 99)+" / "+f2(s.SendLag.Max))
