@@ -288,16 +288,7 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		rec.End = c.cfg.Now()
-		class := runlog.ErrHTTP4xx
-		switch {
-		case resp.StatusCode == http.StatusTooManyRequests:
-			class = runlog.ErrHTTP429
-		case resp.StatusCode >= 500:
-			class = runlog.ErrHTTP5xx
-		case resp.StatusCode < 400:
-			class = runlog.ErrStream
-		}
-		c.fail(rec, class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
+		c.fail(rec, runlog.StatusClass(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
 		return false
 	}
 	var rd io.Reader = resp.Body

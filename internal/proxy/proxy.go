@@ -434,15 +434,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	if resp.StatusCode != http.StatusOK && ex.info().stream {
 		rec := &runlog.Record{Status: resp.StatusCode, End: p.now(), TokenSource: runlog.TokensCounted}
-		class := runlog.ErrHTTP4xx
-		switch {
-		case resp.StatusCode == http.StatusTooManyRequests:
-			class = runlog.ErrHTTP429
-		case resp.StatusCode >= 500:
-			class = runlog.ErrHTTP5xx
-		case resp.StatusCode < 400:
-			class = runlog.ErrStream
-		}
+		class := runlog.StatusClass(resp.StatusCode)
 		// The status only: an upstream's error text may quote the request
 		// (or its credentials), and the client gets the body anyway.
 		rec.ErrorClass, rec.Error = class, fmt.Sprintf("HTTP %d", resp.StatusCode)

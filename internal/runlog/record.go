@@ -271,3 +271,18 @@ func (r *Record) LastTokenAt() int64 {
 	}
 	return -1
 }
+
+// StatusClass is the error class of a request answered with HTTP status
+// code (not 200): 429 is rate limiting, other 4xx client errors, 5xx server
+// errors; anything else is a broken exchange.
+func StatusClass(code int) ErrorClass {
+	switch {
+	case code == 429:
+		return ErrHTTP429
+	case code >= 500 && code < 600:
+		return ErrHTTP5xx
+	case code >= 400 && code < 500:
+		return ErrHTTP4xx
+	}
+	return ErrStream
+}

@@ -119,3 +119,14 @@ func TestMetricsEdgeCases(t *testing.T) {
 		}
 	})
 }
+
+func TestStatusClass(t *testing.T) {
+	for code, want := range map[int]ErrorClass{
+		429: ErrHTTP429, 400: ErrHTTP4xx, 404: ErrHTTP4xx, 499: ErrHTTP4xx,
+		500: ErrHTTP5xx, 503: ErrHTTP5xx, 302: ErrStream, 204: ErrStream,
+	} {
+		if got := StatusClass(code); got != want {
+			t.Errorf("StatusClass(%d) = %q; want %q", code, got, want)
+		}
+	}
+}
