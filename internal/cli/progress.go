@@ -23,6 +23,7 @@ type progress struct {
 	interval time.Duration
 
 	mu       sync.Mutex
+	sent     int
 	done     int
 	failed   int
 	outTok   int64
@@ -44,6 +45,13 @@ func newProgress(env Env, quiet bool, total int, dur time.Duration) *progress {
 		w: env.Stderr, tty: env.TTY, quiet: quiet, total: total, interval: iv,
 		ttft: hdrhistogram.New(1, 3_600_000_000, 2), tpot: hdrhistogram.New(1, 3_600_000_000, 2),
 	}
+}
+
+// send counts a request leaving; safe for concurrent use.
+func (p *progress) send() {
+	p.mu.Lock()
+	p.sent++
+	p.mu.Unlock()
 }
 
 // observe counts a finished record; safe for concurrent use.
@@ -104,8 +112,8 @@ func (p *progress) print(final bool) {
 	if p.total > 0 {
 		tot = fmt.Sprint(p.total)
 	}
-	line := fmt.Sprintf("%d/%s done, %d failed | TTFT p50 %s p99 %s | TPOT p50 %s p99 %s | %.0f out tok/s | %.0fs",
-		p.done, tot, p.failed,
+	line := fmt.Sprintf("%d/%s done, %d in flight, %d failed | TTFT p50 %s p99 %s | TPOT p50 %s p99 %s | %.0f out tok/s | %.0fs",
+		p.done, tot, max(p.sent-p.done, 0), p.failed,
 		ms(p.ttft.ValueAtQuantile(50)), ms(p.ttft.ValueAtQuantile(99)),
 		ms(p.tpot.ValueAtQuantile(50)), ms(p.tpot.ValueAtQuantile(99)),
 		float64(p.outTok)/max(el, 1e-9), el)

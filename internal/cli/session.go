@@ -352,7 +352,10 @@ func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOut
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, rec *runlog.Record) { s.client.Stream(ctx, req, body, rec) }, nil
+		return func(ctx context.Context, rec *runlog.Record) {
+			prog.send()
+			s.client.Stream(ctx, req, body, rec)
+		}, nil
 	})
 	prog.start(ctx)
 	res, err := loadgen.Run(ctx, loadgen.Config{
