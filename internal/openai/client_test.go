@@ -418,3 +418,33 @@ func TestNewClientBadURL(t *testing.T) {
 		}
 	}
 }
+
+// A server whose listen backlog overflows resets new connections before
+// answering (llama.cpp's backlog is 5): that is a connect_reset, counted,
+// not hidden and not retried.
+func TestConnectReset(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Read the request, then reset: RST instead of FIN.
+			_, _ = c.Read(make([]byte, 4096))
+			_ = c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	defer func() { ln.Close(); <-done }()
+	c := newTestClient(t, "http://"+ln.Addr().String(), "/v1/completions", nil)
+	rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+	if rec.ErrorClass != runlog.ErrConnectReset {
+		t.Errorf("class %q (%s); want connect_reset", rec.ErrorClass, rec.Error)
+	}
+}
