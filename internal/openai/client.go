@@ -70,7 +70,8 @@ type Config struct {
 	ContinuousUsage bool
 	// Timeout bounds a whole request; 0 means none.
 	Timeout time.Duration
-	// IdleTimeout bounds the silence between bytes of a response; 0 means
+	// IdleTimeout bounds the server's silence — from the send to the
+	// first byte, and between bytes — ; 0 means
 	// none.
 	IdleTimeout time.Duration
 	// MaxConns sizes the connection pool (the run's concurrency); no other
@@ -270,6 +271,13 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	if fresh {
 		hc = c.fresh
 	}
+	// The idle clock runs from the send: a server that accepts the request
+	// and never answers (no headers, no bytes) is caught too.
+	var idle *idleReader
+	if c.cfg.IdleTimeout > 0 {
+		idle = newIdleReader(nil, c.cfg.IdleTimeout, func() { cancel(errIdle) })
+		defer idle.stop()
+	}
 	rec.Sent = c.cfg.Now()
 	resp, err := hc.Do(req)
 	if cs, cd := connStart.Load(), connDone.Load(); cs != 0 && cd > cs && !reused.Load() {
@@ -284,17 +292,18 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 		return false
 	}
 	defer resp.Body.Close()
+	var rd io.Reader = resp.Body
+	if idle != nil {
+		idle.r = resp.Body
+		idle.t.Reset(c.cfg.IdleTimeout) // the headers were bytes too
+		rd = idle
+	}
 	rec.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		msg, _ := io.ReadAll(io.LimitReader(rd, 4096))
 		rec.End = c.cfg.Now()
 		c.fail(rec, runlog.StatusClass(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
 		return false
-	}
-	var rd io.Reader = resp.Body
-	if c.cfg.IdleTimeout > 0 {
-		rd = newIdleReader(resp.Body, c.cfg.IdleTimeout, func() { cancel(errIdle) })
-		defer rd.(*idleReader).stop()
 	}
 	if c.read(ctx, rd, rec) {
 		// Read to the body's end (the chunked terminator follows [DONE])

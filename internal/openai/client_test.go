@@ -27,10 +27,16 @@ func data(s string) step { return step{raw: "data: " + s + "\n\n"} }
 
 func after(d time.Duration, s string) step { return step{wait: d, raw: "data: " + s + "\n\n"} }
 
+// scripted serves the steps with status; status 0 answers nothing at all
+// until the client gives up.
 func scripted(t *testing.T, status int, steps ...step) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		if status == 0 {
+			<-r.Context().Done()
+			return
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(status)
 		fl := w.(http.Flusher)
@@ -229,6 +235,8 @@ func TestFailures(t *testing.T) {
 		{"malformed", 200, []step{data(content("a")), data(`{"choices":[{"delta":`)}, 0, runlog.ErrMalformed, "chunk 2"},
 		{"no done", 200, []step{data(content("a"))}, 0, runlog.ErrStream, "without [DONE]"},
 		{"stall", 200, []step{data(content("a")), after(time.Minute, content("b"))}, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data"},
+		// Headers never come: the idle clock runs from the send.
+		{"silent server", 0, nil, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
