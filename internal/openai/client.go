@@ -70,9 +70,8 @@ type Config struct {
 	ContinuousUsage bool
 	// Timeout bounds a whole request; 0 means none.
 	Timeout time.Duration
-	// IdleTimeout bounds the server's silence — from the send to the
-	// first byte, and between bytes — ; 0 means
-	// none.
+	// IdleTimeout bounds the server's silence, from the send to the first
+	// byte and between bytes; 0 means none.
 	IdleTimeout time.Duration
 	// MaxConns sizes the connection pool (the run's concurrency); no other
 	// cap is applied.
