@@ -187,8 +187,11 @@ func TestReasoningAndThinkTags(t *testing.T) {
 		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
 		ttft, _ := rec.TTFT()
 		ttp, ok := rec.TTP()
-		if !ok || ttp-ttft < 30*time.Millisecond {
-			t.Errorf("TTFT %v, TTP %v (ok %v); want TTP ≥ TTFT + 30ms", ttft, ttp, ok)
+		// The server waits 30 ms between the first reasoning chunk and the
+		// answer; a late read of the first chunk can eat into that on a
+		// loaded machine, so ask for half.
+		if !ok || ttp-ttft < 15*time.Millisecond {
+			t.Errorf("TTFT %v, TTP %v (ok %v); want TTP ≥ TTFT + 15ms", ttft, ttp, ok)
 		}
 		if rec.Chunks[0].Visible || rec.Chunks[1].Visible || !rec.Chunks[2].Visible {
 			t.Errorf("visibility = %+v; want hidden, hidden, visible", rec.Chunks)
