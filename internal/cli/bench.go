@@ -26,20 +26,21 @@ import (
 
 // targetFlags says where requests go and how they look on the wire.
 type targetFlags struct {
-	BaseURL         string
-	Host            string
-	Port            int
-	Backend         string
-	Endpoint        string
-	Model           string
-	Headers         []string
-	ExtraBody       string
-	APIKeyEnv       string
-	RequestIDPrefix string
-	IgnoreEOS       bool
-	ContinuousUsage string
-	Timeout         time.Duration
-	IdleTimeout     time.Duration
+	BaseURL           string
+	Host              string
+	Port              int
+	Backend           string
+	Endpoint          string
+	Model             string
+	Headers           []string
+	ExtraBody         string
+	APIKeyEnv         string
+	RequestIDPrefix   string
+	IgnoreEOS         bool
+	ContinuousUsage   string
+	Timeout           time.Duration
+	IdleTimeout       time.Duration
+	ReadyCheckTimeout time.Duration
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
@@ -55,6 +56,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
 	fs.StringVar(&t.ContinuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (continuous_usage_stats): auto (vLLM and the simulator), on, off")
+	fs.DurationVar(&t.ReadyCheckTimeout, "ready-check-timeout", 0, "wait this long for a starting server to answer GET /v1/models before the run (0: do not wait)")
 	fs.DurationVar(&t.Timeout, "timeout", time.Hour, "limit on a whole request, so a server that trickles keep-alives forever cannot hang the run (0: none)")
 	fs.DurationVar(&t.IdleTimeout, "idle-timeout", 2*time.Minute, "limit on silence from the server, from the send to the first byte and between bytes (0: none); raise it for queues longer than this")
 }
@@ -336,6 +338,32 @@ func allFailed(s *stats.Summary) error {
 	return fmt.Errorf("all %d requests failed (%s)", s.Failed, strings.Join(classes, ", "))
 }
 
+// readyPoll is how often a starting server is asked again.
+var readyPoll = time.Second
+
+// waitModels lists the server's models, retrying every readyPoll for up to
+// wait while the server is not answering yet (it may still be loading).
+func waitModels(ctx context.Context, c *openai.Client, wait time.Duration) ([]openai.Model, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		models, err := c.Models(dctx)
+		cancel()
+		if err == nil || wait <= 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			if err != nil && wait > 0 && ctx.Err() == nil {
+				err = fmt.Errorf("not ready after --ready-check-timeout %v: %w", wait, err)
+			}
+			return models, err
+		}
+		t := time.NewTimer(readyPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
 // discover fills in the model id from the server when none was given.
 func discover(ctx context.Context, c *openai.Client, t *targetFlags) error {
 	mode := strings.ToLower(t.ContinuousUsage)
@@ -347,15 +375,16 @@ func discover(ctx context.Context, c *openai.Client, t *targetFlags) error {
 	default:
 		return usagef("--continuous-usage %q: want auto, on or off", t.ContinuousUsage)
 	}
-	if t.Model != "" && mode != "auto" {
+	if t.Model != "" && mode != "auto" && t.ReadyCheckTimeout == 0 {
 		return nil
 	}
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	models, err := c.Models(dctx)
+	models, err := waitModels(ctx, c, t.ReadyCheckTimeout)
 	if err != nil {
-		if t.Model != "" {
+		if t.Model != "" && t.ReadyCheckTimeout == 0 {
 			return nil // the list is only a convenience when the model is known
+		}
+		if t.Model != "" {
+			return err
 		}
 		return fmt.Errorf("no --model given and the model list failed: %w", err)
 	}

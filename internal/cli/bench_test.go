@@ -313,3 +313,41 @@ func TestBenchLiveMetrics(t *testing.T) {
 		t.Errorf("live /metrics during the run lacks the request counter for the model:\n%.2000s", body)
 	}
 }
+
+func TestBenchReadyCheck(t *testing.T) {
+	// The server answers 503 to its first three model lists, as a server
+	// still loading its weights does, then serves.
+	var calls atomic.Int64
+	inner, _ := fakeServer(t, 200, time.Millisecond, time.Millisecond, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" && calls.Add(1) <= 3 {
+			http.Error(w, "loading", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.Post(inner.URL+r.URL.Path, "application/json", r.Body)
+		if r.Method == http.MethodGet {
+			resp, err = http.Get(inner.URL + r.URL.Path)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), 502)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	defer srv.Close()
+	args := []string{"bench", "--base-url", srv.URL, "--num-prompts", "2", "--quiet", "--records", "none", "--calibrate", "off"}
+	if r := runCLI(t, t.Context(), nil, args...); r.code != ExitRun || !strings.Contains(r.stderr, "503") {
+		t.Errorf("without waiting: exit %d, stderr %q; want %d naming the 503", r.code, r.stderr, ExitRun)
+	}
+	calls.Store(0)
+	defer func(p time.Duration) { readyPoll = p }(readyPoll)
+	readyPoll = 10 * time.Millisecond
+	if r := runCLI(t, t.Context(), nil, append(args, "--ready-check-timeout", "10s")...); r.code != ExitOK {
+		t.Errorf("with --ready-check-timeout: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	if calls.Load() < 4 {
+		t.Errorf("model list asked %d times; want the 3 refusals and a success", calls.Load())
+	}
+}
