@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -136,6 +137,7 @@ type outputFlags struct {
 	MetricPercentiles string
 	Buckets           string
 	SaveResult        bool
+	SaveDetailed      bool
 	ResultDir         string
 	ResultFilename    string
 	Records           string
@@ -150,6 +152,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&o.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens")
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
+	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, errors)")
 	fs.StringVar(&o.ResultDir, "result-dir", "", "directory for the result and records files (default: current)")
 	fs.StringVar(&o.ResultFilename, "result-filename", "", "result file name (default like vLLM's: backend-rate-qps-concurrency-model-date.json)")
 	fs.StringVar(&o.Records, "records", "", "per-request records JSONL (default: beside the result file, .records.jsonl); none to skip")
@@ -294,7 +297,15 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	s.printFiles()
-	result, err := report.ResultJSON(&out.summary, s.meta, map[string]any{"records_file": s.recordsPath, "findings": nonNil(fs)})
+	extra := map[string]any{"records_file": s.recordsPath, "findings": nonNil(fs)}
+	if o.out.SaveDetailed {
+		d, err := detailed(s.recordsPath, 0)
+		if err != nil {
+			return err
+		}
+		maps.Copy(extra, d)
+	}
+	result, err := report.ResultJSON(&out.summary, s.meta, extra)
 	if err != nil {
 		return err
 	}

@@ -351,3 +351,37 @@ func TestBenchReadyCheck(t *testing.T) {
 		t.Errorf("model list asked %d times; want the 3 refusals and a success", calls.Load())
 	}
 }
+
+func TestBenchSaveDetailed(t *testing.T) {
+	// 3 requests of 4 tokens: first after 20 ms, then 2 ms apart.
+	srv, _ := fakeServer(t, 200, 20*time.Millisecond, 2*time.Millisecond, 4)
+	dir := t.TempDir()
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--num-prompts", "3", "--num-warmups", "1", "--quiet",
+		"--calibrate", "off", "--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "d.json")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "d.json"))
+	var res struct {
+		InputLens  []int       `json:"input_lens"`
+		OutputLens []int       `json:"output_lens"`
+		TTFTs      []float64   `json:"ttfts"`
+		ITLs       [][]float64 `json:"itls"`
+		Errors     []string    `json:"errors"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	// Warm-ups are left out, like vLLM: three entries each.
+	if len(res.InputLens) != 3 || len(res.OutputLens) != 3 || len(res.TTFTs) != 3 || len(res.ITLs) != 3 || len(res.Errors) != 3 {
+		t.Fatalf("lists = %+v; want 3 entries each", res)
+	}
+	for i := range 3 {
+		// Usage reports 100 prompt and 4 output tokens; 4 chunks give 3
+		// gaps; TTFT in seconds is at least the 20 ms first-token delay.
+		if res.InputLens[i] != 100 || res.OutputLens[i] != 4 || len(res.ITLs[i]) != 3 || res.TTFTs[i] < 0.020 || res.Errors[i] != "" {
+			t.Errorf("request %d: input %d output %d itls %v ttft %v error %q; want 100, 4, 3 gaps, ≥ 0.020 s, none",
+				i, res.InputLens[i], res.OutputLens[i], res.ITLs[i], res.TTFTs[i], res.Errors[i])
+		}
+	}
+}
