@@ -305,6 +305,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		llm:     r.Method == http.MethodPost && route != RouteOther,
 		arrived: p.now(),
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// The request body streams to the upstream while its answer
+		// streams back. Without full duplex, Go's server discards and
+		// closes an unread request body the moment the answer's headers
+		// go out, and the transport, still sending the body's end, then
+		// fails and kills the upstream connection mid-stream.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
 	if ex.llm {
 		ex.secrets = append(secretsOf(r), p.upSecrets...)
 		ex.id = requestID(r.Header.Get("X-Request-Id"), p.seq.Add(1))
