@@ -138,8 +138,27 @@ func BenchmarkAddedLatency(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// The proxy's own share: how long each chunk stays inside it.
+			var mu sync.Mutex
+			var holds []int64
+			p.onHold = func(ns int64) {
+				mu.Lock()
+				holds = append(holds, ns)
+				mu.Unlock()
+			}
 			s := httptest.NewServer(p)
-			return s.URL, func() { s.Close(); p.Close() }
+			return s.URL, func() {
+				s.Close()
+				p.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(holds) > 0 {
+					slices.Sort(holds)
+					q := func(f float64) float64 { return float64(holds[int(f*float64(len(holds)-1))]) / 1e3 }
+					b.ReportMetric(q(0.50), "p50-hold-µs")
+					b.ReportMetric(q(0.99), "p99-hold-µs")
+				}
+			}
 		}},
 	}
 	body := []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`)

@@ -113,6 +113,8 @@ type Proxy struct {
 	seq          atomic.Uint64
 	inflight     prometheus.Gauge
 	unmeasured   *prometheus.CounterVec
+	hold         prometheus.Histogram
+	onHold       func(ns int64) // tests and benchmarks: each chunk's hold time
 	recordErr    atomic.Bool
 	taps         sync.Pool
 	handlers     sync.WaitGroup
@@ -177,7 +179,15 @@ func New(o Options) (*Proxy, error) {
 		Namespace: "goodput", Subsystem: "proxy", Name: "unmeasured_requests_total",
 		Help: "Requests passed through without measurement (other paths, non-streamed or compressed responses) by route and upstream status class.",
 	}, []string{"route", "status_class"})
-	for _, c := range []prometheus.Collector{p.inflight, p.unmeasured} {
+	p.hold = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "goodput", Subsystem: "proxy", Name: "chunk_hold_seconds",
+		Help: "Time a measured stream's bytes spend inside the proxy: from the upstream read's return to the client write and flush's return.",
+		// 1 µs to ~0.5 s.
+		Buckets:                        prometheus.ExponentialBuckets(1e-6, 2.5, 15),
+		NativeHistogramBucketFactor:    1.1,
+		NativeHistogramMaxBucketNumber: 160,
+	})
+	for _, c := range []prometheus.Collector{p.inflight, p.unmeasured, p.hold} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("proxy metrics: %w", err)
 		}

@@ -86,6 +86,13 @@ func (t *tap) Read(p []byte) (int, error) {
 		return t.readStrip(p)
 	}
 	if len(t.pending) > 0 {
+		// The ReverseProxy asks for more only once it has written and
+		// flushed the last read to the client: the bytes' stay here.
+		held := t.p.now() - t.pendingAt
+		t.p.hold.Observe(float64(held) / 1e9)
+		if t.p.onHold != nil {
+			t.p.onHold(held)
+		}
 		t.feed(t.pending, t.pendingAt)
 		t.pending = t.pending[:0]
 	}
