@@ -469,6 +469,13 @@ func goodput(sa, sb *side, o Options, notes []string) (*Goodput, []string) {
 		g.Goodput.NA, g.Goodput.NB = sa.reqs, sb.reqs
 		judge(&g.Attainment)
 		judge(&g.Goodput)
+		// Only the attainment is resampled; the durations (throughput) are
+		// one figure per run with no interval. A goodput change that the
+		// attainment does not carry is a throughput change, which this
+		// comparison cannot call significant.
+		if g.Attainment.Verdict == NoSignificant && (g.Goodput.Verdict == Better || g.Goodput.Verdict == Worse) {
+			g.Goodput.Verdict = NoSignificant
+		}
 		return g, notes
 	}
 	fa, fb := sa.figs, sb.figs

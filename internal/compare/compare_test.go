@@ -392,3 +392,25 @@ func BenchmarkResamplePercentile100k(b *testing.B) {
 		resamplePercentile(rng, x, 99)
 	}
 }
+
+func TestGoodputThroughputOnlyIsNotSignificant(t *testing.T) {
+	// Every request of both runs meets the SLO; B's last request ends 50 ms
+	// later, so its goodput (requests/s) is a hair lower. Only throughput
+	// differs, which one run per side cannot call significant.
+	a := sampleRun(1, 200, 0, 0, 5)
+	b := shifted(a, 0)
+	b[len(b)-1].Chunks[len(b[len(b)-1].Chunks)-1].T += 50 * ms
+	b[len(b)-1].End += 50 * ms
+	slo, _ := stats.ParseSLO("ttft:10000")
+	c, err := Compare(Run{Records: a}, Run{Records: b}, Options{SLO: slo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Goodput
+	if !(g.Goodput.B < g.Goodput.A) {
+		t.Fatalf("goodput %v → %v; the test wants B a little lower", g.Goodput.A, g.Goodput.B)
+	}
+	if g.Attainment.Verdict != NoSignificant || g.Goodput.Verdict != NoSignificant {
+		t.Errorf("attainment %s, goodput %s; want no significant difference for both", g.Attainment.Verdict, g.Goodput.Verdict)
+	}
+}
