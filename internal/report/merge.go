@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -105,7 +108,11 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 			if reflect.DeepEqual(a, b) {
 				continue
 			}
-			msg := fmt.Sprintf("%s and %s differ in %s (%v vs %v)", baseName, f.Name, cf.name, show(a), show(b))
+			what := fmt.Sprintf("%s (%v vs %v)", cf.name, show(a), show(b))
+			if cf.name == "simulated" {
+				what = mapDiff("simulated", base.Simulated, f.Meta.Simulated)
+			}
+			msg := fmt.Sprintf("%s and %s differ in %s", baseName, f.Name, what)
 			if !force {
 				return nil, nil, warns, fmt.Errorf("%w: %s; use --force to merge them anyway", ErrIncompatible, msg)
 			}
@@ -202,6 +209,53 @@ func maxLevel(recs []runlog.Record) int {
 func sameLoad(a, b runlog.Level) bool {
 	return a.RequestRate == b.RequestRate && a.Burstiness == b.Burstiness &&
 		a.MaxConcurrency == b.MaxConcurrency && a.Label == b.Label && a.DurationS == b.DurationS
+}
+
+// mapDiff names the keys whose values differ between a and b, with both
+// values, at most three of them, so a refusal stays one readable line.
+func mapDiff(name string, a, b map[string]any) string {
+	keys := slices.Sorted(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	var parts []string
+	for _, k := range keys {
+		va, vb := canonicalValue(a[k]), canonicalValue(b[k])
+		if va == vb {
+			continue
+		}
+		if len(parts) == 3 {
+			parts = append(parts, "…")
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s.%s (%s vs %s)", name, k, show(unquote(va)), show(unquote(vb))))
+	}
+	if len(parts) == 0 {
+		return name
+	}
+	return strings.Join(parts, ", ")
+}
+
+// unquote shows a JSON string without its quotes.
+func unquote(s string) string {
+	if u, err := strconv.Unquote(s); err == nil && strings.HasPrefix(s, `"`) {
+		return u
+	}
+	return s
+}
+
+// canonicalValue renders one value as JSON for comparison.
+func canonicalValue(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 func show(v any) string {

@@ -163,7 +163,7 @@ func TestMerge(t *testing.T) {
 	for _, tc := range []struct {
 		name, field string
 		m           *runlog.Meta
-	}{{"model", "model (llama-3-8b vs qwen-7b)", &otherModel}, {"simulated", "simulated (none vs {\"gpu\":\"a100\"})", &otherSim}} {
+	}{{"model", "model (llama-3-8b vs qwen-7b)", &otherModel}, {"simulated", "simulated.gpu (none vs a100)", &otherSim}} {
 		t.Run("refuses different "+tc.name, func(t *testing.T) {
 			_, _, _, err := Merge([]RecordsFile{f("a.jsonl", meta), f("b.jsonl", tc.m)}, false)
 			if !errors.Is(err, ErrIncompatible) {
