@@ -329,7 +329,7 @@ func TestBenchReadyCheck(t *testing.T) {
 			resp, err = http.Get(inner.URL + r.URL.Path)
 		}
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()
