@@ -107,6 +107,9 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 	return cmd
 }
 
+// errLevelSaturated cancels a wall-clock level the Monitor judged saturated.
+var errLevelSaturated = errors.New("level saturated")
+
 // sweepPlan is what to sweep, from the flags.
 type sweepPlan struct {
 	axis   sweep.Axis
@@ -221,7 +224,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	if o.Sim {
 		sr, err = openSimSweep(env, o, pl, sat)
 	} else {
-		sr, err = openWallSweep(ctx, cancel, env, o, pl)
+		sr, err = openWallSweep(ctx, cancel, env, o, pl, sat)
 	}
 	if err != nil {
 		return err
@@ -458,7 +461,7 @@ func nonNil(fs []findings.Finding) []findings.Finding {
 
 // openWallSweep opens a bench session (the target, or the embedded
 // simulator) whose levels run over HTTP in wall-clock time.
-func openWallSweep(ctx context.Context, cancel context.CancelCauseFunc, env Env, o *SweepOptions, pl sweepPlan) (*sweepRun, error) {
+func openWallSweep(ctx context.Context, cancel context.CancelCauseFunc, env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) (*sweepRun, error) {
 	// The session validates one level and sizes its connection pool from
 	// the load flags: give it the first rate and the largest concurrency.
 	first := pl.levels[0]
@@ -494,15 +497,28 @@ func openWallSweep(ctx context.Context, cancel context.CancelCauseFunc, env Env,
 	runner := sweep.RunnerFunc(func(ctx context.Context, idx int, l sweep.Level) (sweep.Point, error) {
 		spec := base
 		spec.Rate, spec.MaxConcurrency, spec.Label = l.Rate, l.Concurrency, l.Label
-		out, err := s.runLevel(ctx, idx, spec)
+		// Watch the level as its records arrive and stop it the moment it
+		// is clearly saturated (queue growing without bound, errors),
+		// rather than waiting for a level that will never drain.
+		mon := sweep.NewMonitor(sat, spec.NumPrompts)
+		lctx, lcancel := context.WithCancelCause(ctx)
+		defer lcancel(nil)
+		stopped := ""
+		spec.observe = func(r *runlog.Record) {
+			if why := mon.Observe(r); why != "" && stopped == "" {
+				stopped = why
+				lcancel(errLevelSaturated)
+			}
+		}
+		out, err := s.runLevel(lctx, idx, spec)
 		if err != nil {
 			return sweep.Point{}, err
 		}
 		s.meta.Levels = append(s.meta.Levels, out.level)
-		if out.load.Stopped == "cancelled" {
+		if out.load.Stopped == "cancelled" && (stopped == "" || ctx.Err() != nil) {
 			return sweep.Point{}, fmt.Errorf("level %d: %w", idx, context.Canceled)
 		}
-		p := sweep.Point{Index: idx, Level: l, Summary: out.summary, DelayedArrivals: out.load.Delayed}
+		p := sweep.Point{Index: idx, Level: l, Summary: out.summary, DelayedArrivals: out.load.Delayed, Stopped: stopped}
 		p.MedianQueueMs = sweep.QueueEstimateMs(&p.Summary)
 		return p, s.err()
 	})

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,4 +299,38 @@ func TestSweepHTML(t *testing.T) {
 			t.Errorf("the sweep's HTML lacks %q", want)
 		}
 	}
+}
+
+func TestSweepWallClockSaturationStop(t *testing.T) {
+	// A server that serves one request at a time, 10 ms each (100 req/s),
+	// offered 1,000 req/s: request k arrives at k ms and gets its first
+	// token near 10k ms, so the wait grows ~9 ms per request. Watching the
+	// records live, the level stops after ~120 of its 600 requests (~1.2 s)
+	// instead of draining for 6 s.
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"text":"t","finish_reason":"length"}]}`+"\n\n")
+		fmt.Fprint(w, `data: {"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":1}}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	start := time.Now()
+	r := runSweepCLI(t, "--base-url", srv.URL, "--request-rate", "1000", "--num-prompts", "600", "--random-input-len", "20",
+		"--random-output-len", "1", "--calibrate", "off", "--quiet")
+	if !strings.Contains(r.stdout, "stopped early: queue growing without bound") {
+		t.Errorf("exit %d; the saturated level was not stopped early:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("sweep took %v", time.Since(start))
 }
