@@ -392,7 +392,7 @@ func TestSLASentence(t *testing.T) {
 	})
 	in := Input{Summary: summarize(recs, "ttft:2000"), Level: &runlog.Level{MaxConcurrency: 60}}
 	got := SLASentence(in)
-	want := "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P90 4K tokens, concurrency 60; SLO TTFT P99 < 2 s: goodput headroom ~41 %"
+	want := "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P95 4K tokens, concurrency 60; SLO TTFT P99 < 2 s: goodput headroom ~41 %"
 	if got != want {
 		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
 	}
@@ -402,7 +402,7 @@ func TestSLASentence(t *testing.T) {
 	in.Summary = summarize(recs, "ttft:1000 tpot:50")
 	in.Level = &runlog.Level{RequestRate: 8}
 	got = SLASentence(in)
-	want = "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P90 4K tokens, rate 8 req/s, peak concurrency " +
+	want = "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P95 4K tokens, rate 8 req/s, peak concurrency " +
 		strconv.Itoa(in.Summary.PeakConcurrency) + "; SLO TTFT P99 < 1 s, TPOT P99 < 50 ms: missed, TTFT P99 19 % over (TTFT)"
 	if got != want {
 		t.Errorf("SLASentence =\n %q; want\n %q", got, want)

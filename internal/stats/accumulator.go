@@ -387,7 +387,7 @@ func (a *Accumulator) Summary() Summary {
 	}
 
 	s.SendLag = summarize("send_lag", []float64{50, 99}, a.sendLag, nil)
-	s.InputLen = summarize("input_len", []float64{50, 90, 99}, a.inputLen, nil)
+	s.InputLen = summarize("input_len", []float64{50, 90, 95, 99}, a.inputLen, nil)
 	s.OutputLen = summarize("output_len", []float64{50, 90, 99}, a.outputLen, nil)
 	s.PromptMismatch = summarize("prompt_mismatch", []float64{50, 99}, a.mismatch, nil)
 	s.Warnings = warnings(&s)
