@@ -154,7 +154,8 @@ func TestSummarizeHandRun(t *testing.T) {
 		// 10000 − 8000·0.3 = 7600; p99 v=2.97 → 10000 − 8000·0.03 = 9760.
 		InputLen: MetricSummary{Name: "input_len", N: 4, Mean: 12600.0 / 4, Median: 1250,
 			Std: std4(100, 500, 2000, 10000), Min: 100, Max: 10000,
-			Percentiles: pv([]float64{50, 90, 99}, 1250, 7600, 9760)},
+			// p95: rank 0.95×3 = 2.85 → 2000 + 0.85×8000 = 8800.
+			Percentiles: pv([]float64{50, 90, 95, 99}, 1250, 7600, 8800, 9760)},
 		// Output tokens of completed: [1,4,4]: p50 4, p90 4, p99 4.
 		OutputLen: MetricSummary{Name: "output_len", N: 3, Mean: 3, Median: 4, Std: math.Sqrt(2), Min: 1, Max: 4,
 			Percentiles: pv([]float64{50, 90, 99}, 4, 4, 4)},
