@@ -240,13 +240,16 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 		},
 	}
 	fs := cmd.Flags()
-	o.target.register(fs)
-	o.load.register(fs)
-	o.work.register(fs)
-	o.out.register(fs)
-	o.sim.register(fs)
-	o.verdict.register(fs)
-	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
+	group(fs, "Target flags", o.target.register)
+	group(fs, "Load flags", o.load.register)
+	group(fs, "Workload flags", o.work.register)
+	group(fs, "Output flags", func(fs *pflag.FlagSet) {
+		o.out.register(fs)
+		o.verdict.register(fs)
+		fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
+	})
+	group(fs, "Embedded simulator flags (used without --base-url)", o.sim.register)
+	groupedUsage(cmd, "Flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Embedded simulator flags (used without --base-url)")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
@@ -52,13 +53,20 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
-	o.Engine.RegisterFlags(fs)
-	fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos)")
-	o.load.register(fs)
-	o.work.register(fs)
-	o.out.register(fs)
-	o.verdict.register(fs)
+	group(fs, "Engine flags", func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
+		o.Engine.RegisterFlags(fs)
+	})
+	group(fs, "Load flags", o.load.register)
+	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
+		o.work.register(fs)
+		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos)")
+	})
+	group(fs, "Output flags", func(fs *pflag.FlagSet) {
+		o.out.register(fs)
+		o.verdict.register(fs)
+	})
+	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Workload flags", "Output flags")
 	return cmd
 }
 

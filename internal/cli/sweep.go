@@ -84,11 +84,12 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 		},
 	}
 	fs := cmd.Flags()
-	o.target.register(fs)
-	o.load.register(fs)
-	o.work.register(fs)
-	o.out.register(fs)
-	o.sim.register(fs)
+	group(fs, "Target flags", o.target.register)
+	group(fs, "Load flags", o.load.register)
+	group(fs, "Workload flags", o.work.register)
+	group(fs, "Output flags", o.out.register)
+	group(fs, "Simulator flags (--sim, or no --base-url)", o.sim.register)
+	groupedUsage(cmd, "Sweep flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Simulator flags (--sim, or no --base-url)")
 	fs.Lookup("request-rate").Usage = "arrival rates to sweep, requests/s, e.g. 1,2,4,8 (or one rate with --concurrency)"
 	fs.StringVar(&o.Concurrency, "concurrency", "", "concurrencies to sweep, e.g. 1,8,16,32,64")
 	fs.Float64Var(&o.TargetRate, "target-rate", 0, "target rate in requests/s that --levels multiplies")
