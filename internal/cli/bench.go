@@ -38,6 +38,7 @@ type targetFlags struct {
 	APIKeyEnv         string
 	RequestIDPrefix   string
 	IgnoreEOS         bool
+	MaxTokensField    string
 	ContinuousUsage   string
 	Timeout           time.Duration
 	IdleTimeout       time.Duration
@@ -56,6 +57,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.APIKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (never printed or saved)")
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
+	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
 	fs.StringVar(&t.ContinuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (continuous_usage_stats): auto (vLLM and the simulator), on, off")
 	fs.DurationVar(&t.ReadyCheckTimeout, "ready-check-timeout", 0, "wait this long for a starting server to answer GET /v1/models before the run (0: do not wait)")
 	fs.DurationVar(&t.Timeout, "timeout", time.Hour, "limit on a whole request, so a server that trickles keep-alives forever cannot hang the run (0: none)")

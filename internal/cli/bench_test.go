@@ -177,6 +177,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"missing dataset", []string{"--dataset-name", "custom", "--dataset-path", "/no/such/file.jsonl"}, "/no/such/file.jsonl"},
 		{"bad base url", []string{"--base-url", "localhost:8000", "--model", "m"}, "--base-url"},
 		{"bad sim gpu", []string{"--gpu", "tpu-v9"}, "--gpu"},
+		{"bad max tokens field", []string{"--max-tokens-field", "limit"}, "--max-tokens-field"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -122,6 +122,9 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 			return nil, usagef("--extra-body: not a JSON object: %v", err)
 		}
 	}
+	if f := o.target.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
+		return nil, usagef("--max-tokens-field %q: want max_tokens or max_completion_tokens", f)
+	}
 	endpoint := o.target.Endpoint
 	switch strings.ToLower(o.target.Backend) {
 	case "openai", "vllm", "sglang", "tgi", "llama.cpp", "openai-comp":
@@ -195,7 +198,7 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	}
 	s.client, err = openai.NewClient(openai.Config{
 		BaseURL: base, Endpoint: endpoint, Model: o.target.Model, APIKey: apiKey, Headers: hdr,
-		ExtraBody: extra, IgnoreEOS: o.target.IgnoreEOS, Timeout: o.target.Timeout,
+		ExtraBody: extra, IgnoreEOS: o.target.IgnoreEOS, MaxTokensField: o.target.MaxTokensField, Timeout: o.target.Timeout,
 		IdleTimeout: o.target.IdleTimeout, MaxConns: maxConns, Now: s.now,
 	})
 	if err != nil {

@@ -65,6 +65,10 @@ type Config struct {
 	ExtraBody map[string]any
 	// IgnoreEOS sends ignore_eos: true (vLLM, SGLang, llama.cpp extension).
 	IgnoreEOS bool
+	// MaxTokensField names the output cap in the body: "max_tokens" (the
+	// default; llama.cpp ignores the newer name) or "max_completion_tokens"
+	// (OpenAI's reasoning models reject the older one).
+	MaxTokensField string
 	// ContinuousUsage asks for usage in every chunk (vLLM's
 	// continuous_usage_stats), giving exact tokens per chunk.
 	ContinuousUsage bool
@@ -172,8 +176,11 @@ func (c *Client) Body(r *Request) ([]byte, error) {
 		m["prompt"] = r.Prompt
 	}
 	if r.MaxTokens > 0 {
-		// max_tokens, not max_completion_tokens: llama.cpp ignores the latter.
-		m["max_tokens"] = r.MaxTokens
+		field := c.cfg.MaxTokensField
+		if field == "" {
+			field = "max_tokens"
+		}
+		m[field] = r.MaxTokens
 	}
 	m["stream"] = true
 	so := map[string]any{"include_usage": true}

@@ -459,3 +459,18 @@ func TestConnectReset(t *testing.T) {
 		t.Errorf("class %q (%s); want connect_reset", rec.ErrorClass, rec.Error)
 	}
 }
+
+func TestMaxTokensField(t *testing.T) {
+	for _, tc := range []struct{ field, want string }{{"", "max_tokens"}, {"max_completion_tokens", "max_completion_tokens"}} {
+		c := newTestClient(t, "http://127.0.0.1:1", "/v1/chat/completions", func(c *Config) { c.MaxTokensField = tc.field })
+		b, err := c.Body(&Request{ID: "r", Prompt: "x", MaxTokens: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if m[tc.want] != 7.0 || len(m) != 5 {
+			t.Errorf("field %q: body %v; want only %s: 7 besides model, messages, stream, stream_options", tc.field, m, tc.want)
+		}
+	}
+}
