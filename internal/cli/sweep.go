@@ -611,8 +611,22 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		NaturalStop: !o.target.IgnoreEOS,
 	}
 	if rw != nil {
+		// Each level runs on a fresh engine from virtual time 0; in the file
+		// the levels follow one another (a second apart), as a wall-clock
+		// sweep's do, so timelines and over-time charts show them in turn.
+		var off, lastEnd int64
+		cur := -1
+		var buf runlog.Record
 		runner.Emit = func(r *runlog.Record) error {
-			if err := rw.Write(r); err != nil {
+			if r.Level != cur {
+				if cur >= 0 {
+					off = lastEnd + int64(time.Second)
+				}
+				cur = r.Level
+			}
+			shiftedRecord(&buf, r, off)
+			lastEnd = max(lastEnd, buf.End)
+			if err := rw.Write(&buf); err != nil {
 				return fmt.Errorf("records file %s: %w", recordsPath, err)
 			}
 			return nil
@@ -711,4 +725,23 @@ func cpuShare(a, b time.Duration, okA, okB bool, wall time.Duration) float64 {
 		return 0
 	}
 	return min(max(float64(b-a)/(float64(wall)*float64(runtime.NumCPU())), 0), 1)
+}
+
+// shiftedRecord copies r into dst (reusing dst's chunk storage) with every
+// time moved d ns later.
+func shiftedRecord(dst, r *runlog.Record, d int64) {
+	chunks := append(dst.Chunks[:0], r.Chunks...)
+	*dst = *r
+	dst.Chunks = chunks
+	dst.Intended += d
+	dst.Sent += d
+	dst.End += d
+	for i := range dst.Chunks {
+		dst.Chunks[i].T += d
+	}
+	if r.Server != nil {
+		st := *r.Server
+		st.ArrivalNs += d
+		dst.Server = &st
+	}
 }

@@ -334,3 +334,33 @@ func TestSweepWallClockSaturationStop(t *testing.T) {
 	}
 	t.Logf("sweep took %v", time.Since(start))
 }
+
+func TestSimSweepLevelsFollowInTime(t *testing.T) {
+	// Each level runs from virtual time 0 on a fresh engine; in the records
+	// file the levels must follow one another, at least a second apart.
+	r := runSweepCLI(t, "--sim", "--request-rate", "4,8,12", "--num-prompts", "50", "--quiet", "--save-result")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	f, err := os.Open(filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, recs, _, err := runlog.ReadAll(f, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := map[int]int64{}, map[int]int64{}
+	for _, rec := range recs {
+		if v, ok := first[rec.Level]; !ok || rec.Sent < v {
+			first[rec.Level] = rec.Sent
+		}
+		last[rec.Level] = max(last[rec.Level], rec.End)
+	}
+	for l := 1; l < 3; l++ {
+		if gap := first[l] - last[l-1]; gap < int64(time.Second) {
+			t.Errorf("level %d starts %v after level %d ends; want ≥ 1s", l, time.Duration(gap), l-1)
+		}
+	}
+}
