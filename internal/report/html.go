@@ -584,13 +584,13 @@ const pageHTML = `<!DOCTYPE html>
 {{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}{{define "css"}}body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;margin:0;color:#1b1b1b;background:#fff}
-main{max-width:1240px;margin:0 auto;padding:16px 24px 40px}
+main{max-width:1240px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
 h1{font-size:1.5rem;margin:.2rem 0}
 h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
 .sub{color:#555;margin:0 0 .8rem}
 .sla{font-size:1.1rem;background:#eef6ee;border-left:4px solid #238b45;padding:.6rem .9rem}
-table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.9rem}
-th,td{padding:.25rem .6rem;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
+table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.85rem;display:block;max-width:100%;overflow-x:auto}
+th,td{padding:.25rem .45rem;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 th{background:#f6f6f6}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
