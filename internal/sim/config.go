@@ -159,7 +159,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.MaxQueueTime, "max-queue-time", c.MaxQueueTime, "reject requests queued longer than this with 429 (0 = no limit)")
 	fs.Float64Var(&c.ReasoningTokens, "reasoning-tokens", c.ReasoningTokens, "hidden reasoning tokens per request: a count ≥ 1 or a fraction of the output in (0,1)")
 	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
-	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "CSV of measured iteration times (tokens,context_tokens,time_ms) overriding the cost formula")
+	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "measured iteration times overriding the cost formula: a CSV tokens,context_tokens,time_ms, or splitwise:PATH[#MODEL/HARDWARE] (SplitwiseSim's perf_model.csv)")
 }
 
 // ConfigError is a configuration problem; Field names the offending
@@ -264,11 +264,19 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, &ConfigError{Field: field, Err: err}
 	}
 	if r.ProfileTable != "" {
-		t, err := costmodel.LoadTable(r.ProfileTable)
-		if err != nil {
-			return nil, &ConfigError{Field: "profile-table", Err: err}
+		if path, ok := strings.CutPrefix(r.ProfileTable, "splitwise:"); ok {
+			fit, err := loadSplitwise(path, m, g, r.TP)
+			if err != nil {
+				return nil, &ConfigError{Field: "profile-table", Err: err}
+			}
+			dep.Fit = fit
+		} else {
+			t, err := costmodel.LoadTable(r.ProfileTable)
+			if err != nil {
+				return nil, &ConfigError{Field: "profile-table", Err: err}
+			}
+			dep.Table = t
 		}
-		dep.Table = t
 	}
 	r.dep = dep
 	// vLLM's defaults for the OpenAI server: bigger on ≥ 70 GiB GPUs other
@@ -316,4 +324,34 @@ func (c Config) resolve() (*resolved, error) {
 			r.MaxModelLen, r.numBlocks, r.BlockSize, capacity)
 	}
 	return r, nil
+}
+
+// loadSplitwise fits the engine's step time to a SplitwiseSim database
+// ("splitwise:PATH"): the rows of the configured model, GPU and TP, found by
+// the profiles' names and aliases ("llama2-70b", "h100-80gb"), or
+// "PATH#MODEL/HARDWARE" to name the group.
+func loadSplitwise(path string, m costmodel.Model, g costmodel.GPU, tp int) (*costmodel.LinearProfile, error) {
+	if path, group, ok := strings.Cut(path, "#"); ok {
+		model, hw, ok := strings.Cut(group, "/")
+		if !ok {
+			return nil, fmt.Errorf("%q: want splitwise:PATH#MODEL/HARDWARE", path+"#"+group)
+		}
+		return costmodel.LoadSplitwise(path, model, hw, tp)
+	}
+	var firstErr error
+	for _, model := range append([]string{m.Name}, m.Aliases...) {
+		for _, hw := range append([]string{g.Name}, g.Aliases...) {
+			fit, err := costmodel.LoadSplitwise(path, model, hw, tp)
+			if err == nil {
+				return fit, nil
+			}
+			if !strings.Contains(err.Error(), "no rows for") {
+				return nil, err
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return nil, firstErr
 }

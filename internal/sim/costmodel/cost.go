@@ -139,6 +139,9 @@ type Deployment struct {
 	Eff Efficiency
 	// Table, when set, overrides the formula (see Table).
 	Table *Table
+	// Fit, when set, overrides the formula with a model fitted to another
+	// stack's measured steps (see LinearProfile).
+	Fit *LinearProfile
 
 	weightBytes  float64 // bytes per element of linear weights
 	kvBytes      float64 // bytes per KV element
@@ -361,6 +364,9 @@ func (d *Deployment) Breakdown(b *Batch) Breakdown {
 	r.Total = math.Max(r.GEMMCompute, r.GEMMMemory) + math.Max(r.AttnCompute, r.AttnMemory) + r.Comm + r.Overhead
 	if d.Table != nil {
 		r.Total = d.Table.Lookup(b.Tokens, b.ContextTokens)
+	}
+	if d.Fit != nil {
+		r.Total = d.Fit.Seconds(b)
 	}
 	return r
 }

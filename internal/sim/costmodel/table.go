@@ -49,10 +49,7 @@ func ParseTable(r io.Reader) (*Table, error) {
 			return nil, fmt.Errorf("profile table: header %q; want %q", strings.Join(head, ","), strings.Join(tableHeader, ","))
 		}
 	}
-	type key struct{ ctx, tok float64 }
-	sum := map[key]float64{}
-	cnt := map[key]int{}
-	var keys []key
+	var pts []tablePoint
 	line := 1
 	for {
 		rec, err := cr.Read()
@@ -74,11 +71,27 @@ func ParseTable(r io.Reader) (*Table, error) {
 		if v[0] < 1 || v[1] < 0 || v[2] <= 0 || v[0] > 1e9 || v[1] > 1e12 || v[2] > 1e9 {
 			return nil, fmt.Errorf("profile table line %d: want tokens ≥ 1, context_tokens ≥ 0, time_ms > 0 (and sane)", line)
 		}
-		k := key{ctx: v[1], tok: v[0]}
+		pts = append(pts, tablePoint{tokens: v[0], ctx: v[1], secs: v[2] / 1e3})
+	}
+	return newTable(pts)
+}
+
+// tablePoint is one measured iteration.
+type tablePoint struct{ tokens, ctx, secs float64 }
+
+// newTable sorts measured points into context levels; duplicate points
+// average.
+func newTable(pts []tablePoint) (*Table, error) {
+	type key struct{ ctx, tok float64 }
+	sum := map[key]float64{}
+	cnt := map[key]int{}
+	var keys []key
+	for _, p := range pts {
+		k := key{ctx: p.ctx, tok: p.tokens}
 		if _, ok := cnt[k]; !ok {
 			keys = append(keys, k)
 		}
-		sum[k] += v[2] / 1e3
+		sum[k] += p.secs
 		cnt[k]++
 	}
 	if len(keys) == 0 {
