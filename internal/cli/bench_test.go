@@ -386,3 +386,31 @@ func TestBenchSaveDetailed(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchTraceReplayedOnce(t *testing.T) {
+	// Three arrivals 100 ms apart; asking for 10 requests replays the 3.
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.csv")
+	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\r\n" +
+		"2023-11-16 18:00:00.0000000,100,4\r\n2023-11-16 18:00:00.1000000,120,4\r\n2023-11-16 18:00:00.2000000,140,4"
+	if err := os.WriteFile(trace, []byte(csv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, hits := fakeServer(t, 200, time.Millisecond, time.Millisecond, 4)
+	rec := filepath.Join(dir, "r.jsonl")
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--dataset-name", "trace", "--dataset-path", trace,
+		"--num-prompts", "10", "--quiet", "--calibrate", "off", "--records", rec)
+	if r.code != ExitOK || !strings.Contains(r.stderr, "the trace has 3 requests: replaying 3") {
+		t.Errorf("exit %d, stderr %q; want 0 and a note that the trace is replayed once", r.code, r.stderr)
+	}
+	_, recs := readRecords(t, rec)
+	if len(recs) != 3 || hits.Load() != 3 {
+		t.Fatalf("records %d, requests %d; want 3 and 3", len(recs), hits.Load())
+	}
+	// Arrivals keep the trace's spacing: 0, 100, 200 ms after the first.
+	for i, want := range []int64{0, 100, 200} {
+		if got := (recs[i].Intended - recs[0].Intended) / int64(time.Millisecond); got != want {
+			t.Errorf("request %d intended at +%d ms; want +%d", i, got, want)
+		}
+	}
+}

@@ -162,6 +162,14 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	if isTrace(s.ds) && o.load.NumPrompts == 0 && o.load.Duration == 0 {
 		o.load.NumPrompts = max(s.ds.Len()-o.load.NumWarmups, 1)
 	}
+	if isTrace(s.ds) && o.load.NumPrompts+o.load.NumWarmups > s.ds.Len() {
+		// A trace is replayed once: past its end the arrival times would
+		// start over in the past and fire at once.
+		n := max(s.ds.Len()-o.load.NumWarmups, 1)
+		fmt.Fprintf(env.Stderr, "goodput: the trace has %d requests: replaying %d (after %d warm-ups), not %d\n",
+			s.ds.Len(), n, o.load.NumWarmups, o.load.NumPrompts)
+		o.load.NumPrompts = n
+	}
 
 	// The target: a real server, or the embedded simulator.
 	base := o.target.BaseURL
