@@ -45,7 +45,7 @@ as they are, without intervals or verdicts.`,
 		Example: `  goodput compare before.records.jsonl after.records.jsonl --goodput ttft:2000 tpot:50
   goodput compare a.json b.json
   goodput compare a.records.jsonl b.records.jsonl --html ab.html --reading-speed-ms 40`,
-		Args: cobra.MinimumNArgs(2),
+		Args: atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files, slo := splitSLOArgs(env, args, len(o.Goodput) > 0)
 			if len(files) != 2 {

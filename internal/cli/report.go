@@ -111,7 +111,7 @@ them, naming the field that differs, unless --force.`,
   goodput report level-*.records.jsonl --html sweep.html
   goodput report run.records.jsonl --per-request csv > requests.csv
   goodput report shard1.jsonl shard2.jsonl --csv out/`,
-		Args: cobra.MinimumNArgs(1),
+		Args: atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files, o.sloWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0)
 			if len(o.Files) == 0 {

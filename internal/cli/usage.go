@@ -60,3 +60,13 @@ func groupedUsage(cmd *cobra.Command, own string, headings ...string) {
 		return err
 	})
 }
+
+// atLeast is cobra.MinimumNArgs with a message that says what is missing.
+func atLeast(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("%s (got %d argument(s))", what, len(args))
+		}
+		return nil
+	}
+}
