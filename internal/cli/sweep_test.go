@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/goodput/goodput/internal/runlog"
 )
 
 type sweepOut struct {
@@ -97,15 +95,7 @@ func TestSweepSimCurve(t *testing.T) {
 
 	// The records file: one meta line with the seven levels, every record
 	// tagged with its level.
-	f, err := os.Open(filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	meta, recs, _, err := runlog.ReadAll(f, "records")
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta, recs := readRecords(t, filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
 	if meta == nil || len(meta.Levels) != 7 || meta.Levels[6].RequestRate != 30 || meta.Command != "sweep" {
 		t.Fatalf("meta = %+v; want 7 levels, the last at 30 req/s", meta)
 	}
@@ -222,15 +212,7 @@ func TestSweepWallClock(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	f, err := os.Open(filepath.Join(r.dir, "sweep-concurrency-20261129-100000.records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	meta, recs, _, err := runlog.ReadAll(f, "records")
-	if err != nil {
-		t.Fatal(err)
-	}
+	meta, recs := readRecords(t, filepath.Join(r.dir, "sweep-concurrency-20261129-100000.records.jsonl"))
 	if len(meta.Levels) != 2 || meta.Levels[1].MaxConcurrency != 4 || len(recs) != 40 {
 		t.Fatalf("meta levels %+v, %d records; want 2 levels (c=1, c=4) and 40 records", meta.Levels, len(recs))
 	}
@@ -342,15 +324,7 @@ func TestSimSweepLevelsFollowInTime(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	f, err := os.Open(filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	_, recs, _, err := runlog.ReadAll(f, "records")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, recs := readRecords(t, filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
 	first, last := map[int]int64{}, map[int]int64{}
 	for _, rec := range recs {
 		if v, ok := first[rec.Level]; !ok || rec.Sent < v {
