@@ -272,6 +272,25 @@ func (e *Engine) scheduleSarathi() {
 // request can be admitted whole, the step runs only new prefills (decodes
 // stall); otherwise it runs every running decode.
 func (e *Engine) schedulePrefillFirst() {
+	if e.admitWhole() {
+		return
+	}
+	e.decodeAll()
+}
+
+// scheduleStatic admits a batch only when nothing is running, prefills it
+// whole, then decodes until its longest member finishes.
+func (e *Engine) scheduleStatic() {
+	if len(e.running) == 0 && e.admitWhole() {
+		return
+	}
+	e.decodeAll()
+}
+
+// admitWhole admits waiting requests whose prompts fit whole (no chunking)
+// within the larger of the token budget and the model length, and reports
+// whether it scheduled any.
+func (e *Engine) admitWhole() bool {
 	budget := max(e.cfg.MaxNumBatchedTokens, e.cfg.MaxModelLen)
 	for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 		n := e.admit(budget, true)
@@ -280,34 +299,12 @@ func (e *Engine) schedulePrefillFirst() {
 		}
 		budget -= n
 	}
-	if len(e.scheduled) > 0 {
-		return
-	}
-	for i := 0; i < len(e.running); i++ {
-		q := e.running[i]
-		_, p := e.runOne(q, 1<<30)
-		if p && !q.running {
-			break
-		}
-	}
+	return len(e.scheduled) > 0
 }
 
-// scheduleStatic admits a batch only when nothing is running, prefills it
-// whole, then decodes until its longest member finishes.
-func (e *Engine) scheduleStatic() {
-	if len(e.running) == 0 {
-		budget := max(e.cfg.MaxNumBatchedTokens, e.cfg.MaxModelLen)
-		for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
-			n := e.admit(budget, true)
-			if n == 0 {
-				break
-			}
-			budget -= n
-		}
-		if len(e.scheduled) > 0 {
-			return
-		}
-	}
+// decodeAll schedules one step of every running request, stopping if one
+// had to preempt itself.
+func (e *Engine) decodeAll() {
 	for i := 0; i < len(e.running); i++ {
 		q := e.running[i]
 		_, p := e.runOne(q, 1<<30)
