@@ -311,15 +311,7 @@ func (c *resolved) chunked() bool {
 }
 
 // mix is a 64-bit hash combiner (splitmix64's finaliser over a ^ b·k).
-func mix(a, b uint64) uint64 {
-	x := a ^ (b * 0x9e3779b97f4a7c15)
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+func mix(a, b uint64) uint64 { return Mix64(a ^ (b * 0x9e3779b97f4a7c15)) }
 
 // hashesUpTo extends q.hashes to cover its first n full blocks and returns
 // them. A block entirely inside the part of the prompt that

@@ -226,13 +226,7 @@ func (e *Engine) scheduleV1() {
 	if preempted {
 		return
 	}
-	for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
-		n := e.admit(budget, false)
-		if n == 0 {
-			break
-		}
-		budget -= n
-	}
+	e.admitWaiting(budget, false)
 }
 
 // scheduleSarathi is stall-free batching: decodes, then ongoing prefills,
@@ -259,13 +253,7 @@ func (e *Engine) scheduleSarathi() {
 	if preempted {
 		return
 	}
-	for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
-		n := e.admit(budget, false)
-		if n == 0 {
-			break
-		}
-		budget -= n
-	}
+	e.admitWaiting(budget, false)
 }
 
 // schedulePrefillFirst is vLLM V0 without chunked prefill: if a waiting
@@ -291,15 +279,20 @@ func (e *Engine) scheduleStatic() {
 // within the larger of the token budget and the model length, and reports
 // whether it scheduled any.
 func (e *Engine) admitWhole() bool {
-	budget := max(e.cfg.MaxNumBatchedTokens, e.cfg.MaxModelLen)
+	e.admitWaiting(max(e.cfg.MaxNumBatchedTokens, e.cfg.MaxModelLen), true)
+	return len(e.scheduled) > 0
+}
+
+// admitWaiting admits waiting requests in order while budget tokens and
+// sequence slots remain (whole prompts only, or chunks).
+func (e *Engine) admitWaiting(budget int, whole bool) {
 	for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
-		n := e.admit(budget, true)
+		n := e.admit(budget, whole)
 		if n == 0 {
 			break
 		}
 		budget -= n
 	}
-	return len(e.scheduled) > 0
 }
 
 // decodeAll schedules one step of every running request, stopping if one
