@@ -91,18 +91,9 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	if err != nil {
 		return simConfigError(err)
 	}
-	wo := o.work.o
-	wo.Seed = o.load.Seed
-	wo.NumPrompts = lv.NumPrompts
-	if isTraceName(wo.DatasetName) && !o.load.numSet {
-		wo.NumPrompts, lv.NumPrompts = 0, 0
-	}
-	if wo.NumPrompts > 0 {
-		wo.NumPrompts += lv.NumWarmups
-	}
-	ds, err := workload.FromOptions(wo)
+	ds, err := virtualDataset(&o.work, &o.load, &lv)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	desc := eng.Describe()
 	model := fmt.Sprint(desc["model"])
@@ -190,4 +181,24 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		return err
 	}
 	return o.verdict.check(b)
+}
+
+// virtualDataset builds the workload of a virtual-time run of lv: a trace
+// replays whole unless --num-prompts was given, and warm-ups get requests
+// of their own beyond the measured ones.
+func virtualDataset(w *workloadFlags, l *loadFlags, lv *levelSpec) (workload.Dataset, error) {
+	wo := w.o
+	wo.Seed = l.Seed
+	wo.NumPrompts = lv.NumPrompts
+	if isTraceName(wo.DatasetName) && !l.numSet {
+		wo.NumPrompts, lv.NumPrompts = 0, 0
+	}
+	if wo.NumPrompts > 0 {
+		wo.NumPrompts += lv.NumWarmups
+	}
+	ds, err := workload.FromOptions(wo)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return ds, nil
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
-	"github.com/goodput/goodput/internal/workload"
 )
 
 func init() { extraCommands = append(extraCommands, newSweepCmd) }
@@ -555,18 +554,9 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		return nil, simConfigError(err)
 	}
 	desc := eng.Describe()
-	wo := o.work.o
-	wo.Seed = o.load.Seed
-	wo.NumPrompts = base.NumPrompts
-	if isTraceName(wo.DatasetName) && !o.load.numSet {
-		wo.NumPrompts, base.NumPrompts = 0, 0
-	}
-	if wo.NumPrompts > 0 {
-		wo.NumPrompts += base.NumWarmups
-	}
-	ds, err := workload.FromOptions(wo)
+	ds, err := virtualDataset(&o.work, &o.load, &base)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, err
 	}
 	model := fmt.Sprint(desc["model"])
 	m := &runlog.Meta{
