@@ -14,17 +14,6 @@ func metric(s *stats.Summary, name string) (stats.MetricSummary, bool) {
 	return m, ok && m.N > 0
 }
 
-// pval returns the p-th percentile of m; the median is always known.
-func pval(m stats.MetricSummary, p float64) (float64, bool) {
-	if v, ok := m.P(p); ok {
-		return v, true
-	}
-	if p == 50 && m.N > 0 {
-		return m.Median, true
-	}
-	return 0, false
-}
-
 // ClientBound is the client-bound verdict: the load generator itself was a
 // bottleneck, so the numbers describe the client, not the server. It holds
 // when requests left late against their schedule (send lag P50 > 5 ms or P99
@@ -46,8 +35,8 @@ func ClientBound(in Input) (Finding, bool) {
 		delayed = lv.DelayedArrivals
 	}
 	if s.SendLag.N > 0 {
-		p50, _ := pval(s.SendLag, 50)
-		p99, ok := pval(s.SendLag, 99)
+		p50, _ := s.SendLag.P(50)
+		p99, ok := s.SendLag.P(99)
 		if !ok {
 			p99 = s.SendLag.Max
 		}
@@ -146,7 +135,7 @@ func ttftHigh(in Input) (Finding, bool) {
 	if !ok {
 		return Finding{}, false
 	}
-	p99, ok := pval(ttft, 99)
+	p99, ok := ttft.P(99)
 	if !ok {
 		return Finding{}, false
 	}
@@ -159,8 +148,8 @@ func ttftHigh(in Input) (Finding, bool) {
 	}
 	ev := map[string]any{"ttft_p99_ms": round2(p99), "ttft_limit_ms": limit, "limit_source": source}
 	if tpot, ok := metric(s, stats.MetricTPOT); ok {
-		t50, _ := pval(tpot, 50)
-		t99, ok := pval(tpot, 99)
+		t50, _ := tpot.P(50)
+		t99, ok := tpot.P(99)
 		if !ok {
 			t99 = tpot.Max
 		}
@@ -185,7 +174,7 @@ func ttftHigh(in Input) (Finding, bool) {
 		if !ok || m.N == 0 {
 			continue
 		}
-		v, ok := pval(m, 99)
+		v, ok := m.P(99)
 		if !ok {
 			continue
 		}
@@ -246,7 +235,7 @@ func readingSpeed(in Input) (Finding, bool) {
 	if rs <= 0 {
 		rs = DefaultReadingSpeedMs
 	}
-	p50, _ := pval(tpot, 50)
+	p50, _ := tpot.P(50)
 	if p50 <= 0 || p50 >= rs {
 		return Finding{}, false
 	}
@@ -266,8 +255,8 @@ func hiddenWait(in Input) (Finding, bool) {
 	if !ok1 || !ok2 {
 		return Finding{}, false
 	}
-	a, _ := pval(ttft, 50)
-	b, _ := pval(ttp, 50)
+	a, _ := ttft.P(50)
+	b, _ := ttp.P(50)
 	if b < hiddenWaitRatio*a || b-a < hiddenWaitMinMs {
 		return Finding{}, false
 	}
@@ -358,7 +347,7 @@ func longTail(in Input) (Finding, bool) {
 		if !ok || m.N < stats.MinSamples(99) || m.Mean <= 0 {
 			continue
 		}
-		p99, ok := pval(m, 99)
+		p99, ok := m.P(99)
 		if !ok || p99 < longTailRatio*m.Mean {
 			continue
 		}

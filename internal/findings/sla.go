@@ -25,18 +25,18 @@ func SLASentence(in Input) string {
 	}
 	var parts []string
 	if m, ok := metric(s, stats.MetricTTFT); ok {
-		p50, _ := pval(m, 50)
+		p50, _ := m.P(50)
 		t := "TTFT P50 " + dur(p50)
-		if p99, ok := pval(m, 99); ok {
+		if p99, ok := m.P(99); ok {
 			t += ", P99 " + dur(p99)
 		}
 		parts = append(parts, t)
 	}
 	if m, ok := metric(s, stats.MetricTPOT); ok {
-		if p99, ok := pval(m, 99); ok {
+		if p99, ok := m.P(99); ok {
 			parts = append(parts, "TPOT P99 "+dur(p99))
 		} else {
-			p50, _ := pval(m, 50)
+			p50, _ := m.P(50)
 			parts = append(parts, "TPOT P50 "+dur(p50))
 		}
 	}
@@ -78,7 +78,7 @@ func sloClause(s *stats.Summary) string {
 		if !ok {
 			continue
 		}
-		p99, ok := pval(m, 99)
+		p99, ok := m.P(99)
 		if !ok || c.LimitMs <= 0 {
 			continue
 		}
@@ -110,9 +110,9 @@ func slaEvidence(in Input) map[string]any {
 	ev := map[string]any{}
 	for _, name := range []string{stats.MetricTTFT, stats.MetricTPOT} {
 		if m, ok := metric(s, name); ok {
-			p50, _ := pval(m, 50)
+			p50, _ := m.P(50)
 			ev[name+"_p50_ms"] = round2(p50)
-			if p99, ok := pval(m, 99); ok {
+			if p99, ok := m.P(99); ok {
 				ev[name+"_p99_ms"] = round2(p99)
 			}
 		}

@@ -334,14 +334,7 @@ func summaryTable(levels []LevelSummary) table {
 // did not ask for it (P99 tables need it whatever --metric-percentiles said
 // only when it is there: otherwise "–").
 func pOf(s *stats.Summary, name string, p float64) string {
-	m, ok := s.Metric(name)
-	if !ok || m.N == 0 {
-		return "–"
-	}
-	if p == 50 {
-		return fmtMs(m.Median)
-	}
-	v, ok := m.P(p)
+	v, ok := s.MetricP(name, p)
 	if !ok {
 		return "–"
 	}
@@ -485,16 +478,7 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 		return xys
 	}
 	pct := func(name string, p float64) func(*stats.Summary) (float64, bool) {
-		return func(s *stats.Summary) (float64, bool) {
-			m, ok := s.Metric(name)
-			if !ok || m.N == 0 {
-				return 0, false
-			}
-			if p == 50 {
-				return m.Median, true
-			}
-			return m.P(p)
-		}
+		return func(s *stats.Summary) (float64, bool) { return s.MetricP(name, p) }
 	}
 	marks := SweepMarks{Knee: -1, GoodputPeak: -1}
 	if in.Sweep != nil {

@@ -31,3 +31,22 @@ func TestCachedShareWarning(t *testing.T) {
 		})
 	}
 }
+
+func TestMetricPMedianFallback(t *testing.T) {
+	// TTFTs 10, 20, 40 ms with only P99 asked: P50 is still the median, 20.
+	var recs []runlog.Record
+	for _, ms := range []int64{10, 20, 40} {
+		recs = append(recs, runlog.Record{ID: "r", Status: 200, CompletionTokens: 1, End: ms * 1e6,
+			Chunks: []runlog.Chunk{{T: ms * 1e6, Tokens: 1, Visible: true}}})
+	}
+	s := Summarize(recs, Options{Percentiles: []float64{99}})
+	if v, ok := s.MetricP(MetricTTFT, 50); !ok || v != 20 {
+		t.Errorf("MetricP(ttft, 50) = %v, %v; want 20, true", v, ok)
+	}
+	if _, ok := s.MetricP(MetricTTFT, 90); ok {
+		t.Error("MetricP(ttft, 90) found a percentile that was not computed")
+	}
+	if _, ok := s.MetricP("bogus", 50); ok {
+		t.Error("MetricP(bogus, 50) ok; want false")
+	}
+}

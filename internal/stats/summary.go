@@ -135,14 +135,28 @@ type PercentileValue struct {
 	Value float64
 }
 
-// P returns the p-th percentile if it was computed.
+// P returns the p-th percentile if it was computed; the 50th is always
+// known, as the median.
 func (m MetricSummary) P(p float64) (float64, bool) {
 	for _, pv := range m.Percentiles {
 		if pv.P == p {
 			return pv.Value, true
 		}
 	}
+	if p == 50 && m.N > 0 {
+		return m.Median, true
+	}
 	return 0, false
+}
+
+// MetricP returns the p-th percentile of the named metric, or false when
+// the metric was not selected, has no sample, or p was not computed.
+func (s *Summary) MetricP(name string, p float64) (float64, bool) {
+	m, ok := s.Metric(name)
+	if !ok || m.N == 0 {
+		return 0, false
+	}
+	return m.P(p)
 }
 
 // SLOSummary is goodput against Options.SLO.

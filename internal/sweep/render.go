@@ -11,20 +11,8 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
-// figure returns the p-th percentile of a metric, or false.
-func figure(s *stats.Summary, name string, p float64) (float64, bool) {
-	m, ok := s.Metric(name)
-	if !ok || m.N == 0 {
-		return 0, false
-	}
-	if p == 50 {
-		return m.Median, true
-	}
-	return m.P(p)
-}
-
 func cell(s *stats.Summary, name string, p float64) string {
-	v, ok := figure(s, name, p)
+	v, ok := s.MetricP(name, p)
 	if !ok {
 		return "-"
 	}
