@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -237,7 +238,7 @@ func newRecord(cfg Config, idx int, warm bool) *runlog.Record {
 	rec := recPool.Get().(*runlog.Record)
 	chunks := rec.Chunks[:0]
 	*rec = runlog.Record{Chunks: chunks, Level: cfg.Level, Warmup: warm}
-	rec.ID = fmt.Sprintf("%s%d", cfg.IDPrefix, idx)
+	rec.ID = cfg.IDPrefix + strconv.Itoa(idx)
 	return rec
 }
 

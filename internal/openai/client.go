@@ -291,7 +291,7 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	}
 	if err != nil {
 		rec.End = c.cfg.Now()
-		if mayRetry && reused.Load() && ctx.Err() == nil && (!wrote.Load() || isReset(err)) {
+		if mayRetry && reused.Load() && ctx.Err() == nil && (!wrote.Load() || IsReset(err)) {
 			return true
 		}
 		c.classifyErr(ctx, rec, err, true)
@@ -345,8 +345,6 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 	return m.Done()
 }
 
-var doneMarker = []byte("[DONE]")
-
 // streamState is the per-stream reading machinery, pooled so a request does
 // not allocate a 64 KiB buffer.
 type streamState struct {
@@ -378,7 +376,7 @@ func (c *Client) classify(ctx context.Context, err error, beforeResponse bool) (
 		return runlog.ErrTimeout, fmt.Sprintf("request exceeded %v", c.cfg.Timeout)
 	case ctx.Err() != nil:
 		return runlog.ErrCancelled, "cancelled"
-	case beforeResponse && isReset(err):
+	case beforeResponse && IsReset(err):
 		return runlog.ErrConnectReset, err.Error()
 	case beforeResponse:
 		return runlog.ErrConnect, err.Error()
@@ -386,7 +384,10 @@ func (c *Client) classify(ctx context.Context, err error, beforeResponse bool) (
 	return runlog.ErrStream, err.Error()
 }
 
-func isReset(err error) bool {
+// IsReset reports whether err is the peer dropping the connection (a reset,
+// a broken pipe, or EOF where an answer was due): on a new connection, a
+// connect_reset; on a kept-alive one, a server that had closed it.
+func IsReset(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -7,6 +7,9 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 )
 
+// doneMarker is the data of the event that ends an OpenAI stream.
+var doneMarker = []byte("[DONE]")
+
 // StreamMeter turns the events of one streamed completion into a
 // runlog.Record: token-carrying chunks with their arrival times, visible vs
 // hidden tokens (reasoning fields, <think> text, tool-call arguments),

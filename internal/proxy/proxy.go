@@ -18,11 +18,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -494,7 +494,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 				class, msg = runlog.ErrCancelled, "client disconnected"
 			case timeout:
 				class = runlog.ErrTimeout
-			case isReset(err):
+			case openai.IsReset(err):
 				class = runlog.ErrConnectReset
 			}
 			rec := &runlog.Record{End: p.now(), ErrorClass: class, Error: msg, TokenSource: runlog.TokensCounted}
@@ -505,11 +505,6 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		}
 	}
 	w.WriteHeader(status)
-}
-
-func isReset(err error) bool {
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // errText is an error's text without the request URL a *url.Error puts in
