@@ -303,8 +303,9 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	}
 	s.printFiles()
 	extra := map[string]any{"records_file": s.recordsPath, "findings": nonNil(fs)}
+	saved := &savedRun{path: s.recordsPath}
 	if o.out.SaveDetailed {
-		d, err := detailed(s.recordsPath, 0)
+		d, err := detailed(env, saved, 0)
 		if err != nil {
 			return err
 		}
@@ -324,7 +325,7 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	if o.out.HTML != "" {
-		h := runHTML{path: o.out.HTML, recordsPath: s.recordsPath, title: "goodput bench", meta: s.meta, so: s.so,
+		h := runHTML{path: o.out.HTML, run: saved, title: "goodput bench", meta: s.meta, so: s.so,
 			findings: htmlFindings(fs), sla: findings.SLASentence(findings.Input{Summary: &out.summary, Meta: s.meta})}
 		if err := h.write(env); err != nil {
 			return err

@@ -358,9 +358,14 @@ func TestBenchSaveDetailed(t *testing.T) {
 	srv, _ := fakeServer(t, 200, 20*time.Millisecond, 2*time.Millisecond, 4)
 	dir := t.TempDir()
 	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--num-prompts", "3", "--num-warmups", "1", "--quiet",
-		"--calibrate", "off", "--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "d.json")
+		"--calibrate", "off", "--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "d.json",
+		"--html", filepath.Join(dir, "d.html"))
 	if r.code != ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// Both outputs come from one reading of the records file.
+	if page, err := os.ReadFile(filepath.Join(dir, "d.html")); err != nil || !strings.Contains(string(page), "<svg") {
+		t.Errorf("--html beside --save-detailed: %v (%d bytes)", err, len(page))
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "d.json"))
 	var res struct {

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -12,37 +11,26 @@ import (
 
 // runHTML is what an --html report of a finished run needs.
 type runHTML struct {
-	path        string
-	recordsPath string
-	title       string
-	meta        *runlog.Meta
-	so          stats.Options
-	findings    []report.Finding
-	sla         string
+	path     string
+	run      *savedRun
+	title    string
+	meta     *runlog.Meta
+	so       stats.Options
+	findings []report.Finding
+	sla      string
 	// kneeLevel and peakLevel mark a sweep's knee and goodput peak by
 	// record level index; marks says whether to use them.
 	marks                bool
 	kneeLevel, peakLevel int
 }
 
-// write renders the run's HTML report from its records file, which holds
+// write renders the run's HTML report from its saved records, which hold
 // every request (the run itself kept only compact samples).
 func (h runHTML) write(env Env) error {
-	if h.recordsPath == "" {
-		return usagef("--html needs the records file (drop --records none)")
+	if err := h.run.load(env, "--html"); err != nil {
+		return err
 	}
-	f, err := os.Open(h.recordsPath)
-	if err != nil {
-		return fmt.Errorf("--html: %w", err)
-	}
-	defer f.Close()
-	meta, recs, warns, err := runlog.ReadAll(f, h.recordsPath)
-	if err != nil {
-		return fmt.Errorf("--html: %w", err)
-	}
-	for _, w := range warns {
-		fmt.Fprintln(env.Stderr, "goodput: "+w)
-	}
+	meta, recs := h.run.meta, h.run.recs
 	if meta == nil {
 		meta = h.meta
 	}

@@ -20,24 +20,48 @@ func writeResult(path string, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
+// savedRun is a finished run's records file, read once for the outputs
+// that need every request (--html, --save-detailed).
+type savedRun struct {
+	path string
+	meta *runlog.Meta
+	recs []runlog.Record
+	read bool
+}
+
+// load reads the file on first use; flag names the output asking.
+func (s *savedRun) load(env Env, flag string) error {
+	if s.read {
+		return nil
+	}
+	if s.path == "" {
+		return usagef("%s needs the records file (drop --records none)", flag)
+	}
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	meta, recs, warns, err := runlog.ReadAll(f, s.path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	for _, w := range warns {
+		fmt.Fprintln(env.Stderr, "goodput: "+w)
+	}
+	s.meta, s.recs, s.read = meta, recs, true
+	return nil
+}
+
 // detailed is vLLM's --save-detailed: per-request lists in the result, in
 // send order, times in seconds as vLLM writes them. Generated texts are not
 // kept by goodput, so generated_texts is absent.
-func detailed(recordsPath string, level int) (map[string]any, error) {
-	if recordsPath == "" {
-		return nil, usagef("--save-detailed needs the records file (drop --records none)")
+func detailed(env Env, run *savedRun, level int) (map[string]any, error) {
+	if err := run.load(env, "--save-detailed"); err != nil {
+		return nil, err
 	}
-	f, err := os.Open(recordsPath)
-	if err != nil {
-		return nil, fmt.Errorf("--save-detailed: %w", err)
-	}
-	defer f.Close()
-	_, recs, _, err := runlog.ReadAll(f, recordsPath)
-	if err != nil {
-		return nil, fmt.Errorf("--save-detailed: %w", err)
-	}
-	kept := recs[:0]
-	for _, r := range recs {
+	var kept []runlog.Record
+	for _, r := range run.recs {
 		if !r.Warmup && r.Level == level {
 			kept = append(kept, r)
 		}

@@ -168,7 +168,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", resultPath)
 	}
 	if o.out.HTML != "" {
-		h := runHTML{path: o.out.HTML, recordsPath: recordsPath, title: "goodput sim", meta: m, so: so,
+		h := runHTML{path: o.out.HTML, run: &savedRun{path: recordsPath}, title: "goodput sim", meta: m, so: so,
 			findings: htmlFindings(fs), sla: findings.SLASentence(findings.Input{Summary: &sum, Meta: m})}
 		if err := h.write(env); err != nil {
 			return err

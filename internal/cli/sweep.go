@@ -339,7 +339,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		return err
 	}
 	if o.out.HTML != "" {
-		h := runHTML{path: o.out.HTML, recordsPath: sr.recordsPath, title: "goodput sweep", meta: sr.meta, so: sr.so,
+		h := runHTML{path: o.out.HTML, run: &savedRun{path: sr.recordsPath}, title: "goodput sweep", meta: sr.meta, so: sr.so,
 			findings: htmlFindings(top), marks: true, kneeLevel: -1, peakLevel: -1}
 		if res.Knee != nil && res.Knee.Index < len(res.Points) {
 			h.kneeLevel = res.Points[res.Knee.Index].Index
