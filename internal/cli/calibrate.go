@@ -132,13 +132,15 @@ type exactDataset struct {
 	prompts map[int]string
 }
 
-// Request returns request i with its fixed prompt, if it has one.
+// Request returns request i with its fixed prompt, if it has one (then
+// from Shape, so the synthesized text is not written only to be dropped).
 func (d *exactDataset) Request(i int) workload.Request {
-	r := d.Dataset.Request(i)
 	if p, ok := d.prompts[i]; ok {
+		r := d.Dataset.Shape(i)
 		r.Prompt = p
+		return r
 	}
-	return r
+	return d.Dataset.Request(i)
 }
 
 // exactPrompts checks the first n prompts of ds against the server's
