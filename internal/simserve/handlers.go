@@ -415,7 +415,7 @@ func (rs *response) writePiece(d delivery, last bool) bool {
 		return false
 	}
 	if f := rs.s.onDepart; f != nil {
-		f(d.at, rs.s.clock())
+		f(rs.st.seq, d.at, rs.s.clock())
 	}
 	return true
 }

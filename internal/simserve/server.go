@@ -90,9 +90,10 @@ type Server struct {
 	warnedLag bool      // the overload warning was logged
 
 	// onDepart, when set (tests and benchmarks), is called by handlers
-	// after each token chunk is flushed, with the iteration end it was
-	// scheduled for and the clock reading after the flush (server ns).
-	onDepart func(scheduled, departed int64)
+	// after each token chunk is flushed, with the stream's sequence number,
+	// the iteration end it was scheduled for and the clock reading after
+	// the flush (server ns).
+	onDepart func(seq uint64, scheduled, departed int64)
 	// onAbort, when set (tests), is called by the engine goroutine when it
 	// aborts a request in the engine.
 	onAbort func(id string)

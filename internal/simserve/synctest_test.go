@@ -83,7 +83,7 @@ func TestDeparturesOnSchedule(t *testing.T) {
 		}
 		var departures [][2]int64
 		var mu sync.Mutex
-		s.onDepart = func(sched, dep int64) {
+		s.onDepart = func(_ uint64, sched, dep int64) {
 			mu.Lock()
 			departures = append(departures, [2]int64{sched, dep})
 			mu.Unlock()
