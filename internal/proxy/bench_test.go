@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -120,12 +122,32 @@ func cpuNow() time.Duration {
 func BenchmarkAddedLatency(b *testing.B) {
 	up := httptest.NewServer(benchUpstream())
 	defer up.Close()
-	upURL, _ := url.Parse(up.URL)
-	variants := []struct {
-		name  string
-		front func(b *testing.B) (string, func())
-	}{
-		{"direct", func(*testing.B) (string, func()) { return up.URL, func() {} }},
+	variants := benchFronts(up.URL)
+	for _, load := range benchLoads {
+		for _, v := range variants {
+			b.Run(load.name+"/"+v.name, func(b *testing.B) {
+				base, stop := v.front(b)
+				defer stop()
+				runLoad(b, base, load.gap, load.chunks)
+			})
+		}
+	}
+}
+
+// benchFront is one way for a client to reach the upstream: front starts it
+// and returns its base URL and a stop function.
+type benchFront struct {
+	name  string
+	front func(b *testing.B) (string, func())
+}
+
+// benchFronts are the paths compared: direct, a byte relay (the floor for
+// any proxy), a bare httputil.ReverseProxy and the goodput proxy.
+func benchFronts(upstream string) []benchFront {
+	upURL, _ := url.Parse(upstream)
+	return []benchFront{
+		{"direct", func(*testing.B) (string, func()) { return upstream, func() {} }},
+		{"tcp-relay", func(b *testing.B) (string, func()) { return tcpRelay(b, upURL.Host) }},
 		{"bare-reverseproxy", func(*testing.B) (string, func()) {
 			rp := httputil.NewSingleHostReverseProxy(upURL)
 			tr := newTransport(0)
@@ -134,7 +156,7 @@ func BenchmarkAddedLatency(b *testing.B) {
 			return s.URL, func() { s.Close(); tr.CloseIdleConnections() }
 		}},
 		{"goodput-proxy", func(b *testing.B) (string, func()) {
-			p, err := New(Options{Upstream: up.URL, Registerer: prometheus.NewRegistry()})
+			p, err := New(Options{Upstream: upstream, Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -161,42 +183,144 @@ func BenchmarkAddedLatency(b *testing.B) {
 			}
 		}},
 	}
+}
+
+// runLoad streams benchStreams concurrent responses through base, each of
+// chunks chunks gap apart, and reports the delay per chunk and the CPU per
+// token.
+func runLoad(b *testing.B, base string, gap time.Duration, chunks int) {
 	body := []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`)
-	for _, load := range benchLoads {
-		for _, v := range variants {
-			b.Run(load.name+"/"+v.name, func(b *testing.B) {
-				base, stop := v.front(b)
-				defer stop()
-				tr := &http.Transport{MaxIdleConnsPerHost: benchStreams, DisableCompression: true}
-				defer tr.CloseIdleConnections()
-				c := &http.Client{Transport: tr}
-				per := make([][]int64, benchStreams)
-				var all []int64
-				var cpu time.Duration
-				for b.Loop() {
-					var wg sync.WaitGroup
-					c0 := cpuNow()
-					for i := range benchStreams {
-						per[i] = per[i][:0]
-						wg.Go(func() {
-							if err := benchClient(c, base+"/v1/chat/completions", i, load.gap, load.chunks, body, &per[i]); err != nil {
-								b.Error(err)
-							}
-						})
-					}
-					wg.Wait()
-					cpu += cpuNow() - c0
-					for i := range per {
-						all = append(all, per[i]...)
-					}
+	tr := &http.Transport{MaxIdleConnsPerHost: benchStreams, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	per := make([][]int64, benchStreams)
+	var all []int64
+	var cpu time.Duration
+	for b.Loop() {
+		var wg sync.WaitGroup
+		c0 := cpuNow()
+		for i := range benchStreams {
+			per[i] = per[i][:0]
+			wg.Go(func() {
+				if err := benchClient(c, base+"/v1/chat/completions", i, gap, chunks, body, &per[i]); err != nil {
+					b.Error(err)
 				}
-				slices.Sort(all)
-				pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / 1e3 }
-				b.ReportMetric(pct(0.50), "p50-µs/chunk")
-				b.ReportMetric(pct(0.99), "p99-µs/chunk")
-				b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(all)), "cpu-ns/token")
 			})
 		}
+		wg.Wait()
+		cpu += cpuNow() - c0
+		for i := range per {
+			all = append(all, per[i]...)
+		}
+	}
+	slices.Sort(all)
+	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / 1e3 }
+	b.ReportMetric(pct(0.50), "p50-µs/chunk")
+	b.ReportMetric(pct(0.99), "p99-µs/chunk")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(all)), "cpu-ns/token")
+}
+
+// tcpRelay starts the least a user-space proxy can do: a byte relay that
+// reads each connection's bytes and writes them straight on, with no HTTP
+// at all. Its added latency is the floor for any proxy on the machine: one
+// more socket hop and one more goroutine wake-up per chunk.
+func tcpRelay(b *testing.B, upstream string) (string, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		dst.Close()
+		src.Close()
+	}
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			wg.Go(func() { pipe(u, c) })
+			wg.Go(func() { pipe(c, u) })
+		}
+	})
+	return "http://" + ln.Addr().String(), func() { ln.Close(); wg.Wait() }
+}
+
+// BenchmarkHop is one stream with one chunk in flight at a time: the
+// upstream writes a chunk when the client asks, and the client times its
+// arrival. Without concurrent load this isolates what one hop costs per
+// chunk, in latency and in CPU (client and upstream included, so a path's
+// cost is its difference to direct).
+func BenchmarkHop(b *testing.B) {
+	next := make(chan chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		f := w.(http.Flusher)
+		f.Flush()
+		chunk := []byte(`data: {"id":"cmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}` + "\n\n")
+		for range <-next {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			f.Flush()
+		}
+		w.Write([]byte("data: [DONE]\n\n"))
+	}))
+	defer up.Close()
+	for _, v := range benchFronts(up.URL) {
+		b.Run(v.name, func(b *testing.B) {
+			base, stop := v.front(b)
+			defer stop()
+			ask := make(chan struct{})
+			next <- ask
+			resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			br := bufio.NewReader(resp.Body)
+			var lat []int64
+			c0 := cpuNow()
+			for b.Loop() {
+				t0 := time.Now()
+				ask <- struct{}{}
+				if _, err := br.ReadSlice('\n'); err != nil { // the data line
+					b.Fatal(err)
+				}
+				lat = append(lat, int64(time.Since(t0)))
+				if _, err := br.ReadSlice('\n'); err != nil { // its blank line
+					b.Fatal(err)
+				}
+			}
+			cpu := cpuNow() - c0
+			close(ask)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			slices.Sort(lat)
+			q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e3 }
+			b.ReportMetric(q(0.50), "p50-µs/chunk")
+			b.ReportMetric(q(0.99), "p99-µs/chunk")
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(len(lat))/1e3, "cpu-µs/chunk")
+		})
 	}
 }
 
