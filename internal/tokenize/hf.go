@@ -12,19 +12,22 @@ import (
 	"github.com/dlclark/regexp2"
 )
 
-// HF is a byte-level BPE tokenizer read from a Hugging Face tokenizer.json
-// (GPT-2, Llama 3, Qwen 2/3, Mistral Nemo, DeepSeek V3 and the like).
-// SentencePiece-style (Metaspace) and WordPiece models are not supported:
-// LoadHF says so.
+// HF is a BPE tokenizer read from a Hugging Face tokenizer.json: byte-level
+// BPE (GPT-2, Llama 3, Qwen 2/3, Mistral Nemo, DeepSeek V3 and the like) or
+// SentencePiece-converted BPE over characters with byte fallback (Llama 2,
+// Mistral 7B v0.1–v0.3, Mixtral, Gemma, Yi and the like, both the "legacy"
+// Prepend/Replace normalizer and the Metaspace pre-tokenizer form).
+// Unigram and WordPiece models are not supported: LoadHF says so.
 type HF struct {
 	name      string
 	vocab     map[string]int
-	inverse   []string // id → token text (byte-level alphabet)
+	inverse   []string // id → token text as in the vocabulary
 	ranks     map[[2]string]int
 	splits    []*regexp2.Regexp // pre-tokenizer splits, applied in order
 	prefix    bool              // add_prefix_space
 	ignoreMrg bool              // ignore_merges: a piece in the vocabulary is one token
 	added     map[int]string    // added (special) tokens, decoded as is
+	sp        *spModel          // SentencePiece-style pipeline; nil for byte-level
 	cacheMu   sync.Mutex
 	cache     map[string][]int // piece → ids
 }
@@ -41,24 +44,39 @@ type hfFile struct {
 	} `json:"added_tokens"`
 	Normalizer   *hfComponent `json:"normalizer"`
 	PreTokenizer *hfComponent `json:"pre_tokenizer"`
+	Decoder      *hfComponent `json:"decoder"`
 	Model        struct {
-		Type         string            `json:"type"`
-		Vocab        map[string]int    `json:"vocab"`
-		Merges       []json.RawMessage `json:"merges"`
-		IgnoreMerges bool              `json:"ignore_merges"`
-		ByteFallback bool              `json:"byte_fallback"`
+		Type                    string            `json:"type"`
+		Vocab                   json.RawMessage   `json:"vocab"` // BPE: {"token": id}; decoded once the type is known
+		Merges                  []json.RawMessage `json:"merges"`
+		IgnoreMerges            bool              `json:"ignore_merges"`
+		ByteFallback            bool              `json:"byte_fallback"`
+		UnkToken                *string           `json:"unk_token"`
+		FuseUnk                 bool              `json:"fuse_unk"`
+		ContinuingSubwordPrefix string            `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         string            `json:"end_of_word_suffix"`
 	} `json:"model"`
 }
 
+// hfComponent is a normalizer, pre-tokenizer or decoder: the union of the
+// fields of the types this package reads.
 type hfComponent struct {
 	Type           string                         `json:"type"`
-	AddPrefixSpace bool                           `json:"add_prefix_space"`
+	AddPrefixSpace *bool                          `json:"add_prefix_space"`
 	UseRegex       *bool                          `json:"use_regex"`
 	Pattern        struct{ Regex, String string } `json:"pattern"`
 	Behavior       string                         `json:"behavior"`
 	Invert         bool                           `json:"invert"`
 	PreTokenizers  []hfComponent                  `json:"pretokenizers"`
 	Normalizers    []hfComponent                  `json:"normalizers"`
+	Decoders       []hfComponent                  `json:"decoders"`
+	Prepend        string                         `json:"prepend"`        // Prepend normalizer
+	Content        string                         `json:"content"`        // Replace normalizer/decoder, Strip decoder
+	Replacement    string                         `json:"replacement"`    // Metaspace
+	PrependScheme  string                         `json:"prepend_scheme"` // Metaspace: always, first, never
+	Split          *bool                          `json:"split"`          // Metaspace
+	Start          int                            `json:"start"`          // Strip decoder
+	Stop           int                            `json:"stop"`           // Strip decoder
 }
 
 // LoadHF reads a tokenizer.json (path of the file or of its directory).
@@ -85,18 +103,28 @@ func ParseHF(data []byte) (*HF, error) {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	if f.Model.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer.json: model type %q is not supported (only byte-level BPE)", f.Model.Type)
+		return nil, fmt.Errorf("tokenizer.json: model type %q is not supported (only BPE)", f.Model.Type)
 	}
 	if len(f.Model.Vocab) == 0 {
 		return nil, errors.New("tokenizer.json: empty vocabulary")
 	}
-	if f.Normalizer != nil && f.Normalizer.Type != "NFC" {
-		return nil, fmt.Errorf("tokenizer.json: normalizer %q is not supported (SentencePiece-style tokenizers are not)", f.Normalizer.Type)
+	var vocab map[string]int
+	if err := json.Unmarshal(f.Model.Vocab, &vocab); err != nil {
+		return nil, fmt.Errorf("tokenizer.json: BPE vocab: %w", err)
 	}
-	t := &HF{name: "hf", vocab: f.Model.Vocab, ranks: map[[2]string]int{}, added: map[int]string{},
+	if len(vocab) == 0 {
+		return nil, errors.New("tokenizer.json: empty vocabulary")
+	}
+	spStyle := isSentencePiece(&f)
+	if !spStyle && f.Normalizer != nil && f.Normalizer.Type != "NFC" {
+		return nil, fmt.Errorf("tokenizer.json: normalizer %q is not supported with a byte-level pre_tokenizer", f.Normalizer.Type)
+	}
+	t := &HF{name: "hf", vocab: vocab, ranks: map[[2]string]int{}, added: map[int]string{},
 		ignoreMrg: f.Model.IgnoreMerges, cache: map[string][]int{}}
-	if err := t.setPreTokenizer(f.PreTokenizer); err != nil {
-		return nil, err
+	if !spStyle {
+		if err := t.setPreTokenizer(f.PreTokenizer); err != nil {
+			return nil, err
+		}
 	}
 	maxID := 0
 	for _, id := range t.vocab {
@@ -120,6 +148,7 @@ func ParseHF(data []byte) (*HF, error) {
 			t.added[a.ID] = a.Content
 		}
 	}
+	pairs := make([][2]string, 0, len(f.Model.Merges))
 	for i, m := range f.Model.Merges {
 		var pair [2]string
 		var s string
@@ -132,6 +161,17 @@ func ParseHF(data []byte) (*HF, error) {
 		} else if err := json.Unmarshal(m, &pair); err != nil {
 			return nil, fmt.Errorf("tokenizer.json: merge %d: want \"A B\" or [\"A\", \"B\"]", i)
 		}
+		pairs = append(pairs, pair)
+	}
+	if spStyle {
+		sp, err := newSPModel(&f, t, pairs)
+		if err != nil {
+			return nil, err
+		}
+		t.sp = sp
+		return t, nil
+	}
+	for i, pair := range pairs {
 		if _, ok := t.ranks[pair]; !ok {
 			t.ranks[pair] = i
 		}
@@ -141,11 +181,11 @@ func ParseHF(data []byte) (*HF, error) {
 
 func (t *HF) setPreTokenizer(p *hfComponent) error {
 	if p == nil {
-		return errors.New("tokenizer.json: no pre_tokenizer (only byte-level BPE is supported)")
+		return errors.New("tokenizer.json: no pre_tokenizer and no SentencePiece normalizer or byte_fallback (neither byte-level nor SentencePiece-style BPE)")
 	}
 	switch p.Type {
 	case "ByteLevel":
-		t.prefix = p.AddPrefixSpace
+		t.prefix = p.AddPrefixSpace != nil && *p.AddPrefixSpace
 		if p.UseRegex == nil || *p.UseRegex {
 			return t.addSplit(gpt2Pattern)
 		}
@@ -174,7 +214,7 @@ func (t *HF) setPreTokenizer(p *hfComponent) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("tokenizer.json: pre_tokenizer %q is not supported (only byte-level BPE)", p.Type)
+	return fmt.Errorf("tokenizer.json: pre_tokenizer %q is not supported (byte-level BPE takes ByteLevel and Split, SentencePiece-style BPE a lone Metaspace)", p.Type)
 }
 
 func (t *HF) addSplit(pattern string) error {
@@ -195,6 +235,9 @@ func (t *HF) Count(text string) int { return len(t.Encode(text)) }
 // Encode returns the token ids of text. Added tokens written in text are
 // not recognised as such; no BOS is added.
 func (t *HF) Encode(text string) []int {
+	if t.sp != nil {
+		return t.encodeSP(text)
+	}
 	if t.prefix && text != "" && text[0] != ' ' {
 		text = " " + text
 	}
@@ -297,8 +340,14 @@ func (t *HF) encodePiece(p string) []int {
 	return ids
 }
 
-// Decode returns the text of ids; unknown ids are skipped.
+// Decode returns the text of ids; unknown ids are skipped. For a
+// SentencePiece-style tokenizer it runs the file's decoder, which turns "▁"
+// into spaces and byte tokens into their bytes and strips the one leading
+// space that encoding prepended.
 func (t *HF) Decode(ids []int) string {
+	if t.sp != nil {
+		return t.decodeSP(ids)
+	}
 	var b []byte
 	for _, id := range ids {
 		if s, ok := t.added[id]; ok {
@@ -318,6 +367,9 @@ func (t *HF) Decode(ids []int) string {
 }
 
 func (t *HF) vocabWords() []string {
+	if t.sp != nil {
+		return t.spVocabWords()
+	}
 	var out []string
 	for id := range t.inverse {
 		if _, special := t.added[id]; special {

@@ -188,7 +188,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing", filepath.Join(dir, "nope.json"), "nope.json"},
 		{"not json", write("a.json", "{"), "tokenizer.json"},
 		{"wordpiece", write("b.json", `{"model": {"type": "WordPiece", "vocab": {"a": 0}}}`), "model type \"WordPiece\" is not supported"},
-		{"metaspace", write("c.json", `{"pre_tokenizer": {"type": "Metaspace"}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`), "pre_tokenizer \"Metaspace\" is not supported"},
+		{"metaspace without replacement", write("c.json", `{"pre_tokenizer": {"type": "Metaspace"}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`), "without a one-character replacement"},
 		{"bad merge", write("d.json", `{"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]}}`), "merge 0"},
 		{"tiktoken name", "tiktoken:gpt5", "want o200k_base or cl100k_base"},
 	}

@@ -109,7 +109,13 @@ func NewSynthesizer(t Tokenizer) (*Synthesizer, error) {
 		if len(s.words) == maxStableWords {
 			break
 		}
-		if plainWord(w) && t.Count(w) == 1 && t.Count(w+w) == 2 {
+		// A word must be one token, also when repeated. A normalizer
+		// that prepends "▁" to every input (SentencePiece "legacy", e.g.
+		// Llama 2) makes a lone " w" two symbols "▁▁w", yet " w" after
+		// text is one token: there, measure it after its unspaced form,
+		// the way texts use it.
+		if plainWord(w) && (t.Count(w) == 1 && t.Count(w+w) == 2 ||
+			t.Count(w[1:]+w) == 2 && t.Count(w[1:]+w+w) == 3) {
 			s.words = append(s.words, w)
 			if t.Count(w[1:]) == 1 && t.Count(w[1:]+w) == 2 {
 				s.first = append(s.first, w[1:])

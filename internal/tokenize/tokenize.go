@@ -7,7 +7,8 @@
 //     embedded simulated server counts with, so prompts built with it are
 //     exact against that server, and within ~20 % of real BPE tokenizers on
 //     English text.
-//   - a Hugging Face tokenizer.json (byte-level BPE) loaded from a local path
+//   - a Hugging Face tokenizer.json (byte-level BPE, or SentencePiece-style BPE
+//     with byte fallback as in Llama 2 and Mistral) loaded from a local path
 //     with [LoadHF].
 //   - tiktoken's o200k_base and cl100k_base, offline, with [Tiktoken].
 //
