@@ -171,7 +171,7 @@ func prefillStalls(in Input) (Finding, bool) {
 		ev["ordinary_gap_mean_ms"] = round2(t.normalMs / float64(n))
 	}
 	return Finding{ID: "prefill-stalls-decode", Severity: Warning, Evidence: ev,
-		Message: fmt.Sprintf("%s %% of inter-token gaps are spikes (over %g× their request's median), and %s %% of those end exactly when another request's first token arrives (vs %s %% of ordinary gaps): prefills stall running decodes. Use chunked prefill or stall-free (Sarathi-style) scheduling.",
+		Message: fmt.Sprintf("%s %% of inter-token gaps are spikes (over %g× their request's median), and %s %% of those end exactly when another request's first token arrives (vs %s %% of ordinary gaps): prefills stall running decodes. Split prefills into smaller chunks (chunked prefill with a smaller token budget: vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size) or schedule stall-free (Sarathi-style).",
 			num(100*share), SpikeFactor, num(100*co), num(100*base)),
 	}, true
 }
