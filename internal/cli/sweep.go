@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -62,13 +63,18 @@ the knee (where P99 TTFT starts rising non-linearly), the throughput peak and
 the goodput peak (the recommended operating point) and how far the
 throughput peak sits inside SLO violation, then the findings.
 
+With no levels given, it first measures the target's capacity (one level of
+--num-prompts requests sent at once, not recorded) and sweeps request rates
+of 20 %, 40 %, 60 %, 70 %, 80 %, 90 %, 100 % and 110 % of it.
+
 --search bisects between the lowest and highest level for the highest load
 whose SLO attainment holds. --sim runs every level on the simulated engine in
 virtual time: no HTTP, no sleeping, seconds for thousands of requests.
 A level that is clearly saturated (queue growing without bound, error rate
 above --max-error-rate) stops early and ends the sweep, and says so.
 --fail-if exits with code 3 when a bound on the result JSON fails.`,
-		Example: `  goodput sweep --sim --request-rate 2,4,8,12,16,20,24,28 --goodput ttft:2000 tpot:50
+		Example: `  goodput sweep --sim --goodput ttft:500 tpot:40
+  goodput sweep --sim --request-rate 2,4,8,12,16,20,24,28 --goodput ttft:2000 tpot:50
   goodput sweep --base-url http://127.0.0.1:8000 --concurrency 1,8,16,32,64 --num-prompts 500
   goodput sweep --target-rate 10 --levels 0.5x,1x,1.5x,2x --save-result
   goodput sweep --sim --search --request-rate 1,64 --goodput ttft:2000 tpot:50 --slo-attainment 0.99 --precision 0.5
@@ -114,7 +120,16 @@ var errLevelSaturated = errors.New("level saturated")
 type sweepPlan struct {
 	axis   sweep.Axis
 	levels []sweep.Level
+	// auto: no level flags were given; the levels are fractions of the
+	// capacity a probe measures first (autoFractions).
+	auto bool
 }
+
+// autoFractions are the rates an automatic sweep runs, as shares of the
+// measured capacity: two low loads for the knee's baseline slope, dense
+// steps where goodput usually peaks, and one beyond capacity to show the
+// collapse (a saturated level ends the sweep there).
+var autoFractions = []float64{0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1}
 
 // plan reads the level flags.
 func (o *SweepOptions) plan() (sweepPlan, error) {
@@ -165,7 +180,45 @@ func (o *SweepOptions) plan() (sweepPlan, error) {
 		}
 		return sweepPlan{axis: sweep.AxisRate, levels: sweep.Levels(sweep.AxisRate, rs, sweep.Level{Concurrency: o.load.MaxConcurrency})}, nil
 	}
-	return sweepPlan{}, usagef("sweep needs levels: --request-rate 1,2,4,8, --concurrency 1,8,16,32 or --target-rate 10 --levels 0.5x,1x,2x")
+	return sweepPlan{axis: sweep.AxisRate, auto: true}, nil
+}
+
+// probeCapacity measures the target's capacity in requests/s: one level of
+// --num-prompts requests sent at once (under --max-concurrency), its
+// completed requests over its duration. It writes no files, and draws its
+// prompts from another seed than the sweep's, so a prefix cache warmed by
+// the probe serves none of the sweep's requests.
+func probeCapacity(ctx context.Context, cancel context.CancelCauseFunc, env Env, o *SweepOptions) (float64, error) {
+	p := *o
+	p.out.Records, p.out.SaveResult, p.out.SaveDetailed, p.out.HTML = "none", false, false, ""
+	p.load.Seed = o.load.Seed + 1
+	pl := sweepPlan{axis: sweep.AxisRate, levels: []sweep.Level{{Concurrency: o.load.MaxConcurrency, Label: "capacity probe"}}}
+	sat := sweep.Saturation{Off: true}
+	var sr *sweepRun
+	var err error
+	if p.Sim {
+		sr, err = openSimSweep(env, &p, pl, sat)
+	} else {
+		sr, err = openWallSweep(ctx, cancel, env, &p, pl, sat)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer sr.close()
+	pt, err := sr.runner.RunLevel(ctx, 0, pl.levels[0])
+	if err == nil {
+		err = sr.finish()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("capacity probe: %w", err)
+	}
+	s := &pt.Summary
+	if s.Completed == 0 || s.RequestThroughput <= 0 {
+		return 0, fmt.Errorf("capacity probe: no request completed (%d failed); give the levels (--request-rate 1,2,4,8)", s.Failed)
+	}
+	fmt.Fprintf(env.Stdout, "goodput sweep: capacity probe: %d requests completed in %.1f s, %.3g requests/s\n",
+		s.Completed, s.DurationS, s.RequestThroughput)
+	return s.RequestThroughput, nil
 }
 
 // sweepRun is a resolved target the levels run against.
@@ -192,15 +245,22 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	switch {
-	case o.SLOAttainment <= 0 || o.SLOAttainment > 1:
-		return usagef("--slo-attainment %v: want a share in (0, 1]", o.SLOAttainment)
-	case o.KneeK <= 0:
-		return usagef("--knee-k %v: want > 0", o.KneeK)
-	case o.Precision < 0 || o.MaxMedianQueueMs < 0:
-		return usagef("--precision and --max-median-queue-ms: want ≥ 0")
-	case o.MaxErrorRate <= 0 || o.MaxErrorRate > 1:
-		return usagef("--max-error-rate %v: want a share in (0, 1]", o.MaxErrorRate)
+	if err := o.checkSweepFlags(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if pl.auto {
+		fmt.Fprintf(env.Stdout, "goodput sweep: no levels given: measuring capacity first, then sweeping %s of it\n", fractionsText(autoFractions))
+		capacity, err := probeCapacity(ctx, cancel, env, o)
+		if err != nil {
+			return err
+		}
+		rates := make([]float64, len(autoFractions))
+		for i, f := range autoFractions {
+			rates[i] = roundRate(f * capacity)
+		}
+		pl.levels = sweep.Levels(sweep.AxisRate, rates, sweep.Level{Concurrency: o.load.MaxConcurrency})
 	}
 	loads := make([]float64, len(pl.levels))
 	for i, l := range pl.levels {
@@ -216,8 +276,6 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	if o.out.ResultFilename == "" {
 		o.out.ResultFilename = fmt.Sprintf("sweep-%s-%s.json", pl.axis, env.Now().Format("20060102-150405"))
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	sat := sweep.Saturation{MaxErrorRate: o.MaxErrorRate, Off: !o.SaturationStop}
 
 	var sr *sweepRun
@@ -380,6 +438,38 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		return allFailed(&res.Points[0].Summary)
 	}
 	return nil
+}
+
+// checkSweepFlags validates the sweep's own numeric flags, before any
+// request is sent.
+func (o *SweepOptions) checkSweepFlags() error {
+	switch {
+	case o.SLOAttainment <= 0 || o.SLOAttainment > 1:
+		return usagef("--slo-attainment %v: want a share in (0, 1]", o.SLOAttainment)
+	case o.KneeK <= 0:
+		return usagef("--knee-k %v: want > 0", o.KneeK)
+	case o.Precision < 0 || o.MaxMedianQueueMs < 0:
+		return usagef("--precision and --max-median-queue-ms: want ≥ 0")
+	case o.MaxErrorRate <= 0 || o.MaxErrorRate > 1:
+		return usagef("--max-error-rate %v: want a share in (0, 1]", o.MaxErrorRate)
+	}
+	return nil
+}
+
+// roundRate keeps three significant digits of a rate, so levels read as
+// "rate=12.3", not "rate=12.345678".
+func roundRate(r float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(r, 'g', 3, 64), 64)
+	return v
+}
+
+// fractionsText writes shares as "20 %, 40 %, …, 110 %".
+func fractionsText(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = strconv.FormatFloat(math.Round(1000*f)/10, 'f', -1, 64) + " %"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // sweepFindings picks the level the findings speak for — the goodput peak,

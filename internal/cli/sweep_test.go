@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -113,6 +114,91 @@ func TestSweepSimCurve(t *testing.T) {
 	}
 }
 
+// TestSweepAutoLevels: with no level flags the sweep measures capacity (a
+// probe it does not record) and sweeps autoFractions of it.
+func TestSweepAutoLevels(t *testing.T) {
+	r := runSweepCLI(t, "--sim", "--num-prompts", "200", "--random-range-ratio", "0.5", "--save-result", "--quiet")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var capacity float64
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if _, rest, ok := strings.Cut(line, "capacity probe: 200 requests completed in "); ok {
+			if _, err := fmt.Sscanf(rest[strings.Index(rest, ", ")+2:], "%g requests/s", &capacity); err != nil {
+				t.Fatalf("probe line %q: %v", line, err)
+			}
+		}
+	}
+	if capacity <= 0 {
+		t.Fatalf("no capacity probe line in:\n%s", r.stdout)
+	}
+	doc := resultDoc(t, r.dir)
+	levels, _ := doc["levels"].([]any)
+	if len(levels) == 0 || len(levels) > len(autoFractions) {
+		t.Fatalf("result has %d levels; want up to %d", len(levels), len(autoFractions))
+	}
+	for i, l := range levels {
+		got := l.(map[string]any)["request_rate"].(float64)
+		// Three significant digits of fraction × capacity, where the probe
+		// line printed capacity to three digits: within 1 %.
+		if want := autoFractions[i] * capacity; math.Abs(got-want) > 0.01*want {
+			t.Errorf("level %d rate %v; want %.3g (%g × %.3g)", i, got, want, autoFractions[i], capacity)
+		}
+	}
+	// The probe is not in the records: level 0 is the first swept rate.
+	meta, recs := readRecords(t, filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
+	if len(meta.Levels) != len(levels) || len(recs) > 200*len(levels) {
+		t.Errorf("records: %d levels, %d records; want %d levels, ≤ %d records", len(meta.Levels), len(recs), len(levels), 200*len(levels))
+	}
+}
+
+// TestSweepAutoProbeOwnPrompts: on a real server the probe's prompts must
+// differ from the sweep's, or a prefix cache the probe warmed would serve
+// the first level.
+func TestSweepAutoProbeOwnPrompts(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req struct{ Prompt string }
+		_ = json.Unmarshal(body, &req)
+		mu.Lock()
+		seen[req.Prompt]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"text":"t "}]}`+"\n\n")
+		fmt.Fprint(w, `data: {"choices":[],"usage":{"prompt_tokens":20,"completion_tokens":1}}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	r := runSweepCLI(t, "--base-url", srv.URL, "--num-prompts", "10", "--random-input-len", "20",
+		"--random-output-len", "1", "--calibrate", "off", "--quiet", "--save-result")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "capacity probe: 10 requests completed") {
+		t.Errorf("stdout lacks the probe line:\n%s", r.stdout)
+	}
+	_, recs := readRecords(t, filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
+	mu.Lock()
+	defer mu.Unlock()
+	// Every prompt is sent once: the sweep's levels use distinct prompts,
+	// and the probe's 10 are none of them.
+	total := 0
+	for p, n := range seen {
+		total += n
+		if n > 1 {
+			t.Errorf("prompt %.30q… sent %d times", p, n)
+		}
+	}
+	if total != len(recs)+10 || len(recs) == 0 {
+		t.Errorf("server saw %d requests; want the %d recorded plus 10 for the probe", total, len(recs))
+	}
+}
+
 func TestSweepFailIf(t *testing.T) {
 	args := []string{"--sim", "--request-rate", "4,8", "--num-prompts", "100", "--quiet", "--records", "none"}
 	r := runSweepCLI(t, append(args, "--fail-if", "sweep.goodput_peak.request_goodput<1000", "--fail-if", "levels.0.failed>0")...)
@@ -165,7 +251,7 @@ func TestSweepUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no levels", []string{"--sim"}, "sweep needs levels"},
+		{"auto levels check flags first", []string{"--sim", "--knee-k", "0"}, "--knee-k"},
 		{"levels without target", []string{"--sim", "--levels", "1x,2x"}, "--levels needs --target-rate"},
 		{"bad multiple", []string{"--sim", "--target-rate", "4", "--levels", "1x,zz"}, `--levels: level "zz"`},
 		{"bad rate", []string{"--sim", "--request-rate", "1,-2"}, `--request-rate: level "-2"`},
