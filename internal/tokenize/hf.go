@@ -279,12 +279,10 @@ func appendSplit(dst []string, re *regexp2.Regexp, s string) []string {
 
 // encodePiece byte-level maps one pre-token and merges it by rank.
 func (t *HF) encodePiece(p string) []int {
-	t.cacheMu.Lock()
-	ids, ok := t.cache[p]
-	t.cacheMu.Unlock()
-	if ok {
+	if ids, ok := t.cached(p); ok {
 		return ids
 	}
+	var ids []int
 	syms := make([]string, len(p))
 	var whole strings.Builder
 	for i := 0; i < len(p); i++ {
@@ -294,29 +292,7 @@ func (t *HF) encodePiece(p string) []int {
 	if id, ok := t.vocab[whole.String()]; ok && (t.ignoreMrg || len(syms) == 1) {
 		ids = []int{id}
 	} else {
-		for len(syms) > 1 {
-			best, at := -1, -1
-			for i := 0; i+1 < len(syms); i++ {
-				if r, ok := t.ranks[[2]string{syms[i], syms[i+1]}]; ok && (best < 0 || r < best) {
-					best, at = r, i
-				}
-			}
-			if at < 0 {
-				break
-			}
-			// Merge every occurrence of the best pair, left to right.
-			a, b := syms[at], syms[at+1]
-			out := syms[:0:0]
-			for i := 0; i < len(syms); i++ {
-				if i+1 < len(syms) && syms[i] == a && syms[i+1] == b {
-					out = append(out, a+b)
-					i++
-				} else {
-					out = append(out, syms[i])
-				}
-			}
-			syms = out
-		}
+		syms = mergeByRank(syms, t.ranks)
 		ids = make([]int, 0, len(syms))
 		for _, s := range syms {
 			if id, ok := t.vocab[s]; ok {
@@ -331,13 +307,56 @@ func (t *HF) encodePiece(p string) []int {
 			}
 		}
 	}
+	t.remember(p, ids)
+	return ids
+}
+
+// mergeByRank merges the best-ranked adjacent pair everywhere, left to
+// right, until no pair has a rank: BPE over whole symbols, O(n²) in the
+// piece, fine for pre-tokenized words.
+func mergeByRank(syms []string, ranks map[[2]string]int) []string {
+	for len(syms) > 1 {
+		best, at := -1, -1
+		for i := 0; i+1 < len(syms); i++ {
+			if r, ok := ranks[[2]string{syms[i], syms[i+1]}]; ok && (best < 0 || r < best) {
+				best, at = r, i
+			}
+		}
+		if at < 0 {
+			break
+		}
+		a, b := syms[at], syms[at+1]
+		out := syms[:0:0]
+		for i := 0; i < len(syms); i++ {
+			if i+1 < len(syms) && syms[i] == a && syms[i+1] == b {
+				out = append(out, a+b)
+				i++
+			} else {
+				out = append(out, syms[i])
+			}
+		}
+		syms = out
+	}
+	return syms
+}
+
+// cached returns the ids of a piece encoded before.
+func (t *HF) cached(p string) ([]int, bool) {
 	t.cacheMu.Lock()
+	defer t.cacheMu.Unlock()
+	ids, ok := t.cache[p]
+	return ids, ok
+}
+
+// remember caches a piece's ids, starting afresh when the cache is full
+// (a quarter million pieces: texts' words repeat, so it refills quickly).
+func (t *HF) remember(p string, ids []int) {
+	t.cacheMu.Lock()
+	defer t.cacheMu.Unlock()
 	if len(t.cache) > 1<<18 {
 		clear(t.cache)
 	}
 	t.cache[p] = ids
-	t.cacheMu.Unlock()
-	return ids
 }
 
 // Decode returns the text of ids; unknown ids are skipped. For a

@@ -379,21 +379,13 @@ func (t *HF) spPiece(p string) []int {
 		}
 	}
 	if len(p) < spCacheMax {
-		t.cacheMu.Lock()
-		ids, ok := t.cache[p]
-		t.cacheMu.Unlock()
-		if ok {
+		if ids, ok := t.cached(p); ok {
 			return ids
 		}
 	}
 	ids := t.sp.mergeWord(t.vocab, p)
 	if len(p) < spCacheMax {
-		t.cacheMu.Lock()
-		if len(t.cache) > 1<<18 {
-			clear(t.cache)
-		}
-		t.cache[p] = ids
-		t.cacheMu.Unlock()
+		t.remember(p, ids)
 	}
 	return ids
 }

@@ -527,7 +527,7 @@ func TestSPMErrors(t *testing.T) {
 // spReference encodes text for a legacy fixture the slow, obvious way:
 // Prepend and Replace, one symbol per character (byte tokens or unk when
 // missing), then repeatedly merge every occurrence of the best-ranked pair
-// — encodePiece's loop. mergeWord must agree with it.
+// — mergeByRank, the byte-level path's loop. mergeWord must agree with it.
 func spReference(tok *HF, merges [][2]string, text string) []int {
 	if text == "" {
 		return nil
@@ -550,28 +550,7 @@ func spReference(tok *HF, merges [][2]string, text string) []int {
 			syms = append(syms, fmt.Sprintf("<0x%02X>", b))
 		}
 	}
-	for len(syms) > 1 {
-		best, at := -1, -1
-		for i := 0; i+1 < len(syms); i++ {
-			if r, ok := ranks[[2]string{syms[i], syms[i+1]}]; ok && (best < 0 || r < best) {
-				best, at = r, i
-			}
-		}
-		if at < 0 {
-			break
-		}
-		a, b := syms[at], syms[at+1]
-		var out []string
-		for i := 0; i < len(syms); i++ {
-			if i+1 < len(syms) && syms[i] == a && syms[i+1] == b {
-				out = append(out, a+b)
-				i++
-			} else {
-				out = append(out, syms[i])
-			}
-		}
-		syms = out
-	}
+	syms = mergeByRank(syms, ranks)
 	ids := make([]int, len(syms))
 	for i, s := range syms {
 		ids[i] = tok.vocab[s]
