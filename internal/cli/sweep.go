@@ -188,7 +188,7 @@ func (o *SweepOptions) plan() (sweepPlan, error) {
 // completed requests over its duration. It writes no files, and draws its
 // prompts from another seed than the sweep's, so a prefix cache warmed by
 // the probe serves none of the sweep's requests.
-func probeCapacity(ctx context.Context, cancel context.CancelCauseFunc, env Env, o *SweepOptions) (float64, error) {
+func probeCapacity(ctx context.Context, cancel context.CancelCauseFunc, env Env, o *SweepOptions) (*capacityProbe, error) {
 	p := *o
 	p.out.Records, p.out.SaveResult, p.out.SaveDetailed, p.out.HTML = "none", false, false, ""
 	p.load.Seed = o.load.Seed + 1
@@ -202,7 +202,7 @@ func probeCapacity(ctx context.Context, cancel context.CancelCauseFunc, env Env,
 		sr, err = openWallSweep(ctx, cancel, env, &p, pl, sat)
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer sr.close()
 	pt, err := sr.runner.RunLevel(ctx, 0, pl.levels[0])
@@ -210,15 +210,27 @@ func probeCapacity(ctx context.Context, cancel context.CancelCauseFunc, env Env,
 		err = sr.finish()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("capacity probe: %w", err)
+		return nil, fmt.Errorf("capacity probe: %w", err)
 	}
 	s := &pt.Summary
 	if s.Completed == 0 || s.RequestThroughput <= 0 {
-		return 0, fmt.Errorf("capacity probe: no request completed (%d failed); give the levels (--request-rate 1,2,4,8)", s.Failed)
+		return nil, fmt.Errorf("capacity probe: no request completed (%d failed); give the levels (--request-rate 1,2,4,8)", s.Failed)
 	}
 	fmt.Fprintf(env.Stdout, "goodput sweep: capacity probe: %d requests completed in %.1f s, %.3g requests/s\n",
 		s.Completed, s.DurationS, s.RequestThroughput)
-	return s.RequestThroughput, nil
+	return &capacityProbe{RequestThroughput: s.RequestThroughput, Completed: s.Completed, Failed: s.Failed,
+		DurationS: s.DurationS, Fractions: autoFractions}, nil
+}
+
+// capacityProbe is what an automatic sweep measured before its levels; the
+// result file keeps it as "capacity_probe" so the levels can be traced
+// back to it.
+type capacityProbe struct {
+	RequestThroughput float64   `json:"request_throughput"`
+	Completed         int       `json:"completed"`
+	Failed            int       `json:"failed"`
+	DurationS         float64   `json:"duration_s"`
+	Fractions         []float64 `json:"fractions"`
 }
 
 // sweepRun is a resolved target the levels run against.
@@ -233,6 +245,7 @@ type sweepRun struct {
 	finish                  func() error
 	close                   func()
 	count                   func() int
+	probe                   *capacityProbe // automatic levels: what they came from
 }
 
 // runSweep runs the sweep (or the search) and reports it.
@@ -250,15 +263,16 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var probe *capacityProbe
 	if pl.auto {
 		fmt.Fprintf(env.Stdout, "goodput sweep: no levels given: measuring capacity first, then sweeping %s of it\n", fractionsText(autoFractions))
-		capacity, err := probeCapacity(ctx, cancel, env, o)
+		probe, err = probeCapacity(ctx, cancel, env, o)
 		if err != nil {
 			return err
 		}
 		rates := make([]float64, len(autoFractions))
 		for i, f := range autoFractions {
-			rates[i] = roundRate(f * capacity)
+			rates[i] = roundRate(f * probe.RequestThroughput)
 		}
 		pl.levels = sweep.Levels(sweep.AxisRate, rates, sweep.Level{Concurrency: o.load.MaxConcurrency})
 	}
@@ -288,6 +302,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		return err
 	}
 	defer sr.close()
+	sr.probe = probe
 
 	crit := sweep.Criteria{Attainment: o.SLOAttainment, MaxMedianQueueMs: o.MaxMedianQueueMs}
 	cfg := sweep.Config{
@@ -526,6 +541,7 @@ func sweepJSON(sr *sweepRun, res *sweep.Result, search *sweep.SearchResult, leve
 		"date": m.Started.Format(report.DateFormat), "command": "sweep", "target": m.Target, "backend": m.Backend,
 		"model_id": m.Model, "dataset": m.Dataset, "seed": m.Seed, "levels": levels,
 		"sweep": sweep.JSON(res, search), "findings": nonNil(top), "records_file": sr.recordsPath,
+		"capacity_probe": sr.probe,
 	}
 	if len(res.Points) > 0 {
 		doc["slo"] = res.Points[0].Summary.Options.SLO.String()

@@ -82,6 +82,9 @@ func TestSweepSimCurve(t *testing.T) {
 	if l0["request_rate"] != 3.0 {
 		t.Errorf("levels[0].request_rate = %v; want 3", l0["request_rate"])
 	}
+	if doc["capacity_probe"] != nil {
+		t.Errorf("capacity_probe = %v with levels given; want null", doc["capacity_probe"])
+	}
 	sw := doc["sweep"].(map[string]any)
 	gp, tp := sw["goodput_peak"].(map[string]any), sw["throughput_peak"].(map[string]any)
 	if !(gp["load"].(float64) < tp["load"].(float64)) {
@@ -144,6 +147,11 @@ func TestSweepAutoLevels(t *testing.T) {
 		if want := autoFractions[i] * capacity; math.Abs(got-want) > 0.01*want {
 			t.Errorf("level %d rate %v; want %.3g (%g × %.3g)", i, got, want, autoFractions[i], capacity)
 		}
+	}
+	cp, _ := doc["capacity_probe"].(map[string]any)
+	// capacity was printed to three significant digits: within 0.5 %.
+	if cp == nil || math.Abs(cp["request_throughput"].(float64)-capacity) > 0.005*capacity || cp["completed"] != 200.0 {
+		t.Errorf("capacity_probe = %v; want request_throughput %.3g and 200 completed", doc["capacity_probe"], capacity)
 	}
 	// The probe is not in the records: level 0 is the first swept rate.
 	meta, recs := readRecords(t, filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
