@@ -215,23 +215,6 @@ type side struct {
 	dur     float64
 }
 
-// metricValue reads one per-request metric of r.
-func metricValue(r *runlog.Record, name string) (time.Duration, bool) {
-	switch name {
-	case stats.MetricTTFT:
-		return r.TTFT()
-	case stats.MetricTTP:
-		return r.TTP()
-	case stats.MetricTPOT:
-		return r.TPOT()
-	case stats.MetricE2E:
-		return r.E2E()
-	case stats.MetricResponse:
-		return r.ResponseTime()
-	}
-	return 0, false
-}
-
 func prepare(r Run, o Options) (*side, error) {
 	s := &side{name: r.Name, meta: r.Meta}
 	if r.Records == nil {
@@ -248,7 +231,7 @@ func prepare(r Run, o Options) (*side, error) {
 			continue
 		}
 		for _, m := range o.Metrics {
-			if d, ok := metricValue(rec, m); ok {
+			if d, ok := stats.RequestMetric(rec, m); ok {
 				s.samples[m] = append(s.samples[m], float64(d)/1e6)
 			}
 		}
@@ -291,7 +274,7 @@ func statName(p float64) string { return "p" + stats.PercentileName(p) }
 func Compare(a, b Run, o Options) (*Comparison, error) {
 	o = o.normalized()
 	for _, m := range o.Metrics {
-		if metricValueKnown(m) {
+		if stats.IsRequestMetric(m) {
 			continue
 		}
 		return nil, fmt.Errorf("metric %q cannot be compared (want one of ttft, ttp, tpot, e2el, response)", m)
@@ -325,10 +308,6 @@ func Compare(a, b Run, o Options) (*Comparison, error) {
 	c.Notes = append(c.Notes, conditionNotes(sa, sb)...)
 	c.UserView = userView(c, sa, sb)
 	return c, nil
-}
-
-func metricValueKnown(m string) bool {
-	return slices.Contains([]string{stats.MetricTTFT, stats.MetricTTP, stats.MetricTPOT, stats.MetricE2E, stats.MetricResponse}, m)
 }
 
 func plainDelta(metric, stat, unit string, a, b float64, lowerBetter bool) Delta {

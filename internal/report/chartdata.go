@@ -102,22 +102,7 @@ func collect(recs iter.Seq[*runlog.Record], slo stats.SLO, nLevels int) *chartDa
 			continue
 		}
 		for _, name := range chartMetrics {
-			var d int64
-			var ok bool
-			switch name {
-			case stats.MetricTTFT:
-				v, o := r.TTFT()
-				d, ok = int64(v), o
-			case stats.MetricTTP:
-				v, o := r.TTP()
-				d, ok = int64(v), o
-			case stats.MetricTPOT:
-				v, o := r.TPOT()
-				d, ok = int64(v), o
-			case stats.MetricE2E:
-				v, o := r.E2E()
-				d, ok = int64(v), o
-			}
+			d, ok := stats.RequestMetric(r, name)
 			if !ok {
 				continue
 			}

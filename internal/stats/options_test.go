@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 func TestParseSLO(t *testing.T) {
@@ -252,5 +254,26 @@ func TestOptionsNormalized(t *testing.T) {
 				t.Errorf("normalized() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRequestMetric(t *testing.T) {
+	// Intended at 0, sent at 5 ms; a hidden token at 100 ms, visible ones at
+	// 130 and 160 ms. TTFT 100 − 5 = 95 ms; TTP 130 − 5 = 125 ms; TPOT
+	// (160 − 100) / (3 − 1) = 30 ms; E2E 160 − 5 = 155 ms; response
+	// 160 − 0 = 160 ms.
+	r := &runlog.Record{Intended: 0, Sent: 5e6, Chunks: []runlog.Chunk{
+		{T: 100e6, Tokens: 1}, {T: 130e6, Tokens: 1, Visible: true}, {T: 160e6, Tokens: 1, Visible: true}}}
+	want := map[string]time.Duration{MetricTTFT: 95 * time.Millisecond, MetricTTP: 125 * time.Millisecond,
+		MetricTPOT: 30 * time.Millisecond, MetricE2E: 155 * time.Millisecond, MetricResponse: 160 * time.Millisecond}
+	for name, w := range want {
+		if d, ok := RequestMetric(r, name); !ok || d != w || !IsRequestMetric(name) {
+			t.Errorf("RequestMetric(%s) = %v, %v (known %v); want %v, true", name, d, ok, IsRequestMetric(name), w)
+		}
+	}
+	for _, name := range []string{MetricITL, MetricITLToken, "nope"} {
+		if _, ok := RequestMetric(r, name); ok || IsRequestMetric(name) {
+			t.Errorf("RequestMetric(%s) ok; want false (not per request)", name)
+		}
 	}
 }

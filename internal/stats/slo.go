@@ -147,3 +147,32 @@ func (s SLO) check(r *runlog.Record) (per [4]bool, all bool) {
 	}
 	return per, all
 }
+
+// RequestMetric reads one request's value of a per-request metric by name:
+// MetricTTFT, MetricTTP, MetricTPOT, MetricE2E or MetricResponse. ok is
+// false when the record lacks it, and for names that are not per-request
+// (MetricITL is per gap).
+func RequestMetric(r *runlog.Record, name string) (d time.Duration, ok bool) {
+	switch name {
+	case MetricTTFT:
+		return r.TTFT()
+	case MetricTTP:
+		return r.TTP()
+	case MetricTPOT:
+		return r.TPOT()
+	case MetricE2E:
+		return r.E2E()
+	case MetricResponse:
+		return r.ResponseTime()
+	}
+	return 0, false
+}
+
+// IsRequestMetric reports whether RequestMetric knows name.
+func IsRequestMetric(name string) bool {
+	switch name {
+	case MetricTTFT, MetricTTP, MetricTPOT, MetricE2E, MetricResponse:
+		return true
+	}
+	return false
+}
