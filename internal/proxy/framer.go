@@ -1,10 +1,6 @@
 package proxy
 
-import (
-	"bytes"
-
-	"github.com/goodput/goodput/internal/sse"
-)
+import "github.com/goodput/goodput/internal/sse"
 
 // framer splits a text/event-stream into events as bytes are pushed into it,
 // with the same rules as sse.Reader (LF, CR or CRLF line ends, a leading
@@ -31,8 +27,8 @@ type framer struct {
 // same limit as sse.Reader's default.
 const maxEventSize = sse.DefaultMaxEventSize
 
-// bom is the UTF-8 byte order mark, stripped at the very start of a stream.
-const bom = "\xEF\xBB\xBF"
+// bom is stripped at the very start of a stream.
+const bom = sse.BOM
 
 // reset readies f for a new stream, keeping its buffers.
 func (f *framer) reset() {
@@ -78,15 +74,8 @@ func (f *framer) push(b []byte, emit func(data []byte, end int)) {
 			}
 		}
 		rest := b[off:]
-		i := bytes.IndexByte(rest, '\n')
-		limit := rest
-		if i >= 0 {
-			limit = rest[:i]
-		}
-		if j := bytes.IndexByte(limit, '\r'); j >= 0 {
-			i = j
-			f.skipLF = true
-		}
+		i, cr := sse.LineEnd(rest)
+		f.skipLF = cr
 		if i < 0 {
 			f.line = append(f.line, rest...)
 			return
@@ -137,13 +126,7 @@ func (f *framer) field(ln []byte) {
 	if ln[0] == ':' {
 		return // a comment, e.g. a keep-alive
 	}
-	name, val := ln, ln[len(ln):]
-	if c := bytes.IndexByte(ln, ':'); c >= 0 {
-		name, val = ln[:c], ln[c+1:]
-		if len(val) > 0 && val[0] == ' ' {
-			val = val[1:]
-		}
-	}
+	name, val := sse.SplitField(ln)
 	if string(name) != "data" {
 		return
 	}

@@ -198,17 +198,8 @@ func (r *Reader) parse() (Event, bool) {
 				continue
 			}
 		}
-		seg := r.buf[r.scan:r.end]
-		i := bytes.IndexByte(seg, '\n')
-		limit := seg
-		if i >= 0 {
-			limit = seg[:i]
-		}
-		// CR is rare in practice; look for it only before the next LF.
-		if j := bytes.IndexByte(limit, '\r'); j >= 0 {
-			i = j
-			r.skipLF = true
-		}
+		i, cr := LineEnd(r.buf[r.scan:r.end])
+		r.skipLF = cr
 		if i < 0 {
 			r.scan = r.end
 			return Event{}, false
@@ -264,7 +255,7 @@ func (r *Reader) event() Event {
 // stripBOM removes a UTF-8 byte order mark at the very start of the stream.
 // It reports false when too few bytes are buffered to decide.
 func (r *Reader) stripBOM() bool {
-	const bom = "\xEF\xBB\xBF"
+	const bom = BOM
 	n := r.end - r.start
 	if n < len(bom) && !r.eof && bytes.HasPrefix([]byte(bom), r.buf[r.start:r.end]) {
 		return false
@@ -286,16 +277,8 @@ func (r *Reader) processLine(ls, le int) {
 	if line[0] == ':' {
 		return // comment, e.g. a keep-alive
 	}
-	name, val := line, line[len(line):]
-	voff := le
-	if c := bytes.IndexByte(line, ':'); c >= 0 {
-		name, val = line[:c], line[c+1:]
-		voff = ls + c + 1
-		if len(val) > 0 && val[0] == ' ' {
-			val = val[1:]
-			voff++
-		}
-	}
+	name, val := SplitField(line)
+	voff := le - len(val) // val is a suffix of the line
 	switch string(name) {
 	case "data":
 		switch r.nData {
