@@ -125,12 +125,7 @@ func (d *ChunkDecoder) Decode(data []byte, c *Chunk) error {
 		}
 		return fmt.Errorf("%w: payload is not a JSON object", ErrMalformed)
 	}
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return err
-		}
+	_, err := p.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "choices":
 			var ch choiceState
@@ -157,10 +152,8 @@ func (d *ChunkDecoder) Decode(data []byte, c *Chunk) error {
 		default:
 			err = p.value()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -250,11 +243,20 @@ func (p *parser) openObject() (bool, error) {
 	if p.peek() != '{' {
 		return false, p.syntax("looking for beginning of object")
 	}
+	return p.open('}')
+}
+
+// nextMember consumes ',' (true: another member follows) or '}' (false).
+func (p *parser) nextMember() (bool, error) { return p.next('}', "after object member") }
+
+// open consumes the opening bracket the caller has checked and reports
+// whether the container holds anything (false: it closed at once).
+func (p *parser) open(closer byte) (bool, error) {
 	p.pos++
 	if err := p.push(); err != nil {
 		return false, err
 	}
-	if p.peek() == '}' {
+	if p.peek() == closer {
 		p.pos++
 		p.depth--
 		return false, nil
@@ -262,18 +264,19 @@ func (p *parser) openObject() (bool, error) {
 	return true, nil
 }
 
-// nextMember consumes ',' (true: another member follows) or '}' (false).
-func (p *parser) nextMember() (bool, error) {
+// next consumes ',' (true: another member or element follows) or closer
+// (false).
+func (p *parser) next(closer byte, what string) (bool, error) {
 	switch p.peek() {
 	case ',':
 		p.pos++
 		return true, nil
-	case '}':
+	case closer:
 		p.pos++
 		p.depth--
 		return false, nil
 	}
-	return false, p.syntax("after object member")
+	return false, p.syntax(what)
 }
 
 // key parses a member name and its colon. The result aliases the payload
@@ -299,33 +302,32 @@ func (p *parser) key() ([]byte, error) {
 	return k, nil
 }
 
-// openArray consumes '[' and reports whether an element follows.
-func (p *parser) openArray() (bool, error) {
-	p.pos++ // caller has peeked '['
-	if err := p.push(); err != nil {
-		return false, err
+// members walks the object at the cursor, calling member with each key and
+// the cursor at its value, which member must consume. Any other value is
+// skipped, and obj is false.
+func (p *parser) members(member func(k []byte) error) (obj bool, err error) {
+	if p.peek() != '{' {
+		return false, p.value()
 	}
-	if p.peek() == ']' {
-		p.pos++
-		p.depth--
-		return false, nil
+	more, err := p.openObject()
+	for ; more && err == nil; more, err = p.nextMember() {
+		var k []byte
+		if k, err = p.key(); err != nil {
+			return true, err
+		}
+		if err = member(k); err != nil {
+			return true, err
+		}
 	}
-	return true, nil
+	return true, err
 }
 
+// openArray consumes '[' (the caller has peeked it) and reports whether an
+// element follows.
+func (p *parser) openArray() (bool, error) { return p.open(']') }
+
 // nextElement consumes ',' (true: another element follows) or ']' (false).
-func (p *parser) nextElement() (bool, error) {
-	switch p.peek() {
-	case ',':
-		p.pos++
-		return true, nil
-	case ']':
-		p.pos++
-		p.depth--
-		return false, nil
-	}
-	return false, p.syntax("after array element")
-}
+func (p *parser) nextElement() (bool, error) { return p.next(']', "after array element") }
 
 // value validates and skips any JSON value.
 func (p *parser) value() error {
@@ -676,23 +678,14 @@ func (p *parser) choices(ch *choiceState) (nonEmpty, found bool, err error) {
 
 // choice parses one element of "choices".
 func (p *parser) choice(ch *choiceState) error {
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return err
-		}
+	_, err := p.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "index":
 			ch.index, ch.hasIndexInt, err = p.intOrSkip()
 		case "delta":
 			ch.content, ch.reasoningContent, ch.reasoning = span{}, span{}, span{}
 			ch.toolArgs, ch.role = 0, false
-			if p.peek() == '{' {
-				err = p.delta(ch)
-			} else {
-				err = p.value()
-			}
+			return p.delta(ch)
 		case "text":
 			ch.text, _, err = p.stringOrSkip()
 		case "finish_reason":
@@ -700,22 +693,15 @@ func (p *parser) choice(ch *choiceState) error {
 		default:
 			err = p.value()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 	return err
 }
 
-// delta parses a choice's "delta" object.
+// delta parses a choice's "delta" object; any other value is skipped.
 func (p *parser) delta(ch *choiceState) error {
 	var toolCalls, functionCall int
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return err
-		}
+	_, err := p.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "content":
 			ch.content, _, err = p.stringOrSkip()
@@ -732,10 +718,8 @@ func (p *parser) delta(ch *choiceState) error {
 		default:
 			err = p.value()
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 	ch.toolArgs = toolCalls + functionCall
 	return err
 }
@@ -759,42 +743,22 @@ func (p *parser) toolCalls() (int, error) {
 
 // toolCall returns the function text length of one tool_calls element; a
 // non-object element counts 0.
-func (p *parser) toolCall() (int, error) {
-	if p.peek() != '{' {
-		return 0, p.value()
-	}
-	n := 0
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return 0, err
-		}
+func (p *parser) toolCall() (n int, err error) {
+	_, err = p.members(func(k []byte) (err error) {
 		if string(k) == "function" {
 			n, err = p.function()
-		} else {
-			err = p.value()
+			return err
 		}
-		if err != nil {
-			return 0, err
-		}
-	}
+		return p.value()
+	})
 	return n, err
 }
 
 // function returns the unescaped length of a function object's name plus
 // arguments; a non-object value counts 0.
 func (p *parser) function() (int, error) {
-	if p.peek() != '{' {
-		return 0, p.value()
-	}
 	var name, args int
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return 0, err
-		}
+	_, err := p.members(func(k []byte) (err error) {
 		var s span
 		switch string(k) {
 		case "name":
@@ -806,26 +770,16 @@ func (p *parser) function() (int, error) {
 		default:
 			err = p.value()
 		}
-		if err != nil {
-			return 0, err
-		}
-	}
+		return err
+	})
 	return name + args, err
 }
 
 // usage parses the "usage" value; null or a non-object gives Present false.
 func (p *parser) usage() (Usage, error) {
 	var u Usage
-	if p.peek() != '{' {
-		return u, p.value()
-	}
-	u.Present = true
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return u, err
-		}
+	var err error
+	u.Present, err = p.members(func(k []byte) (err error) {
 		switch string(k) {
 		case "prompt_tokens":
 			u.PromptTokens, err = p.count()
@@ -838,10 +792,8 @@ func (p *parser) usage() (Usage, error) {
 		default:
 			err = p.value()
 		}
-		if err != nil {
-			return u, err
-		}
-	}
+		return err
+	})
 	return u, err
 }
 
@@ -855,26 +807,14 @@ func (p *parser) count() (int, error) {
 }
 
 // detail returns the integer member name of a details object (0 if absent).
-func (p *parser) detail(name string) (int, error) {
-	if p.peek() != '{' {
-		return 0, p.value()
-	}
-	v := 0
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return 0, err
-		}
+func (p *parser) detail(name string) (v int, err error) {
+	_, err = p.members(func(k []byte) (err error) {
 		if string(k) == name {
 			v, err = p.count()
-		} else {
-			err = p.value()
+			return err
 		}
-		if err != nil {
-			return 0, err
-		}
-	}
+		return p.value()
+	})
 	return v, err
 }
 
@@ -887,21 +827,13 @@ func (p *parser) errorValue() (isErr bool, msg span, err error) {
 		msg, err = p.str(true, false)
 		return true, msg, err
 	case '{':
-		more, err := p.openObject()
-		for ; more && err == nil; more, err = p.nextMember() {
-			var k []byte
-			if k, err = p.key(); err != nil {
-				return false, span{}, err
-			}
+		_, err = p.members(func(k []byte) (err error) {
 			if string(k) == "message" {
 				msg, _, err = p.stringOrSkip()
-			} else {
-				err = p.value()
+				return err
 			}
-			if err != nil {
-				return false, span{}, err
-			}
-		}
+			return p.value()
+		})
 		return true, msg, err
 	}
 	return false, span{}, p.value()
