@@ -26,7 +26,7 @@ type SLO struct {
 }
 
 // sloNames are the constraint names in the order SLO.String and reports use.
-var sloNames = [...]string{"ttft", "tpot", "e2el", "ttp"}
+var sloNames = [...]string{MetricTTFT, MetricTPOT, MetricE2E, MetricTTP}
 
 // limits returns the constraints in sloNames order.
 func (s SLO) limits() [4]time.Duration { return [4]time.Duration{s.TTFT, s.TPOT, s.E2E, s.TTP} }
@@ -99,13 +99,6 @@ func ParseSLO(s string) (SLO, error) {
 	return slo, nil
 }
 
-// check reports, per constraint in sloNames order, whether the successful
-// record r meets it (unset constraints are met), and whether all are met.
-//
-// A request that produced no token fails TTFT and E2E limits (the user got
-// nothing); one with no visible token fails a TTP limit. A request with fewer
-// than two output tokens has no TPOT and meets a TPOT limit, as in vLLM
-// (which counts its TPOT as 0 for goodput).
 // Met reports whether r counts toward goodput under s: it succeeded and
 // meets every constraint (a request with no token fails TTFT and E2E limits,
 // one with no visible token fails a TTP limit, and one with fewer than two
@@ -119,6 +112,13 @@ func (s SLO) Met(r *runlog.Record) bool {
 	return all
 }
 
+// check reports, per constraint in sloNames order, whether the successful
+// record r meets it (unset constraints are met), and whether all are met.
+//
+// A request that produced no token fails TTFT and E2E limits (the user got
+// nothing); one with no visible token fails a TTP limit. A request with fewer
+// than two output tokens has no TPOT and meets a TPOT limit, as in vLLM
+// (which counts its TPOT as 0 for goodput).
 func (s SLO) check(r *runlog.Record) (per [4]bool, all bool) {
 	lim := s.limits()
 	all = true
@@ -127,20 +127,9 @@ func (s SLO) check(r *runlog.Record) (per [4]bool, all bool) {
 			per[i] = true
 			continue
 		}
-		var d time.Duration
-		var ok bool
-		switch i {
-		case 0:
-			d, ok = r.TTFT()
-		case 1:
-			d, ok = r.TPOT()
-			if !ok {
-				d, ok = 0, true
-			}
-		case 2:
-			d, ok = r.E2E()
-		case 3:
-			d, ok = r.TTP()
+		d, ok := RequestMetric(r, sloNames[i])
+		if !ok && sloNames[i] == MetricTPOT {
+			d, ok = 0, true
 		}
 		per[i] = ok && d <= l
 		all = all && per[i]
