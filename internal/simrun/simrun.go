@@ -59,8 +59,13 @@ type Load struct {
 	// NaturalStop lets a request stop before its asked output length when
 	// its natural length (sim.NaturalLength) is shorter, as the HTTP server
 	// does for a request sent without ignore_eos; false generates exactly
-	// the asked length, as with ignore_eos.
+	// the asked length, as with ignore_eos. It applies to requests whose
+	// length is only a cap (workload.Request.OutputRecorded false).
 	NaturalStop bool
+	// NaturalStopRecorded lets requests whose dataset recorded the output
+	// length (traces, ShareGPT replies) stop early too; false generates
+	// exactly the recorded length, which is what the traced server did.
+	NaturalStopRecorded bool
 	// Level is copied into every Record (the sweep level index).
 	Level int
 }
@@ -281,7 +286,11 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 	// The same distribution simserve uses, keyed by (seed, index) since
 	// virtual time has no prompt text to hash.
 	natural := sim.NaturalLength(uint64(r.load.Seed)^sim.Mix64(uint64(idx)+0x9e3779b97f4a7c15), sim.DefaultNaturalMedian)
-	if out <= 0 || (r.load.NaturalStop && natural < out) {
+	stop := r.load.NaturalStop
+	if sh.OutputRecorded {
+		stop = r.load.NaturalStopRecorded
+	}
+	if out <= 0 || (stop && natural < out) {
 		out = natural
 		finish = "stop"
 	}

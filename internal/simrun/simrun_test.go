@@ -467,3 +467,37 @@ func TestBadLoad(t *testing.T) {
 		t.Error("Run(empty dataset) succeeded")
 	}
 }
+
+func TestRecordedLengthsAreTheLength(t *testing.T) {
+	// A trace's recorded output lengths are what its server generated: with
+	// NaturalStop (no ignore_eos) they are still generated exactly, and only
+	// NaturalStopRecorded lets them stop early.
+	ds := make(shapes, 20)
+	for i := range ds {
+		ds[i] = workload.Request{PromptTokens: 30, OutputTokens: 3000, OutputRecorded: true}
+	}
+	for _, tc := range []struct {
+		name        string
+		load        Load
+		wantStopped bool
+	}{
+		{"natural stop for caps only", Load{Seed: 4, MaxConcurrency: 20, NaturalStop: true}, false},
+		{"natural stop for recorded too", Load{Seed: 4, MaxConcurrency: 20, NaturalStop: true, NaturalStopRecorded: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, _ := collect(t, newEngine(t, nil), ds, tc.load)
+			stopped := 0
+			for _, r := range recs {
+				if r.CompletionTokens != 3000 {
+					stopped++
+				}
+			}
+			if tc.wantStopped && stopped < 15 {
+				t.Errorf("%d of 20 stopped early; want nearly all (median natural length 200)", stopped)
+			}
+			if !tc.wantStopped && stopped != 0 {
+				t.Errorf("%d of 20 stopped before their recorded 3000 tokens; want 0", stopped)
+			}
+		})
+	}
+}

@@ -253,7 +253,7 @@ func TestReadShareGPT(t *testing.T) {
 	}
 	// Only "a" passes: b's prompt has 2 tokens, c one turn, d 1100 > 1024
 	// prompt tokens, e a 1-token reply.
-	want := []Request{{Index: 0, Prompt: "one two three four five", PromptTokens: 5, OutputTokens: 4}}
+	want := []Request{{Index: 0, Prompt: "one two three four five", PromptTokens: 5, OutputTokens: 4, OutputRecorded: true}}
 	var got []Request
 	for i := range d.Len() {
 		got = append(got, d.Request(i))
@@ -266,8 +266,8 @@ func TestReadShareGPT(t *testing.T) {
 	if err != nil || d.Len() != 2 {
 		t.Fatalf("ReadShareGPT(output len 64) = %v, %v; want 2 requests", d, err)
 	}
-	if d.Shape(0).OutputTokens != 64 {
-		t.Errorf("Shape(0).OutputTokens = %d; want 64", d.Shape(0).OutputTokens)
+	if d.Shape(0).OutputTokens != 64 || d.Shape(0).OutputRecorded {
+		t.Errorf("Shape(0) = %d tokens, recorded %v; want 64, a cap (not recorded)", d.Shape(0).OutputTokens, d.Shape(0).OutputRecorded)
 	}
 }
 

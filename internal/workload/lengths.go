@@ -73,7 +73,7 @@ func ReadLengths(r io.Reader, file string, cfg LengthsConfig) (Dataset, error) {
 		return nil, err
 	}
 	for i, k := range sampleOrder(len(src), cfg.NumPrompts, cfg.Seed) {
-		d.shapes = append(d.shapes, Request{Index: i, PromptTokens: src[k].in, OutputTokens: src[k].out})
+		d.shapes = append(d.shapes, Request{Index: i, PromptTokens: src[k].in, OutputTokens: src[k].out, OutputRecorded: src[k].out > 0})
 	}
 	return d, nil
 }

@@ -87,7 +87,8 @@ func ReadShareGPT(r io.Reader, file string, cfg ShareGPTConfig) (Dataset, error)
 		if in < shareGPTMinLen || in > shareGPTMaxPromptLen || in+out > shareGPTMaxTotalLen {
 			continue
 		}
-		valid = append(valid, Request{Prompt: prompt, PromptTokens: in, OutputTokens: out})
+		// The reply's length is recorded; --sharegpt-output-len is a cap.
+		valid = append(valid, Request{Prompt: prompt, PromptTokens: in, OutputTokens: out, OutputRecorded: cfg.OutputLen <= 0})
 	}
 	if len(valid) == 0 {
 		return nil, fmt.Errorf("%s: no usable conversations (%d in file; need two turns, prompt 4..1024 tokens, prompt+reply <= 2048)", file, len(items))

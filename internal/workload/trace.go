@@ -123,8 +123,10 @@ func ReadTrace(r io.Reader, file string, o TraceOptions) (Dataset, error) {
 			Index:        len(d.shapes),
 			PromptTokens: row.in,
 			OutputTokens: row.out,
-			Arrival:      time.Duration(math.Round((at - start) / o.Speedup * 1e9)),
-			HasArrival:   true,
+			// A trace's output length is what the server generated.
+			OutputRecorded: row.out > 0,
+			Arrival:        time.Duration(math.Round((at - start) / o.Speedup * 1e9)),
+			HasArrival:     true,
 		}
 		if len(row.hashes) > 0 {
 			req.BlockHashes, req.HashBlockTokens = row.hashes, MooncakeBlockTokens

@@ -34,9 +34,9 @@ func TestReadTraceAzureCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Request{
-		{Index: 0, PromptTokens: 4808, OutputTokens: 10, Arrival: 0, HasArrival: true},
-		{Index: 1, PromptTokens: 3180, OutputTokens: 8, Arrival: 26 * time.Millisecond, HasArrival: true},
-		{Index: 2, PromptTokens: 110, OutputTokens: 27, Arrival: 750 * time.Millisecond, HasArrival: true},
+		{Index: 0, PromptTokens: 4808, OutputTokens: 10, OutputRecorded: true, Arrival: 0, HasArrival: true},
+		{Index: 1, PromptTokens: 3180, OutputTokens: 8, OutputRecorded: true, Arrival: 26 * time.Millisecond, HasArrival: true},
+		{Index: 2, PromptTokens: 110, OutputTokens: 27, OutputRecorded: true, Arrival: 750 * time.Millisecond, HasArrival: true},
 	}
 	var got []Request
 	for i := range d.Len() {
@@ -77,17 +77,17 @@ func TestReadTraceJSONLFormats(t *testing.T) {
 			in: `{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}` + "\n" +
 				`{"timestamp": 1500, "input_length": 700, "output_length": 6, "hash_ids": [0, 2]}`,
 			want: []Request{
-				{Index: 0, PromptTokens: 600, OutputTokens: 5, HasArrival: true, BlockHashes: []uint64{0, 1}, HashBlockTokens: 512},
-				{Index: 1, PromptTokens: 700, OutputTokens: 6, Arrival: 1500 * time.Millisecond, HasArrival: true, BlockHashes: []uint64{0, 2}, HashBlockTokens: 512},
+				{Index: 0, PromptTokens: 600, OutputTokens: 5, OutputRecorded: true, HasArrival: true, BlockHashes: []uint64{0, 1}, HashBlockTokens: 512},
+				{Index: 1, PromptTokens: 700, OutputTokens: 6, OutputRecorded: true, Arrival: 1500 * time.Millisecond, HasArrival: true, BlockHashes: []uint64{0, 2}, HashBlockTokens: 512},
 			},
 		},
 		{
 			name: "vllm timed trace",
 			in:   `{"timestamp": 100, "queries": [{"prompt_length": 9, "response_length": 4}, {"prompt_length": 8, "response_length": 3}]}` + "\n" + `{"timestamp": 350, "queries": [{"prompt_length": 7, "response_length": 2}]}`,
 			want: []Request{
-				{Index: 0, PromptTokens: 9, OutputTokens: 4, HasArrival: true},
-				{Index: 1, PromptTokens: 8, OutputTokens: 3, HasArrival: true},
-				{Index: 2, PromptTokens: 7, OutputTokens: 2, Arrival: 250 * time.Millisecond, HasArrival: true},
+				{Index: 0, PromptTokens: 9, OutputTokens: 4, OutputRecorded: true, HasArrival: true},
+				{Index: 1, PromptTokens: 8, OutputTokens: 3, OutputRecorded: true, HasArrival: true},
+				{Index: 2, PromptTokens: 7, OutputTokens: 2, OutputRecorded: true, Arrival: 250 * time.Millisecond, HasArrival: true},
 			},
 		},
 		{
@@ -96,8 +96,8 @@ func TestReadTraceJSONLFormats(t *testing.T) {
 				`{"request_id": "bench-1", "input_toks": 1034, "output_toks": 769, "arrival_time": 1777142838.6237123}`,
 			// 0.6237123 − 0.338653 = 0.2850593 s, within float64 rounding of epoch seconds.
 			want: []Request{
-				{Index: 0, PromptTokens: 2358, OutputTokens: 531, HasArrival: true},
-				{Index: 1, PromptTokens: 1034, OutputTokens: 769, Arrival: 285059300 * time.Nanosecond, HasArrival: true},
+				{Index: 0, PromptTokens: 2358, OutputTokens: 531, OutputRecorded: true, HasArrival: true},
+				{Index: 1, PromptTokens: 1034, OutputTokens: 769, OutputRecorded: true, Arrival: 285059300 * time.Nanosecond, HasArrival: true},
 			},
 		},
 	}

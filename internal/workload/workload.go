@@ -37,6 +37,10 @@ type Request struct {
 	// OutputTokens is the output length to ask for (max_tokens), in tokens;
 	// 0 leaves it to the server.
 	OutputTokens int
+	// OutputRecorded says OutputTokens is the length the source recorded
+	// (a trace's output tokens, a ShareGPT reply's length), not only a cap:
+	// a simulator generates exactly that many instead of a natural length.
+	OutputRecorded bool
 	// Arrival is the send time as an offset from the run start, for datasets
 	// with timestamps (traces); meaningful only when HasArrival.
 	Arrival time.Duration
