@@ -28,11 +28,15 @@ type SimOptions struct {
 	// a request may stop early at its natural length, as bench's requests
 	// to the simulated server do.
 	IgnoreEOS bool
-	load      loadFlags
-	work      workloadFlags
-	out       outputFlags
-	verdict   verdictFlags
-	args      []string
+	// NaturalStop lets requests whose dataset recorded their output length
+	// (traces, ShareGPT replies, lengths files) stop early at a natural
+	// length too; by default the recorded length is generated exactly.
+	NaturalStop bool
+	load        loadFlags
+	work        workloadFlags
+	out         outputFlags
+	verdict     verdictFlags
+	args        []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -60,7 +64,8 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	group(fs, "Load flags", o.load.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
-		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos)")
+		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
+		fs.BoolVar(&o.NaturalStop, "natural-stop", false, "let requests stop early at a natural length even where the dataset recorded their output length (a trace, ShareGPT replies)")
 	})
 	group(fs, "Output flags", func(fs *pflag.FlagSet) {
 		o.out.register(fs)
@@ -75,6 +80,9 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	so, err := o.out.statsOptions(o.args)
 	if err != nil {
 		return err
+	}
+	if o.IgnoreEOS && o.NaturalStop {
+		return usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}
 	if err := o.verdict.parse(); err != nil {
 		return err
@@ -116,7 +124,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	res, runErr := simrun.Run(ctx, eng, ds, simrun.Load{
 		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
 		NumPrompts: lv.NumPrompts, NumWarmups: lv.NumWarmups, Duration: lv.Duration, Seed: o.load.Seed,
-		NaturalStop: !o.IgnoreEOS,
+		NaturalStop: !o.IgnoreEOS, NaturalStopRecorded: o.NaturalStop,
 	}, func(r *runlog.Record) error {
 		if rw != nil {
 			if err := rw.Write(r); err != nil {
