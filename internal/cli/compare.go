@@ -33,8 +33,9 @@ func newCompareCmd(env Env) *cobra.Command {
 	var o CompareOptions
 	cmd := &cobra.Command{
 		Use:   "compare A B",
-		Short: "Judge run B against run A: deltas with bootstrap confidence intervals",
-		Long: `Compare two runs, each a records file (preferred) or a result JSON. For
+		Short: "Judge run B against the baseline run A: deltas with bootstrap confidence intervals",
+		Long: `Compare two runs, A (the baseline) then B (the change), each a records
+file (preferred) or a result JSON. For
 each metric and percentile: B − A, a bootstrap confidence interval from the
 per-request samples, and a verdict (better, worse, no significant
 difference); goodput of both under one --goodput SLO; and what the change

@@ -38,10 +38,11 @@ type embedded struct {
 func startEmbedded(ctx context.Context, f *simFlags, env Env) (*embedded, error) {
 	// The server's warnings (e.g. a host too loaded to keep the engine's
 	// schedule) go to the user's stderr, not the process default logger.
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Through the console, so a warning prints above the live line.
+	log := slog.New(slog.NewTextHandler(consoleOf(env), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := simserve.New(f.cfg, simserve.Options{Logger: log})
 	if err != nil {
-		return nil, simConfigError(err)
+		return nil, simConfigError(err, "--sim-model")
 	}
 	url, stop, err := srv.Start(ctx, "127.0.0.1:0")
 	if err != nil {
@@ -58,12 +59,17 @@ func startEmbedded(ctx context.Context, f *simFlags, env Env) (*embedded, error)
 	}, nil
 }
 
-// simConfigError makes an engine configuration error (which names its
-// flag) a usage error.
-func simConfigError(err error) error {
+// simConfigError makes an engine configuration error a usage error naming
+// the flag: the engine's field name as a flag, except its model, which is
+// modelFlag (--sim-model where --model is the id sent in requests).
+func simConfigError(err error, modelFlag string) error {
 	var ce *sim.ConfigError
 	if errors.As(err, &ce) {
-		return usageError{err}
+		flag := "--" + ce.Field
+		if ce.Field == "model" {
+			flag = modelFlag
+		}
+		return usagef("%s: %v", flag, ce.Err)
 	}
 	return fmt.Errorf("embedded simulator: %w", err)
 }

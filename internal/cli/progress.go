@@ -12,25 +12,28 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 )
 
-// progress shows a live line while a run goes on: done/total, in flight,
-// running TTFT and TPOT P50/P99, output tok/s and failures. On a terminal it
-// redraws one line; otherwise it prints a plain line every interval.
+// progress shows a live line while a run goes on: done/total with the
+// percentage and the time left, in flight, running TTFT and TPOT P50/P99,
+// output tok/s and failures. On a terminal it redraws one line (through the
+// console, so notes print above it); otherwise it prints a plain line every
+// interval.
 type progress struct {
 	w        io.Writer
+	con      *console
 	tty      bool
 	quiet    bool
 	total    int
+	dur      time.Duration // the level's time limit (0: none)
 	interval time.Duration
 
-	mu       sync.Mutex
-	sent     int
-	done     int
-	failed   int
-	outTok   int64
-	ttft     *hdrhistogram.Histogram // µs
-	tpot     *hdrhistogram.Histogram // µs
-	started  time.Time
-	lastLine int
+	mu      sync.Mutex
+	sent    int
+	done    int
+	failed  int
+	outTok  int64
+	ttft    *hdrhistogram.Histogram // µs
+	tpot    *hdrhistogram.Histogram // µs
+	started time.Time
 
 	stopCh chan struct{}
 	wg     sync.WaitGroup
@@ -42,7 +45,7 @@ func newProgress(env Env, quiet bool, total int, dur time.Duration) *progress {
 		iv = 500 * time.Millisecond
 	}
 	return &progress{
-		w: env.Stderr, tty: env.TTY, quiet: quiet, total: total, interval: iv,
+		w: env.Stderr, con: consoleOf(env), tty: env.TTY, quiet: quiet, total: total, dur: dur, interval: iv,
 		ttft: hdrhistogram.New(1, 3_600_000_000, 2), tpot: hdrhistogram.New(1, 3_600_000_000, 2),
 	}
 }
@@ -112,24 +115,55 @@ func (p *progress) print(final bool) {
 	if p.total > 0 {
 		tot = fmt.Sprint(p.total)
 	}
-	line := fmt.Sprintf("%d/%s done, %d in flight, %d failed | TTFT p50 %s p99 %s | TPOT p50 %s p99 %s | %.0f out tok/s | %.0fs",
-		p.done, tot, max(p.sent-p.done, 0), p.failed,
+	line := fmt.Sprintf("%d/%s done%s, %d in flight, %d failed | TTFT p50 %s p99 %s | TPOT p50 %s p99 %s | %.0f out tok/s | %.0fs%s",
+		p.done, tot, pct(p.fraction(el)), max(p.sent-p.done, 0), p.failed,
 		ms(p.ttft.ValueAtQuantile(50)), ms(p.ttft.ValueAtQuantile(99)),
 		ms(p.tpot.ValueAtQuantile(50)), ms(p.tpot.ValueAtQuantile(99)),
-		float64(p.outTok)/max(el, 1e-9), el)
+		float64(p.outTok)/max(el, 1e-9), el, eta(p.fraction(el), el, final))
 	p.mu.Unlock()
 	if p.tty {
-		pad := max(p.lastLine-len(line), 0)
-		fmt.Fprintf(p.w, "\r%s%*s", line, pad, "")
-		p.lastLine = len(line)
+		p.con.draw(line)
 		if final {
-			fmt.Fprintln(p.w)
+			p.con.end()
 		}
 		return
 	}
 	if !final {
 		fmt.Fprintln(p.w, "goodput: "+line)
 	}
+}
+
+// fraction is how much of the level is done (0–1), by requests or, for a
+// level bounded by time only, by time; -1 when neither is known. Callers
+// hold p.mu.
+func (p *progress) fraction(elapsed float64) float64 {
+	f := -1.0
+	if p.total > 0 {
+		f = float64(p.done) / float64(p.total)
+	}
+	if p.dur > 0 {
+		// A time limit ends the level whichever comes first.
+		f = max(f, elapsed/p.dur.Seconds())
+	}
+	return min(f, 1)
+}
+
+// pct is " (42 %)", or nothing when the fraction is unknown.
+func pct(f float64) string {
+	if f < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f%%)", 100*f)
+}
+
+// eta is " | ETA 1m20s" from the pace so far, or nothing when it cannot be
+// told yet (nothing done) or the level is over.
+func eta(f, elapsed float64, final bool) string {
+	if final || f <= 0 || f >= 1 {
+		return ""
+	}
+	left := time.Duration(elapsed * (1 - f) / f * float64(time.Second))
+	return " | ETA " + left.Round(time.Second).String()
 }
 
 func ms(us int64) string {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -92,6 +94,8 @@ type ReportOptions struct {
 	HTML       string
 	JSON       string
 	Title      string
+	// ReadingSpeedMs is the reader's speed for the findings, ms per token.
+	ReadingSpeedMs float64
 
 	sloWords []string
 }
@@ -131,6 +135,7 @@ them, naming the field that differs, unless --force.`,
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
 	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; an array of them for several levels")
 	fs.StringVar(&o.Title, "title", "", "title of the HTML report")
+	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
 	return cmd
 }
 
@@ -160,6 +165,9 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.ReadingSpeedMs <= 0 {
+		return usagef("--reading-speed-ms %v: want > 0", o.ReadingSpeedMs)
+	}
 	switch o.PerRequest {
 	case "", "csv", "jsonl":
 	default:
@@ -180,6 +188,7 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 		return err
 	}
 	levels := report.SummarizeLevels(meta, recs, so)
+	levelFs := analyzeLevels(meta, recs, levels, o.ReadingSpeedMs)
 
 	switch o.PerRequest {
 	case "csv":
@@ -191,7 +200,7 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 			return err
 		}
 	default:
-		if err := terminalLevels(env, levels, meta); err != nil {
+		if err := terminalLevels(env, levels, levelFs, meta); err != nil {
 			return err
 		}
 	}
@@ -203,13 +212,24 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 		fmt.Fprintf(env.Stderr, "goodput: wrote %s\n", strings.Join(paths, ", "))
 	}
 	if o.JSON != "" {
-		if err := writeResultJSON(resolve(env, o.JSON), levels, meta); err != nil {
+		if err := writeResultJSON(resolve(env, o.JSON), levels, levelFs, meta); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", o.JSON)
 	}
 	if o.HTML != "" {
 		in := report.HTMLInput{Title: o.Title, Meta: meta, Levels: levels, Records: report.Records(recs), Generated: env.Now()}
+		for i, fs := range levelFs {
+			if len(levels) > 1 {
+				for j := range fs {
+					fs[j].Evidence = withLevel(fs[j].Evidence, levels[i].Index)
+				}
+			}
+			in.Findings = append(in.Findings, htmlFindings(fs)...)
+		}
+		if len(levels) == 1 {
+			in.SLA = findings.SLASentence(findings.Input{Summary: &levels[0].Summary, Meta: meta, Level: &levels[0].Level})
+		}
 		if err := writeHTMLFile(resolve(env, o.HTML), func(w io.Writer) error { return report.HTML(w, in) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
@@ -218,9 +238,42 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	return nil
 }
 
-// terminalLevels prints each level's summary block, headed by its load
-// when there are several.
-func terminalLevels(env Env, levels []report.LevelSummary, meta *runlog.Meta) error {
+// analyzeLevels runs the findings rules over each level as the run itself
+// did: the per-request timing rules get a Tracker over the level's records,
+// the client-bound rule the client CPU the run stored with the level.
+func analyzeLevels(meta *runlog.Meta, recs []runlog.Record, levels []report.LevelSummary, readingSpeedMs float64) [][]findings.Finding {
+	trackers := map[int]*findings.Tracker{}
+	for _, l := range levels {
+		trackers[l.Index] = findings.NewTracker()
+	}
+	for i := range recs {
+		if t := trackers[recs[i].Level]; t != nil {
+			t.Add(&recs[i])
+		}
+	}
+	out := make([][]findings.Finding, len(levels))
+	for i := range levels {
+		l := &levels[i]
+		out[i] = findings.Analyze(findings.Input{
+			Summary: &l.Summary, Meta: meta, Level: &l.Level, Levels: len(levels), Requests: trackers[l.Index],
+			ReadingSpeedMs: readingSpeedMs, ClientCPU: l.Level.ClientCPU,
+		})
+	}
+	return out
+}
+
+// withLevel returns ev with the level index added (a copy: findings share
+// no maps with their callers).
+func withLevel(ev map[string]any, level int) map[string]any {
+	out := make(map[string]any, len(ev)+1)
+	maps.Copy(out, ev)
+	out["level"] = level
+	return out
+}
+
+// terminalLevels prints each level's summary block and its findings, headed
+// by its load when there are several.
+func terminalLevels(env Env, levels []report.LevelSummary, levelFs [][]findings.Finding, meta *runlog.Meta) error {
 	opt := report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}
 	for i, l := range levels {
 		if len(levels) > 1 {
@@ -233,14 +286,17 @@ func terminalLevels(env Env, levels []report.LevelSummary, meta *runlog.Meta) er
 		if err := report.Terminal(env.Stdout, &l.Summary, meta, opt); err != nil {
 			return err
 		}
+		if err := findings.Render(env.Stdout, levelFs[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func writeResultJSON(path string, levels []report.LevelSummary, meta *runlog.Meta) error {
+func writeResultJSON(path string, levels []report.LevelSummary, levelFs [][]findings.Finding, meta *runlog.Meta) error {
 	var parts [][]byte
-	for _, l := range levels {
-		b, err := report.ResultJSON(&l.Summary, meta, nil)
+	for i, l := range levels {
+		b, err := report.ResultJSON(&l.Summary, meta, map[string]any{"findings": nonNil(levelFs[i])})
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,9 @@ const (
 	ExitRun   = 1 // the run failed
 	ExitUsage = 2 // bad flags or arguments
 	ExitGate  = 3 // an SLO / --fail-if gate failed
+	// ExitInterrupted: the run was interrupted (Ctrl-C, SIGTERM) and
+	// reported what finished; 128 + SIGINT, as shells expect.
+	ExitInterrupted = 130
 )
 
 // Version is the binary's version, set at build time with -ldflags.
@@ -39,6 +42,8 @@ type Env struct {
 	TTY bool
 	// Dir is the working directory for relative output paths ("" = cwd).
 	Dir string
+
+	console *console // stderr shared by the live line and notes (set by Main)
 }
 
 // OSEnv returns the real process environment.
@@ -57,6 +62,12 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// interruptedError says the run was cut short by the user (exit code 130);
+// what finished was still reported and saved.
+type interruptedError struct{ msg string }
+
+func (e interruptedError) Error() string { return "interrupted: " + e.msg }
+
 // GateError is returned when a --fail-if or SLO gate fails (exit code 3).
 type GateError struct{ Failed []string }
 
@@ -64,6 +75,9 @@ func (e *GateError) Error() string { return "gate failed: " + strings.Join(e.Fai
 
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
+	if env.console == nil {
+		env.console = newConsole(env.Stderr, env.TTY)
+	}
 	root := newRoot(env)
 	root.SetArgs(args)
 	root.SetOut(env.Stdout)
@@ -75,7 +89,10 @@ func Main(ctx context.Context, args []string, env Env) int {
 	fmt.Fprintf(env.Stderr, "goodput: %v\n", err)
 	var ue usageError
 	var ge *GateError
+	var ie interruptedError
 	switch {
+	case errors.As(err, &ie):
+		return ExitInterrupted
 	case errors.As(err, &ge):
 		return ExitGate
 	case errors.As(err, &ue), isCobraUsage(err):

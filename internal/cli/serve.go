@@ -55,7 +55,7 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := simserve.New(o.Engine, simserve.Options{ServedModelName: o.ServedModelName, Logger: log})
 	if err != nil {
-		return simConfigError(err)
+		return simConfigError(err, "--model")
 	}
 	url, stop, err := srv.Start(ctx, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {

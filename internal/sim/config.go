@@ -169,7 +169,9 @@ type ConfigError struct {
 	Err   error
 }
 
-func (e *ConfigError) Error() string { return "--" + e.Field + ": " + e.Err.Error() }
+// Error names the field (the engine flag's name without dashes); the CLI
+// renders it as the flag the user typed.
+func (e *ConfigError) Error() string { return e.Field + ": " + e.Err.Error() }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 

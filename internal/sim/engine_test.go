@@ -40,7 +40,7 @@ func TestConfigErrors(t *testing.T) {
 			if !errors.As(err, &ce) || ce.Field != tt.field {
 				t.Fatalf("New(%s) = %v; want a ConfigError on --%s", tt.name, err, tt.field)
 			}
-			if !strings.HasPrefix(err.Error(), "--"+tt.field+": ") || strings.Contains(err.Error(), "\n") {
+			if !strings.HasPrefix(err.Error(), tt.field+": ") || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %q; want one line starting with --%s:", err, tt.field)
 			}
 		})

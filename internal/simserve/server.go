@@ -87,7 +87,7 @@ type Server struct {
 	lastEnd   int64     // end of the last iteration (engine time, server clock ns)
 	stepStart int64     // start of the last iteration
 	lastAdd   int64     // latest arrival handed to the engine
-	warnedLag bool      // the overload warning was logged
+	lag       lagLog    // the host falling behind the engine's schedule
 
 	// onDepart, when set (tests and benchmarks), is called by handlers
 	// after each token chunk is flushed, with the stream's sequence number,
@@ -119,6 +119,31 @@ type command struct {
 // is overloaded), the timeline restarts from now rather than replaying a
 // backlog of iterations with no sleep between them.
 const resyncLag = 5 * time.Millisecond
+
+// lagWarnEvery is the least time between two warnings that the host fell
+// behind: the first is logged at once, later ones summarise the interval.
+const lagWarnEvery = 30 * time.Second
+
+// lagLog counts the times the engine goroutine woke too late to keep its
+// schedule, and rate-limits the warning about it.
+type lagLog struct {
+	warnedAt int64         // server ns of the last warning; 0: none yet
+	late     int           // late iterations since the last warning
+	worst    time.Duration // the worst lateness since the last warning
+}
+
+// note counts one late iteration at now and says whether to warn (with the
+// count and worst lateness since the last warning).
+func (l *lagLog) note(now int64, behind time.Duration) (warn bool, late int, worst time.Duration) {
+	l.late++
+	l.worst = max(l.worst, behind)
+	if l.warnedAt != 0 && now-l.warnedAt < int64(lagWarnEvery) {
+		return false, 0, 0
+	}
+	late, worst = l.late, l.worst
+	l.warnedAt, l.late, l.worst = max(now, 1), 0, 0
+	return true, late, worst
+}
 
 // idlePoll is how often a busy engine with nothing runnable is stepped
 // again, so that time-based admission (max queue time) still fires.
@@ -217,10 +242,12 @@ func (s *Server) Run(ctx context.Context) error {
 		// (no drift), unless the engine was idle or we are far behind.
 		start := s.lastEnd
 		if now := s.clock(); !busyBefore || now-start > int64(resyncLag) {
-			if busyBefore && !s.warnedLag {
-				s.warnedLag = true
-				s.log.Warn("simserve: the host cannot keep the engine's schedule; token times will run late",
-					"behind", time.Duration(now-start), "model", s.model)
+			if busyBefore {
+				if warn, late, worst := s.lag.note(now, time.Duration(now-start)); warn {
+					s.log.Warn("simserve: this host cannot keep the simulated engine's schedule, so token times run late "+
+						"and latencies measured against it include the host's own delay (goodput sim measures in virtual time, without it)",
+						"late_iterations", late, "worst", worst.Round(time.Microsecond), "model", s.model)
+				}
 			}
 			start = now
 		}

@@ -594,3 +594,27 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+func TestLagWarningRateLimited(t *testing.T) {
+	var l lagLog
+	sec := int64(time.Second)
+	type call struct {
+		at     int64
+		behind time.Duration
+		warn   bool
+		late   int
+		worst  time.Duration
+	}
+	for i, c := range []call{
+		{1 * sec, 8 * time.Millisecond, true, 1, 8 * time.Millisecond}, // the first warns at once
+		{2 * sec, 20 * time.Millisecond, false, 0, 0},
+		{20 * sec, 6 * time.Millisecond, false, 0, 0},
+		{31 * sec, 7 * time.Millisecond, true, 3, 20 * time.Millisecond}, // 30 s on: the interval summed up
+		{32 * sec, 9 * time.Millisecond, false, 0, 0},
+	} {
+		warn, late, worst := l.note(c.at, c.behind)
+		if warn != c.warn || late != c.late || worst != c.worst {
+			t.Errorf("call %d: note(%d s, %v) = %v, %d, %v; want %v, %d, %v", i, c.at/sec, c.behind, warn, late, worst, c.warn, c.late, c.worst)
+		}
+	}
+}
