@@ -72,6 +72,9 @@ type Options struct {
 	// headers (the client then gets 504); 0 means none, so the upstream's
 	// own timeouts are what the client sees.
 	UpstreamHeaderTimeout time.Duration
+	// ClientIdleTimeout closes a kept-alive client connection idle this
+	// long (Run only); 0 means DefaultClientIdleTimeout.
+	ClientIdleTimeout time.Duration
 	// ShutdownGrace is how long Run lets open streams finish when ctx is
 	// done before cutting them; 0 means 10 s.
 	ShutdownGrace time.Duration

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -678,5 +679,48 @@ func TestRunServesAndStops(t *testing.T) {
 	meta, recs, _, err := runlog.ReadAll(f, recPath)
 	if err != nil || meta == nil || meta.Command != "proxy" || len(recs) != 1 || recs[0].CompletionTokens != 2 {
 		t.Errorf("records file: meta %+v, %d records, err %v; want a proxy meta and 1 record of 2 tokens", meta, len(recs), err)
+	}
+}
+
+func TestRunClosesIdleClientConnections(t *testing.T) {
+	up := &pieceWriter{status: 200, header: sseHeader(), pieces: [][]byte{events(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`, "[DONE]")}}
+	upSrv := newHarness(t, up, nil).up
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{
+			Listen: "127.0.0.1:0", Upstream: upSrv.URL, ClientIdleTimeout: 50 * time.Millisecond,
+			Ready: func(p, _ string) { ready <- p },
+		})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	var u string
+	select {
+	case u = <-ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(u, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"model":"m","stream":true}`
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// Kept alive, then idle: the proxy must close it, not hold it forever.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("read on an idle kept-alive connection = %v; want EOF (closed by the proxy)", err)
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
+
+// DefaultClientIdleTimeout is how long Run keeps an idle client connection
+// (the proxy's and the metrics listener's).
+const DefaultClientIdleTimeout = 2 * time.Minute
 
 // Run serves the proxy on o.Listen and its metrics on o.MetricsListen until
 // ctx is done, then lets open streams finish for o.ShutdownGrace, cuts the
@@ -44,13 +49,14 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	errLog := log.New(logWriter{p.log}, "", 0)
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog}
+	idle := cmp.Or(o.ClientIdleTimeout, DefaultClientIdleTimeout)
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: idle, ErrorLog: errLog}
 	servers := []*http.Server{srv}
 	proxyURL, metricsURL := "http://"+ln.Addr().String(), ""
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", MetricsHandler(p.Gatherer()))
-		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog})
+		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: idle, ErrorLog: errLog})
 		metricsURL = "http://" + mln.Addr().String() + "/metrics"
 	}
 	var (

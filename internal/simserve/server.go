@@ -43,7 +43,14 @@ type Options struct {
 	RetryAfter time.Duration
 	// Logger receives operational messages; nil means slog.Default.
 	Logger *slog.Logger
+	// IdleTimeout closes a kept-alive client connection idle this long
+	// (Start only), so idle clients cannot hold connections forever; 0
+	// means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is how long Start keeps an idle client connection.
+const DefaultIdleTimeout = 2 * time.Minute
 
 // Server is the OpenAI-compatible wall-clock face of the simulated engine.
 //

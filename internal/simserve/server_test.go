@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -616,5 +617,38 @@ func TestLagWarningRateLimited(t *testing.T) {
 		if warn != c.warn || late != c.late || worst != c.worst {
 			t.Errorf("call %d: note(%d s, %v) = %v, %d, %v; want %v, %d, %v", i, c.at/sec, c.behind, warn, late, worst, c.warn, c.late, c.worst)
 		}
+	}
+}
+
+func TestStartClosesIdleConnections(t *testing.T) {
+	s, err := New(sim.DefaultConfig(), Options{IdleTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, stop, err := s.Start(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// The connection is kept alive, then idle: the server must close it
+	// (well before this deadline), not hold it forever.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("read on an idle kept-alive connection = %v; want EOF (closed by the server)", err)
 	}
 }

@@ -1,6 +1,7 @@
 package simserve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ func (s *Server) Start(ctx context.Context, addr string) (url string, stop func(
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       cmp.Or(s.opt.IdleTimeout, DefaultIdleTimeout),
 		// Request contexts do not derive from ctx: when the engine stops,
 		// handlers still get to end their streams with an error event.
 	}
