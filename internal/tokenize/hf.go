@@ -18,6 +18,11 @@ import (
 // Mistral 7B v0.1–v0.3, Mixtral, Gemma, Yi and the like, both the "legacy"
 // Prepend/Replace normalizer and the Metaspace pre-tokenizer form).
 // Unigram and WordPiece models are not supported: LoadHF says so.
+//
+// The file's post_processor (TemplateProcessing, BertProcessing,
+// RobertaProcessing, ByteLevel or a Sequence of them) gives the special
+// tokens a server adds to a prompt: Count and EncodePrompt include them,
+// Encode does not.
 type HF struct {
 	name      string
 	vocab     map[string]int
@@ -28,6 +33,7 @@ type HF struct {
 	ignoreMrg bool              // ignore_merges: a piece in the vocabulary is one token
 	added     map[int]string    // added (special) tokens, decoded as is
 	sp        *spModel          // SentencePiece-style pipeline; nil for byte-level
+	tmpl      template          // special tokens the post_processor adds to a prompt
 	cacheMu   sync.Mutex
 	cache     map[string][]int // piece → ids
 }
@@ -42,10 +48,11 @@ type hfFile struct {
 		ID      int    `json:"id"`
 		Content string `json:"content"`
 	} `json:"added_tokens"`
-	Normalizer   *hfComponent `json:"normalizer"`
-	PreTokenizer *hfComponent `json:"pre_tokenizer"`
-	Decoder      *hfComponent `json:"decoder"`
-	Model        struct {
+	Normalizer    *hfComponent `json:"normalizer"`
+	PreTokenizer  *hfComponent `json:"pre_tokenizer"`
+	Decoder       *hfComponent `json:"decoder"`
+	PostProcessor *hfProcessor `json:"post_processor"`
+	Model         struct {
 		Type                    string            `json:"type"`
 		Vocab                   json.RawMessage   `json:"vocab"` // BPE: {"token": id}; decoded once the type is known
 		Merges                  []json.RawMessage `json:"merges"`
@@ -115,12 +122,16 @@ func ParseHF(data []byte) (*HF, error) {
 	if len(vocab) == 0 {
 		return nil, errors.New("tokenizer.json: empty vocabulary")
 	}
+	tmpl, err := parseProcessor(f.PostProcessor)
+	if err != nil {
+		return nil, err
+	}
 	spStyle := isSentencePiece(&f)
 	if !spStyle && f.Normalizer != nil && f.Normalizer.Type != "NFC" {
 		return nil, fmt.Errorf("tokenizer.json: normalizer %q is not supported with a byte-level pre_tokenizer", f.Normalizer.Type)
 	}
 	t := &HF{name: "hf", vocab: vocab, ranks: map[[2]string]int{}, added: map[int]string{},
-		ignoreMrg: f.Model.IgnoreMerges, cache: map[string][]int{}}
+		ignoreMrg: f.Model.IgnoreMerges, tmpl: tmpl, cache: map[string][]int{}}
 	if !spStyle {
 		if err := t.setPreTokenizer(f.PreTokenizer); err != nil {
 			return nil, err
@@ -229,11 +240,35 @@ func (t *HF) addSplit(pattern string) error {
 // Name returns "hf:" and the name of the directory holding tokenizer.json.
 func (t *HF) Name() string { return t.name }
 
-// Count returns the number of tokens in text.
-func (t *HF) Count(text string) int { return len(t.Encode(text)) }
+// Count returns the number of tokens of text sent as a whole prompt: its
+// own tokens and the special tokens of the file's post_processor (Llama 3's
+// <|begin_of_text|>, Llama 2's <s>, BERT's [CLS] and [SEP]), as a server
+// counts it with add_special_tokens=True (vLLM's default for completions
+// and its /tokenize). It is len(EncodePrompt(text)), so 1 for "" under a
+// BOS template; [CountText] counts text alone.
+func (t *HF) Count(text string) int { return len(t.Encode(text)) + t.tmpl.len() }
 
-// Encode returns the token ids of text. Added tokens written in text are
-// not recognised as such; no BOS is added.
+// SpecialTokens returns the number of special tokens the file's
+// post_processor adds to every prompt (its single template); 0 when it
+// has none or only a ByteLevel one.
+func (t *HF) SpecialTokens() int { return t.tmpl.len() }
+
+// EncodePrompt returns the ids of text as a whole prompt: Encode(text)
+// inside the special tokens of the post_processor's single template.
+func (t *HF) EncodePrompt(text string) []int {
+	ids := t.Encode(text)
+	if t.tmpl.len() == 0 {
+		return ids
+	}
+	out := make([]int, 0, len(ids)+t.tmpl.len())
+	out = append(out, t.tmpl.pre...)
+	out = append(out, ids...)
+	return append(out, t.tmpl.post...)
+}
+
+// Encode returns the token ids of text alone. Added tokens written in text
+// are not recognised as such; no special tokens (BOS) are added: see
+// EncodePrompt.
 func (t *HF) Encode(text string) []int {
 	if t.sp != nil {
 		return t.encodeSP(text)

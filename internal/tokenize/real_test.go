@@ -208,14 +208,45 @@ func TestLoadErrors(t *testing.T) {
 func FuzzParseHF(f *testing.F) {
 	f.Add([]byte(`{"pre_tokenizer": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}`))
 	f.Add([]byte(`{"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\s+"}}, "model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", "a"]]}}`))
+	// Post-processors: Llama 3's Sequence of ByteLevel and a BOS template,
+	// BERT's processing, a template with two special tokens and no pair.
+	f.Add([]byte(`{"pre_tokenizer": {"type": "ByteLevel"}, "post_processor": {"type": "Sequence", "processors": [{"type": "ByteLevel"},
+		{"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+		"special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [3], "tokens": ["<|begin_of_text|>"]}}}]},
+		"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}`))
+	f.Add([]byte(`{"pre_tokenizer": {"type": "ByteLevel"}, "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 4], "cls": ["[CLS]", 5]},
+		"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}}`))
+	f.Add([]byte(`{"pre_tokenizer": {"type": "ByteLevel"}, "post_processor": {"type": "TemplateProcessing",
+		"single": [{"SpecialToken": {"id": "x", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "y", "type_id": 0}}],
+		"special_tokens": {"x": {"id": "x", "ids": [7, 8]}, "y": {"id": "y", "ids": []}}},
+		"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tok, err := ParseHF(data)
 		if err != nil {
 			return
 		}
-		ids := tok.Encode("ab ba")
-		_ = tok.Decode(ids)
+		for _, s := range []string{"", "ab ba"} {
+			checkCountInvariant(t, tok, s)
+			_ = tok.Decode(tok.EncodePrompt(s))
+		}
 	})
+}
+
+// checkCountInvariant checks what the Tokenizer interface promises of a
+// parsed tokenizer.json: Count is the prompt with its special tokens,
+// Encode the text alone.
+func checkCountInvariant(t *testing.T, tok *HF, s string) {
+	t.Helper()
+	n, k := len(tok.Encode(s)), tok.SpecialTokens()
+	if got := tok.Count(s); got != n+k {
+		t.Errorf("Count(%q) = %d; want len(Encode) %d + SpecialTokens %d", s, got, n, k)
+	}
+	if got := len(tok.EncodePrompt(s)); got != n+k {
+		t.Errorf("len(EncodePrompt(%q)) = %d; want %d", s, got, n+k)
+	}
+	if got := CountText(tok, s); got != n {
+		t.Errorf("CountText(%q) = %d; want %d", s, got, n)
+	}
 }
 
 // BenchmarkSynthesize100kTiktoken builds 100,000 exact-length prompts of

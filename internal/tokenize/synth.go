@@ -18,16 +18,25 @@ import (
 // prompts fast). Otherwise every text is re-encoded and trimmed or padded
 // until its count is exact.
 //
+// Text, Extend and ExtendCounted count a text's own tokens: the special
+// tokens a tokenizer.json's post_processor adds to a whole prompt (a BOS)
+// are not among them, so texts join into one prompt. [Synthesizer.Prompt]
+// writes a whole prompt, and [Synthesizer.Calibration] tells callers that
+// build prompts from parts how many tokens to write.
+//
 // A Synthesizer is safe for concurrent use; each call needs its own rng.
 type Synthesizer struct {
 	tok      Tokenizer
 	approx   bool
 	additive bool
+	// special is the number of special tokens tok adds to a prompt.
+	special int
 	// words are stable single-token words of tok, each with a leading
 	// space; first are words without the space that are one token too, to
 	// start a text.
 	words, first []string
-	// cal maps server-counted lengths to written ones (see Calibration).
+	// cal maps server-counted lengths to tok's Count of a prompt (see
+	// WithCalibration); Calibration composes it with special.
 	cal Calibration
 }
 
@@ -71,15 +80,37 @@ func (c Calibration) WrittenSpan(k int) int {
 }
 
 // WithCalibration returns a copy of s whose callers (package workload) map
-// wanted lengths through c.
+// wanted lengths through c. Here c's written tokens are what the
+// Tokenizer's Count says of a whole prompt, special tokens included (as a
+// caller fits it from Count and the server's counts of the same prompts);
+// [Synthesizer.Calibration] adds the special tokens on top.
 func (s *Synthesizer) WithCalibration(c Calibration) *Synthesizer {
 	cp := *s
 	cp.cal = c
 	return &cp
 }
 
-// Calibration returns the synthesizer's calibration (zero: identity).
-func (s *Synthesizer) Calibration() Calibration { return s.cal }
+// Calibration returns how many tokens of text to write for a prompt the
+// server should count n tokens (Written) or for a part of one (WrittenSpan):
+// the calibration set with WithCalibration, composed with the special tokens
+// the tokenizer adds to every prompt. Without either it is the identity
+// (zero); for a tokenizer.json adding a BOS and no calibration it is
+// {Overhead: 1, PerToken: 1}.
+func (s *Synthesizer) Calibration() Calibration {
+	if s.special == 0 {
+		return s.cal
+	}
+	r := s.cal.PerToken
+	if r <= 0 {
+		r = 1
+	}
+	// server ≈ Overhead + r × (written + special)
+	return Calibration{Overhead: s.cal.Overhead + r*float64(s.special), PerToken: r}
+}
+
+// SpecialTokens returns the number of special tokens the tokenizer adds to
+// every prompt (see the package function [SpecialTokens]).
+func (s *Synthesizer) SpecialTokens() int { return s.special }
 
 // ErrNoStableWords means a tokenizer's vocabulary has too few plain
 // lowercase words to synthesize text from (e.g. a character-level model).
@@ -96,7 +127,8 @@ func NewSynthesizer(t Tokenizer) (*Synthesizer, error) {
 	if _, ok := t.(Approx); ok {
 		return &Synthesizer{tok: t, approx: true, additive: true}, nil
 	}
-	s := &Synthesizer{tok: t}
+	s := &Synthesizer{tok: t, special: SpecialTokens(t)}
+	count := s.count
 	var cands []string
 	if v, ok := t.(vocabLister); ok {
 		cands = v.vocabWords()
@@ -114,10 +146,10 @@ func NewSynthesizer(t Tokenizer) (*Synthesizer, error) {
 		// Llama 2) makes a lone " w" two symbols "▁▁w", yet " w" after
 		// text is one token: there, measure it after its unspaced form,
 		// the way texts use it.
-		if plainWord(w) && (t.Count(w) == 1 && t.Count(w+w) == 2 ||
-			t.Count(w[1:]+w) == 2 && t.Count(w[1:]+w+w) == 3) {
+		if plainWord(w) && (count(w) == 1 && count(w+w) == 2 ||
+			count(w[1:]+w) == 2 && count(w[1:]+w+w) == 3) {
 			s.words = append(s.words, w)
-			if t.Count(w[1:]) == 1 && t.Count(w[1:]+w) == 2 {
+			if count(w[1:]) == 1 && count(w[1:]+w) == 2 {
 				s.first = append(s.first, w[1:])
 			}
 		}
@@ -129,9 +161,12 @@ func NewSynthesizer(t Tokenizer) (*Synthesizer, error) {
 	// joined by a space.
 	rng := rand.New(rand.NewPCG(1, 2))
 	a, b := s.build(2000, rng), s.build(37, rng)
-	s.additive = t.Count(a) == 2000 && t.Count(a+" "+b) == 2037
+	s.additive = count(a) == 2000 && count(a+" "+b) == 2037
 	return s, nil
 }
+
+// count returns the tokens of text alone (without special tokens).
+func (s *Synthesizer) count(text string) int { return s.tok.Count(text) - s.special }
 
 // vocabLister is implemented by tokenizers that can list the decoded text of
 // their plain word tokens (each " word"), to pick synthesis words from.
@@ -146,8 +181,10 @@ func (s *Synthesizer) Tokenizer() Tokenizer { return s.tok }
 // the sum of their counts, which saves re-encoding joined texts.
 func (s *Synthesizer) Additive() bool { return s.additive }
 
-// Text returns text of exactly n tokens (empty for n <= 0), not starting or
-// ending with whitespace.
+// Text returns text of exactly n tokens of its own (empty for n <= 0), not
+// starting or ending with whitespace: CountText(Tokenizer(), text) == n,
+// and a tokenizer that adds special tokens counts n + SpecialTokens() for
+// it as a whole prompt. Use Prompt for a whole prompt of n tokens.
 func (s *Synthesizer) Text(n int, rng *rand.Rand) string {
 	if n <= 0 {
 		return ""
@@ -162,15 +199,25 @@ func (s *Synthesizer) Text(n int, rng *rand.Rand) string {
 	return s.fix(text, 0, n, rng)
 }
 
-// Extend returns prefix followed by synthesized text, n tokens in all.
-// When prefix alone has n tokens or more, it returns prefix unchanged.
+// Prompt returns a whole prompt that the server counts as n tokens: the
+// special tokens the tokenizer adds (and the calibration, if any) are taken
+// off what it writes, so Tokenizer().Count(Prompt(n)) == n without a
+// calibration. It writes at least one token, so a prompt asked to be no
+// longer than the special tokens comes out longer (empty for n <= 0).
+func (s *Synthesizer) Prompt(n int, rng *rand.Rand) string {
+	return s.Text(s.Calibration().Written(n), rng)
+}
+
+// Extend returns prefix followed by synthesized text, n tokens of text in
+// all (special tokens not included, as in Text). When prefix alone has n
+// tokens or more, it returns prefix unchanged.
 func (s *Synthesizer) Extend(prefix string, n int, rng *rand.Rand) string {
-	return s.ExtendCounted(prefix, s.tok.Count(prefix), n, rng)
+	return s.ExtendCounted(prefix, s.count(prefix), n, rng)
 }
 
 // ExtendCounted is Extend for a prefix whose count the caller knows
-// (have tokens), e.g. because it was joined from Text results of an
-// additive Synthesizer; it then needs no encoding.
+// (have tokens of text, as Text counts), e.g. because it was joined from
+// Text results of an additive Synthesizer; it then needs no encoding.
 func (s *Synthesizer) ExtendCounted(prefix string, have, n int, rng *rand.Rand) string {
 	if n <= have {
 		return prefix
@@ -209,7 +256,7 @@ func (s *Synthesizer) build(n int, rng *rand.Rand) string {
 // n tokens. Words nearly always add one token each, so it rarely loops.
 func (s *Synthesizer) fix(text string, keep, n int, rng *rand.Rand) string {
 	for range 64 {
-		got := s.tok.Count(text)
+		got := s.count(text)
 		switch {
 		case got == n:
 			return text

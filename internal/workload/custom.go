@@ -80,7 +80,9 @@ func ReadCustom(r io.Reader, file string, tok tokenize.Tokenizer) (*Custom, erro
 					return fmt.Errorf("%s:%d: message %d has no \"role\"", file, line, k+1)
 				}
 				req.Messages = append(req.Messages, Message{Role: m.Role, Content: m.Content})
-				req.PromptTokens += tok.Count(m.Content)
+				// Message contents are parts of one prompt: the template's
+				// special tokens are not counted per message.
+				req.PromptTokens += tokenize.CountText(tok, m.Content)
 			}
 		default:
 			return fmt.Errorf("%s:%d: no \"prompt\" or \"messages\"", file, line)

@@ -406,3 +406,25 @@ func FuzzParseDist(f *testing.F) {
 		}
 	})
 }
+
+func TestSharedPrefixWithCalibrationOverhead(t *testing.T) {
+	// The server counts 3 tokens more than written (a BOS and a template):
+	// a 300-token prompt with a 50-token shared prefix is written as 297
+	// tokens, the overhead taken once for the whole prompt, not again for
+	// the prefix.
+	for _, name := range []string{"random", "prefix-repetition"} {
+		d, err := FromOptions(Options{DatasetName: name, NumPrompts: 4, RandomInputLen: 300, RandomOutputLen: 8,
+			SharedPrefixLen: 50, PrefixRepetitionPrefixLen: 100, PrefixRepetitionSuffixLen: 200,
+			Calibration: tokenize.Calibration{Overhead: 3, PerToken: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range d.Len() {
+			r := d.Request(i)
+			want := r.PromptTokens - 3
+			if got := (tokenize.Approx{}).Count(r.Prompt); got != want {
+				t.Errorf("%s: request %d asks %d tokens: written %d; want %d", name, i, r.PromptTokens, got, want)
+			}
+		}
+	}
+}

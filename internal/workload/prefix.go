@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/goodput/goodput/internal/tokenize"
 )
@@ -109,12 +110,16 @@ func (d *prefixed) Request(i int) Request {
 		return r
 	}
 	in := d.inner.Request(i)
-	p := Request{Index: i, PromptTokens: d.prefixLen}
-	d.text.prompt(&p, seg)
+	// The prefix is a span of the prompt, not a prompt of its own: sized
+	// without the special tokens (BOS) and calibration overhead that the
+	// inner prompt already carries.
+	var b strings.Builder
+	d.text.appendSegment(&b, seg[0].key, d.text.synth.Calibration().WrittenSpan(d.prefixLen))
+	prefix := b.String()
 	if in.Messages != nil {
-		r.Messages = append([]Message{{Role: "system", Content: p.Prompt}}, in.Messages...)
+		r.Messages = append([]Message{{Role: "system", Content: prefix}}, in.Messages...)
 	} else {
-		r.Prompt = joinPrompt(p.Prompt, in.Prompt)
+		r.Prompt = joinPrompt(prefix, in.Prompt)
 	}
 	return r
 }
