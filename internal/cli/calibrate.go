@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -14,24 +15,57 @@ import (
 	"github.com/goodput/goodput/internal/workload"
 )
 
-// Probe prompt sizes in written tokens: far enough apart to fit a line.
-const probeShort, probeLong = 64, 2048
+// probeLadder is the probe prompts' lengths in written tokens, short first:
+// a server with a short context truncates or refuses the long ones, and
+// the short ones still fit a line.
+var probeLadder = []int{64, 256, 1024, 2048}
+
+// How long each step of a calibration may take. Each runs on its own
+// deadline from the caller's context, so a /tokenize that never answers
+// leaves the probe requests their full time; together they bound the
+// calibration. Variables so that tests can shorten them.
+var (
+	contextWait  = 10 * time.Second // reading the server's context length
+	tokenizeWait = 30 * time.Second // counting the probes with /tokenize
+	probeWait    = 2 * time.Minute  // the probe requests, when /tokenize is unusable
+)
 
 // calibration is what the probe found.
 type calibration struct {
-	cal    tokenize.Calibration
-	method string // how the server's counts were obtained
+	cal tokenize.Calibration
+	// method is how the server's counts were obtained: "/tokenize",
+	// "usage of probe requests", or "none (why)".
+	method string
+	// counter counts with the /tokenize form that worked (method
+	// "/tokenize"), for exactPrompts.
+	counter *openai.Counter
+	// notes say what happened on the way: a form of /tokenize other than
+	// vLLM's, a /tokenize that could not be used, probes not used.
+	notes []string
+	// contextLen is the server's context in tokens, 0 if it does not say;
+	// contextFrom is where it was read.
+	contextLen  int
+	contextFrom string
 }
+
+// point is one probe: its written length and the server's count, tokens.
+type point struct{ written, server int }
 
 // calibrate measures how the server counts the prompts this run writes, so
 // that a prompt asked to be N tokens is N tokens for the server's tokenizer
-// (its BOS and chat template included). It writes two probe prompts, asks
-// the server for their length — its /tokenize endpoint where it has one, else
-// the usage of a one-token request — and fits server = a + r × written.
+// (its BOS and chat template included). It writes probe prompts of growing
+// length, asks the server for their length — its /tokenize endpoint in
+// whichever body form it reads, else the usage of one-token requests — and
+// fits server = a + r × written through the shortest and the longest probe
+// the server counted whole. Probes are sized to the server's context where
+// it says what that is (llama.cpp's /props, vLLM's max_model_len); a probe
+// the server truncates (its count falls short of the line the shorter ones
+// draw) or refuses is left out, and the description says so.
+//
 // A zero calibration (the server already counts like the synthesizer) is
-// the common case against the embedded simulator. A probe the server fails
-// leaves the run uncalibrated (the description says why) rather than
-// stopping it.
+// the common case against the embedded simulator. A server that can be
+// calibrated neither way leaves the run uncalibrated (the method says why)
+// rather than stopping it; only the caller's cancellation is an error.
 func calibrate(ctx context.Context, c *openai.Client, tokName string) (calibration, error) {
 	tok, err := tokenize.Load(tokName)
 	if err != nil {
@@ -41,49 +75,202 @@ func calibrate(ctx context.Context, c *openai.Client, tokName string) (calibrati
 	if err != nil {
 		return calibration{}, usagef("--tokenizer: %v", err)
 	}
+	interrupted := func() error {
+		return fmt.Errorf("interrupted while calibrating prompt lengths: %w", context.Cause(ctx))
+	}
+	var out calibration
+	dctx, cancel := context.WithTimeout(ctx, contextWait)
+	out.contextLen, out.contextFrom = c.ContextLength(dctx)
+	cancel()
+	if ctx.Err() != nil {
+		return calibration{}, interrupted()
+	}
+	lengths := probeLengths(out.contextLen)
+	if out.contextLen > 0 && lengths[len(lengths)-1] < probeLadder[len(probeLadder)-1] {
+		out.notes = append(out.notes, fmt.Sprintf("probes up to %d written tokens for the server's context of %d (%s)",
+			lengths[len(lengths)-1], out.contextLen, out.contextFrom))
+	}
+	// The same probe texts for both ways of counting.
 	rng := rand.New(rand.NewPCG(1, 2))
-	texts := []string{synth.Text(probeShort, rng), synth.Text(probeLong, rng)}
-	written := []int{tok.Count(texts[0]), tok.Count(texts[1])}
-	pctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
+	texts := make([]string, len(lengths))
+	for i, n := range lengths {
+		texts[i] = synth.Text(n, rng)
+	}
+	written := func(text string) int { return tok.Count(text) }
+	grow := func(a, b int) string { return synth.Text((a+b)/2, rng) }
 
-	server := make([]int, 2)
-	method := "/tokenize"
-	for i, t := range texts {
-		n, err := c.CountPrompt(pctx, t)
-		if err != nil {
-			method = ""
+	counter := openai.NewCounter(c)
+	tctx, cancel := context.WithTimeout(ctx, tokenizeWait)
+	cal, notes, terr := fitLine(tctx, texts, written, grow, 0, func(ctx context.Context, _ int, text string) (int, error) {
+		return counter.Count(ctx, text)
+	})
+	cancel()
+	if ctx.Err() != nil {
+		return calibration{}, interrupted()
+	}
+	if terr == nil {
+		out.cal, out.method, out.counter = cal, "/tokenize", counter
+		if f := counter.Form(); f != `{"prompt"}` && f != `{"messages"}` {
+			out.notes = append(out.notes, "/tokenize read as "+f)
+		}
+		out.notes = append(out.notes, notes...)
+		return out, nil
+	}
+	// Probe requests, on a deadline of their own: a /tokenize that never
+	// answered has spent its own.
+	pctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	cal, notes, err = fitLine(pctx, texts, written, grow, out.contextLen, func(ctx context.Context, i int, text string) (int, error) {
+		n, err := c.ProbePrompt(ctx, fmt.Sprintf("goodput-probe-%d", i), text)
+		if err == nil && n == 0 {
+			err = errNoUsage
+		}
+		return n, err
+	})
+	if ctx.Err() != nil {
+		return calibration{}, interrupted()
+	}
+	if err != nil {
+		why := err.Error()
+		if errors.Is(err, errNoUsage) {
+			why = "the server reports no usage"
+		}
+		out.method = "none (" + why + "; /tokenize: " + terr.Error() + ")"
+		return out, nil
+	}
+	out.cal, out.method = cal, "usage of probe requests"
+	switch {
+	case errors.Is(terr, openai.ErrNoTokenize):
+	case errors.Is(terr, context.DeadlineExceeded):
+		out.notes = append(out.notes, fmt.Sprintf("/tokenize not used: no answer within %v", tokenizeWait))
+	default:
+		out.notes = append(out.notes, "/tokenize not used: "+terr.Error())
+	}
+	out.notes = append(out.notes, notes...)
+	return out, nil
+}
+
+// errNoUsage is a probe request answered without usage.
+var errNoUsage = errors.New("no usage in the answer")
+
+// probeLengths is the probe ladder for a server whose context is ctxLen
+// tokens (0 unknown): every probe, counted at up to 2 server tokens per
+// written one with room for a template and the output token, fits.
+func probeLengths(ctxLen int) []int {
+	limit := (ctxLen - 16) / 2
+	if ctxLen <= 0 || limit < 8 {
+		return probeLadder
+	}
+	var ls []int
+	for _, n := range probeLadder {
+		if n <= limit {
+			ls = append(ls, n)
+		}
+	}
+	if len(ls) < len(probeLadder) && (len(ls) == 0 || limit >= ls[len(ls)-1]*3/2) {
+		ls = append(ls, limit)
+	}
+	if len(ls) < 2 {
+		ls = []int{max(limit/4, 2), limit}
+	}
+	return ls
+}
+
+// Probe counting: how far a probe's count may fall short of the line the
+// shorter probes draw before it counts as truncated, and how many times a
+// probe that failed is retried halfway to the last good one while fewer
+// than two are good.
+const (
+	truncatedShortfall = 0.85
+	maxProbeRetries    = 3
+)
+
+// fitLine counts texts (short first) with count and fits the server's
+// count against the written one through the shortest and the longest
+// point counted whole. A count that does not grow with the text as the
+// shorter ones did — or, where ctxLen is known, leaves no room for an
+// output token — is a truncated probe, and one the server fails a refused
+// one: neither is used, nor any longer one; while fewer than two points are
+// good, a text halfway (from grow) is tried instead. notes say which probes
+// were left out. An error means no line could be fitted.
+func fitLine(ctx context.Context, texts []string, written func(string) int, grow func(a, b int) string, ctxLen int,
+	count func(ctx context.Context, i int, text string) (int, error)) (tokenize.Calibration, []string, error) {
+	var pts []point
+	var notes []string
+	retries := 0
+	for i := 0; i < len(texts); i++ {
+		w := written(texts[i])
+		n, err := count(ctx, i, texts[i])
+		why := ""
+		switch {
+		case ctx.Err() != nil:
+			return tokenize.Calibration{}, notes, err
+		case err != nil && len(pts) == 0:
+			return tokenize.Calibration{}, notes, err
+		case err != nil:
+			why = fmt.Sprintf("failed (%v)", err)
+		default:
+			why = truncated(pts, point{w, n}, ctxLen)
+		}
+		if why == "" {
+			pts = append(pts, point{w, n})
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("the %d-token probe %s: not used", w, why))
+		if len(pts) >= 2 {
 			break
 		}
-		server[i] = n
-	}
-	if method == "" {
-		method = "usage of probe requests"
-		for i, t := range texts {
-			n, err := c.ProbePrompt(pctx, fmt.Sprintf("goodput-probe-%d", i), t)
-			if ctx.Err() != nil {
-				return calibration{}, fmt.Errorf("interrupted while calibrating prompt lengths: %w", context.Cause(ctx))
-			}
-			if err != nil {
-				// Not fatal: the run itself will show what the server does.
-				return calibration{method: "none (" + err.Error() + ")"}, nil
-			}
-			if n == 0 {
-				return calibration{method: "none (the server reports no usage)"}, nil
-			}
-			server[i] = n
+		last := 0
+		if len(pts) > 0 {
+			last = pts[0].written
 		}
+		if len(pts) == 0 || retries == maxProbeRetries || w-last < 16 {
+			return tokenize.Calibration{}, notes, fmt.Errorf("fewer than two probes counted whole (%s)", notes[len(notes)-1])
+		}
+		retries++
+		texts = append(texts[:i+1:i+1], grow(last, w))
 	}
-	r := float64(server[1]-server[0]) / float64(written[1]-written[0])
+	if len(pts) < 2 {
+		return tokenize.Calibration{}, notes, errors.New("fewer than two probes counted")
+	}
+	lo, hi := pts[0], pts[len(pts)-1]
+	r := float64(hi.server-lo.server) / float64(hi.written-lo.written)
 	if r < 0.2 || r > 5 {
-		return calibration{method: fmt.Sprintf("none (%s gave an implausible %.2f server tokens per written token)", method, r)}, nil
+		return tokenize.Calibration{}, notes, fmt.Errorf("an implausible %.2f server tokens per written token", r)
 	}
-	a := float64(server[0]) - r*float64(written[0])
+	a := float64(lo.server) - r*float64(lo.written)
 	cal := tokenize.Calibration{Overhead: a, PerToken: r}
 	if roundTo(a, 0.5) == 0 && roundTo(r, 0.005) == 1 {
 		cal = tokenize.Calibration{}
 	}
-	return calibration{cal: cal, method: method}, nil
+	return cal, notes, nil
+}
+
+// truncated says why p is not a whole count after the points before it
+// ("" if it is one): it does not grow, or grows clearly less than the
+// shorter probes did, or leaves no room for an output token in a context of
+// ctxLen tokens (0 unknown).
+func truncated(pts []point, p point, ctxLen int) string {
+	if ctxLen > 0 && p.server >= ctxLen {
+		return fmt.Sprintf("was counted %d tokens, the server's whole context", p.server)
+	}
+	if len(pts) == 0 {
+		return ""
+	}
+	last := pts[len(pts)-1]
+	if p.server <= last.server {
+		return fmt.Sprintf("was counted %d tokens, no more than the %d-token one (%d): truncated", p.server, last.written, last.server)
+	}
+	if len(pts) < 2 {
+		return ""
+	}
+	prev := pts[len(pts)-2]
+	slope := float64(last.server-prev.server) / float64(last.written-prev.written)
+	want := float64(last.server) + slope*float64(p.written-last.written)
+	if float64(p.server-last.server) < truncatedShortfall*(want-float64(last.server)) {
+		return fmt.Sprintf("was counted %d tokens where the shorter ones predict %.0f: truncated", p.server, want)
+	}
+	return ""
 }
 
 func roundTo(x, step float64) float64 {
@@ -99,15 +286,21 @@ func (c calibration) describe(tokName string) string {
 	if name == "" {
 		name = "approx"
 	}
+	var s string
 	switch {
 	case c.method == "":
 		return name + ", not calibrated"
 	case strings.HasPrefix(c.method, "none"):
-		return name + ", calibration " + c.method
+		s = name + ", calibration " + c.method
 	case c.cal.IsZero():
-		return fmt.Sprintf("%s, exact for the server (checked with %s)", name, c.method)
+		s = fmt.Sprintf("%s, exact for the server (checked with %s)", name, c.method)
+	default:
+		s = fmt.Sprintf("%s, calibrated with %s: server tokens = %.1f + %.3f × written", name, c.method, c.cal.Overhead, c.cal.PerToken)
 	}
-	return fmt.Sprintf("%s, calibrated with %s: server tokens = %.1f + %.3f × written", name, c.method, c.cal.Overhead, c.cal.PerToken)
+	for _, n := range c.notes {
+		s += "; " + n
+	}
+	return s
 }
 
 // synthesizes reports whether the dataset writes its own prompt text (so a
@@ -144,10 +337,10 @@ func (d *exactDataset) Request(i int) workload.Request {
 }
 
 // exactPrompts checks the first n prompts of ds against the server's
-// /tokenize and pads or trims each until the server counts exactly what was
+// /tokenize (in the form c found) and pads or trims each until the server counts exactly what was
 // asked (a calibrated approximation is within a few tokens; this closes the
 // gap). It reports how many prompts it checked and how many stayed off.
-func exactPrompts(ctx context.Context, c *openai.Client, ds workload.Dataset, n int) (workload.Dataset, int, int, error) {
+func exactPrompts(ctx context.Context, c *openai.Counter, ds workload.Dataset, n int) (workload.Dataset, int, int, error) {
 	n = min(n, ds.Len())
 	type fixed struct {
 		i    int
@@ -194,9 +387,9 @@ func exactPrompts(ctx context.Context, c *openai.Client, ds workload.Dataset, n 
 // fitPrompt pads text with " a" (one token in common BPE vocabularies) or
 // trims trailing words until the server counts want tokens; ok is false if
 // a few rounds did not get there (the closest text is returned).
-func fitPrompt(ctx context.Context, c *openai.Client, text string, want int) (string, bool, error) {
+func fitPrompt(ctx context.Context, c *openai.Counter, text string, want int) (string, bool, error) {
 	for range 6 {
-		got, err := c.CountPrompt(ctx, text)
+		got, err := c.Count(ctx, text)
 		if err != nil {
 			return text, false, err
 		}
@@ -218,4 +411,30 @@ func fitPrompt(ctx context.Context, c *openai.Client, text string, want int) (st
 		}
 	}
 	return text, false, nil
+}
+
+// maxContextChecks bounds the requests contextWarning looks at.
+const maxContextChecks = 100000
+
+// contextWarning says how many of the first n requests of ds ask for more
+// than the server's context of ctxLen tokens (read from from), prompt and
+// output cap together; "" if none do or the context is unknown (0).
+func contextWarning(ds workload.Dataset, n, ctxLen int, from string) string {
+	if ctxLen <= 0 {
+		return ""
+	}
+	n = min(n, ds.Len(), maxContextChecks)
+	over, most := 0, 0
+	for i := range n {
+		r := ds.Shape(i)
+		if t := r.PromptTokens + r.OutputTokens; t > ctxLen {
+			over++
+			most = max(most, t)
+		}
+	}
+	if over == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d requests ask for more than the server's context of %d tokens (%s): prompt + output up to %d; the server will refuse or truncate them",
+		over, n, ctxLen, from, most)
 }
