@@ -144,11 +144,14 @@ type Delta struct {
 	Metric string
 	// Stat is "mean", "p50", "p99.9", or "" for a whole-run figure.
 	Stat string
-	// Unit is "ms", "req/s", "tok/s" or "share" (0–1).
+	// Unit is "ms", "req/s", "tok/s" or UnitShare (0–1).
 	Unit string
 	// A and B are the statistic in each run; Diff is B − A.
 	A, B, Diff float64
-	// Rel is Diff / A (NaN when A is 0).
+	// Rel is Diff / A (NaN when A is 0). For a share (Unit "share", e.g.
+	// slo_attainment) it is NaN too: a relative change of a percentage
+	// misleads (75 % → 94 % is not "+25 %"); its change is Diff itself,
+	// in percentage points (Points).
 	Rel float64
 	// HasCI says whether Lo and Hi hold a confidence interval of Diff.
 	HasCI  bool
@@ -312,10 +315,23 @@ func Compare(a, b Run, o Options) (*Comparison, error) {
 
 func plainDelta(metric, stat, unit string, a, b float64, lowerBetter bool) Delta {
 	d := Delta{Metric: metric, Stat: stat, Unit: unit, A: a, B: b, Diff: b - a, Rel: math.NaN(), LowerIsBetter: lowerBetter, Verdict: NotJudged}
-	if a != 0 {
+	if a != 0 && unit != UnitShare {
 		d.Rel = d.Diff / a
 	}
 	return d
+}
+
+// UnitShare is the Unit of a Delta between shares (0–1), such as SLO
+// attainment: compared in percentage points, never relatively.
+const UnitShare = "share"
+
+// Points is a share's difference in percentage points (100·Diff), the
+// change to report for it; NaN for a Delta of another unit.
+func (d Delta) Points() float64 {
+	if d.Unit != UnitShare {
+		return math.NaN()
+	}
+	return 100 * d.Diff
 }
 
 // judge sets d's verdict from its interval: an interval excluding zero is
@@ -427,7 +443,7 @@ func goodput(sa, sb *side, o Options, notes []string) (*Goodput, []string) {
 		}
 		g := &Goodput{SLO: o.SLO.String(), GoodA: sa.good, GoodB: sb.good, RequestsA: sa.reqs, RequestsB: sb.reqs}
 		pa, pb := frac(sa.good, sa.reqs), frac(sb.good, sb.reqs)
-		g.Attainment = plainDelta("slo_attainment", "", "share", pa, pb, false)
+		g.Attainment = plainDelta("slo_attainment", "", UnitShare, pa, pb, false)
 		g.Goodput = plainDelta("goodput", "", "req/s", rate(sa.good, sa.dur), rate(sb.good, sb.dur), false)
 		if sa.reqs > 0 && sb.reqs > 0 {
 			// Resampling requests makes the good count binomial with the
@@ -467,7 +483,7 @@ func goodput(sa, sb *side, o Options, notes []string) (*Goodput, []string) {
 	g := &Goodput{SLO: fa.SLO, RequestsA: fa.Requests, RequestsB: fb.Requests}
 	g.Goodput = plainDelta("goodput", "", "req/s", *fa.Goodput, *fb.Goodput, false)
 	if fa.Attainment != nil && fb.Attainment != nil {
-		g.Attainment = plainDelta("slo_attainment", "", "share", *fa.Attainment, *fb.Attainment, false)
+		g.Attainment = plainDelta("slo_attainment", "", UnitShare, *fa.Attainment, *fb.Attainment, false)
 		g.GoodA = int(math.Round(*fa.Attainment * float64(fa.Requests)))
 		g.GoodB = int(math.Round(*fb.Attainment * float64(fb.Requests)))
 	}

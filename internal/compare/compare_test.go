@@ -304,6 +304,14 @@ func TestSummariesOnly(t *testing.T) {
 	if c.Goodput == nil || c.Goodput.Goodput.Diff != -0.5 {
 		t.Errorf("goodput = %+v; want diff −0.5", c.Goodput)
 	}
+	// Attainment 90 % → 80 % is −10 percentage points, not "−11 %": a
+	// share's change is never relative.
+	if at := c.Goodput.Attainment; !math.IsNaN(at.Rel) || math.Abs(at.Points()-(-10)) > 1e-9 || at.Unit != UnitShare {
+		t.Errorf("attainment Rel %v, Points %v, Unit %q; want NaN, −10, share", at.Rel, at.Points(), at.Unit)
+	}
+	if p := c.Goodput.Goodput.Points(); !math.IsNaN(p) {
+		t.Errorf("goodput Points() = %v; want NaN (not a share)", p)
+	}
 	if !strings.Contains(strings.Join(c.Notes, "\n"), "without confidence intervals") {
 		t.Errorf("notes = %q; want the no-interval caveat", c.Notes)
 	}

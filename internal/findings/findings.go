@@ -4,7 +4,9 @@
 // versus prefill compute, prefill stalling decode, hidden reasoning, cache
 // optimism, unrealistic length distributions, long tails, small samples,
 // failures by class — plus the client-bound verdict (the load generator, not
-// the server, was the bottleneck) and the one-line SLA sentence.
+// the server, was the bottleneck), the overload verdict (the server fell
+// behind an open-loop schedule), a concurrency cap that held the offered
+// load back, and the one-line SLA sentence.
 //
 // The package is pure: no clock, no I/O but the writer given to Render. A
 // Tracker is not safe for concurrent use; Analyze and Render are.
@@ -88,6 +90,20 @@ const (
 	// delayedShare is the share of arrivals delayed by a full in-flight cap
 	// from which the offered load counts as not delivered.
 	delayedShare = 0.01
+	// capHeavyShare is the share of arrivals delayed by the cap from which
+	// the cap finding is a warning: the level's rate no longer describes
+	// the load offered.
+	capHeavyShare = 0.1
+	// minOverloadRequests is the fewest measured requests the overload rule
+	// needs; overloadWaitRatio and overloadMinGrowthMs: the median wait for
+	// the first token of the last third of sends must be at least this
+	// times, and this many ms above, the first third's;
+	// overloadBacklogShare: and the requests in flight must grow from
+	// mid-window to the last send by this share of the requests sent then.
+	minOverloadRequests  = 50
+	overloadWaitRatio    = 2.0
+	overloadMinGrowthMs  = 500.0
+	overloadBacklogShare = 0.05
 	// clientCPUHigh is the client's CPU use (fraction of all cores) deemed
 	// saturated.
 	clientCPUHigh = 0.8
@@ -106,7 +122,8 @@ type Input struct {
 	// several); 0 means len(Meta.Levels), or 1.
 	Levels int
 	// Requests is the per-request view for the rules that need timing
-	// across requests (ITL spikes against prefills); nil skips them.
+	// across requests (ITL spikes against prefills, in-flight growth); nil
+	// skips them.
 	Requests *Tracker
 	// ReadingSpeedMs is the per-token time a reader needs, ms; 0 means
 	// DefaultReadingSpeedMs.
@@ -134,7 +151,8 @@ func (in *Input) level() *runlog.Level {
 }
 
 // Analyze runs every rule over in and returns the findings in order of
-// importance: the client-bound verdict, failures, latency diagnoses, caveats
+// importance: the client-bound verdict, overload, a limiting concurrency
+// cap, failures, latency diagnoses, caveats
 // about the workload and the sample, and last the SLA sentence. A nil
 // Summary yields nothing.
 func Analyze(in Input) []Finding {
@@ -148,6 +166,8 @@ func Analyze(in Input) []Finding {
 		}
 	}
 	add(ClientBound(in))
+	add(Overload(in))
+	add(CapLimited(in))
 	fs = append(fs, failures(in)...)
 	add(ttftHigh(in))
 	add(prefillStalls(in))

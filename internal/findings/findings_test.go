@@ -118,16 +118,34 @@ func TestRules(t *testing.T) {
 			}},
 		{name: "on schedule is not client-bound", id: "client-bound", want: false,
 			recs: many(200, func(i int) spec { s := plain(i); s.lag = 1; return s })},
-		{name: "client-bound by delayed arrivals", id: "client-bound", want: true, sev: Warning,
-			recs: many(200, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 4, DelayedArrivals: 2}},
+		{name: "a full cap is not client-bound", id: "client-bound", want: false,
+			// The cap's wait made every send late: the cap explains the lag.
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 80; return s }),
+			in:   Input{Level: &runlog.Level{RequestRate: 10, MaxConcurrency: 4, DelayedArrivals: 2}}},
+		{name: "cap limited", id: "concurrency-cap-limited", want: true, sev: Info,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 80; return s }),
+			in:   Input{Level: &runlog.Level{RequestRate: 10, MaxConcurrency: 4, DelayedArrivals: 2}},
 			check: func(t *testing.T, f Finding) {
-				// 2 of 200 = 1 %.
-				if f.Evidence["delayed_pct"] != 1.0 {
-					t.Errorf("delayed_pct = %v; want 1", f.Evidence["delayed_pct"])
+				// 2 of 200 = 1 %; the message blames the cap, not the client.
+				if f.Evidence["delayed_pct"] != 1.0 || f.Evidence["max_concurrency"] != 4 || f.Evidence["offered_rps"] != 10.0 ||
+					f.Evidence["send_lag_p50_ms"] != 80.0 {
+					t.Errorf("evidence %v; want delayed_pct 1, max_concurrency 4, offered_rps 10, send_lag_p50_ms 80", f.Evidence)
+				}
+				if !strings.Contains(f.Message, "--max-concurrency 4 cap limited the offered load") || strings.Contains(f.Message, "CLIENT-BOUND") ||
+					strings.Contains(f.Message, "more cores") {
+					t.Errorf("message %q; want the cap named, not the client", f.Message)
 				}
 			}},
-		{name: "few delayed arrivals", id: "client-bound", want: false,
-			recs: many(200, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 4, DelayedArrivals: 1}}},
+		{name: "cap limited heavily", id: "concurrency-cap-limited", want: true, sev: Warning,
+			recs: many(200, plain), in: Input{Level: &runlog.Level{RequestRate: 10, MaxConcurrency: 4, DelayedArrivals: 20}},
+			check: func(t *testing.T, f Finding) {
+				// 20 of 200 = 10 %: the rate no longer describes the load.
+				if f.Evidence["delayed_pct"] != 10.0 || !strings.Contains(f.Message, "20 of 200 arrivals (10 %)") {
+					t.Errorf("finding %+v; want 20 of 200 (10 %%)", f)
+				}
+			}},
+		{name: "few delayed arrivals", id: "concurrency-cap-limited", want: false,
+			recs: many(200, plain), in: Input{Level: &runlog.Level{RequestRate: 10, MaxConcurrency: 4, DelayedArrivals: 1}}},
 		{name: "client-bound by cpu", id: "client-bound", want: true, sev: Critical,
 			recs: many(200, plain), in: Input{ClientCPU: 0.9}},
 		{name: "cpu fine", id: "client-bound", want: false,
@@ -298,6 +316,95 @@ func TestRules(t *testing.T) {
 	}
 }
 
+// queued is request i of an open-loop run sending every gap ms to one
+// FIFO server that takes service ms per request (its first token 50 ms
+// after it starts, then 11 tokens 15 ms apart): when service > gap the
+// queue grows for the whole run.
+func queued(n int, gap, service float64) []runlog.Record {
+	start := 0.0
+	return many(n, func(i int) spec {
+		sent := float64(i) * gap
+		start = max(sent, start)
+		s := spec{sent: sent, ttft: start - sent + 50, n: 11, itl: (service - 50) / 10, prompt: 300 + 37*(i%17)}
+		start += service
+		return s
+	})
+}
+
+func track(recs []runlog.Record) *Tracker {
+	tr := NewTracker()
+	for i := range recs {
+		tr.Add(&recs[i])
+	}
+	return tr
+}
+
+func TestOverload(t *testing.T) {
+	rate10 := &runlog.Level{RequestRate: 10}
+	tests := []struct {
+		name string
+		recs []runlog.Record
+		lv   *runlog.Level
+		want bool
+	}{
+		// Sends every 100 ms, 200 ms of service each: request i starts at
+		// 200·i ms, so its wait for the first token is 100·i + 50 ms.
+		{"overloaded", queued(200, 100, 200), rate10, true},
+		// 50 ms of service keeps up: every wait is 50 ms.
+		{"healthy", queued(200, 100, 50), rate10, false},
+		// The same queue, unpaced: no rate was offered to fall behind.
+		{"closed loop", queued(200, 100, 200), &runlog.Level{}, false},
+		// Behind a full cap the cap is the story (CapLimited).
+		{"capped", queued(200, 100, 200), &runlog.Level{RequestRate: 10, MaxConcurrency: 4, DelayedArrivals: 150}, false},
+		{"too few requests", queued(40, 100, 200), rate10, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Summary: summarize(tt.recs, ""), Level: tt.lv, Requests: track(tt.recs)}
+			f, got := Overload(in)
+			if got != tt.want {
+				t.Fatalf("Overload = %v (%+v); want %v", got, f, tt.want)
+			}
+			if _, inAll := find(Analyze(in), "overload"); inAll != tt.want {
+				t.Errorf("Analyze has overload = %v; want %v", inAll, tt.want)
+			}
+			if !got {
+				return
+			}
+			// Sending window 0 → 19.9 s. Mid-window (9.95 s): 100 sent, the
+			// 49 starting by 9.6 s done (end 200·i + 200 ms) → 51 in flight;
+			// at the last send (19.9 s) 200 sent, 99 done → 101. First third
+			// (scheduled before 6.63 s): i = 0…66, median wait at i = 33:
+			// 3350 ms; last third (from 13.27 s): i = 133…199, median at
+			// i = 166: 16650 ms. 200 completed over 0 → 40 s: 5 req/s.
+			want := map[string]any{
+				"offered_rps": 10.0, "achieved_rps": 5.0, "in_flight_mid_window": 51.0, "in_flight_at_last_send": 101.0,
+				"wait_first_third_p50_ms": 3350.0, "wait_last_third_p50_ms": 16650.0, "sending_window_s": 19.9, "requests": 200,
+				"send_lag_p50_ms": 0.0, "send_lag_p99_ms": 0.0,
+				"response_p99_ms": round2(mustP(t, in.Summary, stats.MetricResponse, 99)),
+				"e2el_p99_ms":     round2(mustP(t, in.Summary, stats.MetricE2E, 99)),
+				"ttft_p99_ms":     round2(mustP(t, in.Summary, stats.MetricTTFT, 99)),
+			}
+			if diff := cmp.Diff(want, f.Evidence); diff != "" {
+				t.Errorf("evidence (-want +got):\n%s", diff)
+			}
+			if f.Severity != Critical || !strings.HasPrefix(f.Message, "OVERLOADED: the server did not keep up with the offered 10 req/s (it completed 5 req/s)") ||
+				!strings.Contains(f.Message, "grew from 51 at mid-run to 101 at the last send") || !strings.Contains(f.Message, "rose from 3.4 s (first third of sends) to 16.6 s") {
+				t.Errorf("overload %s: %q", f.Severity, f.Message)
+			}
+		})
+	}
+}
+
+func mustP(t *testing.T, s *stats.Summary, name string, p float64) float64 {
+	t.Helper()
+	v, ok := s.MetricP(name, p)
+	if !ok {
+		t.Fatalf("summary has no %s P%v", name, p)
+	}
+	return v
+}
+
 // stallRecords builds 20 long decodes with 10 ms gaps, plus short requests
 // whose first tokens arrive every 200 ms. When stall is true, each decode's
 // gap that spans a short request's first token is 40 ms long and ends at it
@@ -392,20 +499,46 @@ func TestSLASentence(t *testing.T) {
 	})
 	in := Input{Summary: summarize(recs, "ttft:2000"), Level: &runlog.Level{MaxConcurrency: 60}}
 	got := SLASentence(in)
-	want := "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P95 4K tokens, concurrency 60; SLO TTFT P99 < 2 s: goodput headroom ~41 %"
+	// Every TTFT (≤ 1200 ms) is within 2 s: 100 % met, the SLO kept; the
+	// bound is per request, as the terminal's SLO block counts it.
+	want := "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P95 4K tokens, concurrency 60; SLO per request TTFT <= 2 s: met by 100 % of requests, P99 headroom ~41 %"
 	if got != want {
 		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
 	}
 
-	// A missed SLO says by how much: 1188.12/1000 − 1 = 18.8 % → "19 %"; the
-	// tighter of two constraints is named.
+	// A missed SLO says by how much: 12·(i+1) ≤ 1000 for i+1 ≤ 83, so 83 %
+	// met against the 99 % target, and 1188.12/1000 − 1 = 18.8 % → "19 %"
+	// over, for the tighter of the two constraints.
 	in.Summary = summarize(recs, "ttft:1000 tpot:50")
 	in.Level = &runlog.Level{RequestRate: 8}
 	got = SLASentence(in)
 	want = "TTFT P50 606 ms, P99 1.2 s; TPOT P99 40 ms; input P95 4K tokens, rate 8 req/s, peak concurrency " +
-		strconv.Itoa(in.Summary.PeakConcurrency) + "; SLO TTFT P99 < 1 s, TPOT P99 < 50 ms: missed, TTFT P99 19 % over (TTFT)"
+		strconv.Itoa(in.Summary.PeakConcurrency) + "; SLO per request TTFT <= 1 s, TPOT <= 50 ms: missed, met by 83 % of requests (target 99 %); TTFT P99 19 % over its bound"
 	if got != want {
 		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
+	}
+
+	if met, ok := SLOMet(in.Summary); met || !ok {
+		t.Errorf("SLOMet(83 %%) = %v, %v; want false, true", met, ok)
+	}
+
+	// Failures miss the SLO even when every P99 is within its bound: 5 of
+	// 100 failed, 95 % met, short of 99 %; no P99 is over, so none is named.
+	recs = many(100, func(i int) spec {
+		s := spec{sent: float64(i) * 10, ttft: 100, n: 11, itl: 40, prompt: 4096}
+		if i%20 == 0 {
+			s.class = runlog.ErrHTTP5xx
+		}
+		return s
+	})
+	in = Input{Summary: summarize(recs, "ttft:2000"), Level: &runlog.Level{MaxConcurrency: 60}}
+	got = SLASentence(in)
+	want = "TTFT P50 100 ms, P99 100 ms; TPOT P99 40 ms; input P95 4K tokens, concurrency 60; SLO per request TTFT <= 2 s: missed, met by 95 % of requests (target 99 %)"
+	if got != want {
+		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
+	}
+	if met, ok := SLOMet(summarize(recs, "")); ok || met {
+		t.Errorf("SLOMet(no SLO) = %v, %v; want false, false", met, ok)
 	}
 
 	if got := SLASentence(Input{Summary: summarize(nil, "")}); got != "" {

@@ -16,12 +16,11 @@ func metric(s *stats.Summary, name string) (stats.MetricSummary, bool) {
 
 // ClientBound is the client-bound verdict: the load generator itself was a
 // bottleneck, so the numbers describe the client, not the server. It holds
-// when requests left late against their schedule (send lag P50 > 5 ms or P99
-// > 50 ms with no arrival delayed by the in-flight cap), when at least 1 % of
-// arrivals waited for a free slot under --max-concurrency (the offered rate
-// was not delivered), or when the client used at least 80 % of the
-// machine's CPU. Late sends and CPU make it critical; a full cap alone is a
-// warning.
+// when requests left late against their schedule (send lag P50 > 5 ms or
+// P99 > 50 ms) with no arrival delayed by a full --max-concurrency cap, or
+// when the client used at least 80 % of the machine's CPU; both are
+// critical. A full cap the user set is not the client's fault: CapLimited
+// reports it instead, and its lag does not count here.
 func ClientBound(in Input) (Finding, bool) {
 	s := in.Summary
 	if s == nil || s.Requests == 0 {
@@ -29,44 +28,99 @@ func ClientBound(in Input) (Finding, bool) {
 	}
 	ev := map[string]any{}
 	var reasons []string
-	sev := Warning
-	delayed := 0
-	if lv := in.level(); lv != nil {
-		delayed = lv.DelayedArrivals
-	}
 	if s.SendLag.N > 0 {
-		p50, _ := s.SendLag.P(50)
-		p99, ok := s.SendLag.P(99)
-		if !ok {
-			p99 = s.SendLag.Max
-		}
+		p50, p99 := sendLag(s)
 		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
-		if delayed == 0 && (p50 > sendLagP50Ms || p99 > sendLagP99Ms) {
+		if !capDelayed(in) && (p50 > sendLagP50Ms || p99 > sendLagP99Ms) {
 			reasons = append(reasons, fmt.Sprintf("requests left late against their schedule (send lag P50 %s ms, P99 %s ms)", num(p50), num(p99)))
-			sev = Critical
-		}
-	}
-	if delayed > 0 {
-		ev["delayed_arrivals"] = delayed
-		ev["delayed_pct"] = pctOf(float64(delayed), float64(s.Requests))
-		if float64(delayed) >= delayedShare*float64(s.Requests) {
-			reasons = append(reasons, fmt.Sprintf("%d arrivals (%s %%) waited for a free slot under --max-concurrency, so the offered rate was not delivered", delayed, num(pctOf(float64(delayed), float64(s.Requests)))))
 		}
 	}
 	if in.ClientCPU > 0 {
 		ev["client_cpu_pct"] = round2(100 * in.ClientCPU)
 		if in.ClientCPU >= clientCPUHigh {
 			reasons = append(reasons, fmt.Sprintf("the client used %s %% of the machine's CPU", num(100*in.ClientCPU)))
-			sev = Critical
 		}
 	}
 	if len(reasons) == 0 {
 		return Finding{}, false
 	}
 	return Finding{
-		ID: "client-bound", Severity: sev, Evidence: ev,
+		ID: "client-bound", Severity: Critical, Evidence: ev,
 		Message: "CLIENT-BOUND: the load generator was a bottleneck, so these numbers describe the client, not the server: " +
-			strings.Join(reasons, "; ") + ". Lower the rate, raise --max-concurrency, or run the client on more cores (or several machines).",
+			strings.Join(reasons, "; ") + ". Lower the rate, or run the client on more cores (or several machines).",
+	}, true
+}
+
+// sendLag is the send lag's P50 and P99 (the maximum when P99 was not
+// computed), ms.
+func sendLag(s *stats.Summary) (p50, p99 float64) {
+	p50, _ = s.SendLag.P(50)
+	p99, ok := s.SendLag.P(99)
+	if !ok {
+		p99 = s.SendLag.Max
+	}
+	return p50, p99
+}
+
+// delayed is the level's count of arrivals that found the in-flight cap
+// full (0 without a cap or a known level).
+func delayed(in Input) int {
+	if lv := in.level(); lv != nil && lv.MaxConcurrency > 0 {
+		return lv.DelayedArrivals
+	}
+	return 0
+}
+
+// capDelayed says whether any arrival waited for the user's in-flight cap:
+// then late sends are the cap's doing, not the client's.
+func capDelayed(in Input) bool { return delayed(in) > 0 }
+
+// CapLimited reports that the user's own --max-concurrency cap held back
+// an open-loop schedule: at least 1 % of arrivals found the cap full and
+// waited for a slot, so the server was offered less than the rate asked
+// and the wait shows in response time (and send lag), not in the server's
+// TTFT or E2E. That is the cap working, not the client failing: a warning
+// from 10 % of arrivals (the level's rate no longer describes the load),
+// else info.
+func CapLimited(in Input) (Finding, bool) {
+	s := in.Summary
+	lv := in.level()
+	if s == nil || s.Requests == 0 || lv == nil || lv.MaxConcurrency <= 0 {
+		return Finding{}, false
+	}
+	n := delayed(in)
+	if float64(n) < delayedShare*float64(s.Requests) || n == 0 {
+		return Finding{}, false
+	}
+	share := float64(n) / float64(s.Requests)
+	ev := map[string]any{
+		"max_concurrency": lv.MaxConcurrency, "delayed_arrivals": n, "delayed_pct": pctOf(float64(n), float64(s.Requests)),
+		"requests": s.Requests, "achieved_rps": round2(s.RequestThroughput), "peak_concurrency": s.PeakConcurrency,
+	}
+	offered := ""
+	if lv.RequestRate > 0 {
+		ev["offered_rps"] = round2(lv.RequestRate)
+		offered = fmt.Sprintf(" than the %s req/s asked (it completed %s req/s)", num(lv.RequestRate), num(s.RequestThroughput))
+	}
+	if s.SendLag.N > 0 {
+		p50, p99 := sendLag(s)
+		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
+	}
+	wait := "the wait shows in response time (from the intended send), not in the server's TTFT or E2E"
+	if r, ok := s.MetricP(stats.MetricResponse, 99); ok {
+		ev["response_p99_ms"] = round2(r)
+		if e, ok := s.MetricP(stats.MetricE2E, 99); ok {
+			ev["e2el_p99_ms"] = round2(e)
+			wait = fmt.Sprintf("the wait shows in response time (P99 %s, from the intended send), not in the server's E2E (P99 %s)", dur(r), dur(e))
+		}
+	}
+	sev := Info
+	if share >= capHeavyShare {
+		sev = Warning
+	}
+	return Finding{ID: "concurrency-cap-limited", Severity: sev, Evidence: ev,
+		Message: fmt.Sprintf("The --max-concurrency %d cap limited the offered load: %d of %d arrivals (%s %%) found %d requests in flight and waited for a slot, so the server was offered less%s; %s. This is the cap you set, not the client: raise or drop --max-concurrency to offer the full rate, or keep it if it models a real client's limit.",
+			lv.MaxConcurrency, n, s.Requests, num(100*share), lv.MaxConcurrency, offered, wait),
 	}, true
 }
 

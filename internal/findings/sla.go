@@ -9,15 +9,33 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
+// SLOTarget is the share of requests that must meet every SLO constraint
+// for a run to keep its SLO (MLPerf-server style: the P99 meets the
+// bound), as sweep's default --slo-attainment.
+const SLOTarget = 0.99
+
+// SLOMet says whether the summarised run kept its SLO: at least SLOTarget
+// of its requests met every constraint (failures count as misses). ok is
+// false when the run had no SLO or no request.
+func SLOMet(s *stats.Summary) (met, ok bool) {
+	if s == nil || !s.SLO.Set || s.Requests == 0 {
+		return false, false
+	}
+	return s.SLO.Attainment >= SLOTarget, true
+}
+
 // SLASentence states the run in one line a contract could quote:
 //
-//	TTFT P50 400 ms, P99 1.2 s; TPOT P99 45 ms; input P95 4K tokens, concurrency 60; SLO TTFT P99 < 2 s: goodput headroom ~40 %
+//	TTFT P50 400 ms, P99 1.2 s; TPOT P99 45 ms; input P95 4K tokens, concurrency 60; SLO per request TTFT <= 2 s: met by 99.6 % of requests, P99 headroom ~40 %
 //
 // The input percentile is P95 when the summary has it, else P90. The load
 // is the concurrency cap, else the rate and the peak concurrency seen. The
-// headroom is the tightest set SLO constraint's margin at P99,
-// 1 − P99/limit (negative margins are stated as a miss). It returns "" when
-// nothing succeeded.
+// SLO is a bound on every request, as --goodput defines it and the
+// terminal's SLO block counts it: the clause says what share of requests
+// met all of it and whether that keeps the SLO (SLOMet). A kept SLO states
+// the tightest constraint's margin at P99, 1 − P99/limit; a missed one the
+// share short of the target and how far the worst P99 is over its bound.
+// It returns "" when nothing succeeded.
 func SLASentence(in Input) string {
 	s := in.Summary
 	if s == nil || s.Completed == 0 {
@@ -65,15 +83,18 @@ func SLASentence(in Input) string {
 	return strings.Join(parts, "; ")
 }
 
-// sloClause is "SLO TTFT P99 < 2 s, TPOT P99 < 50 ms: goodput headroom ~40 %".
+// sloClause is "SLO per request TTFT <= 2 s, TPOT <= 50 ms: met by 99.6 %
+// of requests, P99 headroom ~40 % (TPOT)" or "…: missed, met by 83 % of
+// requests (target 99 %); TTFT P99 19 % over its bound".
 func sloClause(s *stats.Summary) string {
-	if !s.SLO.Set {
+	met, ok := SLOMet(s)
+	if !ok || len(s.SLO.Constraints) == 0 {
 		return ""
 	}
 	var bounds []string
 	tight, tightName := math.Inf(1), ""
 	for _, c := range s.SLO.Constraints {
-		bounds = append(bounds, fmt.Sprintf("%s P99 < %s", strings.ToUpper(c.Name), dur(c.LimitMs)))
+		bounds = append(bounds, fmt.Sprintf("%s <= %s", strings.ToUpper(c.Name), dur(c.LimitMs)))
 		m, ok := metric(s, c.Name)
 		if !ok {
 			continue
@@ -86,20 +107,21 @@ func sloClause(s *stats.Summary) string {
 			tight, tightName = h, strings.ToUpper(c.Name)
 		}
 	}
-	if len(bounds) == 0 {
-		return ""
-	}
-	clause := "SLO " + strings.Join(bounds, ", ")
-	switch {
-	case math.IsInf(tight, 1):
+	clause := "SLO per request " + strings.Join(bounds, ", ")
+	att := num(100 * s.SLO.Attainment)
+	if met {
+		clause += fmt.Sprintf(": met by %s %% of requests", att)
+		if !math.IsInf(tight, 1) && tight >= 0 {
+			clause += fmt.Sprintf(", P99 headroom ~%.0f %%", 100*tight)
+			if len(s.SLO.Constraints) > 1 {
+				clause += " (" + tightName + ")"
+			}
+		}
 		return clause
-	case tight >= 0:
-		clause += fmt.Sprintf(": goodput headroom ~%.0f %%", 100*tight)
-	default:
-		clause += fmt.Sprintf(": missed, %s P99 %.0f %% over", tightName, -100*tight)
 	}
-	if len(s.SLO.Constraints) > 1 {
-		clause += " (" + tightName + ")"
+	clause += fmt.Sprintf(": missed, met by %s %% of requests (target %s %%)", att, num(100*SLOTarget))
+	if !math.IsInf(tight, 1) && tight < 0 {
+		clause += fmt.Sprintf("; %s P99 %.0f %% over its bound", tightName, -100*tight)
 	}
 	return clause
 }
@@ -121,6 +143,10 @@ func slaEvidence(in Input) map[string]any {
 	if s.SLO.Set {
 		ev["slo"] = s.Options.SLO.String()
 		ev["slo_attainment_pct"] = round2(100 * s.SLO.Attainment)
+		if met, ok := SLOMet(s); ok {
+			ev["slo_met"] = met
+			ev["slo_target_pct"] = round2(100 * SLOTarget)
+		}
 	}
 	return ev
 }

@@ -36,33 +36,50 @@ const (
 // gap is one sampled inter-token gap: (prev, end] in ns from the run start.
 type gap struct{ prev, end int64 }
 
-// reservoir keeps a uniform sample of at most sampleCap gaps.
-type reservoir struct {
+// sendSpan is one sampled measured request's schedule: its intended and
+// actual send, its first token (its end when it had none) and its end, ns
+// from the run start.
+type sendSpan struct{ intended, sent, first, end int64 }
+
+// spanCap bounds the request spans kept for the overload rule: exact up to
+// that many requests, a uniform sample beyond.
+const spanCap = 8192
+
+// reservoir keeps a uniform sample of at most limit items (limit 0 means
+// sampleCap).
+type reservoir[T any] struct {
+	limit int
 	seen  int64
-	items []gap
+	items []T
 }
 
-func (r *reservoir) add(g gap, rng *rand.Rand) {
+func (r *reservoir[T]) add(x T, rng *rand.Rand) {
+	limit := r.limit
+	if limit == 0 {
+		limit = sampleCap
+	}
 	r.seen++
-	if len(r.items) < sampleCap {
-		r.items = append(r.items, g)
+	if len(r.items) < limit {
+		r.items = append(r.items, x)
 		return
 	}
-	if j := rng.Int64N(r.seen); j < sampleCap {
-		r.items[j] = g
+	if j := rng.Int64N(r.seen); j < int64(limit) {
+		r.items[j] = x
 	}
 }
 
 // Tracker is the compact per-request view the timing rules need, built in
 // one pass over the records (in any order): the first-token time of every
-// request (8 bytes each, so 100,000 requests take 800 KB) and bounded
-// samples of inter-token gaps, split into spikes and ordinary gaps. The
-// sample is deterministic for a given record order.
+// request (8 bytes each, so 100,000 requests take 800 KB), bounded samples
+// of inter-token gaps, split into spikes and ordinary gaps, and a bounded
+// sample of the measured requests' send schedules (8,192 of 32 bytes). The
+// samples are deterministic for a given record order.
 type Tracker struct {
 	firsts      []int64
 	sorted      bool
-	spikes      reservoir
-	normals     reservoir
+	spikes      reservoir[gap]
+	normals     reservoir[gap]
+	spans       reservoir[sendSpan]
 	gaps        int64
 	spikeMs     float64 // sum of spike lengths, ms
 	normalMs    float64 // sum of ordinary gap lengths, ms
@@ -73,19 +90,28 @@ type Tracker struct {
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{rng: rand.New(rand.NewPCG(0x60047, 0x5eed))}
+	return &Tracker{rng: rand.New(rand.NewPCG(0x60047, 0x5eed)), spans: reservoir[sendSpan]{limit: spanCap}}
 }
 
 // Add folds one record in. Every request's first token counts as a prefill
 // finishing (warm-ups and failures included: their prefills stall others
-// too); only successful measured requests contribute gaps. The Tracker
+// too); every measured request contributes its send schedule, and only
+// successful measured requests contribute gaps. The Tracker
 // keeps no reference to r.
 func (t *Tracker) Add(r *runlog.Record) {
 	if f := r.FirstTokenAt(); f >= 0 {
 		t.firsts = append(t.firsts, f)
 		t.sorted = false
 	}
-	if r.Warmup || !r.OK() {
+	if r.Warmup {
+		return
+	}
+	first := r.FirstTokenAt()
+	if first < 0 {
+		first = r.End
+	}
+	t.spans.add(sendSpan{intended: r.Intended, sent: r.Sent, first: first, end: max(r.End, r.Sent)}, t.rng)
+	if !r.OK() {
 		return
 	}
 	t.times = t.times[:0]

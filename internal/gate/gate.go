@@ -9,6 +9,10 @@
 // that itself contains a dot, like vLLM's "p99.9_ttft_ms", is found too (the
 // longest key present wins at each level). OP is one of > >= < <= == !=.
 //
+// Validate checks the keys before the run, against a schema of the result
+// (one rendered for an empty run with the same options), so a typo is a
+// usage error naming close keys instead of a failed gate after the run.
+//
 // The package is pure; a Gate is safe for concurrent use.
 package gate
 

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -155,4 +157,79 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = g.Check(map[string]any{c.Key: 1.0})
 	})
+}
+
+func TestValidate(t *testing.T) {
+	var schema map[string]any
+	err := json.Unmarshal([]byte(`{
+		"p99_ttft_ms": 0, "p99.9_ttft_ms": 0, "p99_tpot_ms": 0, "p99_itl_ms": 0, "p99_e2el_ms": 0, "mean_ttft_ms": 0,
+		"request_goodput": null, "model_id": "m", "completed": 0,
+		"slo": {"good": 0, "spec": ""}, "buckets": [{"p99_ttft_ms": 0}], "empty": [],
+		"conditions": {"input_len": {"p50": 0}}
+	}`), &schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema["findings"] = []any{map[string]any{"id": "", "evidence": Any}}
+	tests := []struct {
+		expr    string
+		problem string   // "" means valid
+		near    []string // checked when problem is set
+	}{
+		{expr: "p99_ttft_ms>500"},
+		{expr: "p99.9_ttft_ms>500"},
+		{expr: "buckets.2.p99_ttft_ms>1"},          // any index: element 0 stands for all
+		{expr: "conditions.input_len.p50>1"},       // nested objects
+		{expr: "findings.0.evidence.whatever.x>1"}, // below Any
+		{expr: "model_id>1"},                       // a string may hold a number
+		// Typos first (within 3 edits: 1, 3, 3), then keys sharing its
+		// words: buckets.0.p99_ttft_ms shares p99 and ttft, p99_itl_ms p99
+		// (4 edits, the nearest of those).
+		{expr: "p99_ttft_msx>500", problem: "is not a key of the result", near: []string{"p99_ttft_ms", "p99.9_ttft_ms", "p99_tpot_ms", "buckets.0.p99_ttft_ms", "p99_itl_ms"}},
+		// No typo: the keys sharing "p99", by edit distance (7, 8, 8, 8, 9).
+		{expr: "p99_nonsense_ms>5", problem: "is not a key of the result", near: []string{"p99_e2el_ms", "p99_itl_ms", "p99_tpot_ms", "p99_ttft_ms", "p99.9_ttft_ms"}},
+		{expr: "buckets.x.p99_ttft_ms>1", problem: "is not a key"},
+		{expr: "empty.0>1", problem: "is not a key"},
+		{expr: "request_goodput<10", problem: "is always null in this run's result"},
+		{expr: "slo>1", problem: "is an object, not a number", near: []string{"slo.good", "slo.spec"}},
+		{expr: "buckets>1", problem: "is an array, not a number: name an element, e.g. buckets.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			g, err := Parse([]string{tt.expr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = g.Validate(schema)
+			if tt.problem == "" {
+				if err != nil {
+					t.Errorf("Validate(%q) = %v; want nil", tt.expr, err)
+				}
+				return
+			}
+			var ke *KeyError
+			if !errors.As(err, &ke) || !strings.Contains(ke.Problem, tt.problem) {
+				t.Fatalf("Validate(%q) = %v; want a KeyError %q", tt.expr, err, tt.problem)
+			}
+			if tt.near != nil {
+				if diff := cmp.Diff(tt.near, ke.Near); diff != "" {
+					t.Errorf("Validate(%q) near (-want +got):\n%s", tt.expr, diff)
+				}
+			}
+			if !strings.HasPrefix(err.Error(), "--fail-if "+strconv.Quote(tt.expr)+": ") {
+				t.Errorf("error %q; want it to name the flag and expression", err)
+			}
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"p99_ttft_ms", "p99_tpot_ms", 2}} {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d; want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
 }

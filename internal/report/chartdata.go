@@ -4,6 +4,8 @@ import (
 	"iter"
 	"math/rand/v2"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -37,6 +39,43 @@ type chartData struct {
 	spans  []span
 	tokens timeBins // output tokens by chunk arrival
 	rng    *rand.Rand
+	// failSamples[level][class] are the first distinct error messages of
+	// failed requests, at most maxFailSamples per class, each shortened to
+	// maxFailMessage bytes.
+	failSamples map[int]map[runlog.ErrorClass][]string
+}
+
+// maxFailSamples and maxFailMessage bound the failure samples shown.
+const (
+	maxFailSamples = 3
+	maxFailMessage = 300
+)
+
+// addFailure keeps r's error message as a sample of its class, unless the
+// class has enough or already holds the same message.
+func (cd *chartData) addFailure(lvl int, r *runlog.Record) {
+	msg := strings.TrimSpace(r.Error)
+	if msg == "" {
+		return
+	}
+	if len(msg) > maxFailMessage {
+		cut := maxFailMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	if cd.failSamples == nil {
+		cd.failSamples = map[int]map[runlog.ErrorClass][]string{}
+	}
+	byClass := cd.failSamples[lvl]
+	if byClass == nil {
+		byClass = map[runlog.ErrorClass][]string{}
+		cd.failSamples[lvl] = byClass
+	}
+	if ss := byClass[r.ErrorClass]; len(ss) < maxFailSamples && !slices.Contains(ss, msg) {
+		byClass[r.ErrorClass] = append(ss, msg)
+	}
 }
 
 // timeBins counts a quantity per fixed-width bin from time 0, doubling the
@@ -99,6 +138,7 @@ func collect(recs iter.Seq[*runlog.Record], slo stats.SLO, nLevels int) *chartDa
 		}
 		cd.spans = append(cd.spans, sp)
 		if !r.OK() {
+			cd.addFailure(lvl, r)
 			continue
 		}
 		for _, name := range chartMetrics {

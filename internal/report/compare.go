@@ -24,6 +24,15 @@ func statLabel(st string) string {
 	return st
 }
 
+// changeText is a Delta's change: percentage points for a share (SLO
+// attainment), else relative to A.
+func changeText(d compare.Delta) string {
+	if d.Unit == compare.UnitShare {
+		return compare.Signed(d.Points()) + " pp"
+	}
+	return relText(d.Rel)
+}
+
 func relText(r float64) string {
 	if math.IsNaN(r) || math.IsInf(r, 0) {
 		return "–"
@@ -70,8 +79,8 @@ func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 		fmt.Fprintf(b, "%-*s %s\n", labelWidth, "SLO (ms):", g.SLO)
 		fmt.Fprintf(b, "%-*s %s → %s (%s)%s\n", labelWidth, "Goodput (req/s):", f2(g.Goodput.A), f2(g.Goodput.B), relText(g.Goodput.Rel), verdictSuffix(g.Goodput))
 		if g.RequestsA > 0 && g.RequestsB > 0 {
-			fmt.Fprintf(b, "%-*s %s → %s (%d of %d → %d of %d)%s\n", labelWidth, "SLO attainment:", shareText(g.Attainment.A), shareText(g.Attainment.B),
-				g.GoodA, g.RequestsA, g.GoodB, g.RequestsB, verdictSuffix(g.Attainment))
+			fmt.Fprintf(b, "%-*s %s → %s (%s; %d of %d → %d of %d)%s\n", labelWidth, "SLO attainment:", shareText(g.Attainment.A), shareText(g.Attainment.B),
+				changeText(g.Attainment), g.GoodA, g.RequestsA, g.GoodB, g.RequestsB, verdictSuffix(g.Attainment))
 		}
 	}
 	if len(c.UserView) > 0 {
@@ -95,8 +104,8 @@ func verdictSuffix(d compare.Delta) string {
 	if !d.HasCI {
 		return ""
 	}
-	if d.Unit == "share" {
-		return fmt.Sprintf(", CI [%s, %s] points: %s", compare.Signed(100*d.Lo), compare.Signed(100*d.Hi), d.Verdict)
+	if d.Unit == compare.UnitShare {
+		return fmt.Sprintf(", CI [%s, %s] pp: %s", compare.Signed(100*d.Lo), compare.Signed(100*d.Hi), d.Verdict)
 	}
 	return fmt.Sprintf(", CI [%s, %s]: %s", compare.Signed(d.Lo), compare.Signed(d.Hi), d.Verdict)
 }
@@ -176,7 +185,7 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 		d.Overall.Rows = append(d.Overall.Rows,
 			[]cell{{Text: "goodput under " + g.SLO + " (req/s)"}, {Text: f2(g.Goodput.A)}, {Text: f2(g.Goodput.B)}, {Text: relText(g.Goodput.Rel)},
 				{Text: ciCell(g.Goodput)}, {Text: string(g.Goodput.Verdict), Class: verdictClass(g.Goodput.Verdict)}},
-			[]cell{{Text: "SLO attainment"}, {Text: shareText(g.Attainment.A)}, {Text: shareText(g.Attainment.B)}, {Text: relText(g.Attainment.Rel)},
+			[]cell{{Text: "SLO attainment"}, {Text: shareText(g.Attainment.A)}, {Text: shareText(g.Attainment.B)}, {Text: changeText(g.Attainment)},
 				{Text: shareCI(g.Attainment)}, {Text: string(g.Attainment.Verdict), Class: verdictClass(g.Attainment.Verdict)}})
 	}
 	if in.A.Records != nil && in.B.Records != nil {
@@ -219,7 +228,7 @@ func shareCI(d compare.Delta) string {
 	if !d.HasCI {
 		return "–"
 	}
-	return "[" + compare.Signed(100*d.Lo) + ", " + compare.Signed(100*d.Hi) + "] points"
+	return "[" + compare.Signed(100*d.Lo) + ", " + compare.Signed(100*d.Hi) + "] pp"
 }
 
 func verdictClass(v compare.Verdict) string {

@@ -57,9 +57,14 @@ type HTMLInput struct {
 	Records iter.Seq[*runlog.Record]
 	// Findings are shown near the top when present.
 	Findings []Finding
-	// SLA is the one-sentence service-level statement (e.g. "up to 6 req/s
-	// keep P99 TTFT under 2 s"), shown first when set.
+	// SLA is the one-sentence service-level statement (findings'
+	// SLASentence), shown first when set, in a box coloured by SLAVerdict.
 	SLA string
+	// SLAVerdict colours the SLA box: "met" (green), "missed" (red) or ""
+	// to judge a single level by its own summary: met when at least 99 % of
+	// its requests met every SLO constraint (findings.SLOTarget), neutral
+	// without an SLO or with several levels.
+	SLAVerdict string
 	// Sweep marks the knee and goodput peak on the sweep curves; nil means
 	// the goodput peak is taken from the summaries and no knee is marked.
 	Sweep *SweepMarks
@@ -95,7 +100,9 @@ type pageData struct {
 	Title      string
 	Subtitle   string
 	SLA        string
+	SLAClass   string
 	Findings   []findingView
+	Failures   *table
 	Summary    table
 	Metrics    []table
 	Buckets    []table
@@ -151,7 +158,10 @@ func HTML(w io.Writer, in HTMLInput) error {
 	if len(in.Levels) == 0 {
 		return fmt.Errorf("html report: no summary to show")
 	}
-	d := pageData{Title: in.Title, SLA: in.SLA}
+	d := pageData{Title: in.Title, SLA: in.SLA, SLAClass: "sla"}
+	if v := slaVerdict(in); v != "" {
+		d.SLAClass += " " + v
+	}
 	if d.Title == "" {
 		d.Title = "goodput report"
 	}
@@ -190,8 +200,10 @@ func HTML(w io.Writer, in HTMLInput) error {
 			*dst = append(*dst, chartBlock{Title: title, SVG: svg, Caption: caption})
 		}
 	}
+	var cdSamples map[int]map[runlog.ErrorClass][]string
 	if in.Records != nil {
 		cd := collect(in.Records, slo, len(in.Levels))
+		cdSamples = cd.failSamples
 		names := make([]string, cd.nLevels)
 		for i := range names {
 			if i < len(in.Levels) {
@@ -246,6 +258,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	} else {
 		d.Notes = append(d.Notes, "No per-request records were given: distributions, timeline and over-time charts are left out.")
 	}
+	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
 	if len(in.Levels) > 1 {
 		sweepCharts(&d, in, add)
 	}
@@ -263,6 +276,60 @@ func HTML(w io.Writer, in HTMLInput) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// sloTarget is the attainment a level needs to keep its SLO; it must equal
+// findings.SLOTarget, which the SLA sentence judges by (a test checks).
+const sloTarget = 0.99
+
+// slaVerdict is "met", "missed" or "" for the SLA box's colour.
+func slaVerdict(in HTMLInput) string {
+	if in.SLAVerdict == "met" || in.SLAVerdict == "missed" {
+		return in.SLAVerdict
+	}
+	if in.SLAVerdict != "" || in.SLA == "" || len(in.Levels) != 1 {
+		return ""
+	}
+	s := &in.Levels[0].Summary
+	if !s.SLO.Set || s.Requests == 0 {
+		return ""
+	}
+	if s.SLO.Attainment >= sloTarget {
+		return "met"
+	}
+	return "missed"
+}
+
+// failuresTable counts each level's failures by error class, with up to
+// three distinct messages per class when the records were read; nil when
+// nothing failed.
+func failuresTable(levels []LevelSummary, samples map[int]map[runlog.ErrorClass][]string, haveRecords bool) *table {
+	t := &table{Head: []string{"error class", "failed", "share of requests", "sample messages"}}
+	if len(levels) > 1 {
+		t.Head = append([]string{"level"}, t.Head...)
+	}
+	for _, l := range levels {
+		s := &l.Summary
+		for _, c := range failureClasses(s.Failures) {
+			n := s.Failures[c]
+			msgs := "–"
+			if ss := samples[l.Index]; len(ss[c]) > 0 {
+				msgs = strings.Join(ss[c], " | ")
+			} else if !haveRecords {
+				msgs = "(no records given)"
+			}
+			row := []cell{{Text: string(c), Class: "bad"}, {Text: strconv.Itoa(n)},
+				{Text: pctText(float64(n) / float64(max(s.Requests, 1)))}, {Text: msgs, Class: "msg"}}
+			if len(levels) > 1 {
+				row = append([]cell{{Text: LevelName(l, len(levels))}}, row...)
+			}
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
 }
 
 // sortIdxAbove returns the index of the first value above v in sorted.
@@ -533,12 +600,14 @@ const pageHTML = `<!DOCTYPE html>
 <main>
 <h1>{{.Title}}</h1>
 {{if .Subtitle}}<p class="sub">{{.Subtitle}}</p>{{end}}
-{{if .SLA}}<p class="sla">{{.SLA}}</p>{{end}}
+{{if .SLA}}<p class="{{.SLAClass}}">{{.SLA}}</p>{{end}}
 {{if .Findings}}<h2>Findings</h2>
 <ul class="findings">{{range .Findings}}<li class="sev-{{.Severity}}"><span class="badge">{{.Severity}}</span><b>{{.ID}}</b> {{.Message}}{{if .Evidence}}<span class="ev">{{.Evidence}}</span>{{end}}</li>
 {{end}}</ul>{{end}}
 <h2>Summary</h2>
 {{template "table" .Summary}}
+{{with .Failures}}<h2>Failures</h2>
+{{template "table" .}}{{end}}
 {{if .Dist}}<h2>Latency distributions</h2>
 <div class="grid">{{range .Dist}}{{template "chart" .}}{{end}}</div>{{end}}
 {{with .Timeline}}<h2>Per-request timeline</h2>
@@ -572,13 +641,16 @@ main{max-width:1240px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px
 h1{font-size:1.5rem;margin:.2rem 0}
 h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
 .sub{color:#555;margin:0 0 .8rem}
-.sla{font-size:1.1rem;background:#eef6ee;border-left:4px solid #238b45;padding:.6rem .9rem}
+.sla{font-size:1.1rem;background:#f3f5f8;border-left:4px solid #5b6b7f;padding:.6rem .9rem}
+.sla.met{background:#eef6ee;border-color:#238b45}
+.sla.missed{background:#fcefee;border-color:#cb181d}
 table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.85rem;display:block;max-width:100%;overflow-x:auto}
 th,td{padding:.25rem .45rem;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 th{background:#f6f6f6}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
 td.bad{color:#b00}
+td.msg{white-space:normal;text-align:left;font-family:ui-monospace,monospace;font-size:.8rem;max-width:60rem}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px 20px}
 figure{margin:0}
 figcaption{font-size:.85rem;color:#555}

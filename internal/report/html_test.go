@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -351,4 +354,93 @@ func BenchmarkHTML100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestHTMLSLAVerdict: the headline box takes the verdict's colour, not
+// green whatever happened.
+func TestHTMLSLAVerdict(t *testing.T) {
+	level := func(spec string) []LevelSummary {
+		o := stats.Options{}
+		if spec != "" {
+			slo, err := stats.ParseSLO(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.SLO = slo
+		}
+		return []LevelSummary{{Summary: stats.Summarize(handRecords(), o), Level: handMeta().Levels[0]}}
+	}
+	tests := []struct {
+		name string
+		in   HTMLInput
+		want string
+	}{
+		// 1 of 4 requests met ttft:500 tpot:12 ttp:250 (25 %): missed.
+		{"missed", HTMLInput{Levels: level("ttft:500 tpot:12 ttp:250"), SLA: "x"}, `<p class="sla missed">x</p>`},
+		// r4 failed: 3 of 4 met ttft:5000 = 75 % < 99 %: still missed.
+		{"failures miss", HTMLInput{Levels: level("ttft:5000"), SLA: "x"}, `<p class="sla missed">x</p>`},
+		{"no SLO is neutral", HTMLInput{Levels: level(""), SLA: "x"}, `<p class="sla">x</p>`},
+		{"caller's verdict", HTMLInput{Levels: level("ttft:500"), SLA: "x", SLAVerdict: "met"}, `<p class="sla met">x</p>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := string(renderHTML(t, tt.in))
+			if !strings.Contains(page, tt.want) {
+				t.Errorf("page lacks %s", tt.want)
+			}
+		})
+	}
+	// Met: all four requests of a run without its failure meet ttft:5000.
+	recs := handRecords()[:4]
+	slo, _ := stats.ParseSLO("ttft:5000")
+	in := HTMLInput{Levels: []LevelSummary{{Summary: stats.Summarize(recs, stats.Options{SLO: slo})}}, SLA: "x"}
+	if page := string(renderHTML(t, in)); !strings.Contains(page, `<p class="sla met">x</p>`) {
+		t.Errorf("all met: page lacks the met box")
+	}
+	if sloTarget != findings.SLOTarget {
+		t.Errorf("report's sloTarget %v differs from findings.SLOTarget %v: the box and the sentence would disagree", sloTarget, findings.SLOTarget)
+	}
+}
+
+// TestHTMLFailures: the failures section counts each class and shows a
+// few distinct messages, shortened.
+func TestHTMLFailures(t *testing.T) {
+	recs := handRecords()
+	for i := range 6 {
+		r := runlog.Record{ID: fmt.Sprintf("f%d", i), Intended: int64(200+i) * ms, Sent: int64(200+i) * ms, End: int64(210+i) * ms,
+			Status: 429, ErrorClass: runlog.ErrHTTP429, Error: fmt.Sprintf("429 Too Many Requests: retry in %d s", i%4)}
+		recs = append(recs, r)
+	}
+	recs = append(recs, runlog.Record{ID: "t", Sent: 300 * ms, End: 900 * ms, ErrorClass: runlog.ErrTimeout, Error: strings.Repeat("é", 200)})
+	meta := handMeta()
+	levels := SummarizeLevels(meta, recs, stats.Options{})
+	page := renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs)})
+	golden(t, "html_failures.golden", section(t, page, "Failures"))
+
+	// Without records the counts stay and the messages are said missing.
+	page = renderHTML(t, HTMLInput{Meta: meta, Levels: levels})
+	if sec := string(section(t, page, "Failures")); !strings.Contains(sec, "http_429") || !strings.Contains(sec, "(no records given)") {
+		t.Errorf("failures without records:\n%s", sec)
+	}
+	// Nothing failed: no section.
+	levels = SummarizeLevels(meta, handRecords()[:4], stats.Options{})
+	if page := string(renderHTML(t, HTMLInput{Levels: levels})); strings.Contains(page, "<h2>Failures</h2>") {
+		t.Error("a run without failures has a failures section")
+	}
+}
+
+// section returns the page from the heading <h2>name</h2> to the next
+// heading.
+func section(t *testing.T, page []byte, name string) []byte {
+	t.Helper()
+	head := []byte("<h2>" + name + "</h2>")
+	i := bytes.Index(page, head)
+	if i < 0 {
+		t.Fatalf("page has no %s section", name)
+	}
+	rest := page[i+len(head):]
+	if j := bytes.Index(rest, []byte("<h2>")); j >= 0 {
+		rest = rest[:j]
+	}
+	return append(append([]byte{}, head...), rest...)
 }

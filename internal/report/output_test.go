@@ -296,7 +296,9 @@ func TestCompareHTML(t *testing.T) {
 	if bad := externalRefs(t, page); len(bad) > 0 {
 		t.Errorf("CompareHTML references outside the file: %q", bad)
 	}
-	for _, w := range []string{"What users feel", "CDF of TTFT: A vs B", "CDF of E2EL: A vs B", "Side by side", "goodput under ttft:300 tpot:25", c.UserView[0][:40]} {
+	// Attainment 93.67 % → 75.67 %: −18.0 percentage points, not −19 %.
+	attRow := "<td>SLO attainment</td><td>93.67 %</td><td>75.67 %</td><td>−18.0 pp</td><td>[−24.0, −12.0] pp</td>"
+	for _, w := range []string{"What users feel", "CDF of TTFT: A vs B", "CDF of E2EL: A vs B", "Side by side", "goodput under ttft:300 tpot:25", c.UserView[0][:40], attRow} {
 		if !bytes.Contains(page, []byte(w)) {
 			t.Errorf("CompareHTML lacks %q", w)
 		}

@@ -3,8 +3,9 @@ package sweep
 // JSON renders the sweep's verdict as the result file's "sweep" object:
 // axis and unit, knee (or null, with knee_note), knee_method,
 // throughput_peak, goodput_peak, recommendation (the goodput peak),
-// max_within_slo, violation, saturated (per point), stopped, skipped, and
-// search when a search ran. Peaks carry their level index, load,
+// max_within_slo, violation, saturated (per point), stopped, skipped,
+// capacity_above_range (no level saturated: the peaks at the highest load
+// are lower bounds), and search when a search ran. Peaks carry their level index, load,
 // request_throughput, output_throughput, request_goodput and
 // slo_attainment. Keys are snake_case so --fail-if can name them, e.g.
 // sweep.goodput_peak.load.
@@ -24,6 +25,7 @@ func JSON(res *Result, search *SearchResult) map[string]any {
 		"throughput_peak": peak(res.ThroughputPeak), "goodput_peak": peak(res.GoodputPeak),
 		"recommendation": peak(res.GoodputPeak), "max_within_slo": peak(res.MaxWithinSLO),
 		"stopped": res.Stopped, "skipped": res.Skipped, "saturated": res.Saturated,
+		"capacity_above_range": res.CapacityAbove,
 	}
 	if k := res.Knee; k != nil {
 		out["knee"] = map[string]any{"level": res.Points[k.Index].Index, "label": res.Points[k.Index].Level.Label, "load": k.Load,

@@ -66,7 +66,9 @@ type Knee struct {
 // floored at 5 % of p99[0]/loads[0]; the knee is the first point i ≥ 2 whose
 // segment slope (p99[i]−p99[i−1])/(loads[i]−loads[i−1]) exceeds K·b and
 // whose p99[i] exceeds (1+MinRise)·p99[0]. ok is false, with why, when there
-// are fewer than three points or no point qualifies.
+// are fewer than three points or no point qualifies; why then names the
+// condition that failed (no segment steep enough, or the steep ones too
+// close to the lowest level's latency).
 func FindKnee(loads, p99 []float64, cfg KneeConfig) (k Knee, ok bool, why string) {
 	cfg = cfg.norm()
 	n := min(len(loads), len(p99))
@@ -85,14 +87,30 @@ func FindKnee(loads, p99 []float64, cfg KneeConfig) (k Knee, ok bool, why string
 	if !(base > 0) {
 		return Knee{}, false, "the lowest level has no latency to compare with"
 	}
-	steepest := 0.0
+	// Track each condition apart, so a miss names the one that decided.
+	steepest, highest, steepHigh := 0.0, p99[2], 0.0
+	anySteep, anyHigh := false, false
 	for i := 2; i < n; i++ {
 		slope := (p99[i] - p99[i-1]) / (loads[i] - loads[i-1])
-		steepest = max(steepest, slope)
-		if slope > cfg.K*base && p99[i] > (1+cfg.MinRise)*p99[0] {
+		steep, high := slope > cfg.K*base, p99[i] > (1+cfg.MinRise)*p99[0]
+		if steep && high {
 			return Knee{Index: i, Load: loads[i], P99TTFTMs: p99[i], Slope: slope, BaseSlope: base, K: cfg.K}, true, ""
 		}
+		steepest, highest = max(steepest, slope), max(highest, p99[i])
+		if steep {
+			anySteep, steepHigh = true, max(steepHigh, p99[i])
+		}
+		anyHigh = anyHigh || high
 	}
-	return Knee{}, false, fmt.Sprintf("no knee within the levels: P99 TTFT rose at most %.1f× the low-load slope (threshold %g×); sweep higher loads",
+	rise := func(v float64) string { return fmt.Sprintf("%.2f×", v/p99[0]) }
+	switch {
+	case anySteep && !anyHigh:
+		return Knee{}, false, fmt.Sprintf("no knee within the levels: P99 TTFT rose steeply (up to %.1f× the low-load slope) but never above %g× the lowest level's (%.0f ms; at most %s, %.0f ms), so the rise is noise on a flat curve",
+			steepest/base, 1+cfg.MinRise, p99[0], rise(highest), highest)
+	case anySteep:
+		return Knee{}, false, fmt.Sprintf("no knee within the levels: the steep segments (up to %.1f× the low-load slope) stayed within %g× the lowest level's P99 TTFT (at most %s), and the levels above it rose no faster than %g× the low-load slope",
+			steepest/base, 1+cfg.MinRise, rise(steepHigh), cfg.K)
+	}
+	return Knee{}, false, fmt.Sprintf("no knee within the levels: P99 TTFT rose at most %.1f× the low-load slope (threshold %g×)",
 		steepest/base, cfg.K)
 }

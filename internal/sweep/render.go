@@ -78,15 +78,22 @@ func Render(w io.Writer, res *Result, search *SearchResult, crit Criteria) error
 	fmt.Fprintf(&b, "  method: %s\n", res.KneeMethod)
 	if tp := res.ThroughputPeak; tp != nil {
 		fmt.Fprintf(&b, "Throughput peak: %.2f req/s (%.0f output tok/s) at %s", tp.RequestThroughput, tp.OutputThroughput, label(tp.Index))
+		if atTop(res, tp) {
+			b.WriteString(", the highest load tested (throughput still rising)")
+		}
 		if v := res.Violation; v != nil {
 			fmt.Fprintf(&b, " — inside SLO violation: %.1f %% of requests miss the SLO there, goodput %.0f %% below its peak, at %.2f× the goodput peak's load",
 				100*v.ViolatingShare, 100*v.GoodputLoss, v.LoadRatio)
 		}
 		b.WriteByte('\n')
 	}
-	if gp := res.GoodputPeak; gp != nil {
+	switch gp := res.GoodputPeak; {
+	case gp != nil && atTop(res, gp):
+		fmt.Fprintf(&b, "Goodput peak: %.2f req/s meeting the SLO at %s (attainment %.1f %%), the highest load tested: no level saturated, so the capacity lies above the range tested; sweep higher loads before taking it as the operating point\n",
+			gp.Goodput, label(gp.Index), 100*gp.Attainment)
+	case gp != nil:
 		fmt.Fprintf(&b, "Goodput peak (recommended operating point): %.2f req/s meeting the SLO at %s (attainment %.1f %%)\n", gp.Goodput, label(gp.Index), 100*gp.Attainment)
-	} else {
+	default:
 		b.WriteString("Goodput peak: none (no SLO, or nothing met it)\n")
 	}
 	if m := res.MaxWithinSLO; m != nil {
@@ -120,6 +127,16 @@ func queueText(c Criteria) string {
 	return ""
 }
 
+// atTop says whether p sits at the highest load tested while no level
+// saturated: then it is a lower bound, not a peak.
+func atTop(res *Result, p *Peak) bool {
+	if !res.CapacityAbove || len(res.Points) == 0 {
+		return false
+	}
+	order := byLoad(res)
+	return res.Points[order[len(order)-1]].Load(res.Axis) == p.Load
+}
+
 // byLoad lists point indexes in load order (run order among equals).
 func byLoad(res *Result) []int {
 	idx := make([]int, len(res.Points))
@@ -135,9 +152,10 @@ func byLoad(res *Result) []int {
 	return idx
 }
 
-// Findings states the sweep's verdict as findings: the knee, the throughput
-// peak inside SLO violation, the recommendation, the search result and an
-// early stop, each with its figures.
+// Findings states the sweep's verdict as findings: the knee (or that the
+// capacity lies above the range tested), the throughput peak inside SLO
+// violation, the recommendation, the search result and an early stop, each
+// with its figures.
 func Findings(res *Result, search *SearchResult) []findings.Finding {
 	var fs []findings.Finding
 	unit := res.Axis.Unit()
@@ -152,11 +170,23 @@ func Findings(res *Result, search *SearchResult) []findings.Finding {
 				g(k.Load), unit, k.P99TTFTMs, g(k.Slope), res.Axis.step(), g(k.BaseSlope)),
 			Evidence: map[string]any{"load": k.Load, "p99_ttft_ms": k.P99TTFTMs, "slope": k.Slope, "base_slope": k.BaseSlope, "k": k.K, "level": res.Points[k.Index].Index}})
 	}
+	if k := res.Knee; k == nil && res.CapacityAbove {
+		top := res.Points[byLoad(res)[len(res.Points)-1]]
+		fs = append(fs, findings.Finding{ID: "capacity-above-range", Severity: findings.Info,
+			Message: fmt.Sprintf("No level saturated: throughput still grew with load up to the highest load tested (%s %s), so the capacity lies above the range tested and the knee is not placed yet; sweep higher loads.",
+				g(top.Load(res.Axis)), unit),
+			Evidence: map[string]any{"highest_load": top.Load(res.Axis), "level": top.Index, "request_throughput": top.Summary.RequestThroughput}})
+	}
 	if gp := res.GoodputPeak; gp != nil {
-		fs = append(fs, findings.Finding{ID: "goodput-peak", Severity: findings.Info,
-			Message: fmt.Sprintf("Recommended operating point: %s %s, the goodput peak (%.2f req/s meeting the SLO, attainment %.1f %%).",
-				g(gp.Load), unit, gp.Goodput, 100*gp.Attainment),
-			Evidence: map[string]any{"load": gp.Load, "request_goodput": gp.Goodput, "slo_attainment": gp.Attainment, "level": res.Points[gp.Index].Index}})
+		msg := fmt.Sprintf("Recommended operating point: %s %s, the goodput peak (%.2f req/s meeting the SLO, attainment %.1f %%).",
+			g(gp.Load), unit, gp.Goodput, 100*gp.Attainment)
+		if atTop(res, gp) {
+			msg = fmt.Sprintf("The goodput peak is the highest load tested, %s %s (%.2f req/s meeting the SLO, attainment %.1f %%): no level saturated, so the capacity lies above the range tested; sweep higher loads before taking it as the operating point.",
+				g(gp.Load), unit, gp.Goodput, 100*gp.Attainment)
+		}
+		fs = append(fs, findings.Finding{ID: "goodput-peak", Severity: findings.Info, Message: msg,
+			Evidence: map[string]any{"load": gp.Load, "request_goodput": gp.Goodput, "slo_attainment": gp.Attainment, "level": res.Points[gp.Index].Index,
+				"capacity_above_range": atTop(res, gp)}})
 	}
 	if v, tp := res.Violation, res.ThroughputPeak; v != nil && tp != nil {
 		fs = append(fs, findings.Finding{ID: "throughput-peak-violates-slo", Severity: findings.Warning,

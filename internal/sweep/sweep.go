@@ -139,6 +139,30 @@ type Peak struct {
 	RequestThroughput, OutputThroughput, Goodput, Attainment float64
 }
 
+// scalingFloor: throughput "still grows with load" when its relative gain
+// between the two highest loads is at least this share of the load's.
+const scalingFloor = 0.5
+
+// saturates says whether the levels reached saturation: a level was judged
+// saturated, or throughput stopped growing with load between the two
+// highest loads (order lists point indexes by load).
+func saturates(res *Result, order []int, a Axis) bool {
+	for _, why := range res.Saturated {
+		if why != "" {
+			return true
+		}
+	}
+	if len(order) < 2 {
+		return false
+	}
+	hi, lo := &res.Points[order[len(order)-1]], &res.Points[order[len(order)-2]]
+	tl, th := lo.Summary.RequestThroughput, hi.Summary.RequestThroughput
+	if !(tl > 0) || !(lo.Load(a) > 0) {
+		return false
+	}
+	return th/tl-1 < scalingFloor*(hi.Load(a)/lo.Load(a)-1)
+}
+
 func peakOf(i int, p *Point, a Axis) *Peak {
 	return &Peak{Index: i, Load: p.Load(a), RequestThroughput: p.Summary.RequestThroughput,
 		OutputThroughput: p.Summary.OutputThroughput, Goodput: p.Summary.SLO.Goodput, Attainment: p.Summary.SLO.Attainment}
@@ -165,9 +189,17 @@ type Result struct {
 	// Saturated holds, per point, why it counts as saturated ("" if not).
 	Saturated []string
 	// Knee is where P99 TTFT turns up; nil when none was found, with
-	// KneeNote saying why. KneeMethod states the method.
+	// KneeNote saying why. KneeMethod states the method. A knee candidate
+	// at the highest load tested while CapacityAbove holds is no knee: the
+	// note names it.
 	Knee                 *Knee
 	KneeNote, KneeMethod string
+	// CapacityAbove says no level reached saturation: none was judged
+	// saturated, no knee turned below the highest load, and throughput
+	// still grew with load between the two highest loads (by at least half
+	// the load's relative step), so the capacity lies above the range
+	// tested and the peaks at the highest load are only lower bounds.
+	CapacityAbove bool
 	// ThroughputPeak is the level with the most completed requests/s;
 	// GoodputPeak the one with the most requests/s meeting the SLO (nil
 	// without an SLO) — the recommended operating point.
@@ -255,10 +287,25 @@ func Analyze(points []Point, cfg Config) Result {
 		}
 		loads, p99s, idx = append(loads, points[i].Load(cfg.Axis)), append(p99s, v), append(idx, i)
 	}
-	if k, ok, why := FindKnee(loads, p99s, cfg.Knee); ok {
+	top := -1
+	if len(order) > 0 {
+		top = order[len(order)-1]
+	}
+	unit := cfg.Axis.Unit()
+	k, ok, why := FindKnee(loads, p99s, cfg.Knee)
+	// A knee below the highest load is the curve turning: saturation is
+	// within the range even if no level was judged saturated.
+	res.CapacityAbove = len(order) > 0 && !saturates(&res, order, cfg.Axis) && !(ok && idx[k.Index] != top)
+	switch {
+	case ok && res.CapacityAbove && idx[k.Index] == top:
+		res.KneeNote = fmt.Sprintf("P99 TTFT turns up only at the highest load tested (%s %s, %.0f ms) and no level saturated: the capacity lies above the range tested, so the turn is not placed yet; sweep higher loads",
+			g(k.Load), unit, k.P99TTFTMs)
+	case ok:
 		k.Index = idx[k.Index]
 		res.Knee = &k
-	} else {
+	case res.CapacityAbove && len(loads) >= 3:
+		res.KneeNote = fmt.Sprintf("%s; no level saturated, so the capacity lies above the range tested (beyond %s %s): sweep higher loads", why, g(points[top].Load(cfg.Axis)), unit)
+	default:
 		res.KneeNote = why
 	}
 

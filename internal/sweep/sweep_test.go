@@ -131,6 +131,18 @@ func TestFindKnee(t *testing.T) {
 			name: "first steep segment", loads: loads, p99: []float64{100, 110, 130, 400, 5000}, ok: true,
 			want: Knee{Index: 3, Load: 8, P99TTFTMs: 400, Slope: 67.5, BaseSlope: 10, K: 3},
 		},
+		{
+			// base = max(0, 0.05·100/1) = 5; at load 4 slope 40 > 15 is steep
+			// but 140 ≤ 150: the rise condition decided, not the slope.
+			name: "steep but not high", loads: []float64{1, 2, 3, 4}, p99: []float64{100, 100, 100, 140},
+			reason: "rose steeply (up to 8.0× the low-load slope) but never above 1.5× the lowest level's (100 ms; at most 1.40×, 140 ms)",
+		},
+		{
+			// at load 4 slope 45 > 15 but 145 ≤ 150; at 5, 160 > 150 but slope
+			// 15 is not > 15: each condition held somewhere, never together.
+			name: "steep and high apart", loads: []float64{1, 2, 3, 4, 5}, p99: []float64{100, 100, 100, 145, 160},
+			reason: "the steep segments (up to 9.0× the low-load slope) stayed within 1.5× the lowest level's P99 TTFT (at most 1.45×), and the levels above it rose no faster than 3× the low-load slope",
+		},
 		{name: "two points", loads: []float64{1, 2}, p99: []float64{1, 100}, reason: "at least 3 levels"},
 		{name: "unsorted", loads: []float64{1, 4, 2}, p99: []float64{1, 2, 3}, reason: "ascending"},
 		{name: "no latency", loads: []float64{1, 2, 3}, p99: []float64{0, 0, 5}, reason: "no latency"},
@@ -208,6 +220,70 @@ func TestAnalyze(t *testing.T) {
 	res = Analyze(pts, Config{Axis: AxisRate})
 	if res.GoodputPeak != nil || res.Violation != nil || res.MaxWithinSLO != nil {
 		t.Errorf("no SLO: GoodputPeak %+v Violation %+v MaxWithinSLO %+v; want nil", res.GoodputPeak, res.Violation, res.MaxWithinSLO)
+	}
+}
+
+// TestAnalyzeBelowCapacity: levels that never saturate put the capacity
+// above the range tested, and the highest level is no knee.
+func TestAnalyzeBelowCapacity(t *testing.T) {
+	// Throughput keeps up with every rate (no level falls behind), P99 TTFT
+	// jumps only at the top: base (110−100)/2 = 5; slope 20/4 = 5, then
+	// (900−130)/8 = 96.25 > 15 with 900 > 150 — a knee candidate at 16.
+	pts := []Point{point(2, 2, 2, 1, 100), point(4, 4, 4, 1, 110), point(8, 8, 8, 1, 130), point(16, 16, 16, 1, 900)}
+	res := Analyze(pts, Config{Axis: AxisRate})
+	if !res.CapacityAbove || res.Knee != nil {
+		t.Fatalf("CapacityAbove %v, Knee %+v; want true and no knee", res.CapacityAbove, res.Knee)
+	}
+	if want := "P99 TTFT turns up only at the highest load tested (16 req/s, 900 ms) and no level saturated: the capacity lies above the range tested"; !strings.Contains(res.KneeNote, want) {
+		t.Errorf("KneeNote = %q; want containing %q", res.KneeNote, want)
+	}
+	var b strings.Builder
+	if err := Render(&b, &res, nil, Criteria{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Knee: none found: P99 TTFT turns up only at the highest load tested",
+		"Throughput peak: 16.00 req/s (1600 output tok/s) at rate=16, the highest load tested (throughput still rising)",
+		"Goodput peak: 16.00 req/s meeting the SLO at rate=16 (attainment 100.0 %), the highest load tested: no level saturated, so the capacity lies above the range tested",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Render =\n%s\nwant a line containing %q", b.String(), want)
+		}
+	}
+	if strings.Contains(b.String(), "recommended operating point") {
+		t.Errorf("Render recommends the highest load tested:\n%s", b.String())
+	}
+	fs := Findings(&res, nil)
+	var gotIDs []string
+	for _, f := range fs {
+		gotIDs = append(gotIDs, f.ID)
+		if f.ID == "goodput-peak" && (strings.HasPrefix(f.Message, "Recommended") || f.Evidence["capacity_above_range"] != true) {
+			t.Errorf("goodput-peak = %+v; want it flagged as a lower bound", f)
+		}
+	}
+	if diff := cmp.Diff([]string{"capacity-above-range", "goodput-peak"}, gotIDs); diff != "" {
+		t.Errorf("Findings ids (-want +got):\n%s", diff)
+	}
+	if j := JSON(&res, nil); j["capacity_above_range"] != true || j["knee"] != nil {
+		t.Errorf("JSON capacity_above_range %v, knee %v; want true, null", j["capacity_above_range"], j["knee"])
+	}
+
+	// Linear latency and no saturation: no knee, and the note says where
+	// the capacity is rather than just the slope.
+	pts[3] = point(16, 16, 16, 1, 170)
+	res = Analyze(pts, Config{Axis: AxisRate})
+	if want := "; no level saturated, so the capacity lies above the range tested (beyond 16 req/s): sweep higher loads"; !strings.HasSuffix(res.KneeNote, want) {
+		t.Errorf("KneeNote = %q; want ending %q", res.KneeNote, want)
+	}
+
+	// The same jump where throughput stopped growing (8 → 8.4 req/s for
+	// twice the load: 5 % against half of 100 %) is saturation: the top
+	// level is the knee and the peaks are real.
+	pts[3] = point(16, 8.4, 8.4, 1, 900)
+	pts[3].Summary.Requests = 50 // too few for the fell-behind test: only the throughput says so
+	res = Analyze(pts, Config{Axis: AxisRate})
+	if res.CapacityAbove || res.Knee == nil || res.Knee.Load != 16 {
+		t.Errorf("flat throughput: CapacityAbove %v, Knee %+v (%s); want false and the knee at 16", res.CapacityAbove, res.Knee, res.KneeNote)
 	}
 }
 
