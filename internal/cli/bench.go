@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,13 +45,33 @@ type targetFlags struct {
 	Timeout           time.Duration
 	IdleTimeout       time.Duration
 	ReadyCheckTimeout time.Duration
+	// ServedModelName is the id sent in requests when it differs from
+	// Model, which then names the model (and tokenizer) in the records.
+	ServedModelName string
+	// Sampling parameters sent in every request body, only when given.
+	Temperature, TopP optFloat
+	TopK              optInt
+	Insecure          bool
+	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
+	TrustRemoteCode bool
+	TokenizerMode   string
+	// NoStream measures non-streamed requests (bench only).
+	NoStream bool
+}
+
+// requestModel is the model id sent in requests.
+func (t *targetFlags) requestModel() string {
+	if t.ServedModelName != "" {
+		return t.ServedModelName
+	}
+	return t.Model
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
-	fs.StringVar(&t.Backend, "backend", "openai", "API flavour: openai (completions) or openai-chat (vllm = openai)")
+	fs.StringVar(&t.Backend, "backend", "openai", "API: openai (completions; vllm is vLLM's alias of it) or openai-chat; any OpenAI-compatible server speaks one of them")
 	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default /v1/completions, or /v1/chat/completions for openai-chat)")
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
@@ -62,7 +84,126 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.ReadyCheckTimeout, "ready-check-timeout", 0, "wait this long for a starting server to answer GET /v1/models before the run (0: do not wait)")
 	fs.DurationVar(&t.Timeout, "timeout", time.Hour, "limit on a whole request, so a server that trickles keep-alives forever cannot hang the run (0: none)")
 	fs.DurationVar(&t.IdleTimeout, "idle-timeout", 2*time.Minute, "limit on silence from the server, from the send to the first byte and between bytes (0: none); raise it for queues longer than this")
+	fs.Var(secondsValue{&t.ReadyCheckTimeout}, "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
+	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
+	fs.Var(&t.Temperature, "temperature", "temperature sent in every request (default: none sent, the server's own)")
+	fs.Var(&t.TopP, "top-p", "top_p sent in every request (default: none sent)")
+	fs.Var(&t.TopK, "top-k", "top_k sent in every request (default: none sent)")
+	fs.BoolVar(&t.Insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed https servers)")
+	fs.BoolVar(&t.TrustRemoteCode, "trust-remote-code", false, "accepted for vLLM's scripts; no effect (goodput runs no model code)")
+	fs.StringVar(&t.TokenizerMode, "tokenizer-mode", "", "accepted for vLLM's scripts; no effect (see --tokenizer)")
 }
+
+// registerBench adds the target flags only bench has.
+func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
+	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
+}
+
+// backends maps each accepted --backend to its canonical name: vLLM's
+// "openai" (completions) and "openai-chat", and "vllm", vLLM's alias of
+// openai. Other servers (SGLang, TGI, llama.cpp, Ollama) speak one of
+// these two APIs; a name of theirs would say nothing more, so it is not
+// accepted.
+var backends = map[string]string{"openai": "openai", "vllm": "openai", "openai-chat": "openai-chat"}
+
+// backend checks --backend and returns its canonical name and default
+// endpoint.
+func (t *targetFlags) backend() (name, endpoint string, err error) {
+	name, ok := backends[strings.ToLower(strings.TrimSpace(t.Backend))]
+	switch {
+	case !ok:
+		return "", "", usagef("--backend %q: want openai (completions; vllm is its alias) or openai-chat: every OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp) speaks one of them", t.Backend)
+	case name == "openai-chat":
+		return name, "/v1/chat/completions", nil
+	}
+	return name, "/v1/completions", nil
+}
+
+// sampling returns the sampling parameters given, as body fields.
+func (t *targetFlags) sampling() map[string]any {
+	m := map[string]any{}
+	if t.Temperature.set {
+		m["temperature"] = t.Temperature.v
+	}
+	if t.TopP.set {
+		m["top_p"] = t.TopP.v
+	}
+	if t.TopK.set {
+		m["top_k"] = t.TopK.v
+	}
+	return m
+}
+
+// optFloat is a float flag that knows whether it was given, so an unset
+// sampling parameter is left out of the request rather than sent as 0.
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (f *optFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return errors.New("want a number")
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+func (f *optFloat) String() string {
+	if !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+func (f *optFloat) Type() string { return "float" }
+
+// optInt is optFloat for integers.
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (f *optInt) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("want an integer")
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+func (f *optInt) String() string {
+	if !f.set {
+		return ""
+	}
+	return strconv.Itoa(f.v)
+}
+
+func (f *optInt) Type() string { return "int" }
+
+// secondsValue sets a duration from a number of seconds (vLLM's
+// --ready-check-timeout-sec), so both spellings fill one field.
+type secondsValue struct{ d *time.Duration }
+
+func (v secondsValue) Set(s string) error {
+	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !(x >= 0) || x > 1e9 {
+		return errors.New("want a number of seconds ≥ 0")
+	}
+	*v.d = time.Duration(x * float64(time.Second))
+	return nil
+}
+
+func (v secondsValue) String() string {
+	if v.d == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(v.d.Seconds(), 'f', -1, 64)
+}
+
+func (v secondsValue) Type() string { return "seconds" }
 
 // loadFlags says how much load and for how long.
 type loadFlags struct {
@@ -74,13 +215,66 @@ type loadFlags struct {
 	Duration       time.Duration
 	Seed           int64
 	numSet         bool // --num-prompts given explicitly
+	// RampUp* are vLLM's --ramp-up-strategy and its rates (bench only).
+	RampUpStrategy               string
+	RampUpStartRPS, RampUpEndRPS optFloat
+}
+
+// registerRamp adds vLLM's ramp-up flags (bench only).
+func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
+	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
+	fs.Var(&l.RampUpStartRPS, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
+	fs.Var(&l.RampUpEndRPS, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
+}
+
+// rampSpec is a level's rising rate (--ramp-up-strategy).
+type rampSpec struct {
+	strategy   workload.RampStrategy
+	start, end float64 // requests/s
+}
+
+// label names the ramp for reports, e.g. "ramp-up linear 1→10 req/s".
+func (r *rampSpec) label() string {
+	return fmt.Sprintf("ramp-up %s %g→%g req/s", r.strategy, r.start, r.end)
+}
+
+// ramp checks the ramp-up flags; nil means no ramp. rate is --request-rate
+// parsed (0: inf) and n the measured requests.
+func (l *loadFlags) ramp(rate float64, n int) (*rampSpec, error) {
+	st := strings.ToLower(strings.TrimSpace(l.RampUpStrategy))
+	if st == "" {
+		if l.RampUpStartRPS.set || l.RampUpEndRPS.set {
+			return nil, usagef("--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy linear or exponential")
+		}
+		return nil, nil
+	}
+	r := &rampSpec{strategy: workload.RampStrategy(st), start: l.RampUpStartRPS.v, end: l.RampUpEndRPS.v}
+	switch {
+	case r.strategy != workload.RampLinear && r.strategy != workload.RampExponential:
+		return nil, usagef("--ramp-up-strategy %q: want linear or exponential", l.RampUpStrategy)
+	case !l.RampUpStartRPS.set || !l.RampUpEndRPS.set:
+		return nil, usagef("--ramp-up-strategy %s needs both --ramp-up-start-rps and --ramp-up-end-rps", st)
+	case rate > 0:
+		return nil, usagef("--ramp-up-strategy sets the request rate: leave --request-rate at inf (it is %s)", l.RequestRate)
+	case r.start < 0 || r.end < 0:
+		return nil, usagef("--ramp-up-start-rps %g, --ramp-up-end-rps %g: want rates ≥ 0", r.start, r.end)
+	case r.start == 0 && r.strategy == workload.RampExponential:
+		return nil, usagef("--ramp-up-start-rps 0: an exponential ramp cannot start at 0 requests/s")
+	case r.start == 0:
+		return nil, usagef("--ramp-up-start-rps 0: the first request's rate would be 0 (no gap before it is defined); start above 0")
+	case r.end < r.start:
+		return nil, usagef("--ramp-up-end-rps %g is below --ramp-up-start-rps %g: the ramp goes up", r.end, r.start)
+	case n <= 0:
+		return nil, usagef("--ramp-up-strategy ramps over --num-prompts requests: give --num-prompts")
+	}
+	return r, nil
 }
 
 func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.RequestRate, "request-rate", "inf", "open-loop arrival rate in requests/s, or inf to send as fast as the concurrency cap allows")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1.0, "gamma shape of inter-arrival gaps (1 = Poisson, <1 burstier, >1 smoother)")
 	fs.IntVar(&l.MaxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
-	fs.IntVar(&l.NumPrompts, "num-prompts", 1000, "measured requests to send")
+	fs.IntVar(&l.NumPrompts, "num-prompts", 1000, "measured requests to send (bench with no --base-url, against the embedded simulator: 200 unless given)")
 	fs.IntVar(&l.NumWarmups, "num-warmups", 0, "warm-up requests sent first and excluded from results")
 	fs.DurationVar(&l.Duration, "duration", 0, "stop sending after this long (e.g. 60s; with it, --num-prompts is a cap only if set)")
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule")
@@ -106,30 +300,123 @@ func (l *loadFlags) rate() (float64, error) {
 type workloadFlags struct {
 	o         workload.Options
 	calibrate string
+	// inputLen and outputLen are vLLM's --input-len and --output-len.
+	inputLen, outputLen generalLen
+	// customOutputLen is --custom-output-len (bench only): tokens asked of
+	// every custom request; 0 or -1 keeps the file's output_tokens.
+	customOutputLen  int
+	skipChatTemplate bool
 }
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	o := &w.o
+	// --input-len and --output-len set the dataset-specific lengths, as in
+	// vLLM (input: random; output: random, sharegpt, custom and
+	// prefix-repetition), and win over them whatever the order of flags.
+	w.inputLen.targets = []*int{&o.RandomInputLen}
+	w.outputLen.targets = []*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.customOutputLen, &o.PrefixRepetitionOutputLen}
+	o.RandomInputLen, o.RandomOutputLen = 1024, 128
 	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
 	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
-	fs.IntVar(&o.RandomInputLen, "random-input-len", 1024, "random dataset: prompt length in tokens")
-	fs.IntVar(&o.RandomOutputLen, "random-output-len", 128, "random dataset: output length in tokens")
+	fs.Var(&w.inputLen, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
+	fs.Var(&w.outputLen, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
+	fs.Var(&lenFlag{&o.RandomInputLen, &w.inputLen.set}, "random-input-len", "random dataset: prompt length in tokens")
+	fs.Var(&lenFlag{&o.RandomOutputLen, &w.outputLen.set}, "random-output-len", "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
 	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
 	fs.StringVar(&w.calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
 	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
-	fs.IntVar(&o.ShareGPTOutputLen, "sharegpt-output-len", 0, "sharegpt dataset: output length in tokens (0: the reply's)")
+	fs.Var(&lenFlag{&o.ShareGPTOutputLen, &w.outputLen.set}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
 	fs.IntVar(&o.PrefixRepetitionPrefixLen, "prefix-repetition-prefix-len", 0, "prefix-repetition dataset: prefix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionSuffixLen, "prefix-repetition-suffix-len", 0, "prefix-repetition dataset: suffix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionNumPrefixes, "prefix-repetition-num-prefixes", 0, "prefix-repetition dataset: distinct prefixes (default 10)")
-	fs.IntVar(&o.PrefixRepetitionOutputLen, "prefix-repetition-output-len", 0, "prefix-repetition dataset: output tokens (default 128)")
+	fs.Var(&lenFlag{&o.PrefixRepetitionOutputLen, &w.outputLen.set}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
 	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
 	fs.BoolVar(&o.CacheBust, "cache-bust", false, "prepend a unique random prefix to every prompt so prefix caches cannot hit")
 	fs.Float64Var(&o.TraceSpeedup, "trace-speedup", 1, "trace dataset: compress time by this factor")
 	fs.StringVar(&o.TraceWindow, "trace-window", "", "trace dataset: START:END seconds of trace time (from its first arrival, before speed-up)")
+	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
+}
+
+// registerBench adds the workload flags only bench has.
+func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
+	fs.Var(&lenFlag{&w.customOutputLen, &w.outputLen.set}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
+}
+
+// generalLen is vLLM's --input-len or --output-len: a length that sets the
+// dataset-specific flags it maps to.
+type generalLen struct {
+	v       int
+	set     bool
+	targets []*int
+}
+
+func (g *generalLen) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || v < 1 {
+		// 0 would read as "the dataset's default", not as 0 tokens.
+		return errors.New("want a number of tokens ≥ 1")
+	}
+	g.v, g.set = v, true
+	for _, t := range g.targets {
+		*t = v
+	}
+	return nil
+}
+
+func (g *generalLen) String() string {
+	if !g.set {
+		return ""
+	}
+	return strconv.Itoa(g.v)
+}
+
+func (g *generalLen) Type() string { return "int" }
+
+// lenFlag is a dataset-specific length flag that a general one (--input-len,
+// --output-len) overrides once given.
+type lenFlag struct {
+	p          *int
+	overridden *bool
+}
+
+func (f *lenFlag) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("want an integer")
+	}
+	if !*f.overridden {
+		*f.p = v
+	}
+	return nil
+}
+
+func (f *lenFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.p)
+}
+
+func (f *lenFlag) Type() string { return "int" }
+
+// customOutput asks every request of a custom dataset for n output tokens
+// (--custom-output-len).
+type customOutput struct {
+	workload.Dataset
+	n int
+}
+
+func (d customOutput) Shape(i int) workload.Request { return d.fix(d.Dataset.Shape(i)) }
+
+func (d customOutput) Request(i int) workload.Request { return d.fix(d.Dataset.Request(i)) }
+
+func (d customOutput) fix(r workload.Request) workload.Request {
+	r.OutputTokens, r.OutputRecorded = d.n, false
+	return r
 }
 
 // outputFlags say what to print and save.
@@ -146,21 +433,35 @@ type outputFlags struct {
 	Metadata          []string
 	Quiet             bool
 	HTML              string
+	// Label replaces the backend in the result file name and is stored as
+	// the result's label (bench only, as vLLM's --label).
+	Label string
+	// AppendResult appends the result to its file (bench only).
+	AppendResult bool
+	// metricsSet says --percentile-metrics was given (not its default).
+	metricsSet bool
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
-	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el,ttp", "metrics to report percentiles for")
+	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el,ttp,response", "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&o.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens")
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
-	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, errors)")
+	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")
 	fs.StringVar(&o.ResultDir, "result-dir", "", "directory for the result and records files (default: current)")
 	fs.StringVar(&o.ResultFilename, "result-filename", "", "result file name (default like vLLM's: backend-rate-qps-concurrency-model-date.json)")
 	fs.StringVar(&o.Records, "records", "", "per-request records JSONL (default: beside the result file, .records.jsonl); none to skip")
 	fs.StringArrayVar(&o.Metadata, "metadata", nil, "K=V saved with the result (repeatable)")
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "no progress output (vLLM's spelling of --quiet)")
 	fs.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report (charts inlined, opens offline) to this file")
+}
+
+// registerBench adds the output flags only bench has.
+func (o *outputFlags) registerBench(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Label, "label", "", "name the result file after this instead of the backend, and store it as the result's label (as vLLM's --label)")
+	fs.BoolVar(&o.AppendResult, "append-result", false, "save the result by appending it, as one JSON line, to the result file (as vLLM does; implies --save-result)")
 }
 
 var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
@@ -238,15 +539,26 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")
+			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
 			return runBench(cmd.Context(), env, &o)
 		},
 	}
 	fs := cmd.Flags()
-	group(fs, "Target flags", o.target.register)
-	group(fs, "Load flags", o.load.register)
-	group(fs, "Workload flags", o.work.register)
+	group(fs, "Target flags", func(fs *pflag.FlagSet) {
+		o.target.register(fs)
+		o.target.registerBench(fs)
+	})
+	group(fs, "Load flags", func(fs *pflag.FlagSet) {
+		o.load.register(fs)
+		o.load.registerRamp(fs)
+	})
+	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
+		o.work.register(fs)
+		o.work.registerBench(fs)
+	})
 	group(fs, "Output flags", func(fs *pflag.FlagSet) {
 		o.out.register(fs)
+		o.out.registerBench(fs)
 		o.verdict.register(fs)
 		fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
 	})
@@ -290,6 +602,7 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	clientCPU := cpu.share()
+	out.level.ClientCPU = clientCPU
 	s.meta.Levels = []runlog.Level{out.level}
 	if err := s.finish(); err != nil {
 		return err
@@ -302,20 +615,36 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		return err
 	}
 	s.printFiles()
-	extra := map[string]any{"records_file": s.recordsPath, "findings": nonNil(fs)}
+	extra := map[string]any{"records_file": s.recordsPath, "findings": nonNil(fs), "tokenizer_id": s.tokenizerID}
+	if o.out.Label != "" {
+		extra["label"] = o.out.Label
+	}
+	if r := lv.Ramp; r != nil {
+		// vLLM's keys for a ramp (its rates are integers there).
+		extra["ramp_up_strategy"], extra["ramp_up_start_rps"], extra["ramp_up_end_rps"] = string(r.strategy), jsonNumber(r.start), jsonNumber(r.end)
+	}
 	saved := &savedRun{path: s.recordsPath}
 	if o.out.SaveDetailed {
-		d, err := detailed(env, saved, 0)
+		d, err := detailedRun(env, saved, 0, !o.target.NoStream)
 		if err != nil {
 			return err
 		}
 		maps.Copy(extra, d)
 	}
+	if out.load.Stopped == "cancelled" {
+		extra["interrupted"] = true
+	}
 	result, err := report.ResultJSON(&out.summary, s.meta, extra)
 	if err != nil {
 		return err
 	}
-	if o.out.SaveResult {
+	switch {
+	case o.out.AppendResult:
+		if err := appendResult(s.resultPath, result); err != nil {
+			return fmt.Errorf("--append-result: %w", err)
+		}
+		fmt.Fprintf(env.Stderr, "goodput: result appended to %s\n", s.resultPath)
+	case o.out.SaveResult:
 		if err := writeResult(s.resultPath, result); err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
@@ -332,12 +661,21 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		}
 	}
 	if out.load.Stopped == "cancelled" {
-		return fmt.Errorf("interrupted: %d requests sent; the summary above covers what finished", out.load.Sent)
+		return interruptedError{fmt.Sprintf("%d requests sent; the summary above covers what finished", out.load.Sent)}
 	}
 	if err := allFailed(&out.summary); err != nil {
 		return err
 	}
 	return o.verdict.check(result)
+}
+
+// jsonNumber writes a whole number as an integer (as vLLM's integer
+// flags are), any other as a float.
+func jsonNumber(f float64) any {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f)
+	}
+	return f
 }
 
 // allFailed is a run error when not one measured request succeeded: the
@@ -381,8 +719,13 @@ func waitModels(ctx context.Context, c *openai.Client, wait time.Duration) ([]op
 	}
 }
 
-// discover fills in the model id from the server when none was given.
-func discover(ctx context.Context, c *openai.Client, t *targetFlags) error {
+// discover fills in the model id from the server when none was given, and
+// stops a run whose model the server does not serve: when the model list
+// lacks it, or cannot be had, one short request asks, and only an answer
+// that the model does not exist stops the run (llama.cpp and TGI answer
+// any name; the simulator also answers its aliases, which it does not
+// list). Notes go to stderr.
+func discover(ctx context.Context, c *openai.Client, t *targetFlags, stderr io.Writer) error {
 	mode := strings.ToLower(t.ContinuousUsage)
 	switch mode {
 	case "on", "true":
@@ -392,31 +735,37 @@ func discover(ctx context.Context, c *openai.Client, t *targetFlags) error {
 	default:
 		return usagef("--continuous-usage %q: want auto, on or off", t.ContinuousUsage)
 	}
-	if t.Model != "" && mode != "auto" && t.ReadyCheckTimeout == 0 {
-		return nil
-	}
+	name := t.requestModel()
 	models, err := waitModels(ctx, c, t.ReadyCheckTimeout)
 	if err != nil {
-		if t.Model != "" && t.ReadyCheckTimeout == 0 {
-			return nil // the list is only a convenience when the model is known
-		}
-		if t.Model != "" {
+		switch {
+		case name == "":
+			return fmt.Errorf("no --model given and the model list failed: %w", err)
+		case t.ReadyCheckTimeout > 0:
 			return err
 		}
-		return fmt.Errorf("no --model given and the model list failed: %w", err)
+		// The list is only a convenience when the model is known; whether
+		// the server has it, a request can tell.
+		return checkModel(ctx, c, modelFlag(t), name, nil)
 	}
-	if t.Model == "" {
+	if name == "" {
 		if len(models) == 0 {
 			return errors.New("no --model given and GET /v1/models listed none")
 		}
 		t.Model = models[0].ID
 		c.SetModel(t.Model)
+		name = t.Model
+	} else if !slices.ContainsFunc(models, func(m openai.Model) bool { return m.ID == name }) {
+		if err := checkModel(ctx, c, modelFlag(t), name, models); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "goodput: %s %q is not in the server's model list (%s), but the server answers it\n", modelFlag(t), name, modelIDs(models))
 	}
 	if mode == "auto" {
 		for _, m := range models {
 			// vLLM and our simulator accept continuous_usage_stats; other
 			// servers may reject unknown stream_options.
-			if m.ID == t.Model && (m.OwnedBy == "vllm" || m.OwnedBy == "goodput-sim") {
+			if m.ID == name && (m.OwnedBy == "vllm" || m.OwnedBy == "goodput-sim") {
 				c.SetContinuousUsage(true)
 			}
 		}
@@ -424,19 +773,78 @@ func discover(ctx context.Context, c *openai.Client, t *targetFlags) error {
 	return nil
 }
 
+// checkModel sends one short request for a model the server did not list
+// (models is nil when the list could not be had) and returns a run error
+// naming the flag when the server answers that it does not exist. Any
+// other outcome lets the run go on: the run itself shows what the server
+// does.
+func checkModel(ctx context.Context, c *openai.Client, flag, name string, models []openai.Model) error {
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rec := c.Try(pctx, "goodput-probe-model")
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted while checking the model: %w", context.Cause(ctx))
+	}
+	if !openai.ModelMissing(&rec) {
+		return nil
+	}
+	if models == nil {
+		return fmt.Errorf("%s %q: the server does not serve it (%s); GET /v1/models failed, so the ids it serves are unknown", flag, name, rec.Error)
+	}
+	return fmt.Errorf("%s %q: the server does not serve it (%s); it serves: %s", flag, name, rec.Error, modelIDs(models))
+}
+
+// modelFlag names the flag that gave the request's model id.
+func modelFlag(t *targetFlags) string {
+	if t.ServedModelName != "" {
+		return "--served-model-name"
+	}
+	return "--model"
+}
+
+// modelIDs lists a model list's ids for a message.
+func modelIDs(models []openai.Model) string {
+	if len(models) == 0 {
+		return "none"
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
+		ids[i] = m.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
 // outputPaths names the result and records files like vLLM names its
 // result: backend-RATEqps[-concurrencyN]-model-date.json.
 func outputPaths(env Env, out *outputFlags, backend, model string, conc int, rate float64, stamp string) (result, records string) {
+	return outputPathsLoad(env, out, backend, model, conc, rateLoad(rate), stamp)
+}
+
+// rateLoad is a fixed rate's part of a result file name: RATEqps, infqps
+// for 0 (unpaced).
+func rateLoad(rate float64) string {
+	if rate > 0 {
+		return strconv.FormatFloat(rate, 'f', -1, 64) + "qps"
+	}
+	return "infqps"
+}
+
+// rampLoad is a ramp's part of a result file name, as vLLM writes it:
+// ramp-up-STRATEGY-STARTqps-ENDqps.
+func rampLoad(r *rampSpec) string {
+	return fmt.Sprintf("ramp-up-%s-%sqps-%sqps", r.strategy,
+		strconv.FormatFloat(r.start, 'f', -1, 64), strconv.FormatFloat(r.end, 'f', -1, 64))
+}
+
+// outputPathsLoad is outputPaths with the load part of the name given
+// (e.g. "4qps", or a ramp's); label is the backend or --label.
+func outputPathsLoad(env Env, out *outputFlags, label, model string, conc int, load, stamp string) (result, records string) {
 	dir := out.ResultDir
 	if dir == "" {
 		dir = env.Dir
 	}
 	name := out.ResultFilename
 	if name == "" {
-		rs := "inf"
-		if rate > 0 {
-			rs = strconv.FormatFloat(rate, 'f', -1, 64)
-		}
 		cs := ""
 		if conc > 0 {
 			cs = fmt.Sprintf("-concurrency%d", conc)
@@ -444,7 +852,7 @@ func outputPaths(env Env, out *outputFlags, backend, model string, conc int, rat
 		if i := strings.LastIndex(model, "/"); i >= 0 {
 			model = model[i+1:]
 		}
-		name = fmt.Sprintf("%s-%sqps%s-%s-%s.json", backend, rs, cs, sanitize(model), stamp)
+		name = fmt.Sprintf("%s-%s%s-%s-%s.json", sanitize(label), load, cs, sanitize(model), stamp)
 	}
 	result = filepath.Join(dir, name)
 	switch out.Records {

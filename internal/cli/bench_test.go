@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,6 +180,17 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bad base url", []string{"--base-url", "localhost:8000", "--model", "m"}, "--base-url"},
 		{"bad sim gpu", []string{"--gpu", "tpu-v9"}, "--gpu"},
 		{"bad max tokens field", []string{"--max-tokens-field", "limit"}, "--max-tokens-field"},
+		// Server names are not API flavours: no silent aliases.
+		{"tgi backend", []string{"--backend", "tgi"}, "want openai (completions; vllm is its alias) or openai-chat"},
+		{"sglang backend", []string{"--backend", "sglang"}, "--backend \"sglang\""},
+		{"llama.cpp backend", []string{"--backend", "llama.cpp"}, "--backend \"llama.cpp\""},
+		{"ramp without rates", []string{"--ramp-up-strategy", "linear"}, "--ramp-up-start-rps"},
+		{"ramp with a rate", []string{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2", "--request-rate", "4"}, "--request-rate"},
+		{"ramp by duration", []string{"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "1", "--ramp-up-end-rps", "2", "--duration", "10s"}, "--num-prompts"},
+		{"bad temperature", []string{"--temperature", "warm"}, "--temperature"},
+		{"bad ready check", []string{"--ready-check-timeout-sec", "-1"}, "--ready-check-timeout-sec"},
+		{"bad custom output len", []string{"--custom-output-len", "-5"}, "--custom-output-len"},
+		{"no-stream ttft slo", []string{"--no-stream", "--goodput", "ttft:100"}, "--no-stream"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,8 +227,8 @@ func TestBenchInterrupted(t *testing.T) {
 	time.AfterFunc(400*time.Millisecond, cancel)
 	r := runCLI(t, ctx, nil, "bench", "--base-url", srv.URL, "--num-prompts", "1000", "--request-rate", "20",
 		"--quiet", "--calibrate", "off", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
-	if r.code != ExitRun || !strings.Contains(r.stderr, "interrupted") {
-		t.Errorf("exit %d, stderr %q; want %d and 'interrupted'", r.code, r.stderr, ExitRun)
+	if r.code != ExitInterrupted || !strings.Contains(r.stderr, "interrupted") {
+		t.Errorf("exit %d, stderr %q; want %d and 'interrupted'", r.code, r.stderr, ExitInterrupted)
 	}
 	_, recs := readRecords(t, filepath.Join(dir, "r.records.jsonl"))
 	if int64(len(recs)) != hits.Load() || len(recs) == 0 {
@@ -230,8 +243,10 @@ func TestBenchInterrupted(t *testing.T) {
 	if cancelled == 0 {
 		t.Error("no record is marked cancelled")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "r.json")); err != nil {
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil {
 		t.Errorf("result not saved after interrupt: %v", err)
+	} else if !strings.Contains(string(b), `"interrupted": true`) {
+		t.Errorf("result JSON has no interrupted mark:\n%s", b)
 	}
 	if !strings.Contains(r.stdout, "Serving Benchmark Result") {
 		t.Error("summary not printed after interrupt")
@@ -369,14 +384,37 @@ func TestBenchSaveDetailed(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "d.json"))
 	var res struct {
-		InputLens  []int       `json:"input_lens"`
-		OutputLens []int       `json:"output_lens"`
-		TTFTs      []float64   `json:"ttfts"`
-		ITLs       [][]float64 `json:"itls"`
-		Errors     []string    `json:"errors"`
+		InputLens   []int       `json:"input_lens"`
+		OutputLens  []int       `json:"output_lens"`
+		TTFTs       []float64   `json:"ttfts"`
+		ITLs        [][]float64 `json:"itls"`
+		Errors      []string    `json:"errors"`
+		Latencies   []float64   `json:"latencies"`
+		StartTimes  []float64   `json:"start_times"`
+		QueueTimes  []float64   `json:"queue_times"`
+		Texts       []string    `json:"generated_texts"`
+		RTFx        *float64    `json:"rtfx"`
+		TokenizerID string      `json:"tokenizer_id"`
 	}
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
+	}
+	// vLLM's other per-request lists, and its scalars.
+	if len(res.Latencies) != 3 || len(res.StartTimes) != 3 || len(res.QueueTimes) != 3 || len(res.Texts) != 3 {
+		t.Fatalf("latencies %v start_times %v queue_times %v generated_texts %q; want 3 entries each",
+			res.Latencies, res.StartTimes, res.QueueTimes, res.Texts)
+	}
+	if res.RTFx == nil || *res.RTFx != 0 || res.TokenizerID != "approx" {
+		t.Errorf("rtfx %v tokenizer_id %q; want 0 (text, not audio) and approx (no --tokenizer, not calibrated)", res.RTFx, res.TokenizerID)
+	}
+	for i := range 3 {
+		// E2E: 20 ms to the first token and 3 gaps of 2 ms; sent in order,
+		// after the warm-up; the text is the streamed content.
+		if res.Latencies[i] < 0.026 || res.Latencies[i] < res.TTFTs[i] || res.Texts[i] != "w0 w1 w2 w3 " ||
+			res.StartTimes[i] <= 0 || (i > 0 && res.StartTimes[i] < res.StartTimes[i-1]) || res.QueueTimes[i] < 0 {
+			t.Errorf("request %d: latency %v (ttft %v) start %v queue %v text %q; want ≥ 0.026 s and ≥ ttft, sends in order, queue ≥ 0, \"w0 w1 w2 w3 \"",
+				i, res.Latencies[i], res.TTFTs[i], res.StartTimes[i], res.QueueTimes[i], res.Texts[i])
+		}
 	}
 	// Warm-ups are left out, like vLLM: three entries each.
 	if len(res.InputLens) != 3 || len(res.OutputLens) != 3 || len(res.TTFTs) != 3 || len(res.ITLs) != 3 || len(res.Errors) != 3 {
@@ -417,5 +455,224 @@ func TestBenchTraceReplayedOnce(t *testing.T) {
 		if got := (recs[i].Intended - recs[0].Intended) / int64(time.Millisecond); got != want {
 			t.Errorf("request %d intended at +%d ms; want +%d", i, got, want)
 		}
+	}
+}
+
+// vllmServer is a scripted vLLM-like server: GET /v1/models lists listed
+// (listStatus != 200 answers that status instead); a generation request
+// for a model serves does not accept gets vLLM's 404. It streams two
+// tokens, or, for "stream": false, one JSON answer. It keeps every
+// generation request's body (probes included).
+func vllmServer(t *testing.T, listed []string, listStatus int, serves func(model string) bool) (*httptest.Server, func() []map[string]any) {
+	t.Helper()
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			if listStatus != http.StatusOK {
+				http.Error(w, `{"detail":"no"}`, listStatus)
+				return
+			}
+			data := make([]string, len(listed))
+			for i, id := range listed {
+				data[i] = fmt.Sprintf(`{"id":%q,"owned_by":"vllm","root":"/models/%s"}`, id, id)
+			}
+			fmt.Fprintf(w, `{"object":"list","data":[%s]}`, strings.Join(data, ","))
+			return
+		case "/tokenize":
+			http.NotFound(w, r)
+			return
+		}
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+		model, _ := body["model"].(string)
+		if !serves(model) {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"object":"error","message":"The model `+"`%s`"+` does not exist.","type":"NotFoundError","param":"model","code":404}`, model)
+			return
+		}
+		if body["stream"] == false {
+			time.Sleep(30 * time.Millisecond)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"object":"text_completion","choices":[{"index":0,"text":"w0 w1 w2","finish_reason":"length"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"text":"w0 "}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(5 * time.Millisecond)
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"text":"w1","finish_reason":"length"}]}`+"\n\n"+
+			`data: {"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+func TestBenchUnknownModel(t *testing.T) {
+	only := func(id string) func(string) bool { return func(m string) bool { return m == id } }
+	tests := []struct {
+		name       string
+		listStatus int
+		serves     func(string) bool
+		wantCode   int
+		wantStderr string
+		wantSent   int // generation requests the server saw, the probe included
+	}{
+		// The list lacks it and the server says it does not exist: one
+		// probe, not 20 requests, and the ids the server has.
+		{"not listed", 200, only("real-model"), ExitRun,
+			`--model "typo-model": the server does not serve it (HTTP 404: The model ` + "`typo-model`" + ` does not exist.); it serves: real-model, other-model`, 1},
+		// No list to look in: the probe's 404 decides.
+		{"no model list", 500, only("real-model"), ExitRun,
+			`--model "typo-model": the server does not serve it (HTTP 404: The model ` + "`typo-model`" + ` does not exist.); GET /v1/models failed`, 1},
+		// llama.cpp answers any name: the run goes on (probe + 20).
+		{"any name served", 200, func(string) bool { return true }, ExitOK,
+			`--model "typo-model" is not in the server's model list (real-model, other-model), but the server answers it`, 21},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, bodies := vllmServer(t, []string{"real-model", "other-model"}, tt.listStatus, tt.serves)
+			r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--model", "typo-model", "--num-prompts", "20",
+				"--quiet", "--records", "none", "--calibrate", "off")
+			if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tt.wantCode, tt.wantStderr)
+			}
+			if got := len(bodies()); got != tt.wantSent {
+				t.Errorf("server saw %d generation requests; want %d", got, tt.wantSent)
+			}
+		})
+	}
+	// A model the list has is not probed; --served-model-name is the id
+	// looked up and sent, while --model names the run.
+	srv, bodies := vllmServer(t, []string{"real-model"}, 200, only("real-model"))
+	dir := t.TempDir()
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--model", "org/Real-Model-8B", "--served-model-name", "real-model",
+		"--num-prompts", "3", "--quiet", "--calibrate", "off", "--save-result", "--result-dir", dir)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, b := range bodies() {
+		if b["model"] != "real-model" {
+			t.Errorf("request model = %v; want the served name real-model", b["model"])
+		}
+	}
+	if n := len(bodies()); n != 3 {
+		t.Errorf("server saw %d requests; want 3 (no probe for a listed model)", n)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "openai-infqps-Real-Model-8B-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("result files %v; want one named after --model", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(b), `"model_id": "org/Real-Model-8B"`) {
+		t.Errorf("result model_id is not --model:\n%.600s", b)
+	}
+}
+
+func TestBenchRequestBody(t *testing.T) {
+	// Sampling flags go in the body only when given; --extra-body wins
+	// where both set a field; --output-len is the random dataset's.
+	srv, bodies := vllmServer(t, []string{"m"}, 200, func(string) bool { return true })
+	base := []string{"bench", "--base-url", srv.URL, "--num-prompts", "2", "--quiet", "--records", "none", "--calibrate", "off"}
+	if r := runCLI(t, t.Context(), nil, append(base, "--temperature", "0", "--top-p", "0.95", "--top-k", "20",
+		"--extra-body", `{"top_k":5}`, "--output-len", "7", "--random-output-len", "99")...); r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	got := bodies()
+	if len(got) != 2 {
+		t.Fatalf("server saw %d requests; want 2", len(got))
+	}
+	if b := got[0]; b["temperature"] != 0.0 || b["top_p"] != 0.95 || b["top_k"] != 5.0 || b["max_tokens"] != 7.0 || b["stream"] != true {
+		t.Errorf("body = %v; want temperature 0, top_p 0.95, top_k 5 (--extra-body's), max_tokens 7, stream true", b)
+	}
+	if r := runCLI(t, t.Context(), nil, base...); r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, k := range []string{"temperature", "top_p", "top_k"} {
+		if v, ok := bodies()[2][k]; ok {
+			t.Errorf("body has %s = %v without the flag; want none sent", k, v)
+		}
+	}
+}
+
+func TestBenchNoStream(t *testing.T) {
+	// Whole answers after 30 ms: E2E is measured from them, and nothing
+	// streaming-only is reported.
+	srv, bodies := vllmServer(t, []string{"m"}, 200, func(string) bool { return true })
+	dir := t.TempDir()
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--no-stream", "--num-prompts", "4", "--quiet",
+		"--calibrate", "off", "--save-result", "--save-detailed", "--result-dir", dir, "--result-filename", "n.json")
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, b := range bodies() {
+		if b["stream"] != false || b["stream_options"] != nil {
+			t.Errorf("body = %v; want stream false and no stream_options", b)
+		}
+	}
+	for _, no := range []string{"Time to First Token", "Time per Output Token", "Inter-token Latency", "Time to Publish"} {
+		if strings.Contains(r.stdout, no) {
+			t.Errorf("stdout reports %q for a run that did not stream:\n%s", no, r.stdout)
+		}
+	}
+	var res map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "n.json"))
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mean_ttft_ms", "p99_tpot_ms", "median_itl_ms", "p99_ttp_ms"} {
+		if v, ok := res[k]; ok {
+			t.Errorf("result has %s = %v; want none (not measured)", k, v)
+		}
+	}
+	if v, _ := res["p50_e2el_ms"].(float64); v < 30 {
+		t.Errorf("p50_e2el_ms = %v; want ≥ 30 (answers took 30 ms)", v)
+	}
+	if res["total_output_tokens"] != 12.0 {
+		t.Errorf("total_output_tokens = %v; want 12 (usage's 3 × 4)", res["total_output_tokens"])
+	}
+	for i, v := range res["ttfts"].([]any) {
+		if v != 0.0 || len(res["itls"].([]any)[i].([]any)) != 0 {
+			t.Errorf("request %d: ttft %v itls %v; want 0 and none", i, v, res["itls"].([]any)[i])
+		}
+	}
+	if txt := res["generated_texts"].([]any); len(txt) != 4 || txt[0] != "w0 w1 w2" {
+		t.Errorf("generated_texts = %v; want the answers' text", txt)
+	}
+}
+
+func TestBenchRampUp(t *testing.T) {
+	// A linear ramp from 20 to 100 req/s over 5 requests: rates 20, 40,
+	// 60, 80, 100, so the gaps are 50, 25, 16.7, 12.5 and 10 ms (burstiness
+	// 1e12 makes them exact) and the intended sends, from the first, are at
+	// 0, 25, 41.7, 54.2 and 64.2 ms.
+	srv, _ := fakeServer(t, 200, time.Millisecond, time.Millisecond, 2)
+	rec := filepath.Join(t.TempDir(), "r.jsonl")
+	r := runCLI(t, t.Context(), nil, "bench", "--base-url", srv.URL, "--num-prompts", "5", "--burstiness", "1e12",
+		"--ramp-up-strategy", "linear", "--ramp-up-start-rps", "20", "--ramp-up-end-rps", "100",
+		"--quiet", "--calibrate", "off", "--records", rec)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	meta, recs := readRecords(t, rec)
+	if len(recs) != 5 {
+		t.Fatalf("records = %d; want 5", len(recs))
+	}
+	slices.SortFunc(recs, func(a, b runlog.Record) int { return int(a.Intended - b.Intended) })
+	for i, want := range []float64{0, 25, 125.0 / 3, 325.0 / 6, 385.0 / 6} {
+		if got := float64(recs[i].Intended-recs[0].Intended) / 1e6; got < want-0.5 || got > want+0.5 {
+			t.Errorf("request %d intended at +%.2f ms; want +%.2f ms", i, got, want)
+		}
+	}
+	if lv := meta.Levels[0]; lv.Label != "ramp-up linear 20→100 req/s" || lv.RequestRate != 0 {
+		t.Errorf("level = %+v; want the ramp's label and no fixed rate", lv)
 	}
 }

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,9 +56,21 @@ func (s *savedRun) load(env Env, flag string) error {
 }
 
 // detailed is vLLM's --save-detailed: per-request lists in the result, in
-// send order, times in seconds as vLLM writes them. Generated texts are not
-// kept by goodput, so generated_texts is absent.
+// send order, times in seconds as vLLM writes them: input_lens,
+// output_lens, ttfts, itls, latencies (E2E, 0 for a failed request),
+// start_times (the send, from the run's start where vLLM's are
+// perf_counter readings), queue_times (send − intended send: the client's
+// own wait), generated_texts (what the records kept, "" where nothing) and
+// errors; plus rtfx, vLLM's audio real-time factor (seconds of input audio
+// per second of run), 0.0 for text.
 func detailed(env Env, run *savedRun, level int) (map[string]any, error) {
+	return detailedRun(env, run, level, true)
+}
+
+// detailedRun is detailed for a run that streamed or not: streamed false
+// (--no-stream) leaves ttfts 0 and itls empty, as one whole answer
+// measures neither.
+func detailedRun(env Env, run *savedRun, level int, streamed bool) (map[string]any, error) {
 	if err := run.load(env, "--save-detailed"); err != nil {
 		return nil, err
 	}
@@ -67,15 +81,26 @@ func detailed(env Env, run *savedRun, level int) (map[string]any, error) {
 		}
 	}
 	slices.SortStableFunc(kept, func(a, b runlog.Record) int { return cmp.Compare(a.Sent, b.Sent) })
-	in, out := make([]int, len(kept)), make([]int, len(kept))
-	ttfts, errs := make([]float64, len(kept)), make([]string, len(kept))
-	itls := make([][]float64, len(kept))
+	n := len(kept)
+	in, out := make([]int, n), make([]int, n)
+	ttfts, lat, starts, queues := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	texts, errs := make([]string, n), make([]string, n)
+	itls := make([][]float64, n)
 	var gaps []time.Duration
 	for i := range kept {
 		r := &kept[i]
-		in[i], errs[i] = r.PromptTokens, r.Error
+		in[i], errs[i], texts[i] = r.PromptTokens, r.Error, r.GeneratedText
+		starts[i] = time.Duration(r.Sent).Seconds()
+		queues[i] = r.SendLag().Seconds()
 		if r.OK() {
 			out[i] = r.OutputTokens()
+			if d, ok := r.E2E(); ok {
+				lat[i] = d.Seconds()
+			}
+		}
+		itls[i] = []float64{}
+		if !streamed {
+			continue
 		}
 		if d, ok := r.TTFT(); ok {
 			ttfts[i] = d.Seconds()
@@ -86,5 +111,38 @@ func detailed(env Env, run *savedRun, level int) (map[string]any, error) {
 			itls[i][j] = g.Seconds()
 		}
 	}
-	return map[string]any{"input_lens": in, "output_lens": out, "ttfts": ttfts, "itls": itls, "errors": errs}, nil
+	return map[string]any{
+		"input_lens": in, "output_lens": out, "ttfts": ttfts, "itls": itls, "latencies": lat,
+		"start_times": starts, "queue_times": queues, "generated_texts": texts, "errors": errs,
+		// A float, as vLLM writes it (0.0, not 0).
+		"rtfx": json.RawMessage("0.0"),
+	}, nil
+}
+
+// appendResult appends a result to path as vLLM's --append-result does:
+// one JSON line, after a newline when the file already has content.
+func appendResult(path string, b []byte) error {
+	var line bytes.Buffer
+	if err := json.Compact(&line, b); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		_, err = f.Write([]byte("\n"))
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if _, err := f.Write(line.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -126,7 +126,7 @@ them, naming the field that differs, unless --force.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&o.Summary.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
-	fs.StringVar(&o.Summary.PercentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el,ttp", "metrics to report percentiles for")
+	fs.StringVar(&o.Summary.PercentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el,ttp,response", "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&o.Summary.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&o.Summary.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
 	fs.BoolVar(&o.Force, "force", false, "merge records files even when they come from incompatible runs")

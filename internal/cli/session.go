@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +30,8 @@ type levelSpec struct {
 	Duration       time.Duration
 	NumWarmups     int
 	Label          string
+	// Ramp, when set, raises the rate over the level instead of Rate.
+	Ramp *rampSpec
 	// observe, when set, sees every finished record (one at a time).
 	observe func(*runlog.Record)
 }
@@ -60,8 +62,16 @@ func (l *loadFlags) level() (levelSpec, error) {
 	if n == 0 && l.Duration == 0 {
 		return levelSpec{}, usagef("--num-prompts 0 needs --duration")
 	}
-	return levelSpec{Rate: rate, Burstiness: l.Burstiness, MaxConcurrency: l.MaxConcurrency,
-		NumPrompts: n, Duration: l.Duration, NumWarmups: l.NumWarmups}, nil
+	ramp, err := l.ramp(rate, n)
+	if err != nil {
+		return levelSpec{}, err
+	}
+	lv := levelSpec{Rate: rate, Burstiness: l.Burstiness, MaxConcurrency: l.MaxConcurrency,
+		NumPrompts: n, Duration: l.Duration, NumWarmups: l.NumWarmups, Ramp: ramp}
+	if ramp != nil {
+		lv.Label = ramp.label()
+	}
+	return lv, nil
 }
 
 // runlog is the level as records files describe it.
@@ -82,10 +92,13 @@ type session struct {
 
 	client *openai.Client
 	ds     workload.Dataset
-	now    func() int64
-	meta   *runlog.Meta
-	prefix string
-	next   int // dataset index of the next request
+	// tokenizerID names the tokenizer the prompts were sized with (the
+	// result's tokenizer_id).
+	tokenizerID string
+	now         func() int64
+	meta        *runlog.Meta
+	prefix      string
+	next        int // dataset index of the next request
 
 	resultPath, recordsPath string
 	recFile                 *os.File
@@ -105,6 +118,11 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	if s.so, err = o.out.statsOptions(o.args); err != nil {
 		return nil, err
 	}
+	if o.target.NoStream {
+		if err := noStreamStats(&s.so, o.out.metricsSet); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := o.load.level(); err != nil {
 		return nil, err
 	}
@@ -116,27 +134,34 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	if err != nil {
 		return nil, err
 	}
-	var extra map[string]any
+	// Sampling flags first, so --extra-body wins where both set a field
+	// (as in vLLM).
+	extra := o.target.sampling()
 	if strings.TrimSpace(o.target.ExtraBody) != "" {
-		if err := json.Unmarshal([]byte(o.target.ExtraBody), &extra); err != nil {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(o.target.ExtraBody), &body); err != nil {
 			return nil, usagef("--extra-body: not a JSON object: %v", err)
 		}
+		maps.Copy(extra, body)
 	}
 	if f := o.target.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
 		return nil, usagef("--max-tokens-field %q: want max_tokens or max_completion_tokens", f)
 	}
-	endpoint := o.target.Endpoint
-	switch strings.ToLower(o.target.Backend) {
-	case "openai", "vllm", "sglang", "tgi", "llama.cpp", "openai-comp":
-		if endpoint == "" {
-			endpoint = "/v1/completions"
-		}
-	case "openai-chat", "chat":
-		if endpoint == "" {
-			endpoint = "/v1/chat/completions"
-		}
-	default:
-		return nil, usagef("--backend %q: want openai or openai-chat", o.target.Backend)
+	backend, endpoint, err := o.target.backend()
+	if err != nil {
+		return nil, err
+	}
+	if o.target.Endpoint != "" {
+		endpoint = o.target.Endpoint
+	}
+	if n := o.work.customOutputLen; n < -1 {
+		return nil, usagef("--custom-output-len %d: want a number of tokens, or 0 or -1 for the file's", n)
+	}
+	if o.target.TrustRemoteCode {
+		fmt.Fprintln(env.Stderr, "goodput: --trust-remote-code has no effect: goodput runs no model code")
+	}
+	if o.target.TokenizerMode != "" {
+		fmt.Fprintf(env.Stderr, "goodput: --tokenizer-mode %s has no effect: prompt lengths come from --tokenizer and the server's own counts\n", o.target.TokenizerMode)
 	}
 	if o.load.Duration == 0 && !o.load.numSet && isTraceName(o.work.o.DatasetName) {
 		o.load.NumPrompts = 0 // a trace replays whole unless told otherwise
@@ -150,11 +175,13 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	}
 	wo.Seed = o.load.Seed
 	if s.ds, err = workload.FromOptions(wo); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) && !strings.Contains(err.Error(), "--") {
-			return nil, usagef("--dataset-path %s: %v", pe.Path, pe.Err)
-		}
-		return nil, usageError{err}
+		return nil, datasetError(err)
+	}
+	if n := o.work.customOutputLen; n > 0 && strings.EqualFold(o.work.o.DatasetName, "custom") {
+		s.ds = customOutput{s.ds, n}
+	}
+	if isTrace(s.ds) && o.load.RampUpStrategy != "" {
+		return nil, usagef("--ramp-up-strategy: the trace dataset brings its own arrival times")
 	}
 	if s.ds.Len() == 0 {
 		return nil, usagef("--dataset-name %s: the dataset has no requests", o.work.o.DatasetName)
@@ -204,18 +231,26 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	if maxConns == 0 {
 		maxConns = min(max(o.load.NumPrompts, 64), 16384)
 	}
+	if len(extra) == 0 {
+		extra = nil
+	}
 	s.client, err = openai.NewClient(openai.Config{
-		BaseURL: base, Endpoint: endpoint, Model: o.target.Model, APIKey: apiKey, Headers: hdr,
+		BaseURL: base, Endpoint: endpoint, Model: o.target.requestModel(), APIKey: apiKey, Headers: hdr,
 		ExtraBody: extra, IgnoreEOS: o.target.IgnoreEOS, MaxTokensField: o.target.MaxTokensField, Timeout: o.target.Timeout,
 		IdleTimeout: o.target.IdleTimeout, MaxConns: maxConns, Now: s.now,
+		NoStream: o.target.NoStream, KeepText: o.out.SaveDetailed, Insecure: o.target.Insecure,
 	})
 	if err != nil {
 		s.stopEmb()
 		return nil, usageError{err}
 	}
-	if err := discover(ctx, s.client, &o.target); err != nil {
+	if err := discover(ctx, s.client, &o.target, env.Stderr); err != nil {
 		s.close()
 		return nil, err
+	}
+	if o.target.Model == "" {
+		// --served-model-name alone names the model in the records too.
+		o.target.Model = o.target.ServedModelName
 	}
 	tokDesc := ""
 	switch strings.ToLower(o.work.calibrate) {
@@ -238,15 +273,18 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 			if strings.HasPrefix(cal.method, "none") {
 				fmt.Fprintf(env.Stderr, "goodput: prompt lengths not calibrated: %s\n", strings.TrimPrefix(cal.method, "none "))
 			}
-			if cal.method == "/tokenize" {
+			n := o.load.NumPrompts + o.load.NumWarmups
+			if n == 0 || o.load.Duration > 0 {
+				n = s.ds.Len()
+			}
+			if w := contextWarning(s.ds, n, cal.contextLen, cal.contextFrom); w != "" {
+				fmt.Fprintf(env.Stderr, "goodput: %s\n", w)
+			}
+			if cal.counter != nil {
 				// The server can count: make every prompt exact, not just
 				// calibrated, when the run is small enough to hold them.
-				n := o.load.NumPrompts + o.load.NumWarmups
-				if n == 0 || o.load.Duration > 0 {
-					n = s.ds.Len()
-				}
 				if n <= maxExactPrompts {
-					ds, checked, off, err := exactPrompts(ctx, s.client, s.ds, n)
+					ds, checked, off, err := exactPrompts(ctx, cal.counter, s.ds, n)
 					if err != nil {
 						s.close()
 						return nil, err
@@ -260,6 +298,7 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		s.close()
 		return nil, usagef("--calibrate %q: want auto or off", o.work.calibrate)
 	}
+	s.tokenizerID = tokenizerID(o.work.o.Tokenizer, tokDesc, o.target.Model)
 	s.prefix = o.target.RequestIDPrefix
 	if s.prefix == "" {
 		s.prefix = "goodput-" + runID() + "-"
@@ -267,10 +306,18 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 
 	stamp := env.Now().Format("20060102-150405")
 	rate, _ := o.load.rate()
-	s.resultPath, s.recordsPath = outputPaths(env, &o.out, o.target.Backend, o.target.Model, o.load.MaxConcurrency, rate, stamp)
+	load := rateLoad(rate)
+	if lv, err := o.load.level(); err == nil && lv.Ramp != nil {
+		load = rampLoad(lv.Ramp)
+	}
+	label := o.out.Label
+	if label == "" {
+		label = backend
+	}
+	s.resultPath, s.recordsPath = outputPathsLoad(env, &o.out, label, o.target.Model, o.load.MaxConcurrency, load, stamp)
 	s.meta = &runlog.Meta{
 		Tool: "goodput", Version: Version, Command: command, Started: env.Now().UTC(),
-		Target: targetName, Backend: o.target.Backend, Endpoint: endpoint, Model: o.target.Model,
+		Target: targetName, Backend: backend, Endpoint: endpoint, Model: o.target.Model,
 		Dataset: s.ds.Name(), Seed: o.load.Seed, Tokenizer: tokDesc, Simulated: simDesc, Metadata: meta,
 	}
 	if lv, err := o.load.level(); err == nil {
@@ -278,7 +325,7 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 			lv.Label = traceLabel(o.work.o.TraceSpeedup)
 		}
 		// The planned level, so a killed run's file still states its load;
-		// the final meta line replaces it with what happened.
+		// the end line replaces it with what happened.
 		s.meta.Levels = []runlog.Level{lv.runlog()}
 	}
 	if s.recFile, s.rw, err = openRecords(s.recordsPath, s.meta); err != nil {
@@ -348,9 +395,16 @@ func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOut
 		prog.observe(r)
 	}
 	var sched loadgen.Schedule
-	if isTrace(s.ds) {
+	switch {
+	case isTrace(s.ds):
 		sched = &traceSchedule{ds: s.ds, i: s.next + lv.NumWarmups}
-	} else if lv.Rate > 0 {
+	case lv.Ramp != nil:
+		ramp, err := workload.NewRamp(lv.Ramp.strategy, lv.Ramp.start, lv.Ramp.end, lv.Burstiness, lv.NumPrompts, s.o.load.Seed+int64(idx))
+		if err != nil {
+			return levelOutcome{}, usageError{fmt.Errorf("--ramp-up-strategy: %w", err)}
+		}
+		sched = ramp
+	case lv.Rate > 0:
 		sched = workload.NewArrivals(lv.Rate, lv.Burstiness, s.o.load.Seed+int64(idx))
 	}
 	target := loadgen.TargetFunc(func(i int) (loadgen.Call, error) {
@@ -384,7 +438,7 @@ func (s *session) runLevel(ctx context.Context, idx int, lv levelSpec) (levelOut
 	return out, nil
 }
 
-// finish appends the final meta line (with figures known only now) and
+// finish appends the end line (the levels as they ran, known only now) and
 // syncs the records file.
 func (s *session) finish() error {
 	if s.rw == nil {
@@ -392,7 +446,7 @@ func (s *session) finish() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.rw.WriteMeta(s.meta); err != nil && s.writeErr == nil {
+	if err := s.rw.WriteEnd(s.meta); err != nil && s.writeErr == nil {
 		s.writeErr = err
 	}
 	if err := s.recFile.Sync(); err != nil && s.writeErr == nil {
@@ -430,6 +484,54 @@ func (s *session) close() {
 }
 
 func isTraceName(name string) bool { return strings.EqualFold(name, "trace") }
+
+var _ loadgen.Schedule = (*workload.Ramp)(nil)
+
+// noStreamStats fits the summary to --no-stream, where only E2E (and
+// response time) is measured: the streaming metrics are dropped rather than
+// reported from the one chunk a whole answer makes (TTFT would equal E2E,
+// TPOT be 0). Asking for them, or for an SLO on them, is a usage error.
+func noStreamStats(so *stats.Options, metricsSet bool) error {
+	streaming := []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricITL, stats.MetricTTP}
+	for i, limit := range []time.Duration{so.SLO.TTFT, so.SLO.TPOT, so.SLO.TTP} {
+		if limit > 0 {
+			return usagef("--goodput %s: --no-stream measures E2E only (use e2el)", []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricTTP}[i])
+		}
+	}
+	ms := so.Metrics
+	if ms == nil {
+		ms = stats.AllMetrics
+	}
+	var kept []string
+	for _, m := range ms {
+		switch {
+		case !slices.Contains(streaming, m):
+			kept = append(kept, m)
+		case metricsSet:
+			return usagef("--percentile-metrics %s: --no-stream measures E2E only (e2el, response)", m)
+		}
+	}
+	if len(kept) == 0 {
+		kept = []string{stats.MetricE2E}
+	}
+	so.Metrics = kept
+	return nil
+}
+
+// tokenizerID names the tokenizer the prompts were sized with, as vLLM's
+// tokenizer_id: --tokenizer when given; else, when the prompts were
+// calibrated to (or checked against) the server's counts, the server's own,
+// named by the model as vLLM names it; else goodput's approximation.
+// tokDesc is the run's tokenizer description (calibration.describe).
+func tokenizerID(tok, tokDesc, model string) string {
+	switch {
+	case tok != "":
+		return tok
+	case strings.Contains(tokDesc, "calibrated with") || strings.Contains(tokDesc, "exact for the server"):
+		return model
+	}
+	return "approx"
+}
 
 // traceLabel names a level whose arrivals come from a trace, not the rate.
 func traceLabel(speedup float64) string {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,7 +100,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	}
 	eng, err := sim.New(o.Engine)
 	if err != nil {
-		return simConfigError(err)
+		return simConfigError(err, "--model")
 	}
 	ds, err := virtualDataset(&o.work, &o.load, &lv)
 	if err != nil {
@@ -142,7 +145,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		DelayedArrivals: res.DelayedArrivals,
 	}}
 	if rw != nil {
-		if err := rw.WriteMeta(m); err != nil {
+		if err := rw.WriteEnd(m); err != nil {
 			return fmt.Errorf("records file %s: %w", recordsPath, err)
 		}
 	}
@@ -165,7 +168,20 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	if rw != nil {
 		fmt.Fprintf(env.Stderr, "goodput: %d records in %s\n", rw.Count(), recordsPath)
 	}
-	b, err := report.ResultJSON(&sum, m, map[string]any{"records_file": recordsPath, "findings": nonNil(fs)})
+	extra := map[string]any{"records_file": recordsPath, "findings": nonNil(fs)}
+	if cancelled {
+		extra["interrupted"] = true
+	}
+	if o.out.SaveDetailed {
+		// vLLM's per-request lists, as bench writes them (no text: the
+		// simulated engine writes none).
+		d, err := detailed(env, &savedRun{path: recordsPath}, 0)
+		if err != nil {
+			return err
+		}
+		maps.Copy(extra, d)
+	}
+	b, err := report.ResultJSON(&sum, m, extra)
 	if err != nil {
 		return err
 	}
@@ -183,7 +199,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		}
 	}
 	if cancelled {
-		return errors.New("interrupted; the summary above covers what finished")
+		return interruptedError{"the summary above covers what finished"}
 	}
 	if err := allFailed(&sum); err != nil {
 		return err
@@ -206,7 +222,17 @@ func virtualDataset(w *workloadFlags, l *loadFlags, lv *levelSpec) (workload.Dat
 	}
 	ds, err := workload.FromOptions(wo)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, datasetError(err)
 	}
 	return ds, nil
+}
+
+// datasetError makes a workload error a usage error that names the flag:
+// a file that cannot be opened is --dataset-path's.
+func datasetError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !strings.Contains(err.Error(), "--") {
+		return usagef("--dataset-path %s: %v", pe.Path, pe.Err)
+	}
+	return usageError{err}
 }

@@ -240,6 +240,7 @@ type sweepRun struct {
 	resultPath, recordsPath string
 	so                      stats.Options // for re-summarising records (--html)
 	virtual                 bool
+	interrupted             bool // Ctrl-C cut the sweep short
 	embedded                bool
 	track                   bool // the runner fills Point.Requests
 	finish                  func() error
@@ -257,6 +258,9 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	g, err := gate.Parse(o.FailIf)
 	if err != nil {
 		return usageError{err}
+	}
+	if err := validateSweepGate(g, o); err != nil {
+		return err
 	}
 	if err := o.checkSweepFlags(); err != nil {
 		return err
@@ -407,6 +411,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		fmt.Fprintf(env.Stderr, "goodput: %d records in %s\n", sr.count(), sr.recordsPath)
 	}
 
+	sr.interrupted = runErr != nil && errors.Is(runErr, context.Canceled)
 	doc, err := sweepJSON(sr, &res, search, levelFs, top)
 	if err != nil {
 		return err
@@ -432,7 +437,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 	}
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
-			return fmt.Errorf("interrupted after %d levels; the curve above covers them", len(res.Points))
+			return interruptedError{fmt.Sprintf("after %d levels; the curve above covers them", len(res.Points))}
 		}
 		return runErr
 	}
@@ -546,6 +551,9 @@ func sweepJSON(sr *sweepRun, res *sweep.Result, search *sweep.SearchResult, leve
 	if len(res.Points) > 0 {
 		doc["slo"] = res.Points[0].Summary.Options.SLO.String()
 	}
+	if sr.interrupted {
+		doc["interrupted"] = true
+	}
 	for k, v := range m.Metadata {
 		if _, taken := doc[k]; !taken {
 			doc[k] = v
@@ -657,7 +665,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 	}
 	eng, err := sim.New(o.sim.cfg)
 	if err != nil {
-		return nil, simConfigError(err)
+		return nil, simConfigError(err, "--sim-model")
 	}
 	desc := eng.Describe()
 	ds, err := virtualDataset(&o.work, &o.load, &base)
@@ -671,7 +679,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		Simulated: desc, Metadata: meta,
 	}
 	for _, l := range pl.levels {
-		m.Levels = append(m.Levels, simLevel(base, l, 0)) // the plan, until the final meta line
+		m.Levels = append(m.Levels, simLevel(base, l, 0)) // the plan, until the end line
 	}
 	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, 0, 0, env.Now().Format("20060102-150405"))
 	f, rw, err := openRecords(recordsPath, m)
@@ -696,7 +704,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		if rw == nil {
 			return nil
 		}
-		if err := rw.WriteMeta(m); err != nil {
+		if err := rw.WriteEnd(m); err != nil {
 			return fmt.Errorf("records file %s: %w", recordsPath, err)
 		}
 		return f.Sync()

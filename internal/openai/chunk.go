@@ -106,10 +106,23 @@ type choiceState struct {
 // caller decides what that means for the request (a [DONE] sentinel is not
 // JSON and must be handled before calling Decode).
 func (d *ChunkDecoder) Decode(data []byte, c *Chunk) error {
+	return d.decode(data, c, false)
+}
+
+// DecodeResponse parses the body of a non-streamed completion ("stream":
+// false) into c, as Decode does a chunk: a chat choice's "message" is read
+// as a chunk's "delta" is (content, reasoning, tool calls), so c holds the
+// whole generated text and the final usage. In a streamed chunk "message"
+// is ignored, so a server that also sends it cannot double the text.
+func (d *ChunkDecoder) DecodeResponse(data []byte, c *Chunk) error {
+	return d.decode(data, c, true)
+}
+
+func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 	*c = Chunk{}
 	d.arena = d.arena[:0]
 	p := &d.p
-	*p = parser{data: data, d: d}
+	*p = parser{data: data, d: d, whole: whole}
 	var (
 		content, text, reasoningContent, reasoning, finish span
 		errMsg, topMsg                                     span
@@ -201,6 +214,7 @@ type parser struct {
 	pos   int
 	depth int
 	d     *ChunkDecoder
+	whole bool // a non-streamed response: read a choice's "message" as its delta
 }
 
 func (p *parser) syntax(what string) error {
@@ -682,7 +696,10 @@ func (p *parser) choice(ch *choiceState) error {
 		switch string(k) {
 		case "index":
 			ch.index, ch.hasIndexInt, err = p.intOrSkip()
-		case "delta":
+		case "delta", "message":
+			if string(k) == "message" && !p.whole {
+				return p.value()
+			}
 			ch.content, ch.reasoningContent, ch.reasoning = span{}, span{}, span{}
 			ch.toolArgs, ch.role = 0, false
 			return p.delta(ch)
@@ -698,7 +715,8 @@ func (p *parser) choice(ch *choiceState) error {
 	return err
 }
 
-// delta parses a choice's "delta" object; any other value is skipped.
+// delta parses a choice's "delta" object (or, in a non-streamed response,
+// its "message"); any other value is skipped.
 func (p *parser) delta(ch *choiceState) error {
 	var toolCalls, functionCall int
 	_, err := p.members(func(k []byte) (err error) {

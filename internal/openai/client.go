@@ -72,6 +72,19 @@ type Config struct {
 	// ContinuousUsage asks for usage in every chunk (vLLM's
 	// continuous_usage_stats), giving exact tokens per chunk.
 	ContinuousUsage bool
+	// NoStream sends "stream": false and measures the whole answer: the
+	// record then has one chunk, at the moment the body has arrived,
+	// carrying every generated token. E2E is measured; TTFT, TTP, TPOT and
+	// ITL are not (the one chunk makes TTFT equal E2E and TPOT zero), so a
+	// caller must not report them.
+	NoStream bool
+	// KeepText keeps the generated visible text on the record
+	// (Record.GeneratedText, vLLM's generated_text). It costs a second
+	// decode of every chunk and the text's memory, so it is off by default.
+	KeepText bool
+	// Insecure skips verifying the server's TLS certificate (self-signed
+	// test servers); never the default.
+	Insecure bool
 	// Timeout bounds a whole request; 0 means none.
 	Timeout time.Duration
 	// IdleTimeout bounds the server's silence, from the send to the first
@@ -128,17 +141,22 @@ func NewClient(cfg Config) (*Client, error) {
 		return &streamState{sr: sse.NewReader(nil, c.cfg.Now, sse.DefaultBufSize)}
 	}
 	conns := max(cfg.MaxConns, 16)
-	c.hc = &http.Client{Transport: newTransport(conns, false)}
-	c.fresh = &http.Client{Transport: newTransport(conns, true)}
+	c.hc = &http.Client{Transport: newTransport(conns, false, cfg.Insecure)}
+	c.fresh = &http.Client{Transport: newTransport(conns, true, cfg.Insecure)}
 	return c, nil
 }
 
 // Chat reports whether the endpoint is a chat endpoint.
 func (c *Client) Chat() bool { return c.chat }
 
-func newTransport(conns int, noKeepAlive bool) *http.Transport {
+func newTransport(conns int, noKeepAlive, insecure bool) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	var tc *tls.Config
+	if insecure {
+		tc = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for with --insecure
+	}
 	return &http.Transport{
+		TLSClientConfig:     tc,
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         d.DialContext,
 		MaxIdleConns:        0, // no global cap: the per-host limit is the one that matters
@@ -182,12 +200,16 @@ func (c *Client) Body(r *Request) ([]byte, error) {
 		}
 		m[field] = r.MaxTokens
 	}
-	m["stream"] = true
-	so := map[string]any{"include_usage": true}
-	if c.cfg.ContinuousUsage {
-		so["continuous_usage_stats"] = true
+	m["stream"] = !c.cfg.NoStream
+	if !c.cfg.NoStream {
+		// stream_options is allowed only with streaming (vLLM rejects it
+		// otherwise); a whole answer carries its usage anyway.
+		so := map[string]any{"include_usage": true}
+		if c.cfg.ContinuousUsage {
+			so["continuous_usage_stats"] = true
+		}
+		m["stream_options"] = so
 	}
-	m["stream_options"] = so
 	if c.cfg.IgnoreEOS {
 		m["ignore_eos"] = true
 	}
@@ -265,7 +287,11 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	}
 	h := req.Header
 	h["Content-Type"] = []string{"application/json"}
-	h["Accept"] = []string{"text/event-stream"}
+	if c.cfg.NoStream {
+		h["Accept"] = []string{"application/json"}
+	} else {
+		h["Accept"] = []string{"text/event-stream"}
+	}
 	h["X-Request-Id"] = []string{r.ID}
 	if c.authHdr != "" {
 		h["Authorization"] = []string{c.authHdr}
@@ -311,6 +337,10 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 		c.fail(rec, runlog.StatusClass(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
 		return false
 	}
+	if c.cfg.NoStream {
+		c.readWhole(ctx, rd, rec)
+		return false
+	}
 	if c.read(ctx, rd, rec) {
 		// Read to the body's end (the chunked terminator follows [DONE])
 		// so the connection goes back to the pool instead of being closed:
@@ -328,6 +358,8 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 	st.sr.Reset(body)
 	m := &st.meter
 	m.Reset(rec)
+	keep := c.cfg.KeepText
+	st.text = st.text[:0]
 	for !m.Stopped() {
 		ev, err := st.sr.Next()
 		if err == io.EOF {
@@ -340,9 +372,92 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 			break
 		}
 		m.Event(ev.Data, ev.At, ev.Truncated)
+		if keep {
+			st.keepText(ev.Data)
+		}
 	}
 	m.Close(rec.RequestedPromptTokens)
+	if keep {
+		rec.GeneratedText = string(st.text)
+	}
 	return m.Done()
+}
+
+// keepText appends the visible text of one event to st.text. It decodes
+// the event a second time (the meter keeps no text), after its arrival was
+// stamped, so it costs CPU but no measured time.
+func (st *streamState) keepText(data []byte) {
+	if len(data) == 0 || bytes.Equal(data, doneMarker) {
+		return
+	}
+	if st.dec.Decode(data, &st.ch) == nil {
+		st.text = append(st.text, st.ch.Content...)
+	}
+}
+
+// maxWholeBody bounds a non-streamed answer read into memory.
+const maxWholeBody = 64 << 20
+
+// readWhole reads a non-streamed answer ("stream": false) into rec: one
+// chunk at the moment the whole body had arrived, carrying every generated
+// token (usage's count, else 1), visible unless all of it was reasoning.
+func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *runlog.Record) {
+	b, err := io.ReadAll(io.LimitReader(body, maxWholeBody+1))
+	at := c.cfg.Now()
+	rec.End = at
+	rec.Chunks = rec.Chunks[:0]
+	rec.TokenSource = runlog.TokensCounted
+	if rec.PromptTokens == 0 {
+		rec.PromptTokens = rec.RequestedPromptTokens
+	}
+	if err != nil {
+		c.classifyErr(ctx, rec, err, false)
+		return
+	}
+	if len(b) > maxWholeBody {
+		c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("response body over %d MiB", maxWholeBody>>20))
+		return
+	}
+	st := c.pool.Get().(*streamState)
+	defer c.pool.Put(st)
+	ch := &st.ch
+	if err := st.dec.DecodeResponse(b, ch); err != nil {
+		c.fail(rec, runlog.ErrMalformed, "response: "+err.Error())
+		return
+	}
+	if len(ch.ErrMessage) > 0 {
+		c.fail(rec, runlog.ErrStream, "error: "+string(ch.ErrMessage))
+		return
+	}
+	rec.FinishReason = string(ch.FinishReason)
+	var think ThinkSplitter
+	vis, hid := think.Feed(ch.Content)
+	hid += len(ch.Reasoning) + ch.ToolArgs
+	n := 0
+	if vis+hid > 0 {
+		n = 1
+	}
+	if u := ch.Usage; u.Present {
+		rec.PromptTokens = u.PromptTokens
+		rec.CachedTokens = u.CachedTokens
+		if u.CompletionTokens > 0 {
+			rec.TokenSource = runlog.TokensUsage
+			rec.CompletionTokens, rec.ReasoningTokens = u.CompletionTokens, u.ReasoningTokens
+			n = u.CompletionTokens
+		}
+		if rec.PromptTokens == 0 {
+			rec.PromptTokens = rec.RequestedPromptTokens
+		}
+	}
+	if rec.TokenSource == runlog.TokensCounted {
+		rec.CompletionTokens = n
+	}
+	if n > 0 {
+		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(min(n, 1<<31-1)), Visible: vis > 0})
+	}
+	if c.cfg.KeepText {
+		rec.GeneratedText = string(ch.Content)
+	}
 }
 
 // streamState is the per-stream reading machinery, pooled so a request does
@@ -350,6 +465,11 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 type streamState struct {
 	sr    *sse.Reader
 	meter StreamMeter
+	// For KeepText and non-streamed answers: a decoder of their own, and
+	// the text kept so far.
+	dec  ChunkDecoder
+	ch   Chunk
+	text []byte
 }
 
 func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
@@ -454,6 +574,8 @@ func (ir *idleReader) stop() { ir.t.Stop() }
 type Model struct {
 	ID      string `json:"id"`
 	OwnedBy string `json:"owned_by"`
+	// Root is the model the id serves (vLLM: its path or Hugging Face id).
+	Root string `json:"root,omitempty"`
 }
 
 // Models lists the server's models.
@@ -493,86 +615,47 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 // SetModel sets the model id (after discovery).
 func (c *Client) SetModel(m string) { c.cfg.Model = m }
 
-// SetContinuousUsage turns per-chunk usage on or off (after discovery).
-func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }
-
-// CountPrompt asks the server's tokenize endpoint how many tokens text makes
-// as a prompt of this client's endpoint: with the chat template applied for
-// chat, with special tokens (BOS) for completions. It speaks vLLM's and
-// SGLang's /tokenize ({"model","prompt"|"messages"} → {"count"|"tokens"})
-// and llama.cpp's ({"content"} → {"tokens"}, completions only). An error
-// means the server offers no usable endpoint.
-func (c *Client) CountPrompt(ctx context.Context, text string) (int, error) {
-	body := map[string]any{"model": c.cfg.Model}
-	if c.chat {
-		body["messages"] = []Message{{Role: "user", Content: text}}
-	} else {
-		body["prompt"] = text
-	}
-	n, err := c.tokenize(ctx, body)
-	if err == nil || c.chat {
-		return n, err
-	}
-	return c.tokenize(ctx, map[string]any{"content": text, "add_special": true})
-}
-
-func (c *Client) tokenize(ctx context.Context, body map[string]any) (int, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	u := strings.TrimRight(c.cfg.BaseURL, "/") + "/tokenize"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.authHdr != "" {
-		req.Header.Set("Authorization", c.authHdr)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("POST %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	rb, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0, fmt.Errorf("POST %s: %w", u, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("POST %s: HTTP %d", u, resp.StatusCode)
-	}
-	var out struct {
-		Count  *int              `json:"count"`
-		Tokens []json.RawMessage `json:"tokens"`
-	}
-	if err := json.Unmarshal(rb, &out); err != nil {
-		return 0, fmt.Errorf("POST %s: not a tokenize answer: %w", u, err)
-	}
-	switch {
-	case out.Count != nil:
-		return *out.Count, nil
-	case out.Tokens != nil:
-		return len(out.Tokens), nil
-	}
-	return 0, fmt.Errorf("POST %s: no count or tokens in the answer", u)
-}
-
-// ProbePrompt sends text as a one-token streaming request and returns the
-// prompt tokens the server's usage reports (0 when it reports none).
-func (c *Client) ProbePrompt(ctx context.Context, id, text string) (int, error) {
-	r := &Request{ID: id, Prompt: text, MaxTokens: 1}
+// Try sends one short request (prompt "Hi", one output token) as id and
+// returns its record: a look, before a run, at whether the server serves
+// the model at all.
+func (c *Client) Try(ctx context.Context, id string) runlog.Record {
+	r := &Request{ID: id, Prompt: "Hi", MaxTokens: 1}
+	var rec runlog.Record
 	body, err := c.Body(r)
 	if err != nil {
-		return 0, err
+		rec.ID, rec.ErrorClass, rec.Error = id, runlog.ErrMalformed, err.Error()
+		return rec
 	}
-	var rec runlog.Record
 	c.Stream(ctx, r, body, &rec)
-	if !rec.OK() {
-		return 0, fmt.Errorf("probe request: %s: %s", rec.ErrorClass, rec.Error)
-	}
-	if rec.TokenSource != runlog.TokensUsage {
-		return 0, nil
-	}
-	return rec.PromptTokens, nil
+	return rec
 }
+
+// modelMissingPhrases say, in a server's error message, that a model is not
+// there.
+var modelMissingPhrases = []string{"not exist", "n't exist", "not found", "unknown model", "no such model", "not served"}
+
+// ModelMissing reports whether rec failed because the server does not serve
+// the model asked for: a 404 or 400 whose message is about a model that does
+// not exist (vLLM and the simulator: "The model `x` does not exist.";
+// OpenAI adds "or you do not have access to it"; Ollama: "model \"x\" not
+// found"). Any other failure is not: a wrong path's bare 404, a prompt too
+// long for the model, an overloaded server. Servers that answer any model
+// name (llama.cpp, TGI) never produce it.
+func ModelMissing(rec *runlog.Record) bool {
+	if rec.Status != http.StatusNotFound && rec.Status != http.StatusBadRequest {
+		return false
+	}
+	msg := strings.ToLower(rec.Error)
+	if !strings.Contains(msg, "model") {
+		return false
+	}
+	for _, p := range modelMissingPhrases {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetContinuousUsage turns per-chunk usage on or off (after discovery).
+func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }

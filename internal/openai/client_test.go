@@ -474,3 +474,212 @@ func TestMaxTokensField(t *testing.T) {
 		}
 	}
 }
+
+// wholeServer answers every request with one JSON body after delay, as a
+// server does for "stream": false, and keeps the last request body.
+func wholeServer(t *testing.T, status int, delay time.Duration, answer string) (*httptest.Server, func() (map[string]any, http.Header)) {
+	t.Helper()
+	var mu sync.Mutex
+	var got map[string]any
+	var hdr http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got, hdr = nil, r.Header.Clone()
+		_ = json.NewDecoder(r.Body).Decode(&got)
+		mu.Unlock()
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() (map[string]any, http.Header) {
+		mu.Lock()
+		defer mu.Unlock()
+		return got, hdr
+	}
+}
+
+func TestNoStream(t *testing.T) {
+	chat := `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",` +
+		`"reasoning_content":"hmm","content":"Hello world"},"finish_reason":"length"}],` +
+		`"usage":{"prompt_tokens":12,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`
+	completion := `{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"Hello world","finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":12,"completion_tokens":7}}`
+	for _, tt := range []struct {
+		name, endpoint, answer string
+		wantFinish             string
+		wantReasoning          int
+	}{
+		{"chat", "/v1/chat/completions", chat, "length", 2},
+		{"completions", "/v1/completions", completion, "stop", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, last := wholeServer(t, 200, 40*time.Millisecond, tt.answer)
+			c := newTestClient(t, srv.URL, tt.endpoint, func(c *Config) {
+				c.NoStream, c.KeepText, c.ContinuousUsage = true, true, true
+			})
+			rec := run(t, c, &Request{ID: "r1", Prompt: "hi", MaxTokens: 7, PromptTokens: 10})
+			if !rec.OK() {
+				t.Fatalf("failed: %s %s", rec.ErrorClass, rec.Error)
+			}
+			body, hdr := last()
+			if body["stream"] != false {
+				t.Errorf("body stream = %v; want false", body["stream"])
+			}
+			if _, ok := body["stream_options"]; ok {
+				t.Errorf("body has stream_options %v; want none without streaming (vLLM rejects it)", body["stream_options"])
+			}
+			if a := hdr.Get("Accept"); a != "application/json" {
+				t.Errorf("Accept = %q; want application/json", a)
+			}
+			// One chunk when the body arrived, carrying usage's 7 tokens.
+			if len(rec.Chunks) != 1 || rec.Chunks[0].Tokens != 7 || !rec.Chunks[0].Visible || rec.Chunks[0].T != rec.End {
+				t.Fatalf("chunks = %+v (end %d); want one visible chunk of 7 tokens at the end", rec.Chunks, rec.End)
+			}
+			if e2e, ok := rec.E2E(); !ok || e2e < 40*time.Millisecond {
+				t.Errorf("E2E = %v, %v; want ≥ 40ms (the answer came after 40ms)", e2e, ok)
+			}
+			if rec.TokenSource != runlog.TokensUsage || rec.PromptTokens != 12 || rec.CompletionTokens != 7 || rec.ReasoningTokens != tt.wantReasoning {
+				t.Errorf("tokens = %s prompt %d completion %d reasoning %d; want usage 12 7 %d",
+					rec.TokenSource, rec.PromptTokens, rec.CompletionTokens, rec.ReasoningTokens, tt.wantReasoning)
+			}
+			if rec.FinishReason != tt.wantFinish || rec.GeneratedText != "Hello world" {
+				t.Errorf("finish %q text %q; want %q and the content only", rec.FinishReason, rec.GeneratedText, tt.wantFinish)
+			}
+		})
+	}
+}
+
+func TestNoStreamOddAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name, answer string
+		status       int
+		wantClass    runlog.ErrorClass
+		wantChunks   int
+		wantTokens   int
+	}{
+		// No usage: the text is one counted token, as a stream without usage
+		// counts one per chunk.
+		{"no usage", `{"choices":[{"index":0,"text":"Hello"}]}`, 200, "", 1, 1},
+		// Nothing generated: no chunk, so no E2E (an empty response).
+		{"empty", `{"choices":[{"index":0,"text":""}],"usage":{"prompt_tokens":3,"completion_tokens":0}}`, 200, "", 0, 0},
+		{"error object", `{"object":"error","message":"boom"}`, 200, runlog.ErrStream, 0, 0},
+		{"not json", `<html>oops</html>`, 200, runlog.ErrMalformed, 0, 0},
+		{"status", `{"error":{"message":"overloaded"}}`, 503, runlog.ErrHTTP5xx, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := wholeServer(t, tt.status, 0, tt.answer)
+			c := newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.NoStream = true })
+			rec := run(t, c, &Request{ID: "r1", Prompt: "hi", PromptTokens: 3})
+			if rec.ErrorClass != tt.wantClass || len(rec.Chunks) != tt.wantChunks || rec.CompletionTokens != tt.wantTokens {
+				t.Errorf("class %q (%s), chunks %d, completion %d; want %q, %d, %d",
+					rec.ErrorClass, rec.Error, len(rec.Chunks), rec.CompletionTokens, tt.wantClass, tt.wantChunks, tt.wantTokens)
+			}
+			if rec.GeneratedText != "" {
+				t.Errorf("text %q kept without KeepText", rec.GeneratedText)
+			}
+		})
+	}
+}
+
+func TestKeepText(t *testing.T) {
+	// Streamed: the content of every chunk in order (inline <think> text
+	// included, as vLLM's generated_text), not the reasoning fields.
+	steps := []step{data(roleChunk), data(reasoning("let me see")), data(content("<think>x</think>")),
+		data(content("Hello")), data(content(` "world"`)), data(finish("!")), data(usageChunk), data("[DONE]")}
+	srv := scripted(t, 200, steps...)
+	for _, keep := range []bool{true, false} {
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) { c.KeepText = keep })
+		rec := run(t, c, &Request{ID: "r1", Prompt: "hi"})
+		want := ""
+		if keep {
+			want = `<think>x</think>Hello "world"!`
+		}
+		if !rec.OK() || rec.GeneratedText != want {
+			t.Errorf("KeepText %v: text %q (%s); want %q", keep, rec.GeneratedText, rec.Error, want)
+		}
+	}
+}
+
+func TestDecodeResponseReadsMessage(t *testing.T) {
+	body := []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"a\nb","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
+	var d ChunkDecoder
+	var c Chunk
+	if err := d.DecodeResponse(body, &c); err != nil {
+		t.Fatal(err)
+	}
+	if string(c.Content) != "a\nb" || c.ToolArgs != 3 || string(c.FinishReason) != "tool_calls" || !c.Role {
+		t.Errorf("DecodeResponse = content %q tool args %d finish %q role %v; want \"a\\nb\", 3, tool_calls, true",
+			c.Content, c.ToolArgs, c.FinishReason, c.Role)
+	}
+	// A streamed chunk's "message" is not text: only its delta counts.
+	chunk := []byte(`{"choices":[{"index":0,"delta":{"content":"x"},"message":{"content":"the whole text"}}]}`)
+	if err := d.Decode(chunk, &c); err != nil {
+		t.Fatal(err)
+	}
+	if string(c.Content) != "x" {
+		t.Errorf("Decode(chunk with message) content = %q; want the delta's %q", c.Content, "x")
+	}
+}
+
+func TestModelMissing(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		msg    string
+		want   bool
+	}{
+		{"vllm", 404, "HTTP 404: The model `foo` does not exist.", true},
+		{"openai", 404, "HTTP 404: The model `gpt-9` does not exist or you do not have access to it.", true},
+		{"ollama", 404, `HTTP 404: model "foo" not found, try pulling it first`, true},
+		{"bad request naming it", 400, "HTTP 400: Unknown model: foo", true},
+		{"wrong path", 404, "HTTP 404: Not Found", false},
+		{"context too long", 400, "HTTP 400: This model's maximum context length is 4096 tokens", false},
+		{"overloaded", 503, "HTTP 503: model foo not found", false},
+		{"ok", 200, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &runlog.Record{Status: tt.status, Error: tt.msg}
+			if tt.status != 200 {
+				rec.ErrorClass = runlog.StatusClass(tt.status)
+			}
+			if got := ModelMissing(rec); got != tt.want {
+				t.Errorf("ModelMissing(%d %q) = %v; want %v", tt.status, tt.msg, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTry(t *testing.T) {
+	srv, last := wholeServer(t, 404, 0, `{"object":"error","message":"The model `+"`m`"+` does not exist.","type":"NotFoundError","code":404}`)
+	c := newTestClient(t, srv.URL, "/v1/completions", nil)
+	rec := c.Try(t.Context(), "probe-1")
+	if !ModelMissing(&rec) || rec.ID != "probe-1" {
+		t.Errorf("Try against a server without the model = %+v; want a model-missing record with id probe-1", rec)
+	}
+	if body, _ := last(); body["max_tokens"] != 1.0 || body["model"] != "m" {
+		t.Errorf("Try body = %v; want model m and max_tokens 1", body)
+	}
+}
+
+func TestInsecure(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "data: "+finish("x")+"\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	// httptest's certificate is signed by no trusted authority.
+	rec := run(t, newTestClient(t, srv.URL, "/v1/completions", nil), &Request{ID: "r1", Prompt: "hi"})
+	if rec.ErrorClass != runlog.ErrConnect {
+		t.Errorf("without Insecure: class %q (%s); want %q (the certificate is not trusted)", rec.ErrorClass, rec.Error, runlog.ErrConnect)
+	}
+	rec = run(t, newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.Insecure = true }), &Request{ID: "r2", Prompt: "hi"})
+	if !rec.OK() {
+		t.Errorf("with Insecure: %s %s; want success", rec.ErrorClass, rec.Error)
+	}
+}

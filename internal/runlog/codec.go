@@ -13,7 +13,8 @@ import (
 )
 
 // A records file is JSON Lines: a {"meta":{...}} line, then one Record per
-// line. Chunks are encoded compactly as [t_ns, tokens, visible(0|1)] so a
+// line, and last, when the run finished, an {"end":{"levels":[...]}} line
+// with the levels as they ran. Chunks are encoded compactly as [t_ns, tokens, visible(0|1)] so a
 // 100,000-request run stays a manageable file.
 
 // AppendRecord appends r as one JSON line (with the trailing newline) to dst.
@@ -77,6 +78,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	if r.Error != "" {
 		dst = append(dst, `,"error":`...)
 		dst = appendString(dst, r.Error)
+	}
+	if r.GeneratedText != "" {
+		dst = append(dst, `,"generated_text":`...)
+		dst = appendString(dst, r.GeneratedText)
 	}
 	if s := r.Server; s != nil {
 		dst = append(dst, `,"server":{"arrival_ns":`...)
@@ -215,7 +220,8 @@ type Writer struct {
 // NewWriter returns a Writer on w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// WriteMeta appends a meta line.
+// WriteMeta appends a meta line; a run writes one, first (see WriteEnd for
+// the figures known only at the end).
 func (w *Writer) WriteMeta(m *Meta) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -228,6 +234,35 @@ func (w *Writer) WriteMeta(m *Meta) error {
 	}
 	w.buf = b
 	_, w.err = w.w.Write(b)
+	return w.err
+}
+
+// endLine closes a run's records: what became known only as it ended.
+type endLine struct {
+	End *RunEnd `json:"end"`
+}
+
+// RunEnd is the last line of a finished run's records file: the levels as
+// they ran (delayed arrivals, the client's CPU, a sweep's chosen levels),
+// which replace the planned ones of the meta line. A killed run has none,
+// and its meta line still states the planned load.
+type RunEnd struct {
+	Levels []Level `json:"levels"`
+}
+
+// WriteEnd appends the end line for m: its levels as they ran.
+func (w *Writer) WriteEnd(m *Meta) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	b, err := json.Marshal(endLine{End: &RunEnd{Levels: m.Levels}})
+	if err != nil {
+		return fmt.Errorf("encode end line: %w", err)
+	}
+	w.buf = append(append(w.buf[:0], b...), '\n')
+	_, w.err = w.w.Write(w.buf)
 	return w.err
 }
 
@@ -332,6 +367,20 @@ func (r *Reader) parse(line []byte, rec *Record) error {
 		}
 		r.meta = ml.Meta
 		r.metas++
+		return errMetaLine
+	}
+	if bytes.HasPrefix(line, []byte(`{"end"`)) {
+		var el endLine
+		if err := json.Unmarshal(line, &el); err != nil || el.End == nil {
+			return fmt.Errorf("bad end line: %v", err)
+		}
+		if r.meta == nil {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: an end line before any meta line: ignored", r.name, r.line))
+			return errMetaLine
+		}
+		m := *r.meta
+		m.Levels = el.End.Levels
+		r.meta = &m
 		return errMetaLine
 	}
 	*rec = Record{}

@@ -3,6 +3,7 @@ package runlog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -26,6 +27,22 @@ func sampleRecords() []Record {
 			Chunks: []Chunk{{T: 1, Tokens: 1}, {T: 2, Tokens: 2, Visible: true}},
 			Server: &ServerTiming{ArrivalNs: 1, QueueNs: 2, PrefillNs: 3, DecodeNs: 4, Preemptions: 1, CachedTokens: 64},
 		},
+		{
+			ID: "text-1", Sent: 3, End: 9, PromptTokens: 5, CompletionTokens: 4, TokenSource: TokensUsage, Status: 200,
+			Chunks:        []Chunk{{T: 4, Tokens: 1, Visible: true}, {T: 9, Tokens: 3, Visible: true}},
+			GeneratedText: "Hello \"world\"\n\ttabbed <b>&amp;</b> 日本語 \u2028 end",
+		},
+	}
+}
+
+func TestGeneratedTextOmittedWhenEmpty(t *testing.T) {
+	// Records without text (every record unless --save-detailed asked for
+	// it) carry no generated_text key, so files stay as small as before.
+	for _, r := range sampleRecords() {
+		line := string(AppendRecord(nil, &r))
+		if has := strings.Contains(line, `"generated_text"`); has != (r.GeneratedText != "") {
+			t.Errorf("AppendRecord(%s) has generated_text = %v; want %v: %s", r.ID, has, r.GeneratedText != "", line)
+		}
 	}
 }
 
@@ -84,11 +101,11 @@ func TestTornLastLine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadAll(torn) error = %v; want nil", err)
 	}
-	if len(got) != 2 {
-		t.Errorf("ReadAll(torn) read %d records; want 2", len(got))
+	if len(got) != len(recs)-1 {
+		t.Errorf("ReadAll(torn) read %d records; want %d", len(got), len(recs)-1)
 	}
-	if len(warns) != 1 || !strings.Contains(warns[0], "run.jsonl:3") {
-		t.Errorf("warnings = %q; want one naming run.jsonl:3", warns)
+	if want := fmt.Sprintf("run.jsonl:%d", len(recs)); len(warns) != 1 || !strings.Contains(warns[0], want) {
+		t.Errorf("warnings = %q; want one naming %s", warns, want)
 	}
 }
 
@@ -118,6 +135,7 @@ func FuzzReader(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"id":"x","chunks":[[1,2,3]]}`))
 	f.Add([]byte(`{"meta":null}`))
+	f.Add([]byte(`{"meta":{"tool":"goodput"}}` + "\n" + `{"end":{"levels":[{"request_rate":2}]}}` + "\n" + `{"end":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, recs, _, err := ReadAll(bytes.NewReader(data), "fuzz")
 		if err != nil {
@@ -152,4 +170,37 @@ func BenchmarkAppendRecord(b *testing.B) {
 		buf = AppendRecord(buf[:0], r)
 	}
 	b.SetBytes(int64(len(buf)))
+}
+
+func TestEndLineReplacesPlannedLevels(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	meta := &Meta{Tool: "goodput", Model: "m", Levels: []Level{{RequestRate: 4, NumPrompts: 10}}}
+	if err := w.WriteMeta(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(&Record{ID: "a", Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	ran := *meta
+	ran.Levels = []Level{{RequestRate: 4, NumPrompts: 10, DelayedArrivals: 3, ClientCPU: 0.25}}
+	if err := w.WriteEnd(&ran); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), `{"meta"`); n != 1 {
+		t.Errorf("the file has %d meta lines; want 1:\n%s", n, buf.String())
+	}
+	got, recs, warns, err := ReadAll(&buf, "r.jsonl")
+	if err != nil || len(recs) != 1 || len(warns) != 0 {
+		t.Fatalf("ReadAll = %d records, %v, %v; want 1, no warnings, nil", len(recs), warns, err)
+	}
+	if got.Model != "m" || len(got.Levels) != 1 || got.Levels[0].DelayedArrivals != 3 || got.Levels[0].ClientCPU != 0.25 {
+		t.Errorf("meta after the end line = %+v; want model m with the levels as they ran", got)
+	}
+
+	// An end line with no meta before it is ignored with a warning.
+	_, _, warns, err = ReadAll(strings.NewReader(`{"end":{"levels":[]}}`+"\n"+`{"id":"a","status":200}`+"\n"), "x.jsonl")
+	if err != nil || len(warns) != 1 {
+		t.Errorf("end line first: warnings %v, err %v; want one warning", warns, err)
+	}
 }

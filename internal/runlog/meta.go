@@ -60,4 +60,9 @@ type Level struct {
 	// on time because the in-flight cap was full (their wait shows in
 	// response time). Known only at the end of the level.
 	DelayedArrivals int `json:"delayed_arrivals,omitempty"`
+	// ClientCPU is the CPU the load generator used over the level as a
+	// fraction of all cores (0–1); 0 means not measured (the embedded
+	// simulator shares the process, virtual time has no client). Stored so
+	// that a report of the records reaches the same client-bound verdict.
+	ClientCPU float64 `json:"client_cpu,omitempty"`
 }

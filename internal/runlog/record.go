@@ -123,6 +123,10 @@ type Record struct {
 	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	// Error is a one-line human message for a failure.
 	Error string `json:"error,omitempty"`
+	// GeneratedText is the visible text the server generated (the content
+	// of every chunk, as vLLM's generated_text), kept only when asked for
+	// (bench --save-detailed); empty otherwise.
+	GeneratedText string `json:"generated_text,omitempty"`
 
 	// Server is the simulated engine's own view; nil when measured remotely.
 	Server *ServerTiming `json:"server,omitempty"`
