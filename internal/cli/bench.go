@@ -444,7 +444,7 @@ type outputFlags struct {
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
-	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el,ttp,response", "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
+	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&o.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens")
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")

@@ -84,6 +84,10 @@ func resolve(env Env, p string) string {
 	return filepath.Join(env.Dir, p)
 }
 
+// defaultPercentileMetrics are the metrics summarised unless
+// --percentile-metrics says otherwise.
+const defaultPercentileMetrics = "ttft,tpot,itl,e2el,ttp,response"
+
 // ReportOptions is everything "goodput report" needs.
 type ReportOptions struct {
 	Files      []string
@@ -126,7 +130,7 @@ them, naming the field that differs, unless --force.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&o.Summary.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
-	fs.StringVar(&o.Summary.PercentileMetrics, "percentile-metrics", "ttft,tpot,itl,e2el,ttp,response", "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
+	fs.StringVar(&o.Summary.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&o.Summary.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&o.Summary.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
 	fs.BoolVar(&o.Force, "force", false, "merge records files even when they come from incompatible runs")
@@ -186,6 +190,12 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	}
 	if err != nil {
 		return err
+	}
+	if meta != nil && meta.NoStream {
+		// Not streamed: only E2E and response time were measured.
+		if err := noStreamStats(&so, o.Summary.PercentileMetrics != defaultPercentileMetrics); err != nil {
+			return err
+		}
 	}
 	levels := report.SummarizeLevels(meta, recs, so)
 	levelFs := analyzeLevels(meta, recs, levels, o.ReadingSpeedMs)

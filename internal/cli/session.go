@@ -319,6 +319,7 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		Tool: "goodput", Version: Version, Command: command, Started: env.Now().UTC(),
 		Target: targetName, Backend: backend, Endpoint: endpoint, Model: o.target.Model,
 		Dataset: s.ds.Name(), Seed: o.load.Seed, Tokenizer: tokDesc, Simulated: simDesc, Metadata: meta,
+		NoStream: o.target.NoStream,
 	}
 	if lv, err := o.load.level(); err == nil {
 		if isTrace(s.ds) {

@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
 )
@@ -36,8 +38,18 @@ type StreamMeter struct {
 	counted    int
 	finish     []byte
 	firstToken bool
-	events     int // data events seen, for error messages
+	events     int    // data events seen, for error messages
+	distrust   string // why continuous usage stopped being believed ("" while it is)
 }
+
+// maxChunkTokens is the most tokens one chunk is believed to carry by
+// continuous usage: far above any real server's (speculative decoding and
+// merged deltas carry a handful), far below what would overflow a count.
+const maxChunkTokens = 1 << 16
+
+// maxUsageTokens bounds a believable usage count (a prompt or a completion):
+// no model has a context near it, and sums of many stay far from overflow.
+const maxUsageTokens = 1 << 30
 
 // Reset readies m to measure into rec (its chunks are cleared).
 func (m *StreamMeter) Reset(rec *runlog.Record) {
@@ -110,9 +122,16 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 	n := 1
 	if m.contUsage && ch.Usage.Present {
 		n = ch.Usage.CompletionTokens - m.prevCompl
-		m.prevCompl = ch.Usage.CompletionTokens
-		if n < 1 {
+		switch {
+		case n > maxChunkTokens:
+			m.distrustUsage(fmt.Sprintf("completion_tokens jumped by %d in one chunk", n))
 			n = 1
+		case ch.Usage.CompletionTokens < m.prevCompl:
+			m.distrustUsage(fmt.Sprintf("cumulative completion_tokens fell from %d to %d", m.prevCompl, ch.Usage.CompletionTokens))
+			n = 1
+		default:
+			m.prevCompl = ch.Usage.CompletionTokens
+			n = max(n, 1)
 		}
 	}
 	m.counted += n
@@ -157,13 +176,67 @@ func (m *StreamMeter) fail(class runlog.ErrorClass, msg string) {
 	m.rec.Error = oneLine(msg)
 }
 
+// distrustUsage stops reading per-chunk counts from continuous usage (each
+// chunk counts one token from here on) and notes why.
+func (m *StreamMeter) distrustUsage(why string) {
+	m.contUsage = false
+	if m.distrust == "" {
+		m.distrust = why
+	}
+}
+
+// checkUsage says what is wrong with the final usage, given what the stream
+// carried; "" when it is believable. A server's numbers are not trusted
+// blindly: one absurd value (negative, beyond any context, decreasing, or
+// far above the chunks and the cap asked) would poison a run's totals.
+func (m *StreamMeter) checkUsage() (completion, prompt string) {
+	u := &m.usage
+	switch {
+	case m.distrust != "":
+		completion = m.distrust
+	case u.CompletionTokens < 0:
+		completion = fmt.Sprintf("completion_tokens %d is negative", u.CompletionTokens)
+	case u.CompletionTokens > maxUsageTokens:
+		completion = fmt.Sprintf("completion_tokens %d is beyond any model's", u.CompletionTokens)
+	case u.CompletionTokens > 0 && u.CompletionTokens < m.prevCompl:
+		completion = fmt.Sprintf("final completion_tokens %d is below the %d streamed before", u.CompletionTokens, m.prevCompl)
+	case len(m.rec.Chunks) > 0 && u.CompletionTokens > maxChunkTokens*len(m.rec.Chunks):
+		completion = fmt.Sprintf("completion_tokens %d is far above the %d chunks streamed", u.CompletionTokens, len(m.rec.Chunks))
+	case m.rec.MaxTokens > 0 && u.CompletionTokens > max(4*m.rec.MaxTokens, m.rec.MaxTokens+1024):
+		completion = fmt.Sprintf("completion_tokens %d is far above the max_tokens %d asked", u.CompletionTokens, m.rec.MaxTokens)
+	case u.ReasoningTokens < 0 || u.ReasoningTokens > u.CompletionTokens:
+		completion = fmt.Sprintf("reasoning_tokens %d is outside 0..completion_tokens %d", u.ReasoningTokens, u.CompletionTokens)
+	}
+	switch {
+	case u.PromptTokens < 0:
+		prompt = fmt.Sprintf("prompt_tokens %d is negative", u.PromptTokens)
+	case u.PromptTokens > maxUsageTokens:
+		prompt = fmt.Sprintf("prompt_tokens %d is beyond any model's", u.PromptTokens)
+	case u.CachedTokens < 0 || u.CachedTokens > u.PromptTokens:
+		prompt = fmt.Sprintf("cached_tokens %d is outside 0..prompt_tokens %d", u.CachedTokens, u.PromptTokens)
+	}
+	return completion, prompt
+}
+
 // Close fills the token counts once the stream is over. estPrompt is the
-// caller's own idea of the prompt length (tokens), used only when the
-// server reported none.
+// caller's own idea of the prompt length (tokens), used when the server
+// reported none or an unbelievable one. Usage that does not fit what the
+// stream carried is not used: the counts are counted, and the record says
+// why (UsageRejected).
 func (m *StreamMeter) Close(estPrompt int) {
 	rec := m.rec
 	rec.FinishReason = string(m.finish)
-	if m.sawUsage && m.usage.CompletionTokens > 0 {
+	var badCompl, badPrompt string
+	if m.sawUsage {
+		badCompl, badPrompt = m.checkUsage()
+	} else if m.distrust != "" {
+		badCompl = m.distrust
+	}
+	rec.UsageRejected = strings.Join(slices.DeleteFunc([]string{badCompl, badPrompt}, func(s string) bool { return s == "" }), "; ")
+	if badPrompt != "" {
+		m.usage.PromptTokens, m.usage.CachedTokens = 0, 0
+	}
+	if m.sawUsage && m.usage.CompletionTokens > 0 && badCompl == "" {
 		rec.TokenSource = runlog.TokensUsage
 		rec.PromptTokens = m.usage.PromptTokens
 		rec.CompletionTokens = m.usage.CompletionTokens

@@ -63,6 +63,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"token_source":`...)
 		dst = appendString(dst, string(r.TokenSource))
 	}
+	if r.UsageRejected != "" {
+		dst = append(dst, `,"usage_rejected":`...)
+		dst = appendString(dst, r.UsageRejected)
+	}
 	dst = appendIntField(dst, "requested_prompt_tokens", r.RequestedPromptTokens)
 	dst = appendIntField(dst, "max_tokens", r.MaxTokens)
 	dst = append(dst, `,"status":`...)

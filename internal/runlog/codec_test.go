@@ -18,7 +18,7 @@ func sampleRecords() []Record {
 		{
 			ID: "err-1", Level: 2, Warmup: true, Intended: 5, Sent: 7, ConnectNs: 3, End: 9,
 			Status: 500, ErrorClass: ErrHTTP5xx, Error: "boom \"quoted\"\nnext\x01 \xff bad utf8 \u2028",
-			TokenSource: TokensCounted, RequestedPromptTokens: 10, MaxTokens: 20,
+			TokenSource: TokensCounted, UsageRejected: "completion_tokens 1e12 far above the 3 streamed", RequestedPromptTokens: 10, MaxTokens: 20,
 			Chunks: []Chunk{},
 		},
 		{

@@ -33,6 +33,10 @@ type Meta struct {
 	// Levels describes the load of each level; Levels[i] belongs to records
 	// with Level == i. A single run has one level.
 	Levels []Level `json:"levels"`
+	// NoStream says the requests were not streamed (--no-stream): a record's
+	// one chunk is the whole answer, so only E2E and response time mean
+	// anything.
+	NoStream bool `json:"no_stream,omitempty"`
 	// Simulated describes the simulated engine (model, GPU, flags), when any.
 	Simulated map[string]any `json:"simulated,omitempty"`
 	// Metadata is free-form user key/values (--metadata K=V).

@@ -30,10 +30,15 @@ const (
 	ErrCancelled    ErrorClass = "cancelled"     // the run was stopped (Ctrl-C, duration reached)
 )
 
+// ErrNotEventStream is the class of a streamed request answered 200 with
+// neither an event stream nor JSON (e.g. a gateway's HTML page).
+const ErrNotEventStream ErrorClass = "not_event_stream"
+
 // ErrorClasses lists every failure class in a stable order, for reports.
 var ErrorClasses = []ErrorClass{
 	ErrConnect, ErrConnectReset, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx,
 	ErrStream, ErrMalformed, ErrTimeout, ErrIdleTimeout, ErrCancelled,
+	ErrNotEventStream,
 }
 
 // TokenSource says where a Record's token counts came from.
@@ -109,6 +114,10 @@ type Record struct {
 	CachedTokens int `json:"cached_tokens,omitempty"`
 	// TokenSource says whether the counts came from usage or were counted.
 	TokenSource TokenSource `json:"token_source,omitempty"`
+	// UsageRejected says why the server's usage was not believed (negative,
+	// far above what the stream carried, decreasing), so the counts were
+	// counted instead; empty when usage was trusted or absent.
+	UsageRejected string `json:"usage_rejected,omitempty"`
 	// RequestedPromptTokens is the prompt length the workload asked for (0
 	// when unknown), to measure prompt-synthesis mismatch.
 	RequestedPromptTokens int `json:"requested_prompt_tokens,omitempty"`
