@@ -26,12 +26,22 @@ const nsPerMs = 1e-6 // scale from stored ns to reported ms
 
 // Accumulator aggregates records one at a time, keeping only the samples a
 // Summary needs: an int64 (ns) per request and metric, and a float32 (ms) per
-// inter-token gap, so 100,000 requests of ~500 tokens take ~250 MiB. Means,
+// inter-token gap, so 100,000 requests of ~170 tokens take ~85 MiB. Means,
 // standard deviations, minima and maxima are computed from exact values;
 // ITL percentiles carry float32's rounding (a relative 6e-8: nanoseconds at
 // millisecond gaps), which two decimals never show.
+//
+// Memory is bounded however long the run: a series that reaches
+// ExactRequests samples (ExactGaps for ITL) continues in a quantile sketch
+// whose percentiles are within SketchRelErr of the exact ones and are marked
+// MetricSummary.Approx; the peak-concurrency sweep likewise continues on a
+// binned timeline (Summary.PeakConcurrencyBinNs). At most ~180 MiB in all
+// (the exact samples up to the bounds, the timelines, the sketches),
+// whatever the run's length; below the bounds the Summary is exactly
+// Summarize's.
 type Accumulator struct {
 	opt    Options
+	bound  bounds
 	sel    map[string]bool
 	edges  []int
 	labels []string
@@ -48,7 +58,7 @@ type Accumulator struct {
 	reasonTok, cached int64
 	multiToken        int
 	sources           map[runlog.TokenSource]int
-	spans             []int64 // send, end pairs for peak concurrency
+	flight            flight // send, end intervals for peak concurrency
 	tl                timeline
 
 	// Per-request latency series, indexed like perRequest.
@@ -83,41 +93,63 @@ var perRequest = [...]struct {
 	{MetricResponse, (*runlog.Record).ResponseTime},
 }
 
-// NewAccumulator returns an empty Accumulator summarising as o says.
+// bounds caps the samples each series keeps exactly before it switches to a
+// sketch: requests for each per-request series and the concurrency sweep,
+// gaps for the three ITL series together. Zero means no cap.
+type bounds struct{ requests, gaps int }
+
+// NewAccumulator returns an empty Accumulator summarising as o says, in
+// bounded memory: exact up to ExactRequests requests (ExactGaps gaps), then
+// within SketchRelErr (see Accumulator).
 func NewAccumulator(o Options) *Accumulator {
+	return newAccumulator(o, bounds{requests: ExactRequests, gaps: ExactGaps})
+}
+
+// NewExactAccumulator is NewAccumulator without the bound: it keeps every
+// sample, so every figure is exact however many records are added, and
+// memory grows with them (~0.2–0.4 KiB a request). It is for callers that
+// hold all the records in memory anyway, such as a report on a records file.
+func NewExactAccumulator(o Options) *Accumulator {
+	return newAccumulator(o, bounds{})
+}
+
+func newAccumulator(o Options, bd bounds) *Accumulator {
 	o = o.normalized()
 	a := &Accumulator{
 		opt:       o,
+		bound:     bd,
+		flight:    flight{limit: bd.requests},
 		sel:       map[string]bool{},
 		edges:     o.Buckets,
 		labels:    BucketLabels(o.Buckets),
 		level:     -2,
 		failures:  map[runlog.ErrorClass]int{},
 		sources:   map[runlog.TokenSource]int{},
-		sendLag:   newSeries[int64](nsPerMs),
-		inputLen:  newSeries[int64](1),
-		outputLen: newSeries[int64](1),
-		mismatch:  newSeries[int64](1),
+		sendLag:   newSeries[int64](nsPerMs, bd.requests),
+		inputLen:  newSeries[int64](1, bd.requests),
+		outputLen: newSeries[int64](1, bd.requests),
+		mismatch:  newSeries[int64](1, bd.requests),
 	}
 	for _, m := range o.Metrics {
 		a.sel[m] = true
 	}
 	for i, m := range perRequest {
 		if a.sel[m.name] {
-			a.lat[i] = newSeries[int64](nsPerMs)
+			a.lat[i] = newSeries[int64](nsPerMs, bd.requests)
 		}
 	}
 	if a.sel[MetricITL] {
-		a.itlSame = newSeries[float32](1)
-		a.itlMulti = newSeries[float32](1)
-		a.tokMulti = newSeries[float32](1)
+		// No cap of their own: addITLs spills the three together.
+		a.itlSame = newSeries[float32](1, 0)
+		a.itlMulti = newSeries[float32](1, 0)
+		a.tokMulti = newSeries[float32](1, 0)
 	}
 	if len(o.Buckets) > 0 {
 		a.buckets = make([]bucketAcc, len(o.Buckets)+1)
 		for b := range a.buckets {
 			for i := range a.lat {
 				if a.lat[i] != nil {
-					a.buckets[b].lat[i] = newSeries[int64](nsPerMs)
+					a.buckets[b].lat[i] = newSeries[int64](nsPerMs, bd.requests)
 				}
 			}
 		}
@@ -125,9 +157,10 @@ func NewAccumulator(o Options) *Accumulator {
 	return a
 }
 
-// Summarize is NewAccumulator(o), Add for each record, then Summary.
+// Summarize is NewExactAccumulator(o), Add for each record, then Summary:
+// every figure exact, whatever the number of records.
 func Summarize(recs []runlog.Record, o Options) Summary {
-	a := NewAccumulator(o)
+	a := NewExactAccumulator(o)
 	for i := range recs {
 		a.Add(&recs[i])
 	}
@@ -181,7 +214,7 @@ func (a *Accumulator) Add(r *runlog.Record) {
 	a.firstSend = min(a.firstSend, r.Sent)
 	a.lastEnd = max(a.lastEnd, end)
 	a.requests++
-	a.spans = append(a.spans, r.Sent, end)
+	a.flight.add(r.Sent, end)
 	a.sendLag.addInt(int64(r.SendLag()))
 	pl := promptLen(r)
 	if pl > 0 {
@@ -261,16 +294,31 @@ func (a *Accumulator) Add(r *runlog.Record) {
 }
 
 // addITLs stores r's chunk gaps and per-token gaps, once when they coincide.
+// The three series share one bound: the gap that would take them past it
+// moves all three into sketches (ITL and per-token ITL are each the union of
+// two of them, which is exact only while both are).
 func (a *Accumulator) addITLs(r *runlog.Record) {
 	a.scratch = r.ITLs(a.scratch[:0])
 	a.scratch2 = r.TokenITLs(a.scratch2[:0])
+	same := slices.Equal(a.scratch, a.scratch2)
+	if g := a.bound.gaps; g > 0 && a.itlSame.sk == nil {
+		n := len(a.itlSame.vals) + len(a.itlMulti.vals) + len(a.tokMulti.vals) + len(a.scratch)
+		if !same {
+			n += len(a.scratch2)
+		}
+		if n > g {
+			a.itlSame.spill()
+			a.itlMulti.spill()
+			a.tokMulti.spill()
+		}
+	}
 	store := func(s *series[float32], ds []time.Duration) {
 		for _, d := range ds {
 			ms := float64(d) * nsPerMs
 			s.add(float32(ms), ms)
 		}
 	}
-	if slices.Equal(a.scratch, a.scratch2) {
+	if same {
 		store(a.itlSame, a.scratch)
 		return
 	}
@@ -322,7 +370,7 @@ func (a *Accumulator) Summary() Summary {
 	if a.completed > 0 {
 		s.PeakOutputTokensPerS = float64(a.tl.peak(a.firstOKSend))
 	}
-	s.PeakConcurrency = peakConcurrency(a.spans)
+	s.PeakConcurrency, s.PeakConcurrencyBinNs = a.flight.peak()
 	s.PeakDroppedChunks = a.tl.dropped
 
 	for i, m := range perRequest {
@@ -390,6 +438,7 @@ func (a *Accumulator) Summary() Summary {
 	s.InputLen = summarize("input_len", []float64{50, 90, 95, 99}, a.inputLen, nil)
 	s.OutputLen = summarize("output_len", []float64{50, 90, 99}, a.outputLen, nil)
 	s.PromptMismatch = summarize("prompt_mismatch", []float64{50, 99}, a.mismatch, nil)
+	s.Approx = s.approx()
 	s.Warnings = warnings(&s)
 	return s
 }

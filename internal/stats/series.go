@@ -3,6 +3,8 @@ package stats
 import (
 	"math"
 	"slices"
+
+	"github.com/DataDog/sketches-go/ddsketch"
 )
 
 // moments tracks count, mean, variance (Welford), min and max in float64,
@@ -56,18 +58,36 @@ func (m moments) std() float64 {
 
 // series keeps one metric's samples for percentiles plus its exact moments.
 // Stored values times scale give the reported unit.
+//
+// It keeps the samples themselves up to limit of them (0: no limit); the
+// sample after that moves them all into a sketch, which takes every later
+// one, and the slice is released, so a series never holds more than limit
+// values or one sketch (≤ 512 KiB, typically ~50 KiB).
 type series[T sample] struct {
 	vals  []T
 	mom   moments
 	scale float64
+	limit int
+	sk    *ddsketch.DDSketch // non-nil once past limit; vals is then nil
 }
 
-func newSeries[T sample](scale float64) *series[T] { return &series[T]{scale: scale} }
+func newSeries[T sample](scale float64, limit int) *series[T] {
+	return &series[T]{scale: scale, limit: limit}
+}
 
 // add stores v (in stored units) whose exact reported value is x.
 func (s *series[T]) add(v T, x float64) {
-	s.vals = append(s.vals, v)
 	s.mom.add(x)
+	if s.sk == nil {
+		if s.limit <= 0 || len(s.vals) < s.limit {
+			s.vals = append(s.vals, v)
+			return
+		}
+		s.spill()
+	}
+	// Values from int64 ns or tokens are finite and within the sketch's
+	// range, the only cases Add rejects.
+	_ = s.sk.Add(x)
 }
 
 // addInt stores an integer sample (ns or tokens).
@@ -75,20 +95,69 @@ func (s *series[T]) addInt(v int64) {
 	s.add(T(v), float64(v)*s.scale)
 }
 
+// spill moves the stored samples into a new sketch, in reported units.
+func (s *series[T]) spill() {
+	if s.sk != nil {
+		return
+	}
+	s.sk = newSketch()
+	for _, v := range s.vals {
+		_ = s.sk.Add(float64(v) * s.scale)
+	}
+	s.vals = nil
+}
+
 // summarize builds the MetricSummary of the union of a and b (b may be nil),
-// sorting their samples in place.
+// sorting their samples in place. While both keep their samples the
+// percentiles are exact; once either has a sketch, both go to sketches for
+// good (the union could not be exact anyway) and the percentiles are the
+// merged sketch's, marked Approx.
 func summarize[T sample](name string, ps []float64, a, b *series[T]) MetricSummary {
-	var bv []T
 	mom := a.mom
 	if b != nil {
-		bv = b.vals
 		mom = mom.merge(b.mom)
+	}
+	if a.sk != nil || (b != nil && b.sk != nil) {
+		return summarizeSketch(name, ps, a, b, mom)
+	}
+	var bv []T
+	if b != nil {
+		bv = b.vals
 		slices.Sort(b.vals)
 	}
 	slices.Sort(a.vals)
 	n := len(a.vals) + len(bv)
 	m := MetricSummary{Name: name, N: n, Percentiles: make([]PercentileValue, len(ps))}
 	at := func(k int) float64 { return float64(kth(a.vals, bv, k)) * a.scale }
+	for i, p := range ps {
+		m.Percentiles[i] = PercentileValue{P: p, Value: percentileAt(n, p, at)}
+	}
+	if n == 0 {
+		return m
+	}
+	m.Median = percentileAt(n, 50, at)
+	m.Mean, m.Std, m.Min, m.Max = mom.mean, mom.std(), mom.min, mom.max
+	return m
+}
+
+// summarizeSketch is summarize's sketch path. The k-th value is the
+// sketch's estimate clamped to the exact [Min, Max] (which makes p0 and p100
+// exact and only brings others closer); numpy's interpolation between ranks
+// k and k+1 is then applied to the two estimates, so the result stays within
+// SketchRelErr of the exact percentile: a convex combination of two values
+// each within SketchRelErr of its exact counterpart.
+func summarizeSketch[T sample](name string, ps []float64, a, b *series[T], mom moments) MetricSummary {
+	a.spill()
+	sk := a.sk
+	if b != nil {
+		b.spill()
+		sk = sk.Copy()
+		_ = sk.MergeWith(b.sk) // same mapping: cannot fail
+	}
+	n := mom.n
+	m := MetricSummary{Name: name, N: n, Percentiles: make([]PercentileValue, len(ps)),
+		Approx: true, RelErr: SketchRelErr}
+	at := func(k int) float64 { return min(max(sketchAt(sk, k), mom.min), mom.max) }
 	for i, p := range ps {
 		m.Percentiles[i] = PercentileValue{P: p, Value: percentileAt(n, p, at)}
 	}

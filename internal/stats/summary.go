@@ -62,8 +62,15 @@ type Summary struct {
 	// PeakConcurrency is the most requests in flight at once, from each
 	// non-warm-up record's [Sent, End) interval (an end and a send at the
 	// same instant do not overlap). Unlike vLLM, failed requests count:
-	// they held a slot too.
+	// they held a slot too. See PeakConcurrencyBinNs for its precision.
 	PeakConcurrency int
+	// PeakConcurrencyBinNs is 0 when PeakConcurrency is exact (an
+	// Accumulator past ExactRequests requests no longer keeps every
+	// interval); otherwise the width of the time bins it was counted in, ns
+	// (1 ms, coarser on long spans), and PeakConcurrency is then the most
+	// requests in flight at any moment of one bin: never below the exact
+	// figure, above it by at most the sends and ends within one bin.
+	PeakConcurrencyBinNs int64
 	// PeakDroppedChunks counts chunks left out of PeakOutputTokensPerS
 	// because they lay weeks apart from the rest (corrupt times); normally 0.
 	PeakDroppedChunks int
@@ -96,9 +103,35 @@ type Summary struct {
 	// from: usage, counted, or "" when the producer did not say.
 	TokenSources map[runlog.TokenSource]int
 
+	// Approx reports whether any figure here is approximate: some
+	// MetricSummary with Approx set (in Metrics, Buckets, SendLag, InputLen,
+	// OutputLen or PromptMismatch) or PeakConcurrencyBinNs > 0. It is false
+	// for Summarize and below an Accumulator's bounds.
+	Approx bool
+
 	// Warnings are human-readable caveats: percentiles over too few samples
 	// (see MinSamples), no successful request, client-counted tokens.
 	Warnings []string
+}
+
+// approx computes Summary.Approx from the other fields.
+func (s *Summary) approx() bool {
+	if s.PeakConcurrencyBinNs > 0 || s.SendLag.Approx || s.InputLen.Approx || s.OutputLen.Approx || s.PromptMismatch.Approx {
+		return true
+	}
+	for _, m := range s.Metrics {
+		if m.Approx {
+			return true
+		}
+	}
+	for _, b := range s.Buckets {
+		for _, m := range b.Metrics {
+			if m.Approx {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Metric returns the summary of the named metric and whether it was
@@ -125,6 +158,16 @@ type MetricSummary struct {
 	Mean, Median, Std, Min, Max float64
 	// Percentiles holds the requested percentiles in the order asked.
 	Percentiles []PercentileValue
+	// Approx is true when Median and Percentiles come from a quantile
+	// sketch rather than the samples themselves: an Accumulator switches a
+	// series to one past ExactRequests samples (ExactGaps for ITL), so that
+	// memory stays bounded on long runs. N, Mean, Std, Min and Max stay
+	// exact. Exact percentiles come from the records (Summarize).
+	Approx bool
+	// RelErr bounds the relative error of Median and Percentiles when
+	// Approx: |reported − exact| ≤ RelErr·|exact| (SketchRelErr, 0.001);
+	// 0 when they are exact.
+	RelErr float64
 }
 
 // PercentileValue is one percentile of a distribution.
