@@ -438,6 +438,8 @@ type outputFlags struct {
 	Label string
 	// AppendResult appends the result to its file (bench only).
 	AppendResult bool
+	// Overwrite lets a run replace existing records and result files.
+	Overwrite bool
 	// metricsSet says --percentile-metrics was given (not its default).
 	metricsSet bool
 }
@@ -456,6 +458,7 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
 	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "no progress output (vLLM's spelling of --quiet)")
 	fs.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report (charts inlined, opens offline) to this file")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing records or result file of the name given (default: refuse; goodput's own default names never clash)")
 }
 
 // registerBench adds the output flags only bench has.
@@ -645,10 +648,11 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result appended to %s\n", s.resultPath)
 	case o.out.SaveResult:
-		if err := writeResult(s.resultPath, result); err != nil {
+		path, err := writeResult(&o.out, s.resultPath, result)
+		if err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
-		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", s.resultPath)
+		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
 	}
 	if err := s.err(); err != nil {
 		return err
@@ -862,6 +866,9 @@ func outputPathsLoad(env Env, out *outputFlags, label, model string, conc int, l
 		records = strings.TrimSuffix(result, ".json") + ".records.jsonl"
 	default:
 		records = out.Records
+		if env.Dir != "" && !filepath.IsAbs(records) {
+			records = filepath.Join(env.Dir, records)
+		}
 	}
 	return result, records
 }

@@ -13,15 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 )
 
-// writeResult writes a result file, creating its directory (--result-dir)
-// if needed.
-func writeResult(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
 // savedRun is a finished run's records file, read once for the outputs
 // that need every request (--html, --save-detailed).
 type savedRun struct {

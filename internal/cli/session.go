@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -329,32 +328,11 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		// the end line replaces it with what happened.
 		s.meta.Levels = []runlog.Level{lv.runlog()}
 	}
-	if s.recFile, s.rw, err = openRecords(s.recordsPath, s.meta); err != nil {
+	if s.recFile, s.rw, err = openRecords(&o.out, &s.resultPath, &s.recordsPath, s.meta); err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// openRecords creates the records file at path and writes its meta line;
-// an empty path means no records file (nil, nil, nil).
-func openRecords(path string, meta *runlog.Meta) (*os.File, *runlog.Writer, error) {
-	if path == "" {
-		return nil, nil, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, nil, fmt.Errorf("--records: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--records: %w", err)
-	}
-	w := runlog.NewWriter(f)
-	if err := w.WriteMeta(meta); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("--records %s: %w", path, err)
-	}
-	return f, w, nil
 }
 
 // levelOutcome is what one level measured.

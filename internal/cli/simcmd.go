@@ -114,7 +114,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		Simulated: desc, Metadata: meta,
 	}
 	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, lv.MaxConcurrency, lv.Rate, env.Now().Format("20060102-150405"))
-	f, rw, err := openRecords(recordsPath, m)
+	f, rw, err := openRecords(&o.out, &resultPath, &recordsPath, m)
 	if err != nil {
 		return err
 	}
@@ -186,10 +186,11 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		return err
 	}
 	if o.out.SaveResult {
-		if err := writeResult(resultPath, b); err != nil {
+		path, err := writeResult(&o.out, resultPath, b)
+		if err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
-		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", resultPath)
+		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
 	}
 	if o.out.HTML != "" {
 		h := runHTML{path: o.out.HTML, run: &savedRun{path: recordsPath}, title: "goodput sim", meta: m, so: so,

@@ -430,10 +430,11 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		}
 	}
 	if o.out.SaveResult {
-		if err := writeResult(sr.resultPath, doc); err != nil {
+		path, err := writeResult(&o.out, sr.resultPath, doc)
+		if err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
-		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", sr.resultPath)
+		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
 	}
 	if runErr != nil {
 		if errors.Is(runErr, context.Canceled) {
@@ -682,7 +683,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		m.Levels = append(m.Levels, simLevel(base, l, 0)) // the plan, until the end line
 	}
 	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, 0, 0, env.Now().Format("20060102-150405"))
-	f, rw, err := openRecords(recordsPath, m)
+	f, rw, err := openRecords(&o.out, &resultPath, &recordsPath, m)
 	if err != nil {
 		return nil, err
 	}
