@@ -643,12 +643,12 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	}
 	switch {
 	case o.out.AppendResult:
-		if err := appendResult(s.resultPath, result); err != nil {
+		if err := appendResult(env, s.resultPath, result); err != nil {
 			return fmt.Errorf("--append-result: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result appended to %s\n", s.resultPath)
 	case o.out.SaveResult:
-		path, err := writeResult(&o.out, s.resultPath, result)
+		path, err := writeResult(env, &o.out, s.resultPath, result)
 		if err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}

@@ -50,7 +50,7 @@ func (h runHTML) write(env Env) error {
 			}
 		}
 	}
-	if err := writeHTMLFile(h.path, func(w io.Writer) error { return report.HTML(w, in) }); err != nil {
+	if err := writeHTMLFile(h.path, func(w io.Writer) error { return report.HTML(env.secrets.Writer(w), in) }); err != nil {
 		return fmt.Errorf("--html %s: %w", h.path, err)
 	}
 	fmt.Fprintf(env.Stderr, "goodput: HTML report in %s\n", h.path)

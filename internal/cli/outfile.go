@@ -37,7 +37,7 @@ func exists(path string) bool {
 // together; a name the user gave must not exist unless --overwrite (nor,
 // when the result will be saved, the result file). An empty *records means
 // no records file (nil, nil, nil).
-func openRecords(o *outputFlags, result, records *string, meta *runlog.Meta) (*os.File, *runlog.Writer, error) {
+func openRecords(env Env, o *outputFlags, result, records *string, meta *runlog.Meta) (*os.File, *runlog.Writer, error) {
 	saving := o.SaveResult && !o.AppendResult
 	if !o.Overwrite && saving && o.ResultFilename != "" && exists(*result) {
 		return nil, nil, usagef("--result-filename %s: the file exists; choose another name, or --overwrite to replace it", *result)
@@ -69,7 +69,9 @@ func openRecords(o *outputFlags, result, records *string, meta *runlog.Meta) (*o
 		if err != nil {
 			return nil, nil, fmt.Errorf("--records: %w", err)
 		}
-		w := runlog.NewWriter(f)
+		// Every line passes the secrets filter: a server's error text may
+		// echo a credential.
+		w := runlog.NewWriter(env.secrets.Writer(f))
 		if err := w.WriteMeta(meta); err != nil {
 			f.Close()
 			return nil, nil, fmt.Errorf("--records %s: %w", *records, err)
@@ -93,7 +95,8 @@ func createFile(path string, overwrite bool) (*os.File, error) {
 // needed, and returns the path written. It never replaces a file unless
 // --overwrite: a default name taken meanwhile moves to the next "-N" name,
 // a name the user gave is an error.
-func writeResult(o *outputFlags, path string, b []byte) (string, error) {
+func writeResult(env Env, o *outputFlags, path string, b []byte) (string, error) {
+	b = env.secrets.Bytes(b)
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

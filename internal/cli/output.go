@@ -112,7 +112,8 @@ func detailedRun(env Env, run *savedRun, level int, streamed bool) (map[string]a
 
 // appendResult appends a result to path as vLLM's --append-result does:
 // one JSON line, after a newline when the file already has content.
-func appendResult(path string, b []byte) error {
+func appendResult(env Env, path string, b []byte) error {
+	b = env.secrets.Bytes(b)
 	var line bytes.Buffer
 	if err := json.Compact(&line, b); err != nil {
 		return err

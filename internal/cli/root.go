@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/goodput/goodput/internal/redact"
 )
 
 // Exit codes.
@@ -44,6 +46,10 @@ type Env struct {
 	Dir string
 
 	console *console // stderr shared by the live line and notes (set by Main)
+	// secrets are the credentials a command was given (API key, header
+	// values, URL user info): Main wraps Stdout and Stderr to blank them,
+	// and every file a run writes goes through them too.
+	secrets *redact.Secrets
 }
 
 // OSEnv returns the real process environment.
@@ -75,6 +81,10 @@ func (e *GateError) Error() string { return "gate failed: " + strings.Join(e.Fai
 
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
+	if env.secrets == nil {
+		env.secrets = &redact.Secrets{}
+		env.Stdout, env.Stderr = env.secrets.Writer(env.Stdout), env.secrets.Writer(env.Stderr)
+	}
 	if env.console == nil {
 		env.console = newConsole(env.Stderr, env.TTY)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
@@ -203,7 +205,12 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		base = fmt.Sprintf("http://%s:%d", o.target.Host, o.target.Port)
 	}
 	var simDesc map[string]any
-	targetName := base
+	// The target as records and reports name it: no user info, no
+	// credential-like query values.
+	targetName := redact.URLString(base)
+	if u, err := url.Parse(base); err == nil && env.secrets != nil {
+		env.secrets.AddURL(u)
+	}
 	if base == "" {
 		emb, err := startEmbedded(ctx, &o.sim, env)
 		if err != nil {
@@ -223,6 +230,12 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	hdr := http.Header{}
 	for k, v := range headers {
 		hdr.Set(k, v)
+	}
+	if env.secrets != nil {
+		// Never written or printed: the key, and every header value given
+		// (goodput cannot tell which of them are credentials).
+		env.secrets.Add(apiKey)
+		env.secrets.AddHeader(hdr, true)
 	}
 	start := time.Now()
 	s.now = func() int64 { return int64(time.Since(start)) }
@@ -328,7 +341,7 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		// the end line replaces it with what happened.
 		s.meta.Levels = []runlog.Level{lv.runlog()}
 	}
-	if s.recFile, s.rw, err = openRecords(&o.out, &s.resultPath, &s.recordsPath, s.meta); err != nil {
+	if s.recFile, s.rw, err = openRecords(env, &o.out, &s.resultPath, &s.recordsPath, s.meta); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		Simulated: desc, Metadata: meta,
 	}
 	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, lv.MaxConcurrency, lv.Rate, env.Now().Format("20060102-150405"))
-	f, rw, err := openRecords(&o.out, &resultPath, &recordsPath, m)
+	f, rw, err := openRecords(env, &o.out, &resultPath, &recordsPath, m)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 		return err
 	}
 	if o.out.SaveResult {
-		path, err := writeResult(&o.out, resultPath, b)
+		path, err := writeResult(env, &o.out, resultPath, b)
 		if err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}

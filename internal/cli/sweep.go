@@ -430,7 +430,7 @@ func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
 		}
 	}
 	if o.out.SaveResult {
-		path, err := writeResult(&o.out, sr.resultPath, doc)
+		path, err := writeResult(env, &o.out, sr.resultPath, doc)
 		if err != nil {
 			return fmt.Errorf("--save-result: %w", err)
 		}
@@ -683,7 +683,7 @@ func openSimSweep(env Env, o *SweepOptions, pl sweepPlan, sat sweep.Saturation) 
 		m.Levels = append(m.Levels, simLevel(base, l, 0)) // the plan, until the end line
 	}
 	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, 0, 0, env.Now().Format("20060102-150405"))
-	f, rw, err := openRecords(&o.out, &resultPath, &recordsPath, m)
+	f, rw, err := openRecords(env, &o.out, &resultPath, &recordsPath, m)
 	if err != nil {
 		return nil, err
 	}

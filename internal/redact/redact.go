@@ -12,6 +12,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -56,7 +57,7 @@ func (s *Secrets) add(v string) {
 		return
 	}
 	forms := []string{v}
-	// As it appears inside a JSON string and inside a URL.
+	// As it appears inside a JSON string, a URL and an HTML page.
 	if b, err := json.Marshal(v); err == nil {
 		if q := string(b[1 : len(b)-1]); q != v {
 			forms = append(forms, q)
@@ -64,6 +65,9 @@ func (s *Secrets) add(v string) {
 	}
 	if e := url.QueryEscape(v); e != v {
 		forms = append(forms, e)
+	}
+	if e := html.EscapeString(v); e != v {
+		forms = append(forms, e) // as an HTML report shows it
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

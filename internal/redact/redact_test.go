@@ -26,6 +26,7 @@ func TestSecretsString(t *testing.T) {
 		{"Accept: text/plain", "Accept: [redacted]"},                       // a user-configured header
 		{"password pa\"ss, user user1", "password [redacted], user [redacted]"},
 		{`json "pa\"ss"`, `json "[redacted]"`},
+		{`html pa&#34;ss`, `html [redacted]`},
 		{"GET /v1?api-key=K123456", "GET /v1?api-key=[redacted]"},
 		{"ab is fine", "ab is fine"},
 	} {
