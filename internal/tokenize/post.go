@@ -71,7 +71,7 @@ func (p *hfProcessor) template(depth int) (template, error) {
 		return template{}, nil
 	}
 	if depth > 8 {
-		return template{}, errors.New("Sequence nested too deep")
+		return template{}, errors.New("post_processor Sequence nested too deep")
 	}
 	switch p.Type {
 	case "ByteLevel":
@@ -96,7 +96,7 @@ func (p *hfProcessor) template(depth int) (template, error) {
 		for i := range p.Processors {
 			inner, err := p.Processors[i].template(depth + 1)
 			if err != nil {
-				return template{}, fmt.Errorf("Sequence %d: %w", i, err)
+				return template{}, fmt.Errorf("post_processor Sequence %d: %w", i, err)
 			}
 			tp.pre = append(inner.pre, tp.pre...)
 			tp.post = append(tp.post, inner.post...)
