@@ -58,6 +58,8 @@ type Accumulator struct {
 	reasonTok, cached int64
 	multiToken        int
 	sources           map[runlog.TokenSource]int
+	usageRejected     int
+	usageRejectedEx   string
 	flight            flight // send, end intervals for peak concurrency
 	tl                timeline
 
@@ -245,6 +247,12 @@ func (a *Accumulator) Add(r *runlog.Record) {
 	a.reasonTok += int64(r.ReasoningTokens)
 	a.cached += int64(r.CachedTokens)
 	a.sources[r.TokenSource]++
+	if r.UsageRejected != "" {
+		a.usageRejected++
+		if a.usageRejectedEx == "" {
+			a.usageRejectedEx = r.UsageRejected
+		}
+	}
 	a.outputLen.addInt(int64(out))
 	if r.RequestedPromptTokens > 0 && r.PromptTokens > 0 {
 		d := r.RequestedPromptTokens - r.PromptTokens
@@ -332,22 +340,24 @@ func (a *Accumulator) addITLs(r *runlog.Record) {
 func (a *Accumulator) Summary() Summary {
 	o := a.opt
 	s := Summary{
-		Options:           o,
-		Level:             max(a.level, -1),
-		Requests:          a.requests,
-		Completed:         a.completed,
-		Failed:            a.failed,
-		Failures:          map[runlog.ErrorClass]int{},
-		Warmups:           a.warmups,
-		Empty:             a.empty,
-		FirstSendNs:       a.firstSend,
-		LastEndNs:         a.lastEnd,
-		InputTokens:       a.inTok,
-		OutputTokens:      a.outTok,
-		ReasoningTokens:   a.reasonTok,
-		CachedTokens:      a.cached,
-		MultiTokenRecords: a.multiToken,
-		TokenSources:      map[runlog.TokenSource]int{},
+		Options:              o,
+		Level:                max(a.level, -1),
+		Requests:             a.requests,
+		Completed:            a.completed,
+		Failed:               a.failed,
+		Failures:             map[runlog.ErrorClass]int{},
+		Warmups:              a.warmups,
+		Empty:                a.empty,
+		FirstSendNs:          a.firstSend,
+		LastEndNs:            a.lastEnd,
+		InputTokens:          a.inTok,
+		OutputTokens:         a.outTok,
+		ReasoningTokens:      a.reasonTok,
+		CachedTokens:         a.cached,
+		MultiTokenRecords:    a.multiToken,
+		TokenSources:         map[runlog.TokenSource]int{},
+		UsageRejected:        a.usageRejected,
+		UsageRejectedExample: a.usageRejectedEx,
 	}
 	for k, v := range a.failures {
 		s.Failures[k] = v
@@ -492,8 +502,11 @@ func warnings(s *Summary) []string {
 	if s.CachedShare >= HighCachedShare {
 		ws = append(ws, fmt.Sprintf("%.0f%% of prompt tokens came from the server's prefix cache: TTFT is optimistic for cold traffic (--cache-bust measures it cold)", 100*s.CachedShare))
 	}
-	if n := s.TokenSources[runlog.TokensCounted]; n > 0 {
+	if n := s.TokenSources[runlog.TokensCounted] - s.UsageRejected; n > 0 {
 		ws = append(ws, fmt.Sprintf("%d of %d requests had no usage report: their output tokens were counted by the client and may be undercounted", n, s.Completed))
+	}
+	if s.UsageRejected > 0 {
+		ws = append(ws, fmt.Sprintf("%d of %d requests reported usage that did not fit their stream (%s): their tokens were counted by the client instead", s.UsageRejected, s.Completed, s.UsageRejectedExample))
 	}
 	// One line per percentile, naming each metric whose sample is too small
 	// for it: p99 of 37 values is little more than the second-largest value.

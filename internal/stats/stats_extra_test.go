@@ -50,3 +50,28 @@ func TestMetricPMedianFallback(t *testing.T) {
 		t.Error("MetricP(bogus, 50) ok; want false")
 	}
 }
+
+func TestUsageRejectedWarning(t *testing.T) {
+	ok := func(src runlog.TokenSource, rejected string) runlog.Record {
+		return runlog.Record{ID: "r", Status: 200, TokenSource: src, UsageRejected: rejected, CompletionTokens: 1,
+			Chunks: []runlog.Chunk{{T: 5, Tokens: 1, Visible: true}}, End: 5}
+	}
+	recs := []runlog.Record{
+		ok(runlog.TokensUsage, ""),
+		ok(runlog.TokensCounted, ""),
+		ok(runlog.TokensCounted, "completion_tokens -3 is negative"),
+		ok(runlog.TokensCounted, "prompt_tokens -50 is negative"),
+	}
+	s := Summarize(recs, Options{})
+	if s.UsageRejected != 2 || s.UsageRejectedExample != "completion_tokens -3 is negative" {
+		t.Errorf("UsageRejected = %d, %q; want 2, the first reason", s.UsageRejected, s.UsageRejectedExample)
+	}
+	var noUsage, rejected bool
+	for _, w := range s.Warnings {
+		noUsage = noUsage || strings.HasPrefix(w, "1 of 4 requests had no usage report")
+		rejected = rejected || strings.HasPrefix(w, "2 of 4 requests reported usage that did not fit their stream (completion_tokens -3 is negative)")
+	}
+	if !noUsage || !rejected {
+		t.Errorf("warnings %q; want 1 without usage and 2 rejected", s.Warnings)
+	}
+}

@@ -102,6 +102,11 @@ type Summary struct {
 	// TokenSources counts completed records by where their token counts came
 	// from: usage, counted, or "" when the producer did not say.
 	TokenSources map[runlog.TokenSource]int
+	// UsageRejected counts completed records whose server usage was not
+	// believed (runlog.Record.UsageRejected), so their tokens were counted;
+	// UsageRejectedExample is the first one's reason.
+	UsageRejected        int
+	UsageRejectedExample string
 
 	// Approx reports whether any figure here is approximate: some
 	// MetricSummary with Approx set (in Metrics, Buckets, SendLag, InputLen,
