@@ -45,6 +45,10 @@ type targetFlags struct {
 	Timeout           time.Duration
 	IdleTimeout       time.Duration
 	ReadyCheckTimeout time.Duration
+	// FollowRedirects follows same-origin redirects (never another origin's).
+	FollowRedirects bool
+	// MaxResponseTokens caps a response to a request without max_tokens.
+	MaxResponseTokens int
 	// ServedModelName is the id sent in requests when it differs from
 	// Model, which then names the model (and tokenizer) in the records.
 	ServedModelName string
@@ -84,6 +88,8 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.ReadyCheckTimeout, "ready-check-timeout", 0, "wait this long for a starting server to answer GET /v1/models before the run (0: do not wait)")
 	fs.DurationVar(&t.Timeout, "timeout", time.Hour, "limit on a whole request, so a server that trickles keep-alives forever cannot hang the run (0: none)")
 	fs.DurationVar(&t.IdleTimeout, "idle-timeout", 2*time.Minute, "limit on silence from the server, from the send to the first byte and between bytes (0: none); raise it for queues longer than this")
+	fs.BoolVar(&t.FollowRedirects, "follow-redirects", false, "follow a server's 307/308 redirects to the same scheme, host and port (counted in the records); a redirect to another origin is never followed, so credentials never leave for it")
+	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", openai.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
 	fs.Var(secondsValue{&t.ReadyCheckTimeout}, "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
 	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
 	fs.Var(&t.Temperature, "temperature", "temperature sent in every request (default: none sent, the server's own)")

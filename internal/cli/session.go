@@ -251,6 +251,7 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 		ExtraBody: extra, IgnoreEOS: o.target.IgnoreEOS, MaxTokensField: o.target.MaxTokensField, Timeout: o.target.Timeout,
 		IdleTimeout: o.target.IdleTimeout, MaxConns: maxConns, Now: s.now,
 		NoStream: o.target.NoStream, KeepText: o.out.SaveDetailed, Insecure: o.target.Insecure,
+		FollowRedirects: o.target.FollowRedirects, MaxResponseTokens: o.target.MaxResponseTokens,
 	})
 	if err != nil {
 		s.stopEmb()

@@ -18,13 +18,14 @@ const module = "github.com/goodput/goodput/"
 var allowed = map[string][]string{
 	"internal/sse":           {},
 	"internal/runlog":        {},
+	"internal/redact":        {},
 	"internal/tokenize":      {},
 	"internal/workload":      {"internal/tokenize"},
 	"internal/sim/costmodel": {},
 	"internal/sim/kvcache":   {},
 	"internal/sim":           {"internal/sim/costmodel", "internal/sim/kvcache", "internal/runlog"},
 	"internal/stats":         {"internal/runlog"},
-	"internal/openai":        {"internal/sse", "internal/runlog"},
+	"internal/openai":        {"internal/sse", "internal/redact", "internal/runlog"},
 	"internal/loadgen":       {"internal/runlog"},
 	"internal/gate":          {},
 	"internal/findings":      {"internal/stats", "internal/runlog"},
@@ -33,7 +34,7 @@ var allowed = map[string][]string{
 	"internal/simrun":        {"internal/sim", "internal/workload", "internal/runlog"},
 	"internal/simserve":      {"internal/sim", "internal/sse", "internal/tokenize", "internal/runlog"},
 	"internal/sweep":         {"internal/findings", "internal/sim", "internal/simrun", "internal/stats", "internal/workload", "internal/runlog"},
-	"internal/proxy":         {"internal/openai", "internal/sse", "internal/stats", "internal/tokenize", "internal/runlog"},
+	"internal/proxy":         {"internal/openai", "internal/redact", "internal/sse", "internal/stats", "internal/tokenize", "internal/runlog"},
 }
 
 // forbiddenCalls are identifiers only some packages may use.

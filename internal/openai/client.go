@@ -8,22 +8,27 @@ package openai
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
 )
@@ -85,10 +90,27 @@ type Config struct {
 	// Insecure skips verifying the server's TLS certificate (self-signed
 	// test servers); never the default.
 	Insecure bool
+	// FollowRedirects follows a redirect to the same origin (scheme, host
+	// and port) when it keeps the request as sent (307, 308; a GET also
+	// 301, 302, 303), counting each in Record.Redirects. A redirect to
+	// another origin is never followed, so the API key and headers never
+	// leave for a host or port they were not meant for; false follows none.
+	// Either way an unfollowed redirect fails with class redirect.
+	FollowRedirects bool
+	// MaxResponseTokens caps a streamed response to a request without
+	// max_tokens: past this many tokens the client stops reading (class
+	// runaway). A request with max_tokens m is capped at
+	// max(4·m, m+1024) tokens instead. 0 means DefaultMaxResponseTokens.
+	MaxResponseTokens int
+	// MaxEventBytes bounds one server-sent event, in bytes of wire text,
+	// before the stream is abandoned as a runaway; 0 means
+	// sse.DefaultMaxEventSize (64 MiB).
+	MaxEventBytes int
 	// Timeout bounds a whole request; 0 means none.
 	Timeout time.Duration
-	// IdleTimeout bounds the server's silence, from the send to the first
-	// byte and between bytes; 0 means none.
+	// IdleTimeout bounds the server's silence on the connection: from the
+	// send to the first byte of the response, then between any two bytes,
+	// response headers included; 0 means none.
 	IdleTimeout time.Duration
 	// MaxConns sizes the connection pool (the run's concurrency); no other
 	// cap is applied.
@@ -141,9 +163,104 @@ func NewClient(cfg Config) (*Client, error) {
 		return &streamState{sr: sse.NewReader(nil, c.cfg.Now, sse.DefaultBufSize)}
 	}
 	conns := max(cfg.MaxConns, 16)
-	c.hc = &http.Client{Transport: newTransport(conns, false, cfg.Insecure)}
-	c.fresh = &http.Client{Transport: newTransport(conns, true, cfg.Insecure)}
+	c.hc = &http.Client{Transport: newTransport(conns, false, cfg.Insecure), CheckRedirect: c.checkRedirect}
+	c.fresh = &http.Client{Transport: newTransport(conns, true, cfg.Insecure), CheckRedirect: c.checkRedirect}
 	return c, nil
+}
+
+// DefaultMaxResponseTokens is Config.MaxResponseTokens when zero: more
+// tokens than any model's context holds today.
+const DefaultMaxResponseTokens = 1 << 20
+
+// runawayBytesPerToken is how many bytes of stream (JSON, logprobs and
+// all) each token of the cap allows, on top of one maximal event, before
+// a stream is a runaway in bytes though not in tokens (one that sends
+// comments, empty deltas or giant chunks without end).
+const runawayBytesPerToken = 4 << 10
+
+// maxHeaderBytes bounds a response's headers (Go's default is 10 MiB).
+const maxHeaderBytes = 1 << 20
+
+// tokenCap is the most tokens a streamed answer to a request asking for
+// maxTokens (0: none) may carry before it is a runaway.
+func (c *Client) tokenCap(maxTokens int) int64 {
+	switch {
+	case maxTokens > 0:
+		return int64(max(4*maxTokens, maxTokens+1024))
+	case c.cfg.MaxResponseTokens > 0:
+		return int64(c.cfg.MaxResponseTokens)
+	}
+	return DefaultMaxResponseTokens
+}
+
+func (c *Client) maxEvent() int {
+	if c.cfg.MaxEventBytes > 0 {
+		return c.cfg.MaxEventBytes
+	}
+	return sse.DefaultMaxEventSize
+}
+
+// maxRedirects bounds a chain of followed redirects, as Go's default does.
+const maxRedirects = 10
+
+// redirectError is a redirect the client would not follow.
+type redirectError struct {
+	class runlog.ErrorClass
+	msg   string
+}
+
+func (e *redirectError) Error() string { return e.msg }
+
+// redirectsKey is the context key of a request's *int redirect count.
+type redirectsKey struct{}
+
+// checkRedirect is the http.Client's redirect policy (see
+// Config.FollowRedirects). It runs on the goroutine that called Do.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	code := 0
+	if req.Response != nil {
+		code = req.Response.StatusCode
+	}
+	to := redact.URL(req.URL)
+	from := via[0].URL
+	switch {
+	case origin(req.URL) != origin(from):
+		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s, another origin than %s: not followed, so the request's credentials stay with its target", code, to, origin(from))}
+	case !c.cfg.FollowRedirects:
+		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s: not followed (--follow-redirects follows same-origin ones)", code, to)}
+	case via[len(via)-1].Method == http.MethodPost && req.Method != http.MethodPost:
+		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s: not followed, it would resend the POST as a GET without its body (307 and 308 keep it)", code, to)}
+	case len(via) >= maxRedirects:
+		return &redirectError{runlog.ErrRedirectLoop, fmt.Sprintf("HTTP %d redirect to %s: stopped after %d redirects", code, to, len(via))}
+	}
+	for i, v := range via {
+		if v.URL.String() == req.URL.String() {
+			n, s := len(via)-i, "s"
+			if n == 1 {
+				s = ""
+			}
+			return &redirectError{runlog.ErrRedirectLoop, fmt.Sprintf("HTTP %d redirect back to %s: a loop of %d redirect%s", code, to, n, s)}
+		}
+	}
+	if n, ok := req.Context().Value(redirectsKey{}).(*int); ok {
+		*n++
+	}
+	return nil
+}
+
+// origin is u's scheme, host and port, lower case, with the scheme's
+// default port made explicit.
+func origin(u *url.URL) string {
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 // Chat reports whether the endpoint is a chat endpoint.
@@ -151,6 +268,13 @@ func (c *Client) Chat() bool { return c.chat }
 
 func newTransport(conns int, noKeepAlive, insecure bool) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: conn}, nil
+	}
 	var tc *tls.Config
 	if insecure {
 		tc = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // asked for with --insecure
@@ -158,7 +282,7 @@ func newTransport(conns int, noKeepAlive, insecure bool) *http.Transport {
 	return &http.Transport{
 		TLSClientConfig:     tc,
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         d.DialContext,
+		DialContext:         dial,
 		MaxIdleConns:        0, // no global cap: the per-host limit is the one that matters
 		MaxIdleConnsPerHost: conns,
 		MaxConnsPerHost:     0,
@@ -166,10 +290,12 @@ func newTransport(conns int, noKeepAlive, insecure bool) *http.Transport {
 		TLSHandshakeTimeout: 30 * time.Second,
 		DisableKeepAlives:   noKeepAlive,
 		DisableCompression:  true, // a gzip layer would batch events and hide their timing
-		ReadBufferSize:      64 << 10,
-		WriteBufferSize:     64 << 10,
-		ForceAttemptHTTP2:   false,
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{}, // HTTP/1.1, as the servers measured speak it
+		// An answer whose headers run to megabytes is broken, not slow.
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		ReadBufferSize:         64 << 10,
+		WriteBufferSize:        64 << 10,
+		ForceAttemptHTTP2:      false,
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{}, // HTTP/1.1, as the servers measured speak it
 	}
 }
 
@@ -225,10 +351,7 @@ func (c *Client) Body(r *Request) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var (
-	errIdle    = errors.New("idle timeout")
-	errTimeout = errors.New("request timeout")
-)
+var errTimeout = errors.New("request timeout")
 
 // Stream sends one request whose body was built by Body and fills rec: Sent,
 // ConnectNs, Chunks, End, token counts, Status and error class. rec.ID and
@@ -267,20 +390,39 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 		ctx, stop = context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
 		defer stop()
 	}
+	// The idle clock runs from the send and is reset by every byte the
+	// connection reads: a server that accepts the request and never
+	// answers is caught, and so is one that stalls inside its headers,
+	// while one that trickles them is not called silent.
+	var phase atomic.Int32 // of the current hop: waiting, inside the headers, body
+	var idle *idleWatch
+	if c.cfg.IdleTimeout > 0 {
+		idle = newIdleWatch(c.cfg.IdleTimeout, &phase, cancel)
+		defer idle.stop()
+	}
 	// The hooks run on the transport's goroutines (a dial may outlive a
 	// failed attempt), so they touch only these atomics, never rec.
 	var reused, wrote atomic.Bool
 	var connStart, connDone atomic.Int64
 	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
+		GetConn: func(string) { phase.Store(phaseWaiting) }, // each hop of a redirect starts over
+		GotConn: func(info httptrace.GotConnInfo) {
+			reused.Store(info.Reused)
+			if idle != nil {
+				idle.attach(info.Conn)
+			}
+		},
 		ConnectStart: func(_, _ string) {
 			connStart.CompareAndSwap(0, c.cfg.Now())
 		},
-		ConnectDone:      func(_, _ string, _ error) { connDone.Store(c.cfg.Now()) },
-		TLSHandshakeDone: func(tls.ConnectionState, error) { connDone.Store(c.cfg.Now()) },
-		WroteRequest:     func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+		ConnectDone:          func(_, _ string, _ error) { connDone.Store(c.cfg.Now()) },
+		TLSHandshakeDone:     func(tls.ConnectionState, error) { connDone.Store(c.cfg.Now()) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+		GotFirstResponseByte: func() { phase.Store(phaseHeaders) },
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.url, bytes.NewReader(body))
+	redirects := 0
+	rctx := context.WithValue(httptrace.WithClientTrace(ctx, trace), redirectsKey{}, &redirects)
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		c.fail(rec, runlog.ErrConnect, "build request: "+err.Error())
 		return false
@@ -292,6 +434,9 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	} else {
 		h["Accept"] = []string{"text/event-stream"}
 	}
+	// Without Accept-Encoding any coding is acceptable (RFC 9110), and a
+	// compressing gateway would batch the events it holds.
+	h["Accept-Encoding"] = []string{"identity"}
 	h["X-Request-Id"] = []string{r.ID}
 	if c.authHdr != "" {
 		h["Authorization"] = []string{c.authHdr}
@@ -303,42 +448,78 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	if fresh {
 		hc = c.fresh
 	}
-	// The idle clock runs from the send: a server that accepts the request
-	// and never answers (no headers, no bytes) is caught too.
-	var idle *idleReader
-	if c.cfg.IdleTimeout > 0 {
-		idle = newIdleReader(nil, c.cfg.IdleTimeout, func() { cancel(errIdle) })
-		defer idle.stop()
-	}
 	rec.Sent = c.cfg.Now()
 	resp, err := hc.Do(req)
 	if cs, cd := connStart.Load(), connDone.Load(); cs != 0 && cd > cs && !reused.Load() {
 		rec.ConnectNs = cd - cs
 	}
+	answered := phase.Swap(phaseBody) == phaseHeaders // response bytes came on the last hop
+	rec.Redirects = redirects
 	if err != nil {
 		rec.End = c.cfg.Now()
-		if mayRetry && reused.Load() && ctx.Err() == nil && (!wrote.Load() || IsReset(err)) {
+		var re *redirectError
+		switch {
+		case errors.As(err, &re) && ctx.Err() == nil:
+			if resp != nil {
+				rec.Status = resp.StatusCode
+			}
+			c.fail(rec, re.class, re.msg)
+		case mayRetry && reused.Load() && !answered && ctx.Err() == nil && (!wrote.Load() || IsReset(err)):
 			return true
+		case answered && ctx.Err() == nil:
+			// The server began an answer that is not HTTP: a header over
+			// the limit or that does not parse, or a cut inside them.
+			c.fail(rec, runlog.ErrBadResponse, "bad response: "+badResponseText(err))
+		default:
+			c.classifyErr(ctx, rec, err, true)
 		}
-		c.classifyErr(ctx, rec, err, true)
 		return false
 	}
 	defer resp.Body.Close()
-	var rd io.Reader = resp.Body
-	if idle != nil {
-		idle.r = resp.Body
-		idle.t.Reset(c.cfg.IdleTimeout) // the headers were bytes too
-		rd = idle
-	}
 	rec.Status = resp.StatusCode
+	if resp.StatusCode/100 == 3 {
+		// A redirect Go did not follow: no (usable) Location, or a status
+		// it does not follow (300, 304).
+		rec.End = c.cfg.Now()
+		msg := fmt.Sprintf("HTTP %d without a Location header", resp.StatusCode)
+		if loc := resp.Header.Get("Location"); loc != "" {
+			msg = fmt.Sprintf("HTTP %d to %s: not followed", resp.StatusCode, redact.URLString(loc))
+		}
+		c.fail(rec, runlog.ErrRedirect, msg)
+		return false
+	}
+	var rd io.Reader = resp.Body
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(rd, 4096))
 		rec.End = c.cfg.Now()
 		c.fail(rec, runlog.StatusClass(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
 		return false
 	}
+	rd, err = decoded(resp.Header.Get("Content-Encoding"), rd)
+	if err != nil {
+		rec.End = c.cfg.Now()
+		if ctx.Err() != nil {
+			c.classifyErr(ctx, rec, err, false)
+		} else {
+			c.fail(rec, runlog.ErrBadResponse, err.Error())
+		}
+		return false
+	}
 	if c.cfg.NoStream {
 		c.readWhole(ctx, rd, rec)
+		return false
+	}
+	ctype := resp.Header.Get("Content-Type")
+	kind, rd := sniff(ctype, rd)
+	switch kind {
+	case bodyJSON:
+		// A server that ignores "stream": measure the answer it gave, as
+		// --no-stream would, and say so on the record.
+		rec.WholeAnswer = true
+		c.readWhole(ctx, rd, rec)
+		return false
+	case bodyOther:
+		c.notEventStream(ctx, ctype, rd, rec)
 		return false
 	}
 	if c.read(ctx, rd, rec) {
@@ -350,28 +531,196 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	return false
 }
 
+// badResponseText is the message of a response that is not readable HTTP,
+// without the URL Go prefixes and without a Location's value (it may carry
+// credentials and did not parse, so cannot be redacted as a URL).
+func badResponseText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := strings.TrimPrefix(err.Error(), "net/http: HTTP/1.x transport connection broken: ")
+	if strings.Contains(msg, "Location header") {
+		return "a redirect whose Location header is not a URL"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "connection closed inside the response headers"
+	}
+	return redact.Generic(msg)
+}
+
+// decoded undoes the response's Content-Encoding: gzip and deflate, which
+// some gateways apply though the client asks for identity. Go's transport
+// decodes only what it asked for itself, and it asks for nothing here.
+func decoded(coding string, body io.Reader) (io.Reader, error) {
+	switch strings.ToLower(strings.TrimSpace(coding)) {
+	case "", "identity":
+		return body, nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, fmt.Errorf("Content-Encoding gzip: %w", err)
+		}
+		return zr, nil
+	case "deflate":
+		zr, err := zlib.NewReader(body)
+		if err != nil {
+			return nil, fmt.Errorf("Content-Encoding deflate: %w", err)
+		}
+		return zr, nil
+	}
+	return nil, fmt.Errorf("Content-Encoding %q is not decoded (the client asks for identity)", oneLine(coding))
+}
+
+// The kinds of body a 200 answer to a streamed request has.
+const (
+	bodyEvents = iota // an event stream (by its Content-Type or its first bytes)
+	bodyJSON          // one JSON object: the server ignored "stream"
+	bodyOther         // neither: a gateway's HTML page, plain text
+)
+
+// sniffLen is how many leading bytes sniff reads, at most, to find the
+// first that is not white space.
+const sniffLen = 512
+
+// sniff tells an event stream from a whole JSON answer or anything else.
+// A text/event-stream Content-Type is believed without a look; otherwise
+// the first bytes decide (a sloppy server may label its stream text/plain
+// or not at all), an HTML type excepted. It returns a reader that still
+// yields every byte.
+func sniff(ctype string, body io.Reader) (int, io.Reader) {
+	mt, _, _ := mime.ParseMediaType(ctype)
+	if mt == "text/event-stream" {
+		return bodyEvents, body
+	}
+	buf := make([]byte, 0, sniffLen)
+	var err error
+	var first []byte
+	for !sniffed(first) && err == nil && len(buf) < cap(buf) {
+		var n int
+		n, err = body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		first = bytes.TrimLeft(bytes.TrimPrefix(buf, []byte(sse.BOM)), " \t\r\n")
+	}
+	rd := io.MultiReader(bytes.NewReader(buf), errReader{err})
+	if err == nil {
+		rd = io.MultiReader(bytes.NewReader(buf), body)
+	}
+	switch {
+	case mt == "text/html" || mt == "application/xhtml+xml":
+		return bodyOther, rd
+	case len(first) == 0: // empty (or all white space): let the stream reader say so
+		if mt == "application/json" {
+			return bodyJSON, rd
+		}
+		return bodyEvents, rd
+	case first[0] == '{':
+		return bodyJSON, rd
+	}
+	for _, field := range []string{"data:", "event:", "id:", "retry:", ":", "data\n", "data\r"} {
+		if bytes.HasPrefix(first, []byte(field)) || (len(first) < len(field) && strings.HasPrefix(field, string(first))) {
+			return bodyEvents, rd
+		}
+	}
+	return bodyOther, rd
+}
+
+// sniffed reports whether first, the leading bytes of a body after white
+// space, are enough to tell its kind.
+func sniffed(first []byte) bool {
+	if len(first) == 0 {
+		return false
+	}
+	switch first[0] {
+	case '{', '<', ':':
+		return true
+	}
+	return len(first) >= len("retry:") || bytes.ContainsAny(first, "\r\n")
+}
+
+// errReader returns its error (io.EOF when nil) from every Read.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err == nil {
+		return 0, io.EOF
+	}
+	return 0, e.err
+}
+
+// notStreamQuote is how many leading bytes of an answer that is no event
+// stream its record's error quotes.
+const notStreamQuote = 200
+
+// notEventStream fails rec (class not_event_stream) for a 200 answer to a
+// streamed request that is neither an event stream nor JSON, quoting its
+// type and first bytes.
+func (c *Client) notEventStream(ctx context.Context, ctype string, body io.Reader, rec *runlog.Record) {
+	q := make([]byte, notStreamQuote)
+	n, _ := io.ReadFull(body, q)
+	rec.End = c.cfg.Now()
+	if ctx.Err() != nil && n == 0 {
+		c.classifyErr(ctx, rec, ctx.Err(), false)
+		return
+	}
+	if ctype == "" {
+		ctype = "no Content-Type"
+	}
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(q[:n]), "\uFFFD")), " ")
+	c.fail(rec, runlog.ErrNotEventStream, redact.Generic(fmt.Sprintf("not an event stream (%s): %s", ctype, strconv.Quote(text))))
+}
+
 // read consumes the event stream into rec. It reports whether the stream
-// ended cleanly with [DONE], leaving the body worth draining.
+// ended cleanly with [DONE], leaving the body worth draining. It stops
+// reading a runaway: more tokens than tokenCap, one event over maxEvent
+// bytes, or more bytes in all than the cap allows.
 func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (clean bool) {
 	st := c.pool.Get().(*streamState)
-	defer c.pool.Put(st)
-	st.sr.Reset(body)
+	maxEvent := c.maxEvent()
+	tokCap := c.tokenCap(rec.MaxTokens)
+	cr := &st.cr
+	*cr = countingReader{r: body, maxEvent: int64(maxEvent) + sse.DefaultBufSize,
+		maxTotal: tokCap*runawayBytesPerToken + int64(maxEvent)}
+	st.sr.Reset(cr)
+	st.sr.SetMaxEventSize(maxEvent)
 	m := &st.meter
 	m.Reset(rec)
 	keep := c.cfg.KeepText
 	st.text = st.text[:0]
+	var tokens int64
+	seen := 0
 	for !m.Stopped() {
 		ev, err := st.sr.Next()
+		cr.since = 0
 		if err == io.EOF {
 			m.EOF(c.cfg.Now())
 			break
 		}
 		if err != nil {
 			class, msg := c.classify(ctx, err, false)
+			switch {
+			case errors.Is(err, sse.ErrEventTooLong):
+				class, msg = runlog.ErrRunaway, fmt.Sprintf("an event over %d bytes: stopped reading", maxEvent)
+			case errors.Is(err, errEventTooLong):
+				class, msg = runlog.ErrRunaway, fmt.Sprintf("over %d bytes without a complete event: stopped reading", maxEvent)
+			case errors.Is(err, errTooManyBytes):
+				class, msg = runlog.ErrRunaway, fmt.Sprintf("over %d bytes streamed with %d tokens (cap %d): stopped reading", cr.maxTotal, tokens, tokCap)
+			}
 			m.Abort(c.cfg.Now(), class, msg)
 			break
 		}
 		m.Event(ev.Data, ev.At, ev.Truncated)
+		for ; seen < len(rec.Chunks); seen++ {
+			tokens += int64(rec.Chunks[seen].Tokens)
+		}
+		if tokens > tokCap {
+			asked := "max_tokens " + strconv.Itoa(rec.MaxTokens)
+			if rec.MaxTokens <= 0 {
+				asked = "no max_tokens"
+			}
+			m.Abort(ev.At, runlog.ErrRunaway, fmt.Sprintf("%d tokens streamed, over the cap of %d for %s: stopped reading", tokens, tokCap, asked))
+			break
+		}
 		if keep {
 			st.keepText(ev.Data)
 		}
@@ -380,7 +729,49 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 	if keep {
 		rec.GeneratedText = string(st.text)
 	}
-	return m.Done()
+	clean = m.Done()
+	cr.r = nil
+	// A reader grown by a giant event, or a big kept text, is not worth
+	// holding in the pool.
+	if cr.peak <= maxPooledEvent && cap(st.text) <= maxPooledEvent {
+		c.pool.Put(st)
+	}
+	return clean
+}
+
+// maxPooledEvent is the largest event (bytes) whose stream's state goes
+// back to the pool; a larger one may have grown the buffers.
+const maxPooledEvent = 1 << 20
+
+var (
+	errEventTooLong = errors.New("event too long")
+	errTooManyBytes = errors.New("too many bytes")
+)
+
+// countingReader counts a stream's bytes, in all and since the last event,
+// and fails the read that takes either past its cap: the event reader's
+// own limit bounds its buffer, which neither an event of endless data
+// lines nor endless comments grow.
+type countingReader struct {
+	r                  io.Reader
+	total, since, peak int64
+	maxEvent, maxTotal int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.total += int64(n)
+	r.since += int64(n)
+	r.peak = max(r.peak, r.since)
+	if err == nil {
+		switch {
+		case r.total > r.maxTotal:
+			err = errTooManyBytes
+		case r.since > r.maxEvent:
+			err = errEventTooLong
+		}
+	}
+	return n, err
 }
 
 // keepText appends the visible text of one event to st.text. It decodes
@@ -464,6 +855,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *runlog.Reco
 // not allocate a 64 KiB buffer.
 type streamState struct {
 	sr    *sse.Reader
+	cr    countingReader
 	meter StreamMeter
 	// For KeepText and non-streamed answers: a decoder of their own, and
 	// the text kept so far.
@@ -489,9 +881,10 @@ func (c *Client) classifyErr(ctx context.Context, rec *runlog.Record, err error,
 // classify maps a transport error to an error class and message.
 func (c *Client) classify(ctx context.Context, err error, beforeResponse bool) (runlog.ErrorClass, string) {
 	cause := context.Cause(ctx)
+	var ie *idleError
 	switch {
-	case errors.Is(cause, errIdle):
-		return runlog.ErrIdleTimeout, fmt.Sprintf("no data for %v", c.cfg.IdleTimeout)
+	case errors.As(cause, &ie):
+		return runlog.ErrIdleTimeout, ie.Error()
 	case errors.Is(cause, errTimeout):
 		return runlog.ErrTimeout, fmt.Sprintf("request exceeded %v", c.cfg.Timeout)
 	case ctx.Err() != nil:
@@ -549,26 +942,101 @@ func oneLine(s string) string {
 	return s
 }
 
-// idleReader cancels the request when no bytes arrive for a while.
-type idleReader struct {
-	r io.Reader
+// The phases of one hop of a request, for the idle timeout's message.
+const (
+	phaseWaiting int32 = iota // sent (or connecting), no byte of the response yet
+	phaseHeaders              // inside the response headers
+	phaseBody                 // the headers are in: reading the body
+)
+
+// idleError is the cause of a request cancelled for silence.
+type idleError struct {
+	d     time.Duration
+	phase int32
+}
+
+func (e *idleError) Error() string {
+	switch e.phase {
+	case phaseWaiting:
+		return fmt.Sprintf("no data for %v after the request was sent (no response yet)", e.d)
+	case phaseHeaders:
+		return fmt.Sprintf("no data for %v inside the response headers", e.d)
+	}
+	return fmt.Sprintf("no data for %v mid-stream", e.d)
+}
+
+// idleWatch cancels a request when its connection reads no byte for d.
+// The connection's reads reset it (see watchedConn), on whichever
+// goroutine makes them, so the headers count as much as the body.
+type idleWatch struct {
 	d time.Duration
 	t *time.Timer
+
+	mu    sync.Mutex
+	conns []*watchedConn // the connections it is attached to, to detach
 }
 
-func newIdleReader(r io.Reader, d time.Duration, onIdle func()) *idleReader {
-	return &idleReader{r: r, d: d, t: time.AfterFunc(d, onIdle)}
+func newIdleWatch(d time.Duration, phase *atomic.Int32, cancel context.CancelCauseFunc) *idleWatch {
+	w := &idleWatch{d: d}
+	w.t = time.AfterFunc(d, func() { cancel(&idleError{d: d, phase: phase.Load()}) })
+	return w
 }
 
-func (ir *idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
+// attach makes conn's reads reset the watch.
+func (w *idleWatch) attach(conn net.Conn) {
+	wc := watched(conn)
+	if wc == nil {
+		return
+	}
+	wc.watch.Store(w)
+	w.mu.Lock()
+	w.conns = append(w.conns, wc)
+	w.mu.Unlock()
+}
+
+// stop stops the timer and detaches the watch from its connections (which
+// a later request may already have taken over).
+func (w *idleWatch) stop() {
+	w.t.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wc := range w.conns {
+		wc.watch.CompareAndSwap(w, nil)
+	}
+	w.conns = nil
+}
+
+// watchedConn is a connection that resets the idle watch of the request
+// it serves on every read that brings bytes.
+type watchedConn struct {
+	net.Conn
+	watch atomic.Pointer[idleWatch]
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
 	if n > 0 {
-		ir.t.Reset(ir.d)
+		if w := c.watch.Load(); w != nil {
+			w.t.Reset(w.d)
+		}
 	}
 	return n, err
 }
 
-func (ir *idleReader) stop() { ir.t.Stop() }
+// watched finds the watchedConn under conn (a TLS connection wraps it).
+func watched(conn net.Conn) *watchedConn {
+	for conn != nil {
+		switch v := conn.(type) {
+		case *watchedConn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			conn = v.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
 
 // Model is one entry of GET /v1/models.
 type Model struct {

@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -237,9 +241,9 @@ func TestFailures(t *testing.T) {
 		{"error event", 200, []step{data(content("a")), data(`{"error":{"message":"engine died","code":500}}`)}, 0, runlog.ErrStream, "engine died"},
 		{"malformed", 200, []step{data(content("a")), data(`{"choices":[{"delta":`)}, 0, runlog.ErrMalformed, "chunk 2"},
 		{"no done", 200, []step{data(content("a"))}, 0, runlog.ErrStream, "without [DONE]"},
-		{"stall", 200, []step{data(content("a")), after(time.Minute, content("b"))}, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data"},
+		{"stall", 200, []step{data(content("a")), after(time.Minute, content("b"))}, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data for 100ms mid-stream"},
 		// Headers never come: the idle clock runs from the send.
-		{"silent server", 0, nil, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data"},
+		{"silent server", 0, nil, 100 * time.Millisecond, runlog.ErrIdleTimeout, "no data for 100ms after the request was sent (no response yet)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -681,5 +685,97 @@ func TestInsecure(t *testing.T) {
 	rec = run(t, newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.Insecure = true }), &Request{ID: "r2", Prompt: "hi"})
 	if !rec.OK() {
 		t.Errorf("with Insecure: %s %s; want success", rec.ErrorClass, rec.Error)
+	}
+}
+
+func TestSniff(t *testing.T) {
+	cases := []struct {
+		name, ctype, body string
+		want              int
+	}{
+		{"event stream believed unread", "text/event-stream; charset=utf-8", "<html>", bodyEvents},
+		{"JSON", "application/json", `{"choices":[]}`, bodyJSON},
+		{"JSON after white space and a BOM", "", "\ufeff \r\n\t{}", bodyJSON},
+		{"JSON labelled text/plain", "text/plain; charset=utf-8", `{"choices":[]}`, bodyJSON},
+		{"stream labelled application/json", "application/json", "data: {}\n\n", bodyEvents},
+		{"stream labelled text/plain", "text/plain", "data: {}\n\n", bodyEvents},
+		{"stream opening with a comment", "", ": ping\n\n", bodyEvents},
+		{"stream opening with an event field", "application/octet-stream", "event: message\ndata: {}\n\n", bodyEvents},
+		{"bare data line", "", "data\n\n", bodyEvents},
+		{"empty body", "", "", bodyEvents},
+		{"empty JSON body", "application/json", "", bodyJSON},
+		{"HTML", "text/html", "<!DOCTYPE html><html>", bodyOther},
+		{"HTML whatever it opens with", "text/html; charset=utf-8", "{}", bodyOther},
+		{"HTML without a type", "", "<html>", bodyOther},
+		{"plain text", "text/plain", "Internal error", bodyOther},
+		{"plain text that opens like a field name", "text/plain", "identity theft", bodyOther},
+		{"short plain text", "", "OK", bodyOther},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// One byte per read: sniff must read on until it can tell.
+			kind, rd := sniff(tc.ctype, iotest.OneByteReader(strings.NewReader(tc.body)))
+			if kind != tc.want {
+				t.Errorf("sniff(%q, %q) = %d; want %d", tc.ctype, tc.body, kind, tc.want)
+			}
+			if got, err := io.ReadAll(rd); string(got) != tc.body || err != nil {
+				t.Errorf("sniff(%q, %q) left %q, %v; want every byte, nil", tc.ctype, tc.body, got, err)
+			}
+		})
+	}
+	t.Run("read error kept", func(t *testing.T) {
+		boom := errors.New("boom")
+		_, rd := sniff("", io.MultiReader(strings.NewReader("  "), iotest.ErrReader(boom)))
+		if got, err := io.ReadAll(rd); string(got) != "  " || !errors.Is(err, boom) {
+			t.Errorf("after a read error: %q, %v; want the bytes read, then boom", got, err)
+		}
+	})
+}
+
+func TestOrigin(t *testing.T) {
+	same := [][2]string{
+		{"http://h:80/a", "http://H/b?x=1"},
+		{"https://h/a", "HTTPS://h:443/"},
+		{"http://[::1]:8000/a", "http://[::1]:8000/b"},
+	}
+	differ := [][2]string{
+		{"http://h:8000/", "http://h:8001/"},
+		{"http://h/", "https://h/"},
+		{"http://h/", "http://h.example/"},
+		{"http://127.0.0.1:8000/", "http://localhost:8000/"},
+	}
+	for _, p := range same {
+		a, _ := url.Parse(p[0])
+		b, _ := url.Parse(p[1])
+		if origin(a) != origin(b) {
+			t.Errorf("origin(%s) = %s, origin(%s) = %s; want equal", p[0], origin(a), p[1], origin(b))
+		}
+	}
+	for _, p := range differ {
+		a, _ := url.Parse(p[0])
+		b, _ := url.Parse(p[1])
+		if origin(a) == origin(b) {
+			t.Errorf("origin(%s) = origin(%s) = %s; want different", p[0], p[1], origin(a))
+		}
+	}
+}
+
+func TestModelsRedirectToAnotherOrigin(t *testing.T) {
+	// GET /v1/models carries the key too: it never follows a redirect to
+	// another origin either.
+	var hits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = io.WriteString(w, `{"data":[{"id":"m"}]}`)
+	}))
+	t.Cleanup(other.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.APIKey = "sk-models-key"; c.FollowRedirects = true })
+	_, err := c.Models(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "another origin") || hits.Load() != 0 {
+		t.Errorf("Models() = %v with %d requests to the other origin; want an error naming another origin, none", err, hits.Load())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -71,6 +72,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = appendIntField(dst, "max_tokens", r.MaxTokens)
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(r.Status), 10)
+	dst = appendIntField(dst, "redirects", r.Redirects)
+	if r.WholeAnswer {
+		dst = append(dst, `,"whole_answer":true`...)
+	}
 	if r.FinishReason != "" {
 		dst = append(dst, `,"finish_reason":`...)
 		dst = appendString(dst, r.FinishReason)
@@ -293,74 +298,247 @@ func (w *Writer) Count() int {
 	return w.n
 }
 
+// Bounds on what a Reader accepts, so that no value read can break the
+// arithmetic done on it later: differences of two times, and sums of
+// token counts over any file that fits on a disk, stay within int64.
+const (
+	// MaxTimeNs bounds every time of a record, ns (about 36.5 years), on
+	// either side of the run's start.
+	MaxTimeNs = 1 << 60
+	// MaxTokens bounds every token count of a record, and the sum of its
+	// chunks' tokens.
+	MaxTokens = 1<<31 - 1
+	// MaxLevel is the highest load level index a record may have.
+	MaxLevel = 1<<16 - 1
+)
+
+// maxLineWarnings is how many skipped lines a Reader names one by one;
+// the rest are only counted.
+const maxLineWarnings = 20
+
+// ReadOptions say how a Reader treats lines it cannot use. The zero value
+// is the strict reader: a bad line other than a torn last one is an error.
+type ReadOptions struct {
+	// SkipBadLines skips every line that does not parse or holds a value
+	// out of range, anywhere in the file, with a warning naming file, line
+	// and reason, instead of failing on the first.
+	SkipBadLines bool
+}
+
+// BadLineError is the error of a line the Reader rejects: it does not
+// parse, or a value is out of range (see MaxTimeNs, MaxTokens, MaxLevel).
+type BadLineError struct {
+	// Name is the file's name and Line the line's number, from 1.
+	Name string
+	Line int
+	// Err says what is wrong with the line.
+	Err error
+}
+
+func (e *BadLineError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.Line, e.Err) }
+
+func (e *BadLineError) Unwrap() error { return e.Err }
+
+// RunInfo describes one run of a records file. A file normally holds one
+// run; files concatenated into one (cat a.jsonl b.jsonl) hold several,
+// each starting at its own meta line.
+type RunInfo struct {
+	// Meta is the run's meta line, with its end line's levels when it has
+	// one; nil for records before any meta line.
+	Meta *Meta
+	// Line is the line of the run's meta line (of its first record when
+	// it has none).
+	Line int
+	// Records counts the records read so far that belong to the run.
+	Records int
+}
+
 // Reader reads a records file line by line. It is not safe for concurrent
 // use.
+//
+// A meta line starts a new run unless it describes the run already being
+// read (the same start time, command, target, model and workload: an older
+// producer's updated meta line at the end), which it then replaces; see
+// Runs and Run.
 type Reader struct {
 	sc       *bufio.Scanner
 	name     string
+	opts     ReadOptions
 	line     int
-	meta     *Meta
-	metas    int
+	runs     []RunInfo
 	pending  []byte
+	pendNo   int
 	warnings []string
+	skipped  int
+	done     bool
 }
 
-// NewReader returns a Reader of r; name is used in error messages.
+// NewReader returns a strict Reader of r; name is used in error messages.
 func NewReader(r io.Reader, name string) *Reader {
+	return NewReaderOptions(r, name, ReadOptions{})
+}
+
+// NewReaderOptions returns a Reader of r that treats bad lines as o says;
+// name is used in messages.
+func NewReaderOptions(r io.Reader, name string, o ReadOptions) *Reader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	return &Reader{sc: sc, name: name}
+	return &Reader{sc: sc, name: name, opts: o}
 }
 
-// Meta returns the latest meta line read so far (nil before any).
-func (r *Reader) Meta() *Meta { return r.meta }
+// Meta returns the meta line of the run being read: the latest meta line
+// read so far (nil before any).
+func (r *Reader) Meta() *Meta {
+	if len(r.runs) == 0 {
+		return nil
+	}
+	return r.runs[len(r.runs)-1].Meta
+}
 
-// Warnings returns non-fatal problems seen so far, such as a torn last line.
+// Runs returns the runs seen so far, in file order.
+func (r *Reader) Runs() []RunInfo { return r.runs }
+
+// Run returns the index in Runs of the run the last record read belongs
+// to (-1 before any line).
+func (r *Reader) Run() int { return len(r.runs) - 1 }
+
+// Warnings returns non-fatal problems seen so far, such as a torn last line
+// or, with SkipBadLines, the lines skipped.
 func (r *Reader) Warnings() []string { return r.warnings }
 
+// Skipped returns how many bad lines were skipped (SkipBadLines).
+func (r *Reader) Skipped() int { return r.skipped }
+
 // Next reads the next record into rec. It returns io.EOF at the end. Meta
-// lines are absorbed (see Meta). A line that does not parse is an error
-// naming file and line, except the very last line of the file, which a
-// killed writer may have torn: that one is skipped with a warning.
+// and end lines are absorbed (see Meta and Runs). A line that does not
+// parse, or holds a value out of range, is a *BadLineError naming file and
+// line, or with SkipBadLines a warning, except a torn last line: the
+// unfinished start of a JSON object as a killed writer leaves it, which is
+// skipped with a warning. A last line that is complete, or not JSON at all
+// (NUL bytes, garbage), is not torn but bad.
 func (r *Reader) Next(rec *Record) error {
 	for {
-		var line []byte
-		if r.pending != nil {
-			line, r.pending = r.pending, nil
-		} else {
-			if !r.sc.Scan() {
-				if err := r.sc.Err(); err != nil {
-					return fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
-				}
-				return io.EOF
+		line, no, err := r.nextLine()
+		if err != nil {
+			if err == io.EOF {
+				r.finish()
 			}
-			r.line++
-			line = r.sc.Bytes()
+			return err
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		err := r.parse(line, rec)
+		err = r.parse(line, no, rec)
 		if err == errMetaLine {
 			continue
 		}
 		if err == nil {
+			r.ensureRun(no)
+			r.runs[len(r.runs)-1].Records++
 			return nil
 		}
-		// Is this the last line? Only then may it be a torn write.
-		lineNo := r.line
-		if !r.sc.Scan() && r.sc.Err() == nil {
-			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: skipped a torn last line (the writer was probably killed): %v", r.name, lineNo, err))
+		torn := truncatedJSON(line) // before peeking reuses line's buffer
+		if !r.peek() && torn {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: skipped a torn last line (the writer was probably killed): %v", r.name, no, err))
+			r.finish()
 			return io.EOF
 		}
-		return fmt.Errorf("%s:%d: %v", r.name, lineNo, err)
+		if !r.opts.SkipBadLines {
+			return &BadLineError{Name: r.name, Line: no, Err: err}
+		}
+		r.skipped++
+		if r.skipped <= maxLineWarnings {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: skipped a bad line: %v", r.name, no, err))
+		}
 	}
+}
+
+// nextLine returns the next non-blank line, trimmed, and its number.
+func (r *Reader) nextLine() ([]byte, int, error) {
+	if r.pending != nil {
+		line, no := r.pending, r.pendNo
+		r.pending = nil
+		return line, no, nil
+	}
+	for r.sc.Scan() {
+		r.line++
+		if line := bytes.TrimSpace(r.sc.Bytes()); len(line) > 0 {
+			return line, r.line, nil
+		}
+	}
+	if err := r.sc.Err(); err != nil {
+		// Not a BadLineError: reading stops here, there is no skipping it.
+		return nil, r.line + 1, fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
+	}
+	return nil, r.line, io.EOF
+}
+
+// peek reads the next non-blank line into pending and reports whether
+// there is one (true too when reading fails: the line is not known to be
+// the last, and the failure is reported by the next read).
+func (r *Reader) peek() bool {
+	for r.sc.Scan() {
+		r.line++
+		if line := bytes.TrimSpace(r.sc.Bytes()); len(line) > 0 {
+			r.pending, r.pendNo = bytes.Clone(line), r.line
+			return true
+		}
+	}
+	return r.sc.Err() != nil
+}
+
+// finish adds the count of skipped lines to the warnings, once, at the end.
+func (r *Reader) finish() {
+	if r.done {
+		return
+	}
+	r.done = true
+	if r.skipped == 0 {
+		return
+	}
+	msg := fmt.Sprintf("%s: skipped %d bad line(s) in all", r.name, r.skipped)
+	if r.skipped > maxLineWarnings {
+		msg += fmt.Sprintf(" (the first %d are named above)", maxLineWarnings)
+	}
+	r.warnings = append(r.warnings, msg)
+}
+
+// truncatedJSON reports whether line is the unfinished start of a JSON
+// object, as a writer killed in mid-write leaves its last line.
+func truncatedJSON(line []byte) bool {
+	if len(line) == 0 || line[0] != '{' || bytes.IndexByte(line, 0) >= 0 {
+		return false
+	}
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(line)).Decode(&v)
+	return errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// ensureRun opens the first run, without a meta line, for a record read
+// before any meta line.
+func (r *Reader) ensureRun(no int) {
+	if len(r.runs) == 0 {
+		r.runs = append(r.runs, RunInfo{Line: no})
+	}
+}
+
+// startRun takes a meta line: it describes the current run (which it
+// then replaces) or starts the next.
+func (r *Reader) startRun(m *Meta, no int) {
+	if n := len(r.runs); n > 0 {
+		cur := &r.runs[n-1]
+		if cur.Meta == nil && cur.Records == 0 {
+			cur.Meta, cur.Line = m, no
+			return
+		}
+		if cur.Meta != nil && RunDiff(cur.Meta, m) == "" {
+			cur.Meta = m
+			return
+		}
+	}
+	r.runs = append(r.runs, RunInfo{Meta: m, Line: no})
 }
 
 var errMetaLine = errors.New("meta line")
 
-func (r *Reader) parse(line []byte, rec *Record) error {
+func (r *Reader) parse(line []byte, no int, rec *Record) error {
 	if bytes.HasPrefix(line, []byte(`{"meta"`)) {
 		var ml metaLine
 		if err := json.Unmarshal(line, &ml); err != nil {
@@ -369,22 +547,25 @@ func (r *Reader) parse(line []byte, rec *Record) error {
 		if ml.Meta == nil {
 			return errors.New("empty meta line")
 		}
-		r.meta = ml.Meta
-		r.metas++
+		r.startRun(ml.Meta, no)
 		return errMetaLine
 	}
 	if bytes.HasPrefix(line, []byte(`{"end"`)) {
 		var el endLine
-		if err := json.Unmarshal(line, &el); err != nil || el.End == nil {
+		if err := json.Unmarshal(line, &el); err != nil {
 			return fmt.Errorf("bad end line: %v", err)
 		}
-		if r.meta == nil {
-			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: an end line before any meta line: ignored", r.name, r.line))
+		if el.End == nil {
+			return errors.New("bad end line: no end object")
+		}
+		m := r.Meta()
+		if m == nil {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: an end line before any meta line: ignored", r.name, no))
 			return errMetaLine
 		}
-		m := *r.meta
-		m.Levels = el.End.Levels
-		r.meta = &m
+		mm := *m
+		mm.Levels = el.End.Levels
+		r.runs[len(r.runs)-1].Meta = &mm
 		return errMetaLine
 	}
 	*rec = Record{}
@@ -394,11 +575,124 @@ func (r *Reader) parse(line []byte, rec *Record) error {
 	if rec.ID == "" {
 		return errors.New("bad record: no id")
 	}
+	if err := validRecord(rec); err != nil {
+		return fmt.Errorf("bad record %q: %v", clip(rec.ID), err)
+	}
 	return nil
 }
 
-// ReadAll reads every record of a records file. Meta is the last meta line
-// (nil when the file has none); warnings report skipped torn lines.
+// clip shortens a record id for a message.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// validRecord checks that every time and count of rec is within the
+// Reader's bounds.
+func validRecord(rec *Record) error {
+	if rec.Level < 0 || rec.Level > MaxLevel {
+		return fmt.Errorf("level %d out of range [0, %d]", rec.Level, MaxLevel)
+	}
+	times := func(name string, t int64) error {
+		if t < -MaxTimeNs || t > MaxTimeNs {
+			return fmt.Errorf("%s %d out of range (at most %d ns, about 36 years, either way)", name, t, int64(MaxTimeNs))
+		}
+		return nil
+	}
+	tokens := func(name string, n int64) error {
+		if n < 0 || n > MaxTokens {
+			return fmt.Errorf("%s %d out of range [0, %d]", name, n, MaxTokens)
+		}
+		return nil
+	}
+	errs := []error{
+		times("intended_ns", rec.Intended), times("sent_ns", rec.Sent), times("connect_ns", rec.ConnectNs), times("end_ns", rec.End),
+		tokens("prompt_tokens", int64(rec.PromptTokens)), tokens("completion_tokens", int64(rec.CompletionTokens)),
+		tokens("reasoning_tokens", int64(rec.ReasoningTokens)), tokens("cached_tokens", int64(rec.CachedTokens)),
+		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
+	}
+	if s := rec.Server; s != nil {
+		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),
+			times("server.prefill_ns", s.PrefillNs), times("server.decode_ns", s.DecodeNs),
+			tokens("server.preemptions", int64(s.Preemptions)), tokens("server.cached_tokens", int64(s.CachedTokens)))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	var sum int64
+	for i, c := range rec.Chunks {
+		if err := times(fmt.Sprintf("chunk %d's time", i), c.T); err != nil {
+			return err
+		}
+		if c.Tokens < 0 {
+			return fmt.Errorf("chunk %d: token count %d out of range", i, c.Tokens)
+		}
+		sum += int64(c.Tokens)
+	}
+	if sum > MaxTokens {
+		return fmt.Errorf("the chunks carry %d tokens in all, out of range [0, %d]", sum, MaxTokens)
+	}
+	return nil
+}
+
+// RunDiff names the first property in which a and b describe different
+// runs, with both values, e.g. "model (llama vs qwen)"; "" when they
+// describe the same run (levels, tokenizer note and version may differ:
+// what a run learns as it goes).
+func RunDiff(a, b *Meta) string {
+	if !a.Started.Equal(b.Started) {
+		return fmt.Sprintf("start time (%s vs %s)", a.Started.Format(time.RFC3339Nano), b.Started.Format(time.RFC3339Nano))
+	}
+	for _, f := range []struct{ name, a, b string }{
+		{"tool", a.Tool, b.Tool}, {"command", a.Command, b.Command}, {"target", a.Target, b.Target},
+		{"backend", a.Backend, b.Backend}, {"endpoint", a.Endpoint, b.Endpoint}, {"model", a.Model, b.Model},
+		{"dataset", a.Dataset, b.Dataset},
+		{"seed", strconv.FormatInt(a.Seed, 10), strconv.FormatInt(b.Seed, 10)},
+		{"no_stream", strconv.FormatBool(a.NoStream), strconv.FormatBool(b.NoStream)},
+		{"simulated", canonicalJSON(a.Simulated), canonicalJSON(b.Simulated)},
+		{"metadata", canonicalJSON(a.Metadata), canonicalJSON(b.Metadata)},
+	} {
+		if f.a != f.b {
+			return fmt.Sprintf("%s (%s vs %s)", f.name, orNone(f.a), orNone(f.b))
+		}
+	}
+	return ""
+}
+
+// canonicalJSON renders v as JSON with sorted keys, "" for an empty map.
+func canonicalJSON[M ~map[string]V, V any](m M) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Sprint(m)
+	}
+	return string(b)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	if len(s) > 80 {
+		return clip(s)
+	}
+	return s
+}
+
+// ReadAll reads every record of a records file with a strict Reader. Meta
+// is the last meta line (nil when the file has none); warnings report
+// skipped torn lines. A file of several runs (see Reader) is read as one:
+// use ReadRuns to keep them apart.
 func ReadAll(rd io.Reader, name string) (meta *Meta, recs []Record, warnings []string, err error) {
 	r := NewReader(rd, name)
 	for {
@@ -408,9 +702,47 @@ func ReadAll(rd io.Reader, name string) (meta *Meta, recs []Record, warnings []s
 			break
 		}
 		if err != nil {
-			return r.meta, recs, r.warnings, err
+			return r.Meta(), recs, r.warnings, err
 		}
 		recs = append(recs, rec)
 	}
-	return r.meta, recs, r.warnings, nil
+	return r.Meta(), recs, r.warnings, nil
+}
+
+// Run is one run of a records file as ReadRuns returns it.
+type Run struct {
+	RunInfo
+	// Records are the run's records in file order.
+	Records []Record
+}
+
+// ReadRuns reads every record of a records file, kept apart by run (see
+// Reader), in file order; a run may have no records. Warnings report
+// skipped lines.
+func ReadRuns(rd io.Reader, name string, o ReadOptions) ([]Run, []string, error) {
+	r := NewReaderOptions(rd, name, o)
+	var recs [][]Record
+	for {
+		var rec Record
+		err := r.Next(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, r.warnings, err
+		}
+		i := r.Run()
+		for len(recs) <= i {
+			recs = append(recs, nil)
+		}
+		recs[i] = append(recs[i], rec)
+	}
+	runs := make([]Run, len(r.runs))
+	for i, info := range r.runs {
+		runs[i] = Run{RunInfo: info}
+		if i < len(recs) {
+			runs[i].Records = recs[i]
+		}
+	}
+	return runs, r.warnings, nil
 }

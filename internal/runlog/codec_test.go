@@ -3,8 +3,10 @@ package runlog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +25,12 @@ func sampleRecords() []Record {
 		},
 		{
 			ID: "sim-1", Sent: 1, End: 2, PromptTokens: 100, CompletionTokens: 3, ReasoningTokens: 1,
-			CachedTokens: 64, TokenSource: TokensUsage, Status: 200, FinishReason: "length",
+			CachedTokens: 64, TokenSource: TokensUsage, Status: 200, Redirects: 2, FinishReason: "length",
 			Chunks: []Chunk{{T: 1, Tokens: 1}, {T: 2, Tokens: 2, Visible: true}},
 			Server: &ServerTiming{ArrivalNs: 1, QueueNs: 2, PrefillNs: 3, DecodeNs: 4, Preemptions: 1, CachedTokens: 64},
 		},
 		{
-			ID: "text-1", Sent: 3, End: 9, PromptTokens: 5, CompletionTokens: 4, TokenSource: TokensUsage, Status: 200,
+			ID: "text-1", Sent: 3, End: 9, PromptTokens: 5, CompletionTokens: 4, TokenSource: TokensUsage, Status: 200, WholeAnswer: true,
 			Chunks:        []Chunk{{T: 4, Tokens: 1, Visible: true}, {T: 9, Tokens: 3, Visible: true}},
 			GeneratedText: "Hello \"world\"\n\ttabbed <b>&amp;</b> 日本語 \u2028 end",
 		},
@@ -42,6 +44,20 @@ func TestGeneratedTextOmittedWhenEmpty(t *testing.T) {
 		line := string(AppendRecord(nil, &r))
 		if has := strings.Contains(line, `"generated_text"`); has != (r.GeneratedText != "") {
 			t.Errorf("AppendRecord(%s) has generated_text = %v; want %v: %s", r.ID, has, r.GeneratedText != "", line)
+		}
+	}
+}
+
+func TestRedirectsAndWholeAnswerOmittedWhenZero(t *testing.T) {
+	// Only records that followed a redirect or got a whole JSON answer to
+	// a stream carry these keys.
+	for _, r := range sampleRecords() {
+		line := string(AppendRecord(nil, &r))
+		if has := strings.Contains(line, `"redirects":`); has != (r.Redirects != 0) {
+			t.Errorf("AppendRecord(%s) has redirects = %v; want %v: %s", r.ID, has, r.Redirects != 0, line)
+		}
+		if has := strings.Contains(line, `"whole_answer":true`); has != r.WholeAnswer {
+			t.Errorf("AppendRecord(%s) has whole_answer = %v; want %v: %s", r.ID, has, r.WholeAnswer, line)
 		}
 	}
 }
@@ -203,4 +219,217 @@ func TestEndLineReplacesPlannedLevels(t *testing.T) {
 	if err != nil || len(warns) != 1 {
 		t.Errorf("end line first: warnings %v, err %v; want one warning", warns, err)
 	}
+}
+
+// badLinesFile is a records file with three bad lines in the middle (an
+// out-of-range chunk, NUL bytes, a record whose id is a number) between
+// good records.
+const badLinesFile = `{"meta":{"tool":"goodput","model":"m","levels":[{}]}}
+{"id":"a","sent_ns":0,"chunks":[[5,1,1]],"end_ns":5,"status":200}
+{"id":"b","sent_ns":0,"chunks":[[5,4294967296,1]],"end_ns":5,"status":200}
+` + "\x00\x00\x00\x00" + `
+{"id":5}
+{"id":"c","sent_ns":1,"chunks":[[6,1,1]],"end_ns":6,"status":200}
+`
+
+func TestSkipBadLines(t *testing.T) {
+	_, _, _, err := ReadAll(strings.NewReader(badLinesFile), "x.jsonl")
+	var bad *BadLineError
+	if !errors.As(err, &bad) || bad.Line != 3 || !strings.Contains(err.Error(), "x.jsonl:3: ") || !strings.Contains(err.Error(), "token count out of range") {
+		t.Fatalf("strict ReadAll error = %v; want a *BadLineError naming x.jsonl:3 and the token count", err)
+	}
+
+	runs, warns, err := ReadRuns(strings.NewReader(badLinesFile), "x.jsonl", ReadOptions{SkipBadLines: true})
+	if err != nil {
+		t.Fatalf("ReadRuns(skip) error = %v", err)
+	}
+	if len(runs) != 1 || len(runs[0].Records) != 2 || runs[0].Records[1].ID != "c" {
+		t.Fatalf("ReadRuns(skip) = %+v; want one run with records a and c", runs)
+	}
+	for _, want := range []string{"x.jsonl:3: skipped a bad line", "x.jsonl:4: skipped a bad line", "x.jsonl:5: skipped a bad line", "skipped 3 bad line(s) in all"} {
+		if !strings.Contains(strings.Join(warns, "\n"), want) {
+			t.Errorf("warnings %q lack %q", warns, want)
+		}
+	}
+
+	// Past maxLineWarnings lines are counted, not named.
+	var many strings.Builder
+	many.WriteString(`{"id":"ok","status":200}` + "\n")
+	for range 50 {
+		many.WriteString("garbage\n")
+	}
+	many.WriteString(`{"id":"ok2","status":200}` + "\n")
+	r := NewReaderOptions(strings.NewReader(many.String()), "m.jsonl", ReadOptions{SkipBadLines: true})
+	n := 0
+	for {
+		var rec Record
+		if err := r.Next(&rec); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 2 || r.Skipped() != 50 || len(r.Warnings()) != maxLineWarnings+1 {
+		t.Errorf("50 bad lines: %d records, %d skipped, %d warnings; want 2, 50, %d", n, r.Skipped(), len(r.Warnings()), maxLineWarnings+1)
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	good := `{"meta":{"tool":"goodput"}}` + "\n" + `{"id":"a","status":200}` + "\n"
+	tests := []struct {
+		name, last string
+		torn       bool // skipped with a warning; else an error naming line 3
+	}{
+		{"torn record", `{"id":"x","lev`, true},
+		{"torn in a string", `{"id":"x","error":"bo`, true},
+		{"torn meta", `{"meta":{"tool":"goo`, true},
+		{"complete but wrong", `{"id":5}`, false},
+		{"out of range", `{"id":"x","prompt_tokens":-1}`, false},
+		{"NUL bytes", strings.Repeat("\x00", 100_000), false},
+		{"NUL after a prefix", `{"id":"x"` + "\x00\x00", false},
+		{"garbage", `hello`, false},
+		{"syntax error", `{"id":"x",,`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, nl := range []string{"", "\n", "\n\n  \n"} {
+				_, recs, warns, err := ReadAll(strings.NewReader(good+tt.last+nl), "f.jsonl")
+				if tt.torn {
+					if err != nil || len(recs) != 1 || len(warns) != 1 || !strings.Contains(warns[0], "f.jsonl:3: skipped a torn last line") {
+						t.Errorf("ReadAll(last %q + %q) = %d records, %q, %v; want 1 record and a torn-line warning", tt.last, nl, len(recs), warns, err)
+					}
+					continue
+				}
+				if err == nil || !strings.Contains(err.Error(), "f.jsonl:3:") {
+					t.Errorf("ReadAll(last %q + %q) error = %v; want one naming f.jsonl:3", tt.last, nl, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateOnRead(t *testing.T) {
+	tests := []struct {
+		name, line, want string
+	}{
+		{"negative prompt tokens", `"prompt_tokens":-1`, "prompt_tokens -1 out of range"},
+		{"int64-max completion tokens", `"completion_tokens":9223372036854775807`, "completion_tokens 9223372036854775807 out of range"},
+		{"cached tokens", `"cached_tokens":2147483648`, "cached_tokens 2147483648 out of range"},
+		{"max_tokens", `"max_tokens":-5`, "max_tokens -5"},
+		{"requested prompt tokens", `"requested_prompt_tokens":1e3`, "bad record"}, // a float is not an int
+		{"sent_ns int64 max", `"sent_ns":9223372036854775807`, "sent_ns 9223372036854775807 out of range"},
+		{"end_ns far negative", `"end_ns":-9223372036854775808`, "end_ns"},
+		{"intended past the bound", `"intended_ns":1152921504606846977`, "intended_ns"},
+		{"connect_ns", `"connect_ns":4611686018427387904`, "connect_ns"},
+		{"chunk time", `"chunks":[[9000000000000000000,1,1]]`, "chunk 0's time"},
+		{"negative chunk tokens", `"chunks":[[1,-1,1]]`, "token count out of range"},
+		{"chunk token sum", `"chunks":[[1,2147483647,1],[2,1,1]]`, "the chunks carry 2147483648 tokens"},
+		{"negative level", `"level":-1`, "level -1 out of range"},
+		{"huge level", `"level":1000000000`, "level 1000000000 out of range"},
+		{"server queue", `"server":{"queue_ns":9223372036854775807}`, "server.queue_ns"},
+		{"server preemptions", `"server":{"preemptions":-2}`, "server.preemptions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := `{"id":"r",` + tt.line + `,"status":200}` + "\n" + `{"id":"next","status":200}` + "\n"
+			_, _, _, err := ReadAll(strings.NewReader(in), "v.jsonl")
+			var bad *BadLineError
+			if !errors.As(err, &bad) || bad.Line != 1 || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ReadAll(%s) error = %v; want a *BadLineError on line 1 with %q", tt.line, err, tt.want)
+			}
+		})
+	}
+	// The bounds themselves are accepted.
+	edge := fmt.Sprintf(`{"id":"e","level":%d,"intended_ns":%d,"sent_ns":%d,"end_ns":%d,"prompt_tokens":%d,"chunks":[[%d,%d,1]],"server":{"queue_ns":%d}}`,
+		MaxLevel, -MaxTimeNs, 0, MaxTimeNs, MaxTokens, MaxTimeNs, MaxTokens, MaxTimeNs)
+	if _, recs, _, err := ReadAll(strings.NewReader(edge), "e.jsonl"); err != nil || len(recs) != 1 {
+		t.Errorf("ReadAll(values at the bounds) = %d records, %v; want 1, nil", len(recs), err)
+	}
+}
+
+func TestRuns(t *testing.T) {
+	meta := func(model string, started string) string {
+		return fmt.Sprintf(`{"meta":{"tool":"goodput","command":"bench","model":%q,"started":%q,"levels":[{"request_rate":1}]}}`, model, started)
+	}
+	rec := func(id string) string { return fmt.Sprintf(`{"id":%q,"status":200}`, id) }
+	const t0, t1 = "2026-01-01T00:00:00Z", "2026-01-01T01:00:00Z"
+	tests := []struct {
+		name    string
+		lines   []string
+		runs    []int // records per run
+		lineNos []int
+		diff    string // RunDiff of the first two runs' metas
+	}{
+		{"one run", []string{meta("a", t0), rec("1"), rec("2")}, []int{2}, []int{1}, ""},
+		{"concatenated, other model", []string{meta("a", t0), rec("1"), meta("b", t0), rec("2"), rec("3")}, []int{1, 2}, []int{1, 3}, "model (a vs b)"},
+		{"concatenated, same model later", []string{meta("a", t0), rec("1"), meta("a", t1), rec("2")}, []int{1, 1}, []int{1, 3}, "start time"},
+		{"an older producer's updated meta line", []string{meta("a", t0), rec("1"), rec("2"), meta("a", t0)}, []int{2}, []int{1}, ""},
+		{"records before any meta", []string{rec("1"), meta("a", t0), rec("2")}, []int{1, 1}, []int{1, 2}, ""},
+		{"an empty run", []string{meta("a", t0), meta("b", t1), rec("1")}, []int{0, 1}, []int{1, 2}, "start time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs, _, err := ReadRuns(strings.NewReader(strings.Join(tt.lines, "\n")), "c.jsonl", ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, lines []int
+			for _, r := range runs {
+				got = append(got, len(r.Records))
+				lines = append(lines, r.Line)
+				if len(r.Records) != r.RunInfo.Records {
+					t.Errorf("run at line %d: RunInfo.Records = %d; want %d", r.Line, r.RunInfo.Records, len(r.Records))
+				}
+			}
+			if !slices.Equal(got, tt.runs) || !slices.Equal(lines, tt.lineNos) {
+				t.Errorf("ReadRuns = records %v at lines %v; want %v at %v", got, lines, tt.runs, tt.lineNos)
+			}
+			if len(runs) > 1 && runs[0].Meta != nil && runs[1].Meta != nil {
+				if d := RunDiff(runs[0].Meta, runs[1].Meta); !strings.HasPrefix(d, tt.diff) || d == "" {
+					t.Errorf("RunDiff = %q; want it to start with %q", d, tt.diff)
+				}
+			}
+			// ReadAll still reads them as one, under the last meta line.
+			m, recs, _, err := ReadAll(strings.NewReader(strings.Join(tt.lines, "\n")), "c.jsonl")
+			if err != nil || len(recs) != sum(tt.runs) || m == nil || m.Model != runs[len(runs)-1].Meta.Model {
+				t.Errorf("ReadAll = %d records, meta %+v, %v", len(recs), m, err)
+			}
+		})
+	}
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// FuzzReaderSkip reads arbitrary bytes with SkipBadLines: only a read
+// failure stops it, and every record it accepts is within the bounds.
+func FuzzReaderSkip(f *testing.F) {
+	f.Add([]byte(badLinesFile))
+	f.Add([]byte(`{"meta":{"tool":"goodput","model":"a"}}` + "\n" + `{"id":"1"}` + "\n" + `{"meta":{"tool":"goodput","model":"b"}}` + "\n" + `{"id":"2","chunks":[[1,1,1]]}`))
+	f.Add([]byte("\x00\x00\n{\"id\":\"x\",\"sent_ns\":-1152921504606846976}\n{\"id\":\"y\",\"lev"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		runs, warns, err := ReadRuns(bytes.NewReader(data), "fuzz", ReadOptions{SkipBadLines: true})
+		if err != nil {
+			if errors.As(err, new(*BadLineError)) {
+				t.Fatalf("ReadRuns(skip) = %v; want bad lines skipped", err)
+			}
+			return
+		}
+		if len(warns) > maxLineWarnings+2 {
+			t.Errorf("%d warnings; want at most %d", len(warns), maxLineWarnings+2)
+		}
+		for _, run := range runs {
+			for i := range run.Records {
+				if err := validRecord(&run.Records[i]); err != nil {
+					t.Fatalf("accepted a record out of bounds: %v", err)
+				}
+			}
+		}
+	})
 }

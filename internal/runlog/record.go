@@ -34,11 +34,32 @@ const (
 // neither an event stream nor JSON (e.g. a gateway's HTML page).
 const ErrNotEventStream ErrorClass = "not_event_stream"
 
+// The error classes of a response the bench client would not follow or
+// read to its end.
+const (
+	// ErrRedirect is a 3xx answer not followed: to another origin (scheme,
+	// host or port), a same-origin one without --follow-redirects, or one
+	// that would turn the POST into a GET.
+	ErrRedirect ErrorClass = "redirect"
+	// ErrRedirectLoop is a chain of followed redirects that came back to a
+	// URL already visited or grew past ten.
+	ErrRedirectLoop ErrorClass = "redirect_loop"
+	// ErrBadResponse is a response that is not readable HTTP: a status
+	// line or header that does not parse, headers over the client's limit,
+	// a connection cut inside them, or a content coding not decoded.
+	ErrBadResponse ErrorClass = "bad_response"
+	// ErrRunaway is a stream that carried far more than was asked (more
+	// tokens than max(4 × max_tokens, max_tokens + 1024), or the client's
+	// cap without max_tokens), or one event or byte count beyond any sane
+	// size: the client stopped reading it.
+	ErrRunaway ErrorClass = "runaway"
+)
+
 // ErrorClasses lists every failure class in a stable order, for reports.
 var ErrorClasses = []ErrorClass{
 	ErrConnect, ErrConnectReset, ErrHTTP4xx, ErrHTTP429, ErrHTTP5xx,
 	ErrStream, ErrMalformed, ErrTimeout, ErrIdleTimeout, ErrCancelled,
-	ErrNotEventStream,
+	ErrNotEventStream, ErrRedirect, ErrRedirectLoop, ErrBadResponse, ErrRunaway,
 }
 
 // TokenSource says where a Record's token counts came from.
@@ -126,6 +147,15 @@ type Record struct {
 
 	// Status is the HTTP status (0 when no response arrived).
 	Status int `json:"status"`
+	// Redirects counts the same-origin redirects followed on the way to
+	// the answer (bench --follow-redirects); 0 when none.
+	Redirects int `json:"redirects,omitempty"`
+	// WholeAnswer marks a streamed request the server answered with one
+	// JSON body instead of an event stream (it ignored "stream": true): the
+	// record is measured as a non-streamed one, its one chunk at the
+	// body's arrival carrying every token, so its E2E is measured but its
+	// TTFT, TTP, TPOT and ITL are not.
+	WholeAnswer bool `json:"whole_answer,omitempty"`
 	// FinishReason is the last finish_reason seen.
 	FinishReason string `json:"finish_reason,omitempty"`
 	// ErrorClass is empty for success, else why the request failed.
