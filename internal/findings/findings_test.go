@@ -639,3 +639,11 @@ func BenchmarkTracker(b *testing.B) {
 		prefillStalls(Input{Requests: tr})
 	}
 }
+
+func TestEveryErrorClassHasAdvice(t *testing.T) {
+	for _, c := range runlog.ErrorClasses {
+		if failureAdvice[c] == "" {
+			t.Errorf("error class %q has no failure advice", c)
+		}
+	}
+}

@@ -126,16 +126,21 @@ func CapLimited(in Input) (Finding, bool) {
 
 // failureAdvice explains each error class.
 var failureAdvice = map[runlog.ErrorClass]string{
-	runlog.ErrConnect:      "could not connect: wrong --base-url or port, the server is down, or TLS fails (misconfiguration)",
-	runlog.ErrConnectReset: "connections reset before a response, typically a full listen backlog (overload)",
-	runlog.ErrHTTP4xx:      "the server rejected requests: wrong --model or --endpoint, or prompts beyond the context length (misconfiguration)",
-	runlog.ErrHTTP429:      "rate limited: the server or a gateway shed load (overload, or a rate limit below the offered load)",
-	runlog.ErrHTTP5xx:      "server errors: the server crashed or ran out of memory under load (overload) or is misconfigured",
-	runlog.ErrStream:       "streams broke after a 200: the server or a proxy cut responses (overload or proxy timeouts)",
-	runlog.ErrMalformed:    "chunks were not the JSON expected: wrong --backend for this server (misconfiguration)",
-	runlog.ErrTimeout:      "requests exceeded --timeout: overload, or a timeout shorter than the longest outputs",
-	runlog.ErrIdleTimeout:  "streams went silent past --idle-timeout: the server stalled (overload) or a proxy buffers the stream",
-	runlog.ErrCancelled:    "requests were cancelled by the run itself (Ctrl-C, --duration, or a saturation stop): not the server's fault",
+	runlog.ErrConnect:        "could not connect: wrong --base-url or port, the server is down, or TLS fails (misconfiguration)",
+	runlog.ErrConnectReset:   "connections reset before a response, typically a full listen backlog (overload)",
+	runlog.ErrHTTP4xx:        "the server rejected requests: wrong --model or --endpoint, or prompts beyond the context length (misconfiguration)",
+	runlog.ErrHTTP429:        "rate limited: the server or a gateway shed load (overload, or a rate limit below the offered load)",
+	runlog.ErrHTTP5xx:        "server errors: the server crashed or ran out of memory under load (overload) or is misconfigured",
+	runlog.ErrStream:         "streams broke after a 200: the server or a proxy cut responses (overload or proxy timeouts)",
+	runlog.ErrMalformed:      "chunks were not the JSON expected: wrong --backend for this server (misconfiguration)",
+	runlog.ErrTimeout:        "requests exceeded --timeout: overload, or a timeout shorter than the longest outputs",
+	runlog.ErrIdleTimeout:    "streams went silent past --idle-timeout: the server stalled (overload) or a proxy buffers the stream",
+	runlog.ErrCancelled:      "requests were cancelled by the run itself (Ctrl-C, --duration, or a saturation stop): not the server's fault",
+	runlog.ErrNotEventStream: "a 200 answer was neither an event stream nor JSON (often a gateway's or login page's HTML): wrong --base-url or --endpoint, or an auth proxy in the way (misconfiguration)",
+	runlog.ErrRedirect:       "the server redirected requests, not followed: to another origin (credentials are never sent there) or, same-origin, without --follow-redirects; point --base-url at the final address (misconfiguration)",
+	runlog.ErrRedirectLoop:   "redirects went round in a loop or past 10 hops: a misconfigured gateway or load balancer (misconfiguration)",
+	runlog.ErrBadResponse:    "responses could not be read: broken or oversized headers, the connection closed inside them, or an unknown Content-Encoding (a broken server or proxy)",
+	runlog.ErrRunaway:        "streams ran far past the tokens asked (max_tokens, or --max-response-tokens) and were stopped: a server ignoring max_tokens or looping",
 }
 
 // failures reports each error class seen, with its count and share: critical

@@ -506,6 +506,7 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 		return false
 	}
 	if c.cfg.NoStream {
+		rec.WholeAnswer = true
 		c.readWhole(ctx, rd, rec)
 		return false
 	}

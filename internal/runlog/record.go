@@ -150,11 +150,11 @@ type Record struct {
 	// Redirects counts the same-origin redirects followed on the way to
 	// the answer (bench --follow-redirects); 0 when none.
 	Redirects int `json:"redirects,omitempty"`
-	// WholeAnswer marks a streamed request the server answered with one
-	// JSON body instead of an event stream (it ignored "stream": true): the
-	// record is measured as a non-streamed one, its one chunk at the
-	// body's arrival carrying every token, so its E2E is measured but its
-	// TTFT, TTP, TPOT and ITL are not.
+	// WholeAnswer marks a request answered with one whole body, not a
+	// stream: sent with --no-stream, or a streamed request whose server
+	// ignored "stream": true. Its one chunk at the body's arrival carries
+	// every token, so its E2E is measured but its TTFT, TTP, TPOT and ITL
+	// are not (the methods report them absent).
 	WholeAnswer bool `json:"whole_answer,omitempty"`
 	// FinishReason is the last finish_reason seen.
 	FinishReason string `json:"finish_reason,omitempty"`
@@ -197,7 +197,7 @@ func (r *Record) lastToken() int {
 // (content or reasoning). ok is false when no token arrived.
 func (r *Record) TTFT() (d time.Duration, ok bool) {
 	i := r.firstToken()
-	if i < 0 {
+	if i < 0 || r.WholeAnswer {
 		return 0, false
 	}
 	return time.Duration(r.Chunks[i].T - r.Sent), true
@@ -206,6 +206,9 @@ func (r *Record) TTFT() (d time.Duration, ok bool) {
 // TTP (time to publish) is the time from sending to the first chunk carrying
 // a visible token. ok is false when nothing visible arrived.
 func (r *Record) TTP() (d time.Duration, ok bool) {
+	if r.WholeAnswer {
+		return 0, false
+	}
 	for _, c := range r.Chunks {
 		if c.Tokens > 0 && c.Visible {
 			return time.Duration(c.T - r.Sent), true
@@ -255,7 +258,7 @@ func (r *Record) OutputTokens() int {
 func (r *Record) TPOT() (d time.Duration, ok bool) {
 	n := r.OutputTokens()
 	first, last := r.firstToken(), r.lastToken()
-	if n < 2 || first < 0 {
+	if n < 2 || first < 0 || r.WholeAnswer {
 		return 0, false
 	}
 	return time.Duration((r.Chunks[last].T - r.Chunks[first].T) / int64(n-1)), true
@@ -264,6 +267,9 @@ func (r *Record) TPOT() (d time.Duration, ok bool) {
 // ITLs appends to dst every gap between consecutive token-carrying chunks
 // (vLLM's ITL) and returns it.
 func (r *Record) ITLs(dst []time.Duration) []time.Duration {
+	if r.WholeAnswer {
+		return dst
+	}
 	prev := int64(-1)
 	for _, c := range r.Chunks {
 		if c.Tokens <= 0 {
@@ -281,6 +287,9 @@ func (r *Record) ITLs(dst []time.Duration) []time.Duration {
 // tokens the later chunk carries, once per token. With one token per chunk
 // it equals ITLs.
 func (r *Record) TokenITLs(dst []time.Duration) []time.Duration {
+	if r.WholeAnswer {
+		return dst
+	}
 	prev := int64(-1)
 	for _, c := range r.Chunks {
 		if c.Tokens <= 0 {

@@ -130,3 +130,24 @@ func TestStatusClass(t *testing.T) {
 		}
 	}
 }
+
+func TestWholeAnswerHasNoStreamingMetrics(t *testing.T) {
+	// One body at 80 ms carrying 7 tokens: E2E and response time are
+	// measured, TTFT, TTP, TPOT and ITL are not.
+	r := Record{ID: "w", Intended: 0, Sent: 10, End: 80, CompletionTokens: 7, Status: 200, WholeAnswer: true,
+		Chunks: []Chunk{{T: 80, Tokens: 7, Visible: true}}}
+	if d, ok := r.E2E(); !ok || d != 70 {
+		t.Errorf("E2E = %v, %v; want 70ns, true", d, ok)
+	}
+	if d, ok := r.ResponseTime(); !ok || d != 80 {
+		t.Errorf("ResponseTime = %v, %v; want 80ns, true", d, ok)
+	}
+	for name, f := range map[string]func() (time.Duration, bool){"TTFT": r.TTFT, "TTP": r.TTP, "TPOT": r.TPOT} {
+		if d, ok := f(); ok {
+			t.Errorf("%s = %v, true; want absent for a whole answer", name, d)
+		}
+	}
+	if n := len(r.ITLs(nil)) + len(r.TokenITLs(nil)); n != 0 {
+		t.Errorf("%d ITL gaps; want none", n)
+	}
+}

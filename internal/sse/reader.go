@@ -219,6 +219,9 @@ func (r *Reader) parse() (Event, bool) {
 			continue
 		}
 		r.processLine(ls, lineEnd)
+		if r.err != nil {
+			return Event{}, false
+		}
 		r.dropConsumed()
 	}
 	return Event{}, false
@@ -290,6 +293,12 @@ func (r *Reader) processLine(ls, le int) {
 			r.dataBuf = append(r.dataBuf, val...)
 			r.dataOff = -1 // no longer refers to buf
 		default:
+			if len(r.dataBuf)+1+len(val) > r.maxSize {
+				// Many data lines join into one event: bound the joined
+				// data as one long line is bounded.
+				r.err = fmt.Errorf("%w (%d bytes of joined data lines)", ErrEventTooLong, r.maxSize)
+				return
+			}
 			r.dataBuf = append(r.dataBuf, '\n')
 			r.dataBuf = append(r.dataBuf, val...)
 		}

@@ -516,3 +516,25 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestReaderJoinedDataTooLong(t *testing.T) {
+	// Each data line is short, but an event of endless data lines (no blank
+	// line ever) must not grow without bound: the joined data counts
+	// against the same limit as one long line.
+	in := "data: ok\n\n" + strings.Repeat("data: xxxxxxxxxxxxxxx\n", 1000)
+	r := NewReader(strings.NewReader(in), func() int64 { return 0 }, 512)
+	r.SetMaxEventSize(4096)
+	if ev, err := r.Next(); err != nil || string(ev.Data) != "ok" {
+		t.Fatalf("first Next() = %q, %v; want ok, nil", ev.Data, err)
+	}
+	if _, err := r.Next(); !errors.Is(err, ErrEventTooLong) {
+		t.Fatalf("second Next() error = %v; want ErrEventTooLong", err)
+	}
+	// Below the limit, many data lines still join.
+	in = strings.Repeat("data: xxxxxxxxxxxxxxx\n", 100) + "\n"
+	r = NewReader(strings.NewReader(in), func() int64 { return 0 }, 512)
+	r.SetMaxEventSize(4096)
+	if ev, err := r.Next(); err != nil || len(ev.Data) != 100*15+99 {
+		t.Errorf("Next() = %d bytes, %v; want %d, nil", len(ev.Data), err, 100*15+99)
+	}
+}

@@ -258,7 +258,7 @@ func (a *Accumulator) Add(r *runlog.Record) {
 		d := r.RequestedPromptTokens - r.PromptTokens
 		a.mismatch.addInt(int64(max(d, -d)))
 	}
-	if _, ok := r.TTFT(); !ok {
+	if r.FirstTokenAt() < 0 {
 		a.empty++
 	}
 	if bk != nil {
