@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,11 @@ type CompareOptions struct {
 	Seed              uint64
 	ReadingSpeedMs    float64
 	HTML              string
+	// Read says how records files are read: --skip-bad-lines, --merge.
+	Read report.ReadOptions
+	// Force merges the runs of one file (--merge) even when they differ in
+	// model, backend, endpoint, dataset or simulated engine.
+	Force bool
 
 	sloWords []string
 }
@@ -42,7 +48,11 @@ difference); goodput of both under one --goodput SLO; and what the change
 means for users: a TTFT change is paid by every user, a TPOT change only by
 those who read long answers, and not at all while TPOT stays faster than
 reading speed. With a result JSON there are no samples: figures are compared
-as they are, without intervals or verdicts.`,
+as they are, without intervals or verdicts.
+
+Records files are read as report reads them: --skip-bad-lines skips lines
+that do not parse or hold a value out of range, each named in a warning;
+--merge merges the runs of a file holding several (files concatenated).`,
 		Example: `  goodput compare before.records.jsonl after.records.jsonl --goodput ttft:2000 tpot:50
   goodput compare a.json b.json
   goodput compare a.records.jsonl b.records.jsonl --html ab.html --reading-speed-ms 40`,
@@ -65,6 +75,8 @@ as they are, without intervals or verdicts.`,
 	fs.Uint64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (the same seed gives the same intervals)")
 	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", float64(compare.DefaultReadingSpeed)/1e6, "time a user takes to read one token, ms: a TPOT below it is invisible to a reader")
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained side-by-side HTML report to this file")
+	readFlags(cmd, &o.Read)
+	fs.BoolVar(&o.Force, "force", false, "with --merge, merge a file's runs even when they come from incompatible runs")
 	return cmd
 }
 
@@ -74,26 +86,40 @@ type loadedRun struct {
 	side report.CompareSide
 }
 
-func loadRun(env Env, name string, so stats.Options) (loadedRun, error) {
+func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedRun, error) {
 	f, err := os.Open(resolve(env, name))
 	if err != nil {
 		return loadedRun{}, err
 	}
 	defer f.Close()
-	in, warns, err := report.ReadInput(f, name)
+	in, warns, err := report.ReadInput(f, name, o.Read)
 	for _, w := range warns {
 		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
 	}
 	if err != nil {
-		return loadedRun{}, err
+		return loadedRun{}, readError(err, o.Read)
 	}
 	if in.Result != nil {
 		return loadedRun{run: compare.Run{Name: name, Figures: report.Figures(in.Result)}}, nil
 	}
-	rf := in.Records
+	meta, recs := in.Records[0].Meta, in.Records[0].Records
+	if len(in.Records) > 1 {
+		// --merge: the file's runs, each on its own clock, as one side.
+		var warns []string
+		meta, recs, warns, err = report.Merge(in.Records, o.Force)
+		for _, w := range warns {
+			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+		}
+		if errors.Is(err, report.ErrIncompatible) {
+			return loadedRun{}, usageError{err}
+		}
+		if err != nil {
+			return loadedRun{}, err
+		}
+	}
 	return loadedRun{
-		run:  compare.Run{Name: name, Records: rf.Records, Meta: rf.Meta},
-		side: report.CompareSide{Meta: rf.Meta, Records: rf.Records, Levels: report.SummarizeLevels(rf.Meta, rf.Records, so)},
+		run:  compare.Run{Name: name, Records: recs, Meta: meta},
+		side: report.CompareSide{Meta: meta, Records: recs, Levels: report.SummarizeLevels(meta, recs, so)},
 	}, nil
 }
 
@@ -125,11 +151,11 @@ func runCompare(_ context.Context, env Env, o *CompareOptions) error {
 		return usagef("--reading-speed-ms %v: want a positive number of milliseconds per token", o.ReadingSpeedMs)
 	}
 	so := stats.Options{SLO: slo, Percentiles: ps}
-	a, err := loadRun(env, o.A, so)
+	a, err := loadRun(env, o.A, so, o)
 	if err != nil {
 		return err
 	}
-	b, err := loadRun(env, o.B, so)
+	b, err := loadRun(env, o.B, so, o)
 	if err != nil {
 		return err
 	}

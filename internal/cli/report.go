@@ -90,9 +90,11 @@ const defaultPercentileMetrics = "ttft,tpot,itl,e2el,ttp,response"
 
 // ReportOptions is everything "goodput report" needs.
 type ReportOptions struct {
-	Files      []string
-	Summary    summaryFlags
-	Force      bool
+	Files   []string
+	Summary summaryFlags
+	Force   bool
+	// Read says how records files are read: --skip-bad-lines, --merge.
+	Read       report.ReadOptions
 	PerRequest string
 	CSVDir     string
 	HTML       string
@@ -114,7 +116,15 @@ re-running anything: with another --goodput SLO, other --metric-percentiles,
 --percentile-metrics or --buckets. Several files are merged (the levels of a
 sweep, the shards of a distributed run) when they come from the same model,
 backend, endpoint, dataset and simulated engine; otherwise report refuses
-them, naming the field that differs, unless --force.`,
+them, naming the field that differs, unless --force.
+
+A line that does not parse, or holds a value out of range, stops report
+with its file and line, unless --skip-bad-lines: then every such line is
+skipped and named in a warning. A file holding several runs (files
+concatenated with cat) is refused unless --merge: then its runs are merged
+as separate files are, each on its own clock. Runs that did not overlap in
+time are laid end to end, so a level's duration is the sum of its runs'
+durations and never spans the idle time between them.`,
 		Example: `  goodput report run.records.jsonl --goodput ttft:2000 tpot:50
   goodput report level-*.records.jsonl --html sweep.html
   goodput report run.records.jsonl --per-request csv > requests.csv
@@ -134,6 +144,7 @@ them, naming the field that differs, unless --force.`,
 	fs.StringVar(&o.Summary.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&o.Summary.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
 	fs.BoolVar(&o.Force, "force", false, "merge records files even when they come from incompatible runs")
+	readFlags(cmd, &o.Read)
 	fs.StringVar(&o.PerRequest, "per-request", "", "print one row per request instead of the summary: csv or jsonl")
 	fs.StringVar(&o.CSVDir, "csv", "", "write summary.csv, metrics.csv, buckets.csv and requests.csv into this directory")
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
@@ -143,23 +154,46 @@ them, naming the field that differs, unless --force.`,
 	return cmd
 }
 
-// readRecordsFiles reads every file, naming the file in errors.
-func readRecordsFiles(env Env, names []string) ([]report.RecordsFile, error) {
+// readFlags registers the flags that say how records files are read,
+// shared by report and compare.
+func readFlags(cmd *cobra.Command, o *report.ReadOptions) {
+	fs := cmd.Flags()
+	fs.BoolVar(&o.SkipBadLines, "skip-bad-lines", false, "skip (and name in a warning) every records line that does not parse or holds a value out of range, instead of stopping at the first")
+	fs.BoolVar(&o.Merge, "merge", false, "accept a records file holding several runs (files concatenated) and merge its runs, each on its own clock")
+}
+
+// readError turns a records reader's error into the command's: a file of
+// several runs is a usage error (--merge decides), a bad line says how to
+// skip it.
+func readError(err error, o report.ReadOptions) error {
+	var bad *runlog.BadLineError
+	switch {
+	case errors.Is(err, report.ErrSeveralRuns):
+		return usageError{err}
+	case errors.As(err, &bad) && !o.SkipBadLines:
+		return fmt.Errorf("%w (--skip-bad-lines skips such lines, naming each in a warning)", err)
+	}
+	return err
+}
+
+// readRecordsFiles reads every file, naming the file in errors; a file of
+// several runs gives one RecordsFile per run (with --merge).
+func readRecordsFiles(env Env, names []string, o report.ReadOptions) ([]report.RecordsFile, error) {
 	var files []report.RecordsFile
 	for _, name := range names {
 		f, err := os.Open(resolve(env, name))
 		if err != nil {
 			return nil, fmt.Errorf("records file: %w", err)
 		}
-		rf, warns, err := report.ReadRecordsFile(f, name)
+		rfs, warns, err := report.ReadRecordsFile(f, name, o)
 		f.Close()
 		for _, w := range warns {
 			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
 		}
 		if err != nil {
-			return nil, err
+			return nil, readError(err, o)
 		}
-		files = append(files, rf)
+		files = append(files, rfs...)
 	}
 	return files, nil
 }
@@ -177,7 +211,7 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	default:
 		return usagef("--per-request %q: want csv or jsonl", o.PerRequest)
 	}
-	files, err := readRecordsFiles(env, o.Files)
+	files, err := readRecordsFiles(env, o.Files, o.Read)
 	if err != nil {
 		return err
 	}

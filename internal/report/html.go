@@ -204,10 +204,14 @@ func HTML(w io.Writer, in HTMLInput) error {
 	if in.Records != nil {
 		cd := collect(in.Records, slo, len(in.Levels))
 		cdSamples = cd.failSamples
+		byIndex := map[int]LevelSummary{}
+		for _, l := range in.Levels {
+			byIndex[l.Index] = l
+		}
 		names := make([]string, cd.nLevels)
 		for i := range names {
-			if i < len(in.Levels) {
-				names[i] = LevelName(in.Levels[i], len(in.Levels))
+			if l, ok := byIndex[i]; ok {
+				names[i] = LevelName(l, len(in.Levels))
 			} else {
 				names[i] = fmt.Sprintf("level %d", i)
 			}

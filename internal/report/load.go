@@ -3,6 +3,8 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,8 +15,9 @@ import (
 // Input is a file given to report or compare: a records file or a result
 // file, told apart by content.
 type Input struct {
-	// Records is set for a records file.
-	Records *RecordsFile
+	// Records is set for a records file: its runs, one unless the file
+	// holds several and was read with ReadOptions.Merge.
+	Records []RecordsFile
 	// Result is set for a result JSON file (ours or vLLM's).
 	Result *Result
 }
@@ -25,17 +28,19 @@ const maxResultSize = 256 << 20
 
 // ReadInput reads a records file or a result file from r. A file whose
 // first non-blank line is a whole JSON object with a "meta" or "id" key
-// is a records file (JSON Lines); anything else is read as one result
-// JSON document. Warnings are the records reader's (e.g. a torn last line).
-func ReadInput(r io.Reader, name string) (Input, []string, error) {
+// is a records file (JSON Lines), read as ReadRecordsFile does; anything
+// else is read as one result JSON document. An empty file, or one that is
+// neither, is an error naming the file (and the line where it stops being
+// JSON). Warnings are the records reader's (e.g. a torn last line).
+func ReadInput(r io.Reader, name string, o ReadOptions) (Input, []string, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, _ := br.Peek(1 << 16)
 	if looksLikeRecords(head) {
-		f, warns, err := ReadRecordsFile(br, name)
+		fs, warns, err := ReadRecordsFile(br, name, o)
 		if err != nil {
 			return Input{}, warns, err
 		}
-		return Input{Records: &f}, warns, nil
+		return Input{Records: fs}, warns, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(br, maxResultSize+1))
 	if err != nil {
@@ -43,6 +48,15 @@ func ReadInput(r io.Reader, name string) (Input, []string, error) {
 	}
 	if len(data) > maxResultSize {
 		return Input{}, nil, fmt.Errorf("%s: not a records file, and too large for a result file", name)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Input{}, nil, fmt.Errorf("%s: %w: the file is empty", name, ErrNoRecords)
+	}
+	var raw json.RawMessage
+	var se *json.SyntaxError
+	if err := json.Unmarshal(data, &raw); errors.As(err, &se) {
+		line := 1 + bytes.Count(data[:min(max(se.Offset-1, 0), int64(len(data)))], []byte{'\n'})
+		return Input{}, nil, fmt.Errorf("%s:%d: neither a records file nor a result file: %w", name, line, err)
 	}
 	res, err := ParseResultJSON(data)
 	if err != nil {

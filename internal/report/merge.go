@@ -6,34 +6,106 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
 
-// RecordsFile is one records file read whole: its last meta line and its
-// records in file order.
+// RecordsFile is one run of a records file read whole: its meta line and
+// its records in file order.
 type RecordsFile struct {
-	// Name is the file's name, used in messages.
+	// Name is the file's name, used in messages; for one run of a file
+	// that holds several, the file's name and the line of the run's meta
+	// line, e.g. "all.jsonl:57".
 	Name string
-	// Meta is the file's last meta line; nil when it has none.
+	// Meta is the run's meta line (the last one that describes the run);
+	// nil when it has none.
 	Meta *runlog.Meta
-	// Records are every record of the file, warm-ups included.
+	// Records are every record of the run, warm-ups included.
 	Records []runlog.Record
 }
 
-// ReadRecordsFile reads a records file (JSON Lines: meta lines and records).
-// Warnings report skipped torn last lines; an error names file and line.
-func ReadRecordsFile(r io.Reader, name string) (RecordsFile, []string, error) {
-	meta, recs, warns, err := runlog.ReadAll(r, name)
+// ReadOptions say how ReadRecordsFile and ReadInput treat a records file's
+// problems. The zero value refuses them.
+type ReadOptions struct {
+	// SkipBadLines skips every line the reader rejects (it does not parse,
+	// or a value is out of range; see runlog.ReadOptions), each named with
+	// its reason in a warning, instead of failing on the first.
+	SkipBadLines bool
+	// Merge accepts a file that holds several runs (meta lines describing
+	// different runs, as when files are concatenated) and returns each run
+	// apart, to be merged with Merge; without it such a file is an error
+	// wrapping ErrSeveralRuns.
+	Merge bool
+}
+
+// ErrNoRecords is wrapped by the error for a file without a single record.
+var ErrNoRecords = errors.New("no records")
+
+// ErrSeveralRuns is wrapped by the error for a file that holds several
+// runs read without ReadOptions.Merge.
+var ErrSeveralRuns = errors.New("several runs in one records file")
+
+// ReadRecordsFile reads a records file (JSON Lines: meta lines, records,
+// end lines): one RecordsFile per run (see runlog.Reader; one unless o.Merge
+// lets a file of several through), in file order. A run with no records
+// is left out with a warning. Warnings also report skipped lines; an error
+// names file and line, wraps ErrNoRecords when the file has no record at
+// all, and wraps ErrSeveralRuns for several runs without o.Merge.
+func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []string, error) {
+	runs, warns, err := runlog.ReadRuns(r, name, runlog.ReadOptions{SkipBadLines: o.SkipBadLines})
 	if err != nil {
-		return RecordsFile{}, warns, err
+		return nil, warns, err
 	}
-	return RecordsFile{Name: name, Meta: meta, Records: recs}, warns, nil
+	var kept []runlog.Run
+	for _, run := range runs {
+		if len(run.Records) > 0 {
+			kept = append(kept, run)
+		} else if len(runs) > 1 {
+			warns = append(warns, fmt.Sprintf("%s:%d: a meta line with no records after it (a run that recorded nothing): ignored", name, run.Line))
+		}
+	}
+	if len(kept) == 0 {
+		why := "the file is empty"
+		switch {
+		case len(runs) == 0 && len(warns) > 0:
+			why = "no line could be used (see the warnings)"
+		case len(runs) > 0 && len(warns) > 0:
+			why = "only meta lines (see the warnings)"
+		case len(runs) > 0:
+			why = "only meta lines: the run recorded nothing"
+		}
+		return nil, warns, fmt.Errorf("%s: %w: %s", name, ErrNoRecords, why)
+	}
+	if len(kept) == 1 {
+		return []RecordsFile{{Name: name, Meta: kept[0].Meta, Records: kept[0].Records}}, warns, nil
+	}
+	if !o.Merge {
+		diff := "meta line (none vs one)"
+		if kept[0].Meta != nil && kept[1].Meta != nil {
+			diff = runlog.RunDiff(kept[0].Meta, kept[1].Meta)
+		}
+		return nil, warns, fmt.Errorf("%w: %s holds %d runs: line %d starts another run than line %d, differing in %s, as when files are concatenated; give --merge to summarise them together, each run on its own clock",
+			ErrSeveralRuns, name, len(kept), kept[1].Line, kept[0].Line, diff)
+	}
+	out := make([]RecordsFile, len(kept))
+	lines := make([]string, len(kept))
+	for i, run := range kept {
+		out[i] = RecordsFile{Name: fmt.Sprintf("%s:%d", name, run.Line), Meta: run.Meta, Records: run.Records}
+		lines[i] = strconv.Itoa(run.Line)
+	}
+	if len(lines) > 6 {
+		lines = append(lines[:5], "…")
+	}
+	warns = append(warns, fmt.Sprintf("%s holds %d runs (starting at lines %s): merged as separate runs, each on its own clock (--merge)",
+		name, len(kept), strings.Join(lines, ", ")))
+	return out, warns, nil
 }
 
 // ErrIncompatible is wrapped by Merge's error when two files come from runs
@@ -71,8 +143,9 @@ func canonical(m map[string]any) string {
 	return string(b)
 }
 
-// Merge combines records files into one run: the levels of a sweep written
-// to separate files, or shards of one load written by several machines.
+// Merge combines records files (or the runs of one file, see
+// ReadRecordsFile) into one run: the levels of a sweep written to separate
+// files, or shards of one load written by several machines.
 //
 // Files must agree on model, backend, endpoint, dataset and simulated
 // engine; otherwise Merge returns an error wrapping ErrIncompatible that
@@ -83,10 +156,23 @@ func canonical(m map[string]any) string {
 // Levels are matched by their description (rate, burstiness, concurrency
 // cap, label): equal descriptions in different files become one level (the
 // shards of a distributed run), others get their own index in the merged
-// Meta.Levels, in order of first appearance. Record times are shifted onto
-// the first file's clock by the difference of the files' Started times, so
-// shards line up and sequential levels follow each other. The merged Meta is
-// the first file's with the merged Levels.
+// Meta.Levels, in order of first appearance.
+//
+// Each file's times are ns from its own run's start; Merge puts them on one
+// clock, whose zero is the earliest run's start (the merged Meta.Started),
+// taking the runs in order of their start time. A run that started while
+// the runs before it were still running, or within a minute of their end
+// (the shards of a distributed run, the levels of a sweep run one after the
+// other), keeps its place by the difference of the start times. A run that
+// started later than that, or whose start time is unknown (no meta line,
+// or none in it), is a separate run on an unrelated clock: it is laid end
+// to end with the runs before it (its records shifted to begin where
+// theirs ended), with a warning, so no duration spans the idle time
+// between runs. A level made of runs laid end to end therefore has the sum
+// of their durations as its duration, and its throughputs are its requests
+// and tokens over that sum. Merged times that would pass
+// runlog.MaxTimeNs are an error. The merged Meta is the first file's with
+// the merged Levels and that start time.
 func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []string, error) {
 	if len(files) == 0 {
 		return nil, nil, nil, errors.New("no records files")
@@ -132,16 +218,21 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 		*merged = *base
 	}
 	merged.Levels = nil
+	shifts, origin, placeWarns, err := placeRuns(files)
+	warns = append(warns, placeWarns...)
+	if err != nil {
+		return nil, nil, warns, err
+	}
+	if !origin.IsZero() {
+		merged.Started = origin
+	}
 	total := 0
 	for _, f := range files {
 		total += len(f.Records)
 	}
 	out := make([]runlog.Record, 0, total)
-	for _, f := range files {
-		var shift int64
-		if f.Meta != nil && base != nil && !f.Meta.Started.IsZero() && !base.Started.IsZero() {
-			shift = int64(f.Meta.Started.Sub(base.Started))
-		}
+	for fi, f := range files {
+		shift := shifts[fi]
 		remap := map[int]int{}
 		for _, r := range f.Records {
 			idx, ok := remap[r.Level]
@@ -170,13 +261,145 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 	return merged, out, warns, nil
 }
 
+// concurrentSlack is how long after the runs before it ended a run may
+// start and still be taken for part of the same measurement, on their
+// clock (the next level of a sweep, a shard started late).
+const concurrentSlack = time.Minute
+
+// placeRuns returns the shift, ns, that puts each file's records on the
+// merged clock, and that clock's zero (the earliest start time; zero when
+// no file has one); see Merge.
+func placeRuns(files []RecordsFile) (shifts []int64, origin time.Time, warns []string, err error) {
+	shifts = make([]int64, len(files))
+	type run struct {
+		i      int
+		known  bool
+		lo, hi int64
+	}
+	var runs []run
+	for i, f := range files {
+		if len(f.Records) == 0 {
+			continue
+		}
+		lo, hi := recordsSpan(f.Records)
+		known := f.Meta != nil && !f.Meta.Started.IsZero()
+		if known && (origin.IsZero() || f.Meta.Started.Before(origin)) {
+			origin = f.Meta.Started
+		}
+		runs = append(runs, run{i: i, known: known, lo: lo, hi: hi})
+	}
+	if len(runs) < 2 {
+		return shifts, origin, nil, nil
+	}
+	// Known start times first, earliest first; then the unknown in file
+	// order.
+	slices.SortStableFunc(runs, func(a, b run) int {
+		switch {
+		case a.known && b.known:
+			return files[a.i].Meta.Started.Compare(files[b.i].Meta.Started)
+		case a.known:
+			return -1
+		case b.known:
+			return 1
+		}
+		return 0
+	})
+	// Comparisons in float64: a start time decades off must not wrap.
+	var end int64 // the latest end placed so far, ns on the merged clock
+	var endName string
+	for k, rn := range runs {
+		f := files[rn.i]
+		var shift int64
+		if rn.known {
+			shift = int64(f.Meta.Started.Sub(origin)) // ≥ 0, saturated
+		}
+		if k > 0 {
+			// end and rn.lo are within ±MaxTimeNs, so end − rn.lo fits.
+			switch start := float64(shift) + float64(rn.lo); {
+			case !rn.known:
+				shift = end - rn.lo
+				warns = append(warns, fmt.Sprintf("%s has no start time (no meta line, or none in it): its records are laid after %s's on the merged clock, as a separate run", f.Name, endName))
+			case start > float64(end)+float64(concurrentSlack):
+				gap := start - float64(end)
+				shift = end - rn.lo
+				warns = append(warns, fmt.Sprintf("%s started %s after %s's records ended: laid end to end with them on the merged clock, as a separate run, so the time between counts in no duration or throughput",
+					f.Name, gapText(gap), endName))
+			}
+		}
+		if lo, hi := float64(shift)+float64(rn.lo), float64(shift)+float64(rn.hi); lo < -runlog.MaxTimeNs || hi > runlog.MaxTimeNs {
+			return nil, origin, warns, fmt.Errorf("%s: on the merged clock its records would lie more than %s from the first run's start: too long a span to merge", f.Name, gapText(runlog.MaxTimeNs))
+		}
+		shifts[rn.i] = shift
+		if e := shift + rn.hi; k == 0 || e > end {
+			end, endName = e, f.Name
+		}
+	}
+	return shifts, origin, warns, nil
+}
+
+// recordsSpan is the earliest and latest time of any record of recs, ns:
+// of the measured ones, or of the warm-ups when there are no others (a
+// warm-up is in no duration, so runs laid end to end may overlap there).
+func recordsSpan(recs []runlog.Record) (lo, hi int64) {
+	measured := slices.ContainsFunc(recs, func(r runlog.Record) bool { return !r.Warmup })
+	first := true
+	see := func(t int64) {
+		if first {
+			lo, hi, first = t, t, false
+		}
+		lo, hi = min(lo, t), max(hi, t)
+	}
+	for i := range recs {
+		r := &recs[i]
+		if measured && r.Warmup {
+			continue
+		}
+		see(r.Intended)
+		see(r.Sent)
+		see(r.End)
+		for _, c := range r.Chunks {
+			see(c.T)
+		}
+		if r.Server != nil {
+			see(r.Server.ArrivalNs)
+		}
+	}
+	return lo, hi
+}
+
+// gapText is a duration of ns for a message: "3m20s", "5.2 days",
+// "25.0 years".
+func gapText(ns float64) string {
+	const day = 24 * float64(time.Hour)
+	switch {
+	case ns >= 365.25*day:
+		return strconv.FormatFloat(ns/(365.25*day), 'f', 1, 64) + " years"
+	case ns >= 2*day:
+		return strconv.FormatFloat(ns/day, 'f', 1, 64) + " days"
+	}
+	return time.Duration(ns).Round(time.Millisecond).String()
+}
+
 // addShard folds another shard's description of the same load into m: the
-// prompt and warm-up counts and delayed arrivals add up.
+// prompt and warm-up counts and delayed arrivals add up (saturating: the
+// counts come from files).
 func addShard(m, lv runlog.Level) runlog.Level {
-	m.NumPrompts += lv.NumPrompts
-	m.NumWarmups += lv.NumWarmups
-	m.DelayedArrivals += lv.DelayedArrivals
+	m.NumPrompts = satAdd(m.NumPrompts, lv.NumPrompts)
+	m.NumWarmups = satAdd(m.NumWarmups, lv.NumWarmups)
+	m.DelayedArrivals = satAdd(m.DelayedArrivals, lv.DelayedArrivals)
 	return m
+}
+
+// satAdd is a + b, held at the int range instead of wrapping.
+func satAdd(a, b int) int {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt
+	}
+	return s
 }
 
 // denseLevels reports whether records use level indexes without gaps
@@ -295,36 +518,44 @@ type LevelSummary struct {
 
 // SummarizeLevels summarises recs per load level, in level order: one
 // LevelSummary per level of meta (even one without records) and per other
-// level index found in the records. meta may be nil.
+// level index found in the records (records with a negative level last,
+// together, with Index -1). meta may be nil; without a level of its own a
+// run still has an (empty) level 0.
 func SummarizeLevels(meta *runlog.Meta, recs []runlog.Record, o stats.Options) []LevelSummary {
 	n := 0
 	if meta != nil {
 		n = len(meta.Levels)
 	}
-	for i := range recs {
-		n = max(n, recs[i].Level+1)
-	}
-	if n == 0 {
-		n = 1
-	}
-	accs := make([]*stats.Accumulator, n)
-	for i := range accs {
-		accs[i] = stats.NewAccumulator(o)
+	// Level indexes come from files: only those that occur get an
+	// accumulator, however large they are. Exact ones: a report has every
+	// record and owes exact percentiles at any size.
+	accs := map[int]*stats.Accumulator{}
+	for i := range n {
+		accs[i] = stats.NewExactAccumulator(o)
 	}
 	var stray *stats.Accumulator
 	for i := range recs {
-		if l := recs[i].Level; l >= 0 {
-			accs[l].Add(&recs[i])
-		} else {
+		l := recs[i].Level
+		if l < 0 {
 			if stray == nil {
-				stray = stats.NewAccumulator(o)
+				stray = stats.NewExactAccumulator(o)
 			}
 			stray.Add(&recs[i])
+			continue
 		}
+		a := accs[l]
+		if a == nil {
+			a = stats.NewExactAccumulator(o)
+			accs[l] = a
+		}
+		a.Add(&recs[i])
 	}
-	out := make([]LevelSummary, 0, n)
-	for i, a := range accs {
-		ls := LevelSummary{Index: i, Summary: a.Summary()}
+	if len(accs) == 0 {
+		accs[0] = stats.NewExactAccumulator(o)
+	}
+	out := make([]LevelSummary, 0, len(accs)+1)
+	for _, i := range slices.Sorted(maps.Keys(accs)) {
+		ls := LevelSummary{Index: i, Summary: accs[i].Summary()}
 		if meta != nil && i < len(meta.Levels) {
 			ls.Level = meta.Levels[i]
 		}

@@ -212,7 +212,7 @@ func TestReadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, _, err := ReadInput(bytes.NewReader(tt.data), "f")
+			in, _, err := ReadInput(bytes.NewReader(tt.data), "f", ReadOptions{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ReadInput(%s) = %v; want an error with %q", tt.name, err, tt.wantErr)
@@ -222,7 +222,7 @@ func TestReadInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (in.Result != nil) != tt.result || (in.Records != nil && len(in.Records.Records) != tt.records) {
+			if (in.Result != nil) != tt.result || (in.Records != nil && len(in.Records[0].Records) != tt.records) {
 				t.Errorf("ReadInput(%s) = result %v, records %v; want result %v, %d records", tt.name, in.Result != nil, in.Records, tt.result, tt.records)
 			}
 		})
@@ -236,12 +236,12 @@ func FuzzReadInput(f *testing.F) {
 	f.Add([]byte(`{"duration": 1.5, "completed": 3, "mean_ttft_ms": 10, "p99_ttft_ms": 20}`))
 	f.Add([]byte("\n\n{\"id\":\"x\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, _, err := ReadInput(bytes.NewReader(data), "fuzz")
+		in, _, err := ReadInput(bytes.NewReader(data), "fuzz", ReadOptions{SkipBadLines: true, Merge: true})
 		if err != nil {
 			return
 		}
 		if in.Records != nil {
-			m, recs, _, err := Merge([]RecordsFile{*in.Records}, false)
+			m, recs, _, err := Merge(in.Records, true)
 			if err == nil {
 				SummarizeLevels(m, recs, stats.Options{})
 				_ = WritePerRequestCSV(&bytes.Buffer{}, Records(recs))

@@ -27,20 +27,49 @@ var (
 	failedShade  = "#636363"
 )
 
+// maxTicks caps the ticks of a hand-drawn axis, whatever the span.
+const maxTicks = 24
+
 // niceStep returns a round tick step (1, 2 or 5 × 10^k) giving about n
-// ticks over span.
+// ticks over span; 1 for a span that is not a positive finite number.
 func niceStep(span float64, n int) float64 {
-	if !(span > 0) {
+	if !(span > 0) || math.IsInf(span, 0) || n <= 0 {
 		return 1
 	}
 	raw := span / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	if !(mag > 0) || math.IsInf(mag, 0) {
+		return 1
+	}
 	for _, m := range []float64{1, 2, 5, 10} {
 		if raw <= m*mag {
 			return m * mag
 		}
 	}
 	return 10 * mag
+}
+
+// axisTicks returns round tick values (as niceStep) within [lo, hi], at
+// most maxTicks of them, counted by an integer so no step can be lost in
+// the rounding of a large value; none for a range that is not finite.
+func axisTicks(lo, hi float64, n int) []float64 {
+	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) || hi < lo {
+		return nil
+	}
+	step := niceStep(hi-lo, n)
+	first := math.Ceil(lo/step) * step
+	var out []float64
+	for k := 0; k < maxTicks; k++ {
+		v := first + float64(k)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		if len(out) > 0 && v == out[len(out)-1] {
+			break // the step is below the values' precision
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // timelineSVG renders the spans' timeline; hasSLO picks green/red over
@@ -67,12 +96,15 @@ func timelineSVG(spans []span, hasSLO bool) (template.HTML, string) {
 	for i := 0; i < len(order); i += stride {
 		rows = append(rows, order[i])
 	}
-	lo, hi := spans[rows[0]].sent, int64(math.MinInt64)
+	// The axis in float64 ns: times from files may lie so far apart that
+	// their difference would not fit an int64.
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, i := range rows {
-		lo = min(lo, spans[i].sent)
-		hi = max(hi, spans[i].end, spans[i].last)
+		s := spans[i]
+		lo = min(lo, float64(s.sent))
+		hi = max(hi, float64(s.sent), float64(s.end), float64(s.last))
 	}
-	if hi <= lo {
+	if !(hi > lo) {
 		hi = lo + 1
 	}
 
@@ -83,7 +115,7 @@ func timelineSVG(spans []span, hasSLO bool) (template.HTML, string) {
 		plotW, plotH    = W - left - right, H - top - bottom
 		secondsPerNanos = 1e-9
 	)
-	x := func(t int64) float64 { return left + plotW*float64(t-lo)/float64(hi-lo) }
+	x := func(t int64) float64 { return left + plotW*(float64(t)-lo)/(hi-lo) }
 	rowH := plotH / float64(len(rows))
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="per-request timeline">`, W, H)
@@ -130,10 +162,8 @@ func timelineSVG(spans []span, hasSLO bool) (template.HTML, string) {
 	// Axes and ticks: time in seconds from the run start.
 	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#000" stroke-width="0.8"/>`, left, top+plotH, left+plotW, top+plotH)
 	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#000" stroke-width="0.8"/>`, left, top, left, top+plotH)
-	spanS := float64(hi-lo) * secondsPerNanos
-	step := niceStep(spanS, 8)
-	for v := math.Ceil(float64(lo)*secondsPerNanos/step) * step; v <= float64(hi)*secondsPerNanos+1e-12; v += step {
-		px := x(int64(math.Round(v / secondsPerNanos)))
+	for _, v := range axisTicks(lo*secondsPerNanos, hi*secondsPerNanos, 8) {
+		px := left + plotW*(v/secondsPerNanos-lo)/(hi-lo)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#000" stroke-width="0.6"/>`, px, top+plotH, px, top+plotH+4)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="11" text-anchor="middle">%s</text>`, px, top+plotH+16, trimFloat(v))
 	}
@@ -218,7 +248,7 @@ func overTime(cd *chartData, maxPts int) (tput, inflight plotter.XYs) {
 		}
 	}
 	lo, hi := cd.timeRange()
-	if hi <= lo || len(cd.spans) == 0 {
+	if hi <= lo || len(cd.spans) == 0 || maxPts <= 0 {
 		return tput, nil
 	}
 	starts := make([]int64, len(cd.spans))
@@ -230,7 +260,9 @@ func overTime(cd *chartData, maxPts int) (tput, inflight plotter.XYs) {
 	slices.Sort(ends)
 	si, ei := 0, 0
 	for k := range maxPts + 1 {
-		t := lo + (hi-lo)*int64(k)/int64(maxPts)
+		// In float64: hi − lo may not fit an int64, let alone times k.
+		t := int64(float64(lo) + (float64(hi)-float64(lo))*float64(k)/float64(maxPts))
+		t = min(max(t, lo), hi)
 		for si < len(starts) && starts[si] <= t {
 			si++
 		}

@@ -616,6 +616,7 @@ func validRecord(rec *Record) error {
 		tokens("prompt_tokens", int64(rec.PromptTokens)), tokens("completion_tokens", int64(rec.CompletionTokens)),
 		tokens("reasoning_tokens", int64(rec.ReasoningTokens)), tokens("cached_tokens", int64(rec.CachedTokens)),
 		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
+		tokens("redirects", int64(rec.Redirects)),
 	}
 	if s := rec.Server; s != nil {
 		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),

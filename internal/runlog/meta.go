@@ -3,9 +3,11 @@ package runlog
 import "time"
 
 // Meta describes the run a records file belongs to. It is the first line of
-// every records file, so a file states its own conditions; a producer may
-// append an updated Meta at the end (with figures known only then), and a
-// later Meta line replaces an earlier one.
+// every records file, so a file states its own conditions; the figures known
+// only at the end come in the end line (RunEnd). A later Meta line that
+// describes the same run (RunDiff) replaces the earlier one, as older
+// goodput versions wrote it; one that describes another run starts a new
+// run (files concatenated).
 type Meta struct {
 	// Tool is always "goodput"; Version is the binary's version.
 	Tool    string `json:"tool"`

@@ -505,6 +505,10 @@ func warnings(s *Summary) []string {
 	if n := s.TokenSources[runlog.TokensCounted] - s.UsageRejected; n > 0 {
 		ws = append(ws, fmt.Sprintf("%d of %d requests had no usage report: their output tokens were counted by the client and may be undercounted", n, s.Completed))
 	}
+	if s.Approx {
+		ws = append(ws, fmt.Sprintf("past %d requests (or %d inter-token gaps) percentiles come from a sketch within %.1f %% of the exact value; goodput report on the records file gives exact ones",
+			ExactRequests, ExactGaps, 100*SketchRelErr))
+	}
 	if s.UsageRejected > 0 {
 		ws = append(ws, fmt.Sprintf("%d of %d requests reported usage that did not fit their stream (%s): their tokens were counted by the client instead", s.UsageRejected, s.Completed, s.UsageRejectedExample))
 	}
