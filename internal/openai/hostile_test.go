@@ -504,7 +504,7 @@ func TestHostileRedirects(t *testing.T) {
 			if r.URL.Path == "/v2/completions" {
 				return true
 			}
-			http.Redirect(w, r, "/v2/completions", 307)
+			http.Redirect(w, r, "/v2/completions", http.StatusTemporaryRedirect)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
 			wantFail(t, recs, runlog.ErrRedirect, 307, []string{"/v2/completions: not followed (--follow-redirects"})
@@ -513,7 +513,7 @@ func TestHostileRedirects(t *testing.T) {
 			if r.URL.Path == "/v2/completions" {
 				return true
 			}
-			http.Redirect(w, r, "/v2/completions", 307)
+			http.Redirect(w, r, "/v2/completions", http.StatusTemporaryRedirect)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
 			wantOK(t, recs, 3, 3, runlog.TokensUsage)
@@ -527,13 +527,13 @@ func TestHostileRedirects(t *testing.T) {
 			if r.URL.Path == "/v2/completions" {
 				return true
 			}
-			http.Redirect(w, r, "/v2/completions", 302)
+			http.Redirect(w, r, "/v2/completions", http.StatusFound)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
 			wantFail(t, recs, runlog.ErrRedirect, 302, []string{"resend the POST as a GET"})
 		}},
 		{"loop to itself", true, func(w http.ResponseWriter, r *http.Request) bool {
-			http.Redirect(w, r, "/v1/completions", 307)
+			http.Redirect(w, r, "/v1/completions", http.StatusTemporaryRedirect)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
 			wantFail(t, recs, runlog.ErrRedirectLoop, 307, []string{"redirect back to", "a loop of 1 redirect"})
@@ -543,14 +543,14 @@ func TestHostileRedirects(t *testing.T) {
 			if r.URL.Path == to {
 				to = "/v1/completions"
 			}
-			http.Redirect(w, r, to, 308)
+			http.Redirect(w, r, to, http.StatusPermanentRedirect)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
 			wantFail(t, recs, runlog.ErrRedirectLoop, 308, []string{"/v1/completions: a loop of 2 redirects"})
 		}},
 		{"endless chain", true, func(w http.ResponseWriter, r *http.Request) bool {
 			n := len(r.URL.Query().Get("n"))
-			http.Redirect(w, r, "/v1/completions?n="+strings.Repeat("1", n+1), 307)
+			http.Redirect(w, r, "/v1/completions?n="+strings.Repeat("1", n+1), http.StatusTemporaryRedirect)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
 			wantFail(t, recs, runlog.ErrRedirectLoop, 307, []string{"stopped after 10 redirects"})
