@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/goodput/goodput/internal/proxy"
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -128,7 +129,7 @@ func (o *ProxyOptions) proxyOptions(env Env) (proxy.Options, error) {
 		Version: Version,
 		Logger:  slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})),
 		Ready: func(proxyURL, metricsURL string) {
-			fmt.Fprintf(env.Stderr, "goodput: proxying %s → %s (Ctrl-C to stop)\n", proxyURL, redactedUpstream(o.Upstream))
+			fmt.Fprintf(env.Stderr, "goodput: proxying %s → %s (Ctrl-C to stop)\n", proxyURL, redact.URLString(o.Upstream))
 			if metricsURL != "" {
 				fmt.Fprintf(env.Stderr, "goodput: metrics at %s\n", metricsURL)
 			} else {
@@ -136,19 +137,6 @@ func (o *ProxyOptions) proxyOptions(env Env) (proxy.Options, error) {
 			}
 		},
 	}, nil
-}
-
-// redactedUpstream shows the upstream without anything after "?" or any
-// user info, which may hold credentials.
-func redactedUpstream(u string) string {
-	u, _, _ = strings.Cut(u, "?")
-	if scheme, rest, ok := strings.Cut(u, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			rest = rest[at+1:]
-		}
-		return scheme + "://" + rest
-	}
-	return u
 }
 
 // runProxy serves until ctx is done (Ctrl-C).

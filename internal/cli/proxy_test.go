@@ -35,14 +35,3 @@ func TestProxyUsageErrors(t *testing.T) {
 		})
 	}
 }
-
-func TestRedactedUpstream(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://127.0.0.1:8000":               "http://127.0.0.1:8000",
-		"https://u:pw@api.example.com/v1?k=s": "https://api.example.com/v1",
-	} {
-		if got := redactedUpstream(in); got != want {
-			t.Errorf("redactedUpstream(%q) = %q; want %q", in, got, want)
-		}
-	}
-}

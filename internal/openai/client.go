@@ -506,7 +506,6 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 		return false
 	}
 	if c.cfg.NoStream {
-		rec.WholeAnswer = true
 		c.readWhole(ctx, rd, rec)
 		return false
 	}
@@ -515,8 +514,7 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	switch kind {
 	case bodyJSON:
 		// A server that ignores "stream": measure the answer it gave, as
-		// --no-stream would, and say so on the record.
-		rec.WholeAnswer = true
+		// --no-stream would, and say so on the record (readWhole does).
 		c.readWhole(ctx, rd, rec)
 		return false
 	case bodyOther:
@@ -798,6 +796,7 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *runlog.Reco
 	at := c.cfg.Now()
 	rec.End = at
 	rec.Chunks = rec.Chunks[:0]
+	rec.WholeAnswer = true
 	rec.TokenSource = runlog.TokensCounted
 	if rec.PromptTokens == 0 {
 		rec.PromptTokens = rec.RequestedPromptTokens
@@ -810,45 +809,9 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *runlog.Reco
 		c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("response body over %d MiB", maxWholeBody>>20))
 		return
 	}
-	st := c.pool.Get().(*streamState)
-	defer c.pool.Put(st)
-	ch := &st.ch
-	if err := st.dec.DecodeResponse(b, ch); err != nil {
-		c.fail(rec, runlog.ErrMalformed, "response: "+err.Error())
-		return
-	}
-	if len(ch.ErrMessage) > 0 {
-		c.fail(rec, runlog.ErrStream, "error: "+string(ch.ErrMessage))
-		return
-	}
-	rec.FinishReason = string(ch.FinishReason)
-	var think ThinkSplitter
-	vis, hid := think.Feed(ch.Content)
-	hid += len(ch.Reasoning) + ch.ToolArgs
-	n := 0
-	if vis+hid > 0 {
-		n = 1
-	}
-	if u := ch.Usage; u.Present {
-		rec.PromptTokens = u.PromptTokens
-		rec.CachedTokens = u.CachedTokens
-		if u.CompletionTokens > 0 {
-			rec.TokenSource = runlog.TokensUsage
-			rec.CompletionTokens, rec.ReasoningTokens = u.CompletionTokens, u.ReasoningTokens
-			n = u.CompletionTokens
-		}
-		if rec.PromptTokens == 0 {
-			rec.PromptTokens = rec.RequestedPromptTokens
-		}
-	}
-	if rec.TokenSource == runlog.TokensCounted {
-		rec.CompletionTokens = n
-	}
-	if n > 0 {
-		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(min(n, 1<<31-1)), Visible: vis > 0})
-	}
+	text := MeasureWhole(rec, b, at, rec.RequestedPromptTokens)
 	if c.cfg.KeepText {
-		rec.GeneratedText = string(ch.Content)
+		rec.GeneratedText = text
 	}
 }
 

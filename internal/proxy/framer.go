@@ -36,6 +36,17 @@ func (f *framer) reset() {
 	f.hasData, f.skipLF, f.bomSeen, f.overflow = false, false, 0, false
 }
 
+// shrink drops buffers grown past max bytes (an event far larger than
+// usual), so that a pooled framer does not keep them.
+func (f *framer) shrink(max int) {
+	if cap(f.line) > max {
+		f.line = nil
+	}
+	if cap(f.data) > max {
+		f.data = nil
+	}
+}
+
 // push parses b. For each event completed inside b it calls emit with the
 // event's data (valid only during the call) and end, the offset in b just
 // past the blank line that dispatched the event.

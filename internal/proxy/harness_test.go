@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,9 @@ type harness struct {
 	reg    *prometheus.Registry
 	client *http.Client
 	logs   *syncBuffer
+	// srvLog is the front server's ErrorLog: a panic serving a request
+	// (e.g. "invalid concurrent Body.Read call") fails the test.
+	srvLog *syncBuffer
 
 	mu   sync.Mutex
 	recs []runlog.Record
@@ -58,7 +62,7 @@ func (s *syncBuffer) String() string {
 // proxy configured by mod.
 func newHarness(t testing.TB, upstream http.Handler, mod func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, got: make(chan struct{}, 4096)}
+	h := &harness{t: t, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, srvLog: &syncBuffer{}, got: make(chan struct{}, 4096)}
 	o := Options{Registerer: h.reg, Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if upstream != nil {
 		h.up = httptest.NewServer(upstream)
@@ -80,7 +84,9 @@ func newHarness(t testing.TB, upstream http.Handler, mod func(*Options)) *harnes
 		h.mu.Unlock()
 		h.got <- struct{}{}
 	}
-	h.front = httptest.NewServer(p)
+	h.front = httptest.NewUnstartedServer(p)
+	h.front.Config.ErrorLog = log.New(h.srvLog, "", 0)
+	h.front.Start()
 	h.client = &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 64}}
 	t.Cleanup(h.close)
 	return h
@@ -95,6 +101,9 @@ func (h *harness) close() {
 	if h.up != nil {
 		h.up.CloseClientConnections()
 		h.up.Close()
+	}
+	if l := h.srvLog.String(); strings.Contains(l, "panic") {
+		h.t.Errorf("the proxy's server logged a panic:\n%s", l)
 	}
 }
 

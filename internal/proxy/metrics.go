@@ -195,6 +195,14 @@ func (m *Metrics) Observe(rec *runlog.Record) {
 // the allow-list or size cap) and route (one of the Route constants; any
 // other value is labelled "other"). Warm-up records are ignored.
 func (m *Metrics) ObserveLabeled(rec *runlog.Record, model, route string) {
+	m.observe(rec, model, route, false)
+}
+
+// observe is ObserveLabeled; whole marks the record of a non-streamed
+// answer, whose one chunk is the whole body: it counts (requests, E2E,
+// tokens, SLO) but gives no TTFT, TTP, TPOT or ITL sample, which would
+// only say how long the whole answer took.
+func (m *Metrics) observe(rec *runlog.Record, model, route string, whole bool) {
 	if rec.Warmup {
 		return
 	}
@@ -209,19 +217,21 @@ func (m *Metrics) ObserveLabeled(rec *runlog.Record, model, route string) {
 	good := false
 	if rec.OK() {
 		s := m.seriesFor(key)
-		observe(s.ttft, rec.TTFT)
-		observe(s.ttp, rec.TTP)
-		observe(s.tpot, rec.TPOT)
 		observe(s.e2e, rec.E2E)
-		prev := int64(-1)
-		for _, c := range rec.Chunks {
-			if c.Tokens <= 0 {
-				continue
+		if !whole {
+			observe(s.ttft, rec.TTFT)
+			observe(s.ttp, rec.TTP)
+			observe(s.tpot, rec.TPOT)
+			prev := int64(-1)
+			for _, c := range rec.Chunks {
+				if c.Tokens <= 0 {
+					continue
+				}
+				if prev >= 0 {
+					s.itl.Observe(float64(c.T-prev) / 1e9)
+				}
+				prev = c.T
 			}
-			if prev >= 0 {
-				s.itl.Observe(float64(c.T-prev) / 1e9)
-			}
-			prev = c.T
 		}
 		in, out := promptLen(rec), rec.OutputTokens()
 		s.inTok.Observe(float64(in))

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -104,7 +105,6 @@ type Options struct {
 // A Proxy is an http.Handler safe for concurrent use.
 type Proxy struct {
 	upstream     *url.URL
-	upSecrets    []string // credentials in the upstream URL itself
 	rp           *httputil.ReverseProxy
 	metrics      *Metrics
 	gatherer     prometheus.Gatherer
@@ -147,16 +147,6 @@ func New(o Options) (*Proxy, error) {
 	if p.maxInspect <= 0 {
 		p.maxInspect = DefaultMaxInspectBytes
 	}
-	if pw, ok := u.User.Password(); ok {
-		p.upSecrets = appendSecret(p.upSecrets, pw)
-	}
-	for k, vs := range u.Query() {
-		if secretParam(k) {
-			for _, v := range vs {
-				p.upSecrets = appendSecret(p.upSecrets, v)
-			}
-		}
-	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -198,6 +188,9 @@ func New(o Options) (*Proxy, error) {
 	p.transport = o.Transport
 	if p.transport == nil {
 		p.ownTransport = newTransport(o.UpstreamHeaderTimeout)
+		// Its connections keep each response's head, for the Connection
+		// header Go's transport drops (stripConnectionListed).
+		p.ownTransport.DialContext = dialKeepingHeads(p.ownTransport.DialContext)
 		p.transport = p.ownTransport
 	}
 	p.rp = &httputil.ReverseProxy{
@@ -215,7 +208,7 @@ func New(o Options) (*Proxy, error) {
 	if o.Records != "" {
 		meta := runlog.Meta{
 			Tool: "goodput", Version: o.Version, Command: "proxy", Started: p.start,
-			Target: redactURL(u), Backend: "openai",
+			Target: redact.URL(u), Backend: "openai",
 			Levels: []runlog.Level{{Label: "live traffic"}},
 		}
 		if p.records, err = NewRotatingWriter(o.Records, o.RecordsMaxBytes, o.RecordsKeep, meta); err != nil {
@@ -280,31 +273,48 @@ type exchange struct {
 	id      string
 	arrived int64
 	sent    int64
-	secrets []string
+	secrets *redact.Secrets
 
-	capture  *captureBody // the body as it went out, for a late inspect
+	capture  *captureBody // the body as it went out, for a late inspect and a replay
 	body     []byte       // or the whole body, read up front to inject usage
+	replay   []byte       // with body: the bytes sent (usage injected)
+	out      *sentBody    // the body handed to the transport by the last attempt
 	parsed   bool
 	ri       reqInfo
 	injected bool // include_usage was added: strip the usage-only chunk
+	whole    bool // the record measures a non-streamed (JSON) answer
 	finished bool
 }
 
 type exchangeKey struct{}
 
-// info inspects the request body once, after it has been sent.
+// info inspects the request body once it has been sent (an answer may come
+// before the upload is over: then it looks again on the next call).
 func (ex *exchange) info() reqInfo {
-	if !ex.parsed {
-		ex.parsed = true
-		b := ex.body
-		if ex.capture != nil && !ex.capture.overflow {
-			b = ex.capture.buf
-		}
-		if b != nil {
-			ex.ri = inspect(b)
+	if ex.parsed {
+		return ex.ri
+	}
+	b := ex.body
+	if b == nil && ex.capture != nil {
+		var ok bool
+		if b, ok = ex.capture.whole(); !ok {
+			if !ex.capture.final() {
+				return reqInfo{}
+			}
+			b = nil
 		}
 	}
+	ex.parsed = true
+	if b != nil {
+		ex.ri = inspect(b)
+	}
 	return ex.ri
+}
+
+// bodyEnded reports whether the client's request body has been read to its
+// end (or has none): nothing reads the client's connection for it any more.
+func (ex *exchange) bodyEnded() bool {
+	return ex.capture == nil || ex.capture.ended()
 }
 
 // ServeHTTP implements http.Handler.
@@ -322,21 +332,30 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		llm:     r.Method == http.MethodPost && route != RouteOther,
 		arrived: p.now(),
 	}
-	if r.Body != nil && r.Body != http.NoBody {
+	// Present but empty, the Content-Type stops Go's server from sniffing
+	// one for an upstream answer that had none: the client gets exactly
+	// the upstream's headers. An upstream Content-Type is added to it.
+	w.Header()["Content-Type"] = nil
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	if hasBody {
 		// The request body streams to the upstream while its answer
 		// streams back. Without full duplex, Go's server discards and
 		// closes an unread request body the moment the answer's headers
 		// go out, and the transport, still sending the body's end, then
 		// fails and kills the upstream connection mid-stream.
 		_ = http.NewResponseController(w).EnableFullDuplex()
+		defer p.settleBody(w, ex)
 	}
 	if ex.llm {
-		ex.secrets = append(secretsOf(r), p.upSecrets...)
+		ex.secrets = secretsOf(r, p.upstream)
 		ex.id = requestID(r.Header.Get("X-Request-Id"), p.seq.Add(1))
+	}
+	if hasBody {
 		if err := p.prepareBody(ex, r); err != nil {
 			// The client's upload failed: it is gone or broken, so there
 			// is nobody to answer and nothing was sent upstream.
-			p.log.Debug("request body read failed", "route", route, "error", scrub(errText(err), ex.secrets))
+			p.log.Debug("request body read failed", "route", route, "error", ex.secrets.String(errText(err)))
+			w.Header().Set("Connection", "close")
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
@@ -344,13 +363,44 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)))
 }
 
-// prepareBody arranges for the request body to be inspected: read whole
-// and rewritten when usage is injected, else captured as it streams out.
-func (p *Proxy) prepareBody(ex *exchange, r *http.Request) error {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil
+// settleBody runs as the handler returns: the client's request body must
+// not be read after that. The transport's writing goroutine may still be
+// reading it (an upstream that answered, or failed, before the upload
+// ended): the read is cut by a read deadline and waited for. Go's server
+// would otherwise read the body again itself, concurrently ("invalid
+// concurrent Body.Read call"). Once the read is over, an unfinished body
+// has made its answer say Connection: close (modifyResponse,
+// errorHandler), so the server drops the connection instead of reading
+// the rest of the body as the next request.
+func (p *Proxy) settleBody(w http.ResponseWriter, ex *exchange) {
+	sb := ex.out
+	if sb == nil || ex.bodyEnded() {
+		return
 	}
-	if !p.inject {
+	select {
+	case <-sb.done:
+		return
+	default:
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	select {
+	case <-sb.done:
+	case <-t.C:
+		p.log.Warn("upstream transport still reading the request body after the answer; leaving it", "route", ex.route)
+	}
+}
+
+// settleWait bounds settleBody's wait for the transport to let go of a
+// request body whose read was cut.
+const settleWait = 5 * time.Second
+
+// prepareBody arranges for the request body to be inspected and kept for a
+// replay: read whole and rewritten when usage is injected, else captured
+// as it streams out.
+func (p *Proxy) prepareBody(ex *exchange, r *http.Request) error {
+	if !p.inject || !ex.llm {
 		ex.capture = &captureBody{r: r.Body, max: p.maxInspect}
 		r.Body = ex.capture
 		return nil
@@ -360,10 +410,11 @@ func (p *Proxy) prepareBody(ex *exchange, r *http.Request) error {
 		return err
 	}
 	if len(b) > p.maxInspect { // too large to inspect: send it on untouched
-		r.Body = struct {
+		ex.capture = &captureBody{r: struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}, max: p.maxInspect}
+		r.Body = ex.capture
 		return nil
 	}
 	ex.body = b
@@ -376,6 +427,7 @@ func (p *Proxy) prepareBody(ex *exchange, r *http.Request) error {
 			r.Header.Del("Content-Length") // the transport writes the new one
 		}
 	}
+	ex.replay = b
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return nil
 }
@@ -399,12 +451,14 @@ func requestID(h string, seq uint64) string {
 }
 
 // rewrite points the outbound request at the upstream. The ReverseProxy
-// has removed hop-by-hop headers and, for Rewrite, the X-Forwarded-*
-// headers; the client's own X-Forwarded-* go back in unchanged, and none
-// are added, so the upstream sees the request as the client sent it.
+// has removed hop-by-hop headers (Proxy-Authorization among them: it is
+// addressed to the proxy) and, for Rewrite, Forwarded and the
+// X-Forwarded-* headers; the client's own Forwarded and X-Forwarded-* go
+// back in unchanged, and none are added, so the upstream sees the request
+// as the client sent it.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.upstream)
-	for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 		if v, ok := pr.In.Header[h]; ok {
 			pr.Out.Header[h] = v
 		}
@@ -427,14 +481,6 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// roundTrip stamps the send time (the record's Sent) and sends.
-func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
-	if ex, _ := r.Context().Value(exchangeKey{}).(*exchange); ex != nil {
-		ex.sent = p.now()
-	}
-	return p.transport.RoundTrip(r)
-}
-
 // isEventStream reports whether a response is an uncompressed
 // text/event-stream.
 func isEventStream(h http.Header) bool {
@@ -442,6 +488,11 @@ func isEventStream(h http.Header) bool {
 	if err != nil || mt != "text/event-stream" {
 		return false
 	}
+	return identityEncoded(h)
+}
+
+// identityEncoded reports whether a response body is not compressed.
+func identityEncoded(h http.Header) bool {
 	enc := h.Get("Content-Encoding")
 	return enc == "" || strings.EqualFold(enc, "identity")
 }
@@ -452,6 +503,12 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	ex, _ := resp.Request.Context().Value(exchangeKey{}).(*exchange)
 	if ex == nil {
 		return nil
+	}
+	if !ex.bodyEnded() {
+		// The upstream answered before the upload ended: the rest of
+		// the client's body cannot be left for the server to read as
+		// the next request (settleBody).
+		resp.Header.Set("Connection", "close")
 	}
 	if !ex.llm {
 		p.unmeasured.WithLabelValues(ex.route, statusClass(resp.StatusCode)).Inc()
@@ -469,6 +526,13 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 		return nil
 	}
+	if resp.StatusCode == http.StatusOK && ex.info().stream && identityEncoded(resp.Header) {
+		// A streamed request answered with a whole JSON body (a server
+		// that ignores "stream") or with something else entirely (an
+		// HTML error page from a gateway): measured as it passes.
+		resp.Body = newAnswerBody(p, ex, resp.Body, resp.Header.Get("Content-Type"))
+		return nil
+	}
 	if resp.StatusCode != http.StatusOK && ex.info().stream {
 		rec := &runlog.Record{Status: resp.StatusCode, End: p.now(), TokenSource: runlog.TokensCounted}
 		class := runlog.StatusClass(resp.StatusCode)
@@ -484,7 +548,8 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 }
 
 // errorHandler answers when no response came from the upstream: 502, or
-// 504 for a timeout; a measured request gets its failure record.
+// 504 for a timeout, with a one-line JSON error in OpenAI's shape saying
+// why (clients parse it); a measured request gets its failure record.
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	ex, _ := r.Context().Value(exchangeKey{}).(*exchange)
 	status := http.StatusBadGateway
@@ -494,8 +559,9 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 		status = http.StatusGatewayTimeout
 	}
 	cancelled := r.Context().Err() != nil && !timeout
+	msg := redact.Generic(errText(err))
 	if ex != nil {
-		msg := scrub(errText(err), ex.secrets)
+		msg = ex.secrets.String(msg)
 		if cancelled {
 			p.log.Debug("client went away before the upstream answered", "route", ex.route)
 		} else {
@@ -508,22 +574,52 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 			p.unmeasured.WithLabelValues(ex.route, "none").Inc()
 		case ri.stream || !ri.ok:
 			class := runlog.ErrConnect
+			rmsg := msg
 			switch {
 			case cancelled:
-				class, msg = runlog.ErrCancelled, "client disconnected"
+				class, rmsg = runlog.ErrCancelled, "client disconnected"
 			case timeout:
 				class = runlog.ErrTimeout
 			case openai.IsReset(err):
 				class = runlog.ErrConnectReset
 			}
-			rec := &runlog.Record{End: p.now(), ErrorClass: class, Error: msg, TokenSource: runlog.TokensCounted}
+			rec := &runlog.Record{End: p.now(), ErrorClass: class, Error: rmsg, TokenSource: runlog.TokensCounted}
 			rec.PromptTokens = ri.promptTokens
 			p.finish(ex, rec)
 		default:
 			p.unmeasured.WithLabelValues(ex.route, "none").Inc()
 		}
+		if !ex.bodyEnded() {
+			w.Header().Set("Connection", "close") // see settleBody
+		}
 	}
+	why := "upstream unreachable: " + msg
+	if timeout {
+		why = "upstream sent no response headers in time: " + msg
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	_, _ = w.Write(proxyError(why, status))
+}
+
+// proxyError renders msg as an OpenAI-shaped error body, one line.
+func proxyError(msg string, status int) []byte {
+	type detail struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    int     `json:"code"`
+	}
+	b, _ := json.Marshal(struct {
+		Error detail `json:"error"`
+	}{detail{Message: "goodput proxy: " + oneLine(msg), Type: "upstream_error", Code: status}})
+	return append(b, '\n')
+}
+
+// oneLine flattens s to one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 // errText is an error's text without the request URL a *url.Error puts in
@@ -543,15 +639,15 @@ func (p *Proxy) finish(ex *exchange, rec *runlog.Record) {
 		return
 	}
 	ex.finished = true
-	rec.ID = scrub(ex.id, ex.secrets)
+	rec.ID = ex.secrets.String(ex.id)
 	rec.Intended = ex.arrived
 	rec.Sent = ex.sent
 	if rec.Sent == 0 {
 		rec.Sent = ex.arrived
 	}
-	rec.Error = scrub(rec.Error, ex.secrets)
+	rec.Error = ex.secrets.String(rec.Error)
 	ri := ex.info()
-	p.metrics.ObserveLabeled(rec, ri.model, ex.route)
+	p.metrics.observe(rec, ri.model, ex.route, ex.whole)
 	if p.onRecord != nil {
 		p.onRecord(rec)
 	}
@@ -562,27 +658,44 @@ func (p *Proxy) finish(ex *exchange, rec *runlog.Record) {
 	}
 }
 
-// putTap returns a tap to the pool.
+// Pooled taps keep their buffers only up to these sizes: a stream far
+// longer than usual (or a never-ending one) must not leave its memory held
+// in the pool after it is gone.
+const (
+	maxPooledChunks = 4096     // chunk entries (16 bytes each)
+	maxPooledBytes  = 64 << 10 // pending, held, out, framer and decoder buffers
+)
+
+// putTap returns a tap to the pool, without buffers grown past the pooled
+// sizes.
 func (p *Proxy) putTap(t *tap) {
 	t.p, t.ex, t.body = nil, nil, nil
 	t.pending = t.pending[:0]
+	if cap(t.rec.Chunks) > maxPooledChunks {
+		t.rec.Chunks = nil
+	}
+	if cap(t.pending) > maxPooledBytes {
+		t.pending = nil
+	}
+	if cap(t.out) > maxPooledBytes {
+		t.out = nil
+	}
+	if cap(t.held) > maxPooledBytes {
+		t.held = nil
+	}
+	t.fr.shrink(maxPooledBytes)
+	if t.maxEvent > maxPooledBytes {
+		// The decoder's buffer grew with the event: start afresh.
+		t.m = openai.StreamMeter{}
+	}
+	t.maxEvent = 0
 	p.taps.Put(t)
-}
-
-// genericSecret matches credentials in text the proxy did not build
-// (messages the ReverseProxy logs): bearer tokens, sk- keys and URL query
-// strings.
-var genericSecret = regexp.MustCompile(`(?i)(bearer\s+)[^\s"',]+|\bsk-[A-Za-z0-9_\-]{6,}|\?[^\s"']+`)
-
-// scrubGeneric blanks what genericSecret matches.
-func scrubGeneric(s string) string {
-	return genericSecret.ReplaceAllString(s, "${1}[redacted]")
 }
 
 // logWriter sends the ReverseProxy's own log lines to slog, scrubbed.
 type logWriter struct{ l *slog.Logger }
 
 func (w logWriter) Write(b []byte) (int, error) {
-	w.l.Warn(scrubGeneric(strings.TrimSpace(string(b))))
+	w.l.Warn(redact.Generic(strings.TrimSpace(string(b))))
 	return len(b), nil
 }

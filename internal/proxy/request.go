@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/tokenize"
 )
 
@@ -175,16 +177,25 @@ func injectUsage(body []byte) ([]byte, error) {
 
 // captureBody passes a request body through to the upstream unchanged
 // while keeping a copy of its first max bytes, which the proxy reads after
-// the fact, so inspecting the body never delays sending it.
+// the fact (so inspecting the body never delays sending it) and sends again
+// when an upstream connection turns out dead before it answered.
+//
+// The transport's writing goroutine reads it while the handler's goroutine
+// looks at what it kept, so its state is guarded by a mutex.
 type captureBody struct {
-	r        io.ReadCloser
+	r   io.ReadCloser
+	max int
+
+	mu       sync.Mutex
 	buf      []byte
-	max      int
-	overflow bool
+	overflow bool  // more than max bytes: buf is dropped
+	eof      bool  // the client's body ended
+	err      error // the client's body failed
 }
 
 func (c *captureBody) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
+	c.mu.Lock()
 	if n > 0 && !c.overflow {
 		if len(c.buf)+n > c.max {
 			c.overflow = true
@@ -193,84 +204,71 @@ func (c *captureBody) Read(p []byte) (int, error) {
 			c.buf = append(c.buf, p[:n]...)
 		}
 	}
+	switch {
+	case err == io.EOF:
+		c.eof = true
+	case err != nil && c.err == nil:
+		c.err = err
+	}
+	c.mu.Unlock()
 	return n, err
 }
 
-func (c *captureBody) Close() error { return c.r.Close() }
+// Close does nothing: the server closes the client's body itself once the
+// handler has returned, and the proxy may still need to read the rest of
+// it (replay) after the transport is done with it.
+func (c *captureBody) Close() error { return nil }
 
-// secretHeaders are request headers whose values are credentials.
-var secretHeaders = []string{
-	"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key",
-	"X-Goog-Api-Key", "Cookie", "Openai-Organization", "Openai-Project",
+// whole returns the body when all of it has been read and kept.
+func (c *captureBody) whole() ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf, c.eof && !c.overflow
 }
 
-// secretsOf lists the credential values a request carries, so that any
-// text the proxy keeps (records, logs) can be scrubbed of them even when an
-// upstream echoes them back in an error message.
-func secretsOf(r *http.Request) []string {
-	var out []string
-	for _, h := range secretHeaders {
-		for _, v := range r.Header.Values(h) {
-			out = appendSecret(out, v)
-			if _, tok, ok := strings.Cut(v, " "); ok { // "Bearer sk-…"
-				out = appendSecret(out, strings.TrimSpace(tok))
-			}
-		}
-	}
-	if r.URL.RawQuery != "" {
-		for k, vs := range r.URL.Query() {
-			if secretParam(k) {
-				for _, v := range vs {
-					out = appendSecret(out, v)
-				}
-			}
-		}
-	}
-	return out
+// ended reports whether the client's body has been read to its end (or
+// failed): no later Read can touch the client's connection.
+func (c *captureBody) ended() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eof || c.err != nil
 }
 
-// appendSecret adds v unless it is too short to scrub safely (a one- or
-// two-letter value would blank ordinary words).
-func appendSecret(out []string, v string) []string {
-	if len(v) < 4 {
-		return out
-	}
-	return append(out, v)
+// final reports whether what is kept will not change any more: the body
+// ended, failed or outgrew max.
+func (c *captureBody) final() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.eof || c.err != nil || c.overflow
 }
 
-// secretParam reports whether a query parameter name looks like it carries
-// a credential (key=, api_key=, access_token=, sig=, …).
-func secretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, s := range []string{"key", "token", "secret", "sig", "auth", "pass", "cred"} {
-		if strings.Contains(n, s) {
-			return true
+// readRest reads what the transport left of the client's body, while at
+// most max bytes in all, and returns the whole body. It must be called
+// only once nothing else reads the body.
+func (c *captureBody) readRest() ([]byte, bool) {
+	var scratch [4 << 10]byte
+	for {
+		c.mu.Lock()
+		stop := c.eof || c.overflow || c.err != nil
+		c.mu.Unlock()
+		if stop {
+			break
+		}
+		if _, err := c.Read(scratch[:]); err != nil {
+			break
 		}
 	}
-	return false
+	return c.whole()
 }
 
-// scrub replaces every secret in s with "[redacted]".
-func scrub(s string, secrets []string) string {
-	for _, v := range secrets {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
+// secretsOf is the credentials a request carries — its credential headers,
+// key-like query values — and those in the upstream URL, so that any text
+// the proxy keeps (records, logs, error answers) can be scrubbed of them
+// even when an upstream echoes them back in an error message.
+func secretsOf(r *http.Request, upstream *url.URL) *redact.Secrets {
+	s := &redact.Secrets{}
+	s.AddHeader(r.Header, false)
+	s.AddURL(r.URL)
+	s.AddURL(upstream)
 	return s
-}
-
-// redactURL renders u without user info and with every query value
-// replaced, for logs and records that name the upstream.
-func redactURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
-			q[k] = []string{"redacted"}
-		}
-		c.RawQuery = q.Encode()
-	}
-	return c.String()
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/goodput/goodput/internal/redact"
 )
 
 func TestRouteOf(t *testing.T) {
@@ -93,22 +95,19 @@ func TestSecretsAndScrub(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer sk-abcdef")
 	r.Header.Set("api-key", "azure-key")
 	r.Header.Set("X-Other", "visible-value")
-	got := secretsOf(r)
-	want := []string{"Bearer sk-abcdef", "sk-abcdef", "azure-key", "qk-123456"} // "ab" is too short to scrub
-	if !cmp.Equal(got, want) {
-		t.Errorf("secretsOf = %q; want %q", got, want)
-	}
-	msg := "invalid key sk-abcdef (azure-key) model m visible-value"
-	if got, want := scrub(msg, got), "invalid key [redacted] ([redacted]) model m visible-value"; got != want {
+	up, _ := url.Parse("https://user:pw-secret@api.example.com/v1?key=abc123&x=1")
+	s := secretsOf(r, up)
+	// "ab" is too short to scrub; X-Other is not a credential header.
+	msg := "invalid key sk-abcdef (azure-key) q qk-123456 up pw-secret abc123 model m visible-value ab"
+	if got, want := s.String(msg), "invalid key [redacted] ([redacted]) q [redacted] up [redacted] [redacted] model m visible-value ab"; got != want {
 		t.Errorf("scrub(%q) = %q; want %q", msg, got, want)
 	}
-	u, _ := url.Parse("https://user:pw-secret@api.example.com/v1?key=abc&x=1")
-	if got, want := redactURL(u), "https://api.example.com/v1?key=redacted&x=redacted"; got != want {
-		t.Errorf("redactURL = %q; want %q", got, want)
+	if got, want := redact.URL(up), "https://api.example.com/v1?key=redacted&x=1"; got != want {
+		t.Errorf("redact.URL = %q; want %q", got, want)
 	}
 	line := `Post "http://h/v1?key=SECRET": Authorization: Bearer tok123 sk-proj-abcdefgh`
-	if got, want := scrubGeneric(line), `Post "http://h/v1[redacted]": Authorization: Bearer [redacted] [redacted]`; got != want {
-		t.Errorf("scrubGeneric(%q) = %q; want %q", line, got, want)
+	if got, want := redact.Generic(line), `Post "http://h/v1[redacted]": Authorization: Bearer [redacted] [redacted]`; got != want {
+		t.Errorf("redact.Generic(%q) = %q; want %q", line, got, want)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goodput/goodput/internal/redact"
 	"log"
 	"net"
 	"net/http"
@@ -75,7 +76,7 @@ func Run(ctx context.Context, o Options) error {
 	if mln != nil {
 		wg.Go(func() { serve(servers[1], mln) })
 	}
-	p.log.Info("proxy listening", "listen", proxyURL, "upstream", redactURL(p.upstream), "metrics", metricsURL)
+	p.log.Info("proxy listening", "listen", proxyURL, "upstream", redact.URL(p.upstream), "metrics", metricsURL)
 	if o.Ready != nil {
 		o.Ready(proxyURL, metricsURL)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
@@ -55,7 +56,19 @@ type tap struct {
 	errAt   int64
 	eofDone bool
 	closed  bool
+
+	// Bounding the record (bound): whether a visible chunk was kept, the
+	// index of the first one, and how many chunks were folded.
+	sawVisible bool
+	visAt      int
+	folded     int
+	maxEvent   int // the largest event's data, bytes (putTap)
 }
+
+// maxRecordChunks bounds the chunk entries one record keeps (16 bytes
+// each, 2 MiB in all): a stream past it (a never-ending one, or a very long
+// generation) has its later chunks folded into the last entry.
+const maxRecordChunks = 1 << 17
 
 // reset readies t for a response.
 func (t *tap) reset(p *Proxy, ex *exchange, body io.ReadCloser, strip bool) {
@@ -73,6 +86,7 @@ func (t *tap) reset(p *Proxy, ex *exchange, body io.ReadCloser, strip bool) {
 		t.buf = make([]byte, 32<<10)
 	}
 	t.readErr, t.errAt, t.eofDone, t.closed = nil, 0, false, false
+	t.sawVisible, t.visAt, t.folded = false, -1, 0
 }
 
 // Read implements io.Reader.
@@ -165,7 +179,12 @@ func (t *tap) feed(b []byte, at int64) {
 // onEvent is the framer's callback for an event ending at offset end of
 // the bytes being fed.
 func (t *tap) onEvent(data []byte, end int) {
+	n := len(t.rec.Chunks)
 	usageOnly := t.m.Event(data, t.feedAt, false)
+	if len(t.rec.Chunks) > n {
+		t.bound()
+	}
+	t.maxEvent = max(t.maxEvent, len(data))
 	if !t.strip {
 		return
 	}
@@ -175,6 +194,31 @@ func (t *tap) onEvent(data []byte, end int) {
 	}
 	t.held = t.held[:0]
 	t.feedStart = end
+}
+
+// bound keeps the record within maxRecordChunks entries (two more at
+// most) once a chunk has been appended: past the bound, each new chunk is
+// folded into the last entry, which takes its time and adds its tokens.
+// Token counts, TTFT, TTP (the first visible chunk is always kept as it
+// came), TPOT and E2E stay exact; the folded part's inter-token gaps
+// become one gap.
+func (t *tap) bound() {
+	c := t.rec.Chunks
+	n := len(c)
+	last := c[n-1]
+	firstVisible := last.Visible && !t.sawVisible
+	if firstVisible {
+		t.sawVisible, t.visAt = true, n-1
+	}
+	if n <= maxRecordChunks || firstVisible || n-2 == t.visAt {
+		return
+	}
+	f := &c[n-2]
+	f.T = last.T
+	f.Tokens = int32(min(int64(f.Tokens)+int64(last.Tokens), math.MaxInt32))
+	f.Visible = f.Visible || last.Visible
+	t.rec.Chunks = c[:n-1]
+	t.folded++
 }
 
 // endOfStream handles the upstream's clean end: an unterminated last event
@@ -215,6 +259,10 @@ func (t *tap) Close() error {
 		t.m.Abort(t.p.now(), runlog.ErrCancelled, "client disconnected")
 	}
 	t.m.Close(t.ex.info().promptTokens)
+	if t.folded > 0 {
+		t.p.log.Info("long stream: chunks past the record's bound folded into its last entry",
+			"route", t.ex.route, "kept", len(t.rec.Chunks), "folded", t.folded)
+	}
 	t.p.finish(t.ex, &t.rec)
 	if errors.Is(err, io.EOF) {
 		err = nil

@@ -1,0 +1,100 @@
+package openai
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// MeasureWhole fills rec from a whole (non-streamed) completion body that
+// had arrived at at (ns): one chunk at that moment carrying every generated
+// token — usage's count, else 1 — visible unless all of it was hidden, and
+// the record marked WholeAnswer (E2E measured, TTFT and TPOT not). Usage is
+// checked as a stream's is: a count that cannot be true (negative, beyond any
+// model's, reasoning above completion, far above max_tokens) is not used,
+// and the record says why. estPrompt is the prompt length to fall back on.
+// It returns the answer's visible text (a copy), for callers that keep it.
+// The bench client (--no-stream, or a server ignoring "stream") and the
+// proxy both measure whole answers with it.
+func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
+	rec.End = at
+	rec.Chunks = rec.Chunks[:0]
+	rec.WholeAnswer = true
+	rec.TokenSource = runlog.TokensCounted
+	defer func() {
+		if rec.PromptTokens <= 0 {
+			rec.PromptTokens = max(estPrompt, 0)
+		}
+	}()
+	var dec ChunkDecoder
+	var ch Chunk
+	if err := dec.DecodeResponse(body, &ch); err != nil {
+		failRecord(rec, runlog.ErrMalformed, "response: "+err.Error())
+		return ""
+	}
+	if len(ch.ErrMessage) > 0 {
+		failRecord(rec, runlog.ErrStream, "error: "+string(ch.ErrMessage))
+		return ""
+	}
+	rec.FinishReason = string(ch.FinishReason)
+	var think ThinkSplitter
+	vis, hid := think.Feed(ch.Content)
+	hid += len(ch.Reasoning) + ch.ToolArgs
+	n := 0
+	if vis+hid > 0 {
+		n = 1
+	}
+	if u := ch.Usage; u.Present {
+		compl, prompt := checkWholeUsage(u, rec.MaxTokens)
+		rec.UsageRejected = strings.Trim(compl+"; "+prompt, "; ")
+		if prompt == "" {
+			rec.PromptTokens, rec.CachedTokens = u.PromptTokens, u.CachedTokens
+		}
+		if compl == "" && u.CompletionTokens > 0 {
+			rec.TokenSource = runlog.TokensUsage
+			rec.CompletionTokens, rec.ReasoningTokens = u.CompletionTokens, u.ReasoningTokens
+			n = u.CompletionTokens
+		}
+	}
+	if rec.TokenSource == runlog.TokensCounted {
+		rec.CompletionTokens = n
+	}
+	if n > 0 {
+		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(min(n, maxUsageTokens)), Visible: vis > 0})
+	}
+	return string(ch.Content)
+}
+
+// checkWholeUsage is StreamMeter.checkUsage for an answer with no stream to
+// hold the counts against: only what cannot be true is refused.
+func checkWholeUsage(u Usage, maxTokens int) (completion, prompt string) {
+	switch {
+	case u.CompletionTokens < 0:
+		completion = fmt.Sprintf("completion_tokens %d is negative", u.CompletionTokens)
+	case u.CompletionTokens > maxUsageTokens:
+		completion = fmt.Sprintf("completion_tokens %d is beyond any model's", u.CompletionTokens)
+	case maxTokens > 0 && u.CompletionTokens > max(4*maxTokens, maxTokens+1024):
+		completion = fmt.Sprintf("completion_tokens %d is far above the max_tokens %d asked", u.CompletionTokens, maxTokens)
+	case u.ReasoningTokens < 0 || u.ReasoningTokens > u.CompletionTokens:
+		completion = fmt.Sprintf("reasoning_tokens %d is outside 0..completion_tokens %d", u.ReasoningTokens, u.CompletionTokens)
+	}
+	switch {
+	case u.PromptTokens < 0:
+		prompt = fmt.Sprintf("prompt_tokens %d is negative", u.PromptTokens)
+	case u.PromptTokens > maxUsageTokens:
+		prompt = fmt.Sprintf("prompt_tokens %d is beyond any model's", u.PromptTokens)
+	case u.CachedTokens < 0 || u.CachedTokens > u.PromptTokens:
+		prompt = fmt.Sprintf("cached_tokens %d is outside 0..prompt_tokens %d", u.CachedTokens, u.PromptTokens)
+	}
+	return completion, prompt
+}
+
+// failRecord sets rec's failure, keeping the first one.
+func failRecord(rec *runlog.Record, class runlog.ErrorClass, msg string) {
+	if rec.ErrorClass != "" {
+		return
+	}
+	rec.ErrorClass = class
+	rec.Error = oneLine(msg)
+}
