@@ -438,12 +438,7 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	// compressing gateway would batch the events it holds.
 	h["Accept-Encoding"] = []string{"identity"}
 	h["X-Request-Id"] = []string{r.ID}
-	if c.authHdr != "" {
-		h["Authorization"] = []string{c.authHdr}
-	}
-	for k, v := range c.cfg.Headers {
-		h[k] = v
-	}
+	c.setAuth(h)
 	hc := c.hc
 	if fresh {
 		hc = c.fresh
@@ -1017,12 +1012,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.authHdr != "" {
-		req.Header.Set("Authorization", c.authHdr)
-	}
-	for k, v := range c.cfg.Headers {
-		req.Header[k] = v
-	}
+	c.setAuth(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
@@ -1091,3 +1081,14 @@ func ModelMissing(rec *runlog.Record) bool {
 
 // SetContinuousUsage turns per-chunk usage on or off (after discovery).
 func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }
+
+// setAuth puts the API key and the user's --header values on h (the user's
+// win, as they are set last).
+func (c *Client) setAuth(h http.Header) {
+	if c.authHdr != "" {
+		h["Authorization"] = []string{c.authHdr}
+	}
+	for k, v := range c.cfg.Headers {
+		h[k] = v
+	}
+}

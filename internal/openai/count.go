@@ -228,12 +228,7 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 	// Named like the probe requests, so a server's logs (and a test
 	// server's request count) tell them from the run's.
 	req.Header.Set("X-Request-Id", "goodput-probe-"+strings.Trim(strings.ReplaceAll(path, "/", "-"), "-"))
-	if c.authHdr != "" {
-		req.Header.Set("Authorization", c.authHdr)
-	}
-	for k, v := range c.cfg.Headers {
-		req.Header[k] = v
-	}
+	c.setAuth(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -191,29 +191,15 @@ func (m *StreamMeter) distrustUsage(why string) {
 // far above the chunks and the cap asked) would poison a run's totals.
 func (m *StreamMeter) checkUsage() (completion, prompt string) {
 	u := &m.usage
+	completion, prompt = checkCounts(*u, m.rec.MaxTokens)
 	switch {
 	case m.distrust != "":
-		completion = m.distrust
-	case u.CompletionTokens < 0:
-		completion = fmt.Sprintf("completion_tokens %d is negative", u.CompletionTokens)
-	case u.CompletionTokens > maxUsageTokens:
-		completion = fmt.Sprintf("completion_tokens %d is beyond any model's", u.CompletionTokens)
+		completion = m.distrust // the first thing that went wrong says most
+	case completion != "":
 	case u.CompletionTokens > 0 && u.CompletionTokens < m.prevCompl:
 		completion = fmt.Sprintf("final completion_tokens %d is below the %d streamed before", u.CompletionTokens, m.prevCompl)
 	case len(m.rec.Chunks) > 0 && u.CompletionTokens > maxChunkTokens*len(m.rec.Chunks):
 		completion = fmt.Sprintf("completion_tokens %d is far above the %d chunks streamed", u.CompletionTokens, len(m.rec.Chunks))
-	case m.rec.MaxTokens > 0 && u.CompletionTokens > max(4*m.rec.MaxTokens, m.rec.MaxTokens+1024):
-		completion = fmt.Sprintf("completion_tokens %d is far above the max_tokens %d asked", u.CompletionTokens, m.rec.MaxTokens)
-	case u.ReasoningTokens < 0 || u.ReasoningTokens > u.CompletionTokens:
-		completion = fmt.Sprintf("reasoning_tokens %d is outside 0..completion_tokens %d", u.ReasoningTokens, u.CompletionTokens)
-	}
-	switch {
-	case u.PromptTokens < 0:
-		prompt = fmt.Sprintf("prompt_tokens %d is negative", u.PromptTokens)
-	case u.PromptTokens > maxUsageTokens:
-		prompt = fmt.Sprintf("prompt_tokens %d is beyond any model's", u.PromptTokens)
-	case u.CachedTokens < 0 || u.CachedTokens > u.PromptTokens:
-		prompt = fmt.Sprintf("cached_tokens %d is outside 0..prompt_tokens %d", u.CachedTokens, u.PromptTokens)
 	}
 	return completion, prompt
 }

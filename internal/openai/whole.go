@@ -46,7 +46,7 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 		n = 1
 	}
 	if u := ch.Usage; u.Present {
-		compl, prompt := checkWholeUsage(u, rec.MaxTokens)
+		compl, prompt := checkCounts(u, rec.MaxTokens)
 		rec.UsageRejected = strings.Trim(compl+"; "+prompt, "; ")
 		if prompt == "" {
 			rec.PromptTokens, rec.CachedTokens = u.PromptTokens, u.CachedTokens
@@ -66,9 +66,12 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 	return string(ch.Content)
 }
 
-// checkWholeUsage is StreamMeter.checkUsage for an answer with no stream to
-// hold the counts against: only what cannot be true is refused.
-func checkWholeUsage(u Usage, maxTokens int) (completion, prompt string) {
+// checkCounts says what in u cannot be true whatever was streamed: counts
+// that are negative, beyond any model's, inconsistent with each other, or
+// far above the max_tokens asked (0: none asked). A whole answer is checked
+// with it alone; a stream also against what it carried
+// (StreamMeter.checkUsage).
+func checkCounts(u Usage, maxTokens int) (completion, prompt string) {
 	switch {
 	case u.CompletionTokens < 0:
 		completion = fmt.Sprintf("completion_tokens %d is negative", u.CompletionTokens)
