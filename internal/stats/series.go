@@ -127,17 +127,9 @@ func summarize[T sample](name string, ps []float64, a, b *series[T]) MetricSumma
 	}
 	slices.Sort(a.vals)
 	n := len(a.vals) + len(bv)
-	m := MetricSummary{Name: name, N: n, Percentiles: make([]PercentileValue, len(ps))}
+	m := MetricSummary{Name: name, N: n}
 	at := func(k int) float64 { return float64(kth(a.vals, bv, k)) * a.scale }
-	for i, p := range ps {
-		m.Percentiles[i] = PercentileValue{P: p, Value: percentileAt(n, p, at)}
-	}
-	if n == 0 {
-		return m
-	}
-	m.Median = percentileAt(n, 50, at)
-	m.Mean, m.Std, m.Min, m.Max = mom.mean, mom.std(), mom.min, mom.max
-	return m
+	return fillSummary(m, ps, at, mom)
 }
 
 // summarizeSketch is summarize's sketch path. The k-th value is the
@@ -155,16 +147,22 @@ func summarizeSketch[T sample](name string, ps []float64, a, b *series[T], mom m
 		_ = sk.MergeWith(b.sk) // same mapping: cannot fail
 	}
 	n := mom.n
-	m := MetricSummary{Name: name, N: n, Percentiles: make([]PercentileValue, len(ps)),
-		Approx: true, RelErr: SketchRelErr}
+	m := MetricSummary{Name: name, N: n, Approx: true, RelErr: SketchRelErr}
 	at := func(k int) float64 { return min(max(sketchAt(sk, k), mom.min), mom.max) }
+	return fillSummary(m, ps, at, mom)
+}
+
+// fillSummary completes m (Name and N set) from at, the k-th smallest of
+// its m.N values (0-based), and the exact moments.
+func fillSummary(m MetricSummary, ps []float64, at func(int) float64, mom moments) MetricSummary {
+	m.Percentiles = make([]PercentileValue, len(ps))
 	for i, p := range ps {
-		m.Percentiles[i] = PercentileValue{P: p, Value: percentileAt(n, p, at)}
+		m.Percentiles[i] = PercentileValue{P: p, Value: percentileAt(m.N, p, at)}
 	}
-	if n == 0 {
+	if m.N == 0 {
 		return m
 	}
-	m.Median = percentileAt(n, 50, at)
+	m.Median = percentileAt(m.N, 50, at)
 	m.Mean, m.Std, m.Min, m.Max = mom.mean, mom.std(), mom.min, mom.max
 	return m
 }
