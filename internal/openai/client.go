@@ -122,6 +122,7 @@ type Config struct {
 // Client sends streaming requests and measures them.
 type Client struct {
 	cfg     Config
+	base    *url.URL // the parsed BaseURL
 	url     string
 	chat    bool
 	hc      *http.Client
@@ -153,7 +154,8 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg:  cfg,
-		url:  strings.TrimRight(cfg.BaseURL, "/") + cfg.Endpoint,
+		base: u,
+		url:  joinURL(u, cfg.Endpoint),
 		chat: strings.Contains(cfg.Endpoint, "chat"),
 	}
 	if cfg.APIKey != "" {
@@ -1007,7 +1009,7 @@ type Model struct {
 
 // Models lists the server's models.
 func (c *Client) Models(ctx context.Context) ([]Model, error) {
-	u := strings.TrimRight(c.cfg.BaseURL, "/") + "/v1/models"
+	u := joinURL(c.base, "/v1/models")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -1091,4 +1093,20 @@ func (c *Client) setAuth(h http.Header) {
 	for k, v := range c.cfg.Headers {
 		h[k] = v
 	}
+}
+
+// joinURL is base with path appended to its path; a query in base (an
+// Azure-style ?api-version=) and one in path are both kept.
+func joinURL(base *url.URL, path string) string {
+	u := *base
+	p, q, _ := strings.Cut(path, "?")
+	u.Path = strings.TrimRight(u.Path, "/") + p
+	u.RawPath = ""
+	if q != "" {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += q
+	}
+	return u.String()
 }

@@ -779,3 +779,23 @@ func TestModelsRedirectToAnotherOrigin(t *testing.T) {
 		t.Errorf("Models() = %v with %d requests to the other origin; want an error naming another origin, none", err, hits.Load())
 	}
 }
+
+func TestJoinURL(t *testing.T) {
+	for _, tc := range []struct{ base, path, want string }{
+		{"http://127.0.0.1:8000", "/v1/completions", "http://127.0.0.1:8000/v1/completions"},
+		{"http://127.0.0.1:8000/", "/v1/models", "http://127.0.0.1:8000/v1/models"},
+		{"https://gw.example.com/openai/", "/v1/chat/completions", "https://gw.example.com/openai/v1/chat/completions"},
+		// A query in the base URL (Azure's api-version) stays a query, after the path.
+		{"https://x.openai.azure.com/openai/deployments/d?api-version=2024-10-21", "/chat/completions",
+			"https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"},
+		{"http://h?a=1", "/tokenize?b=2", "http://h/tokenize?a=1&b=2"},
+	} {
+		u, err := url.Parse(tc.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := joinURL(u, tc.path); got != tc.want {
+			t.Errorf("joinURL(%q, %q) = %q; want %q", tc.base, tc.path, got, tc.want)
+		}
+	}
+}

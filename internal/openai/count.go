@@ -213,7 +213,7 @@ func (c *Client) postJSON(ctx context.Context, path string, body, out any) error
 func (c *Client) call(ctx context.Context, method, path string, body []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, countTimeout)
 	defer cancel()
-	u := strings.TrimRight(c.cfg.BaseURL, "/") + path
+	u := joinURL(c.base, path)
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
