@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -147,9 +148,16 @@ func ResultJSON(s *stats.Summary, meta *runlog.Meta, extra map[string]any) ([]by
 		buckets[i] = bo
 	}
 	o.set("buckets", buckets)
+	// Every known class, 0 included, so a gate on one (failures.http_429>5)
+	// reads a count, not a missing key, when it never happened.
 	fails := newObject()
-	for _, c := range failureClasses(s.Failures) {
+	for _, c := range runlog.ErrorClasses {
 		fails.set(string(c), s.Failures[c])
+	}
+	for _, c := range failureClasses(s.Failures) {
+		if !slices.Contains(runlog.ErrorClasses, c) {
+			fails.set(string(c), s.Failures[c])
+		}
 	}
 	o.set("failures", fails)
 	o.set("conditions", conditionsJSON(s, meta, lv))
@@ -520,6 +528,8 @@ func ParseResultJSON(data []byte) (*Result, error) {
 	if v, ok := f.raw("failures"); ok && json.Unmarshal(v, &r.Failures) != nil {
 		f.fail("failures", "an object of counts")
 	}
+	// The classes that never happened are written as 0: keep those that did.
+	maps.DeleteFunc(r.Failures, func(_ string, n int) bool { return n == 0 })
 	if v, ok := f.raw("conditions"); ok && json.Unmarshal(v, &r.Conditions) != nil {
 		f.fail("conditions", "an object")
 	}
