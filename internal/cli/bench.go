@@ -55,7 +55,10 @@ type targetFlags struct {
 	// Sampling parameters sent in every request body, only when given.
 	Temperature, TopP optFloat
 	TopK              optInt
-	Insecure          bool
+	// MinP and the penalties are vLLM's other sampling flags, sent only
+	// when given.
+	MinP, FrequencyPenalty, PresencePenalty, RepetitionPenalty optFloat
+	Insecure                                                   bool
 	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
 	TrustRemoteCode bool
 	TokenizerMode   string
@@ -95,6 +98,10 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&t.Temperature, "temperature", "temperature sent in every request (default: none sent, the server's own)")
 	fs.Var(&t.TopP, "top-p", "top_p sent in every request (default: none sent)")
 	fs.Var(&t.TopK, "top-k", "top_k sent in every request (default: none sent)")
+	fs.Var(&t.MinP, "min-p", "min_p sent in every request (default: none sent)")
+	fs.Var(&t.FrequencyPenalty, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
+	fs.Var(&t.PresencePenalty, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
+	fs.Var(&t.RepetitionPenalty, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
 	fs.BoolVar(&t.Insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed https servers)")
 	fs.BoolVar(&t.TrustRemoteCode, "trust-remote-code", false, "accepted for vLLM's scripts; no effect (goodput runs no model code)")
 	fs.StringVar(&t.TokenizerMode, "tokenizer-mode", "", "accepted for vLLM's scripts; no effect (see --tokenizer)")
@@ -136,6 +143,14 @@ func (t *targetFlags) sampling() map[string]any {
 	}
 	if t.TopK.set {
 		m["top_k"] = t.TopK.v
+	}
+	for _, f := range []struct {
+		key string
+		v   optFloat
+	}{{"min_p", t.MinP}, {"frequency_penalty", t.FrequencyPenalty}, {"presence_penalty", t.PresencePenalty}, {"repetition_penalty", t.RepetitionPenalty}} {
+		if f.v.set {
+			m[f.key] = f.v.v
+		}
 	}
 	return m
 }
@@ -342,6 +357,8 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
 	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
 	fs.BoolVar(&o.CacheBust, "cache-bust", false, "prepend a unique random prefix to every prompt so prefix caches cannot hit")
+	fs.BoolVar(&o.NoShuffle, "disable-shuffle", false, "sharegpt and lengths files: keep the file's order instead of a seeded shuffle (as vLLM's)")
+	fs.BoolVar(&o.NoOversample, "no-oversample", false, "dataset files: send each row at most once; a --num-prompts above the row count sends the rows there are (as vLLM's)")
 	fs.Float64Var(&o.TraceSpeedup, "trace-speedup", 1, "trace dataset: compress time by this factor")
 	fs.StringVar(&o.TraceWindow, "trace-window", "", "trace dataset: START:END seconds of trace time (from its first arrival, before speed-up)")
 	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")

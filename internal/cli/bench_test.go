@@ -583,6 +583,7 @@ func TestBenchRequestBody(t *testing.T) {
 	srv, bodies := vllmServer(t, []string{"m"}, 200, func(string) bool { return true })
 	base := []string{"bench", "--base-url", srv.URL, "--num-prompts", "2", "--quiet", "--records", "none", "--calibrate", "off"}
 	if r := runCLI(t, t.Context(), nil, append(base, "--temperature", "0", "--top-p", "0.95", "--top-k", "20",
+		"--min-p", "0.05", "--frequency-penalty", "0.5", "--presence-penalty", "-0.5", "--repetition-penalty", "1.1",
 		"--extra-body", `{"top_k":5}`, "--output-len", "7", "--random-output-len", "99")...); r.code != ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -593,10 +594,13 @@ func TestBenchRequestBody(t *testing.T) {
 	if b := got[0]; b["temperature"] != 0.0 || b["top_p"] != 0.95 || b["top_k"] != 5.0 || b["max_tokens"] != 7.0 || b["stream"] != true {
 		t.Errorf("body = %v; want temperature 0, top_p 0.95, top_k 5 (--extra-body's), max_tokens 7, stream true", b)
 	}
+	if b := got[0]; b["min_p"] != 0.05 || b["frequency_penalty"] != 0.5 || b["presence_penalty"] != -0.5 || b["repetition_penalty"] != 1.1 {
+		t.Errorf("body = %v; want min_p 0.05, frequency_penalty 0.5, presence_penalty -0.5, repetition_penalty 1.1", b)
+	}
 	if r := runCLI(t, t.Context(), nil, base...); r.code != ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, k := range []string{"temperature", "top_p", "top_k"} {
+	for _, k := range []string{"temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty"} {
 		if v, ok := bodies()[2][k]; ok {
 			t.Errorf("body has %s = %v without the flag; want none sent", k, v)
 		}

@@ -190,6 +190,12 @@ func openSession(ctx context.Context, cancel context.CancelCauseFunc, env Env, o
 	if isTrace(s.ds) && o.load.NumPrompts == 0 && o.load.Duration == 0 {
 		o.load.NumPrompts = max(s.ds.Len()-o.load.NumWarmups, 1)
 	}
+	if o.work.o.NoOversample && !isTrace(s.ds) && o.load.NumPrompts+o.load.NumWarmups > s.ds.Len() && isFileDataset(o.work.o.DatasetName) {
+		n := max(s.ds.Len()-o.load.NumWarmups, 1)
+		fmt.Fprintf(env.Stderr, "goodput: --no-oversample: the dataset has %d requests: sending %d (after %d warm-ups), not %d\n",
+			s.ds.Len(), n, o.load.NumWarmups, o.load.NumPrompts)
+		o.load.NumPrompts = n
+	}
 	if isTrace(s.ds) && o.load.NumPrompts+o.load.NumWarmups > s.ds.Len() {
 		// A trace is replayed once: past its end the arrival times would
 		// start over in the past and fire at once.
@@ -477,6 +483,16 @@ func (s *session) close() {
 }
 
 func isTraceName(name string) bool { return strings.EqualFold(name, "trace") }
+
+// isFileDataset reports whether the dataset's requests are a file's rows
+// (which --no-oversample sends at most once), not generated.
+func isFileDataset(name string) bool {
+	switch strings.ToLower(name) {
+	case "custom", "sharegpt", "lengths":
+		return true
+	}
+	return false
+}
 
 var _ loadgen.Schedule = (*workload.Ramp)(nil)
 

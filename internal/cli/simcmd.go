@@ -225,6 +225,10 @@ func virtualDataset(w *workloadFlags, l *loadFlags, lv *levelSpec) (workload.Dat
 	if err != nil {
 		return nil, datasetError(err)
 	}
+	if wo.NoOversample && isFileDataset(wo.DatasetName) && lv.NumPrompts+lv.NumWarmups > ds.Len() {
+		// Each row once: as many requests as the file has.
+		lv.NumPrompts = max(ds.Len()-lv.NumWarmups, 1)
+	}
 	return ds, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 // LengthsConfig configures a lengths dataset.
 type LengthsConfig struct {
+	Sampling
 	// NumPrompts is the number of requests; 0 means one per row. Rows are
 	// drawn in a seeded shuffle, with replacement beyond the row count.
 	NumPrompts int
@@ -72,7 +73,7 @@ func ReadLengths(r io.Reader, file string, cfg LengthsConfig) (Dataset, error) {
 	if d.text, err = newTexter(cfg.Seed, cfg.Synth); err != nil {
 		return nil, err
 	}
-	for i, k := range sampleOrder(len(src), cfg.NumPrompts, cfg.Seed) {
+	for i, k := range sampleOrder(len(src), cfg.NumPrompts, cfg.Seed, cfg.Sampling) {
 		d.shapes = append(d.shapes, Request{Index: i, PromptTokens: src[k].in, OutputTokens: src[k].out, OutputRecorded: src[k].out > 0})
 	}
 	return d, nil

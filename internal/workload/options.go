@@ -14,6 +14,8 @@ import (
 // as in vllm bench serve where the concept is the same). Zero values mean
 // the flag's default.
 type Options struct {
+	// Sampling orders and bounds the rows of sharegpt and lengths files.
+	Sampling
 	// DatasetName is --dataset-name: random (default), custom, sharegpt,
 	// lengths, trace or prefix-repetition.
 	DatasetName string
@@ -120,11 +122,11 @@ func FromOptions(o Options) (Dataset, error) {
 		}
 	case "sharegpt":
 		if err = needPath(); err == nil {
-			ds, err = LoadShareGPT(o.DatasetPath, ShareGPTConfig{NumPrompts: o.NumPrompts, Seed: o.Seed, OutputLen: o.ShareGPTOutputLen, Tokenizer: tok})
+			ds, err = LoadShareGPT(o.DatasetPath, ShareGPTConfig{Sampling: o.Sampling, NumPrompts: o.NumPrompts, Seed: o.Seed, OutputLen: o.ShareGPTOutputLen, Tokenizer: tok})
 		}
 	case "lengths":
 		if err = needPath(); err == nil {
-			ds, err = LoadLengths(o.DatasetPath, LengthsConfig{NumPrompts: o.NumPrompts, Seed: o.Seed, Synth: synth})
+			ds, err = LoadLengths(o.DatasetPath, LengthsConfig{Sampling: o.Sampling, NumPrompts: o.NumPrompts, Seed: o.Seed, Synth: synth})
 		}
 	case "trace":
 		if err = needPath(); err == nil {

@@ -33,15 +33,30 @@ func (d *rows) Request(i int) Request {
 	return r
 }
 
-// sampleOrder returns which of n source rows each of k requests uses:
-// a seeded shuffle (without replacement) while k <= n, as vLLM samples
-// datasets, and independent uniform draws beyond that. k <= 0 means n.
-func sampleOrder(n, k int, seed int64) []int {
-	if k <= 0 {
+// Sampling says how a dataset's rows become requests, as vLLM's
+// --disable-shuffle and --no-oversample do.
+type Sampling struct {
+	// NoShuffle keeps the file's order instead of a seeded shuffle.
+	NoShuffle bool
+	// NoOversample sends each row at most once: a run asking for more
+	// requests than the file has gets as many as it has.
+	NoOversample bool
+}
+
+// sampleOrder picks k of n rows (k ≤ 0: all n): a seeded shuffle (or the
+// file's order), then, past n, rows drawn with replacement unless
+// s.NoOversample.
+func sampleOrder(n, k int, seed int64, s Sampling) []int {
+	if k <= 0 || (s.NoOversample && k > n) {
 		k = n
 	}
 	rng := rngFor(seed, streamSample, 0)
 	perm := rng.Perm(n)
+	if s.NoShuffle {
+		for i := range perm {
+			perm[i] = i
+		}
+	}
 	if k <= n {
 		return perm[:k]
 	}

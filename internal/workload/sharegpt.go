@@ -14,6 +14,7 @@ import (
 
 // ShareGPTConfig configures the sharegpt dataset.
 type ShareGPTConfig struct {
+	Sampling
 	// NumPrompts is the number of requests; 0 means every valid
 	// conversation. Conversations are drawn in a seeded shuffle.
 	NumPrompts int
@@ -94,7 +95,7 @@ func ReadShareGPT(r io.Reader, file string, cfg ShareGPTConfig) (Dataset, error)
 		return nil, fmt.Errorf("%s: no usable conversations (%d in file; need two turns, prompt 4..1024 tokens, prompt+reply <= 2048)", file, len(items))
 	}
 	d := &Custom{name: "sharegpt:" + filepath.Base(file)}
-	for i, k := range sampleOrder(len(valid), cfg.NumPrompts, cfg.Seed) {
+	for i, k := range sampleOrder(len(valid), cfg.NumPrompts, cfg.Seed, cfg.Sampling) {
 		r := valid[k]
 		r.Index = i
 		d.reqs = append(d.reqs, r)
