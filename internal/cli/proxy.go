@@ -16,7 +16,6 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
-func init() { extraCommands = append(extraCommands, newProxyCmd) }
 
 // ProxyOptions is everything "goodput proxy" needs.
 type ProxyOptions struct {

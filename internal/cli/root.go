@@ -138,12 +138,10 @@ loopback and benchmarks it, so it runs with no GPU and no network.`,
 		Version:       Version,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newBenchCmd(env))
-	for _, f := range extraCommands {
-		root.AddCommand(f(env))
-	}
+	// Every subcommand, listed here rather than registered from its file.
+	root.AddCommand(
+		newBenchCmd(env), newSweepCmd(env), newServeCmd(env), newSimCmd(env),
+		newProxyCmd(env), newReportCmd(env), newCompareCmd(env), newVersionCmd(env),
+	)
 	return root
 }
-
-// extraCommands are subcommands registered by other files of this package.
-var extraCommands []func(Env) *cobra.Command

@@ -13,7 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/simserve"
 )
 
-func init() { extraCommands = append(extraCommands, newServeCmd) }
 
 // ServeOptions configures "goodput serve".
 type ServeOptions struct {

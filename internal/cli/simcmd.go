@@ -21,7 +21,6 @@ import (
 	"github.com/goodput/goodput/internal/workload"
 )
 
-func init() { extraCommands = append(extraCommands, newSimCmd) }
 
 // SimOptions configures "goodput sim": the engine, plus bench's workload,
 // load and output flags.

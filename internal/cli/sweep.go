@@ -26,7 +26,6 @@ import (
 	"github.com/goodput/goodput/internal/sweep"
 )
 
-func init() { extraCommands = append(extraCommands, newSweepCmd) }
 
 // defaultSweepSLO is the SLO a sweep ranks goodput by when --goodput is
 // not given: a goodput peak needs one.
