@@ -16,7 +16,6 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
-
 // ProxyOptions is everything "goodput proxy" needs.
 type ProxyOptions struct {
 	Listen                string

@@ -18,7 +18,6 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
-
 // summaryFlags are the flags that say how records are summarised; report
 // and compare share them, with bench's names and meanings.
 type summaryFlags struct {

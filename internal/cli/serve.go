@@ -13,7 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/simserve"
 )
 
-
 // ServeOptions configures "goodput serve".
 type ServeOptions struct {
 	Host            string

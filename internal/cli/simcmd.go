@@ -21,7 +21,6 @@ import (
 	"github.com/goodput/goodput/internal/workload"
 )
 
-
 // SimOptions configures "goodput sim": the engine, plus bench's workload,
 // load and output flags.
 type SimOptions struct {

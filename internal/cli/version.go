@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-
 // buildVersion is v, or when v is "dev" (no -ldflags), what the Go
 // toolchain stamped into the binary: the module version of a
 // "go install …@vX", else the commit of a build from a checkout, with
