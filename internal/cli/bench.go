@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -657,7 +658,7 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 		}
 		maps.Copy(extra, d)
 	}
-	if out.load.Stopped == "cancelled" {
+	if out.load.Stopped == loadgen.StopCancelled {
 		extra["interrupted"] = true
 	}
 	result, err := report.ResultJSON(&out.summary, s.meta, extra)
@@ -687,7 +688,7 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 			return err
 		}
 	}
-	if out.load.Stopped == "cancelled" {
+	if out.load.Stopped == loadgen.StopCancelled {
 		return interruptedError{fmt.Sprintf("%d requests sent; the summary above covers what finished", out.load.Sent)}
 	}
 	if err := allFailed(&out.summary); err != nil {

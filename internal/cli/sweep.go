@@ -19,13 +19,13 @@ import (
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
 )
-
 
 // defaultSweepSLO is the SLO a sweep ranks goodput by when --goodput is
 // not given: a goodput peak needs one.
@@ -629,7 +629,7 @@ func openWallSweep(ctx context.Context, cancel context.CancelCauseFunc, env Env,
 			return sweep.Point{}, err
 		}
 		s.meta.Levels = append(s.meta.Levels, out.level)
-		if out.load.Stopped == "cancelled" && (stopped == "" || ctx.Err() != nil) {
+		if out.load.Stopped == loadgen.StopCancelled && (stopped == "" || ctx.Err() != nil) {
 			return sweep.Point{}, fmt.Errorf("level %d: %w", idx, context.Canceled)
 		}
 		p := sweep.Point{Index: idx, Level: l, Summary: out.summary, DelayedArrivals: out.load.Delayed, Stopped: stopped}

@@ -90,10 +90,18 @@ type Result struct {
 	Delayed int
 	// Start and End bound the measured phase, ns from the run start.
 	Start, End int64
-	// Stopped says why sending stopped early ("" when it ran to the end):
-	// "cancelled" or "duration".
-	Stopped string
+	// Stopped says why sending stopped early ("" when it ran to the end).
+	Stopped StopReason
 }
+
+// StopReason says why a run stopped sending before its last request.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopCancelled StopReason = "cancelled" // ctx was cancelled (Ctrl-C, a saturation stop)
+	StopDuration  StopReason = "duration"  // the time limit was reached
+)
 
 var recPool = sync.Pool{New: func() any { return new(runlog.Record) }}
 
@@ -158,7 +166,7 @@ func Run(ctx context.Context, cfg Config, t Target) (Result, error) {
 loop:
 	for n := 0; cfg.NumPrompts <= 0 || n < cfg.NumPrompts; n++ {
 		if ctx.Err() != nil {
-			res.Stopped = "cancelled"
+			res.Stopped = StopCancelled
 			break
 		}
 		call, err := t.Prepare(idx)
@@ -180,10 +188,10 @@ loop:
 				select {
 				case <-timer.C:
 				case <-deadline:
-					res.Stopped = "duration"
+					res.Stopped = StopDuration
 					break loop
 				case <-ctx.Done():
-					res.Stopped = "cancelled"
+					res.Stopped = StopCancelled
 					break loop
 				}
 			}
@@ -203,10 +211,10 @@ loop:
 				select {
 				case slots <- struct{}{}:
 				case <-deadline:
-					res.Stopped = "duration"
+					res.Stopped = StopDuration
 					break loop
 				case <-ctx.Done():
-					res.Stopped = "cancelled"
+					res.Stopped = StopCancelled
 					break loop
 				}
 			}
@@ -216,7 +224,7 @@ loop:
 			if slots != nil {
 				<-slots
 			}
-			res.Stopped = "duration"
+			res.Stopped = StopDuration
 			break loop
 		default:
 		}
