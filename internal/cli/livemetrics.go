@@ -10,16 +10,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/goodput/goodput/internal/proxy"
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
 
 // liveMetrics serves the client's own view of a bench run as Prometheus
-// metrics (the same names and labels as goodput proxy), so a dashboard can
+// metrics (the same names and labels as goodput proxy, both from promexport), so a dashboard can
 // show client and server side by side while the run goes on.
 type liveMetrics struct {
-	m    *proxy.Metrics
+	m    *promexport.Metrics
 	srv  *http.Server
 	done chan struct{}
 	url  string
@@ -31,8 +31,8 @@ func startLiveMetrics(addr string, so stats.Options, model, endpoint string) (*l
 		return nil, nil
 	}
 	reg := prometheus.NewRegistry()
-	m, err := proxy.NewMetrics(proxy.MetricsOptions{
-		Registerer: reg, SLO: so.SLO, Buckets: so.Buckets, Model: model, Route: proxy.RouteOf(endpoint),
+	m, err := promexport.NewMetrics(promexport.MetricsOptions{
+		Registerer: reg, SLO: so.SLO, Buckets: so.Buckets, Model: model, Route: promexport.RouteOf(endpoint),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
@@ -42,7 +42,7 @@ func startLiveMetrics(addr string, so stats.Options, model, endpoint string) (*l
 		return nil, usagef("--metrics-listen %s: %v", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", proxy.MetricsHandler(reg))
+	mux.Handle("/metrics", promexport.MetricsHandler(reg))
 	lm := &liveMetrics{m: m, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{}),
 		url: "http://" + ln.Addr().String() + "/metrics"}
 	go func() {

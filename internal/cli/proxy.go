@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/stats"
@@ -71,7 +72,7 @@ through to the upstream but never reach logs, records or metrics.`,
 	fs.Int64Var(&o.RecordsMaxBytes, "records-max-bytes", proxy.DefaultRecordsMaxBytes, "rotate the records file at this size in bytes")
 	fs.IntVar(&o.RecordsKeep, "records-keep", 0, "rotated records files to keep (0: all)")
 	fs.StringSliceVar(&o.Models, "models", nil, "model names that get their own metric label (default: the first --max-models seen); others are \"other\"")
-	fs.IntVar(&o.MaxModels, "max-models", proxy.DefaultMaxModels, "distinct model labels when --models is not given")
+	fs.IntVar(&o.MaxModels, "max-models", promexport.DefaultMaxModels, "distinct model labels when --models is not given")
 	fs.StringVar(&o.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens for the input_bucket label (none: one bucket)")
 	fs.DurationVar(&o.UpstreamHeaderTimeout, "upstream-header-timeout", 0, "answer 504 when the upstream sends no response headers within this time (0: wait as long as the upstream takes)")
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", 10*time.Second, "on Ctrl-C, time given to open streams to finish")

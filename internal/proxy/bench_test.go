@@ -18,9 +18,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/stats"
 )
 
 // Added latency through the proxy, measured end to end on loopback: an
@@ -339,22 +336,5 @@ func BenchmarkTap(b *testing.B) {
 			t.m.Reset(&t.rec)
 		}
 		t.feed(chunk, int64(i))
-	}
-}
-
-// BenchmarkObserve is the metrics' work per finished request of 200
-// tokens.
-func BenchmarkObserve(b *testing.B) {
-	m, err := NewMetrics(MetricsOptions{Registerer: prometheus.NewRegistry(), SLO: stats.SLO{TTFT: time.Second, TPOT: 50 * time.Millisecond}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	rec := runlog.Record{Status: 200, PromptTokens: 500, CompletionTokens: 200}
-	for i := range 200 {
-		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: int64(i) * 20e6, Tokens: 1, Visible: true})
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		m.ObserveLabeled(&rec, "m", RouteChat)
 	}
 }

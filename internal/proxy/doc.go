@@ -8,17 +8,17 @@
 // tokens, error class.
 //
 // Each measured request becomes a runlog.Record, which feeds Prometheus
-// metrics (Metrics: histograms with classic and native buckets, counters,
-// SLO attainment and goodput over sliding 1 m and 5 m windows) and,
-// optionally, a size-rotated records file (RotatingWriter) that goodput
-// report and compare read like any bench run. Metrics is also what goodput
-// bench serves with --metrics-listen, so client and server views of one run
-// share names and labels.
+// metrics (promexport.Metrics: histograms with classic and native buckets,
+// counters, SLO attainment and goodput over sliding 1 m and 5 m windows)
+// and, optionally, a size-rotated records file (RotatingWriter) that goodput
+// report and compare read like any bench run. goodput bench serves the same
+// promexport.Metrics with --metrics-listen, so client and server views of
+// one run share names and labels.
 //
 // Credentials (Authorization and API-key headers, key-like query
 // parameters) are never logged, recorded or used as labels; labels come
 // only from small fixed sets (model, allow-listed or capped; route;
 // input-length bucket; status class; error class).
 //
-// Proxy, Metrics and RotatingWriter are safe for concurrent use.
+// Proxy and RotatingWriter are safe for concurrent use.
 package proxy

@@ -193,3 +193,31 @@ func events(datas ...string) []byte {
 	}
 	return []byte(b.String())
 }
+
+// histCount is the sample count of the histogram series of family name
+// whose labels are exactly labels, gathered from g; 0 when there is none.
+func histCount(t testing.TB, g prometheus.Gatherer, name string, labels map[string]string) uint64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; !ok || v != lp.GetValue() {
+					continue series
+				}
+			}
+			return m.GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}

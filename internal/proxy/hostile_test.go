@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -438,15 +439,16 @@ func TestAnswersToStreamedRequests(t *testing.T) {
 				}
 			}
 			// A whole answer counts, with its E2E, but gives no TTFT.
-			e2eCount := histogramOf(t, h.p.metrics.e2e.WithLabelValues("m", RouteChat, "<1K")).GetSampleCount()
-			ttftCount := histogramOf(t, h.p.metrics.ttft.WithLabelValues("m", RouteChat, "<1K")).GetSampleCount()
+			series := map[string]string{"model": "m", "route": promexport.RouteChat, "input_bucket": "<1K"}
+			e2eCount := histCount(t, h.reg, "goodput_e2e_request_latency_seconds", series)
+			ttftCount := histCount(t, h.reg, "goodput_time_to_first_token_seconds", series)
 			if want := uint64(0); tt.whole {
 				want = 1
 				if e2eCount != want || ttftCount != 0 {
 					t.Errorf("E2E samples %d, TTFT samples %d; want 1, 0", e2eCount, ttftCount)
 				}
 			}
-			if got := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(RouteChat, "2xx")); got != 0 {
+			if got := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(promexport.RouteChat, "2xx")); got != 0 {
 				t.Errorf("unmeasured = %v; want 0 (the answer is measured)", got)
 			}
 		})

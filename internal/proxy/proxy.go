@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -62,7 +63,7 @@ type Options struct {
 	RecordsMaxBytes int64
 	// RecordsKeep is how many rotated records files to keep; 0 keeps all.
 	RecordsKeep int
-	// Models, MaxModels and Buckets label the metrics (see MetricsOptions).
+	// Models, MaxModels and Buckets label the metrics (see promexport.MetricsOptions).
 	Models    []string
 	MaxModels int
 	Buckets   []int
@@ -100,13 +101,13 @@ type Options struct {
 // body), flushing streamed responses chunk by chunk, and measures each
 // streamed /v1/completions and /v1/chat/completions request the way
 // goodput bench measures its own: a runlog.Record per request, fed to
-// Metrics and to the records file.
+// promexport.Metrics and to the records file.
 //
 // A Proxy is an http.Handler safe for concurrent use.
 type Proxy struct {
 	upstream     *url.URL
 	rp           *httputil.ReverseProxy
-	metrics      *Metrics
+	metrics      *promexport.Metrics
 	gatherer     prometheus.Gatherer
 	records      *RotatingWriter
 	inject       bool
@@ -157,7 +158,7 @@ func New(o Options) (*Proxy, error) {
 	} else if g, ok := reg.(prometheus.Gatherer); ok {
 		p.gatherer = g
 	}
-	p.metrics, err = NewMetrics(MetricsOptions{
+	p.metrics, err = promexport.NewMetrics(promexport.MetricsOptions{
 		Registerer: reg, Models: o.Models, MaxModels: o.MaxModels, Buckets: o.Buckets,
 		SLO: o.SLO, Now: p.now,
 	})
@@ -240,7 +241,7 @@ func newTransport(headerTimeout time.Duration) *http.Transport {
 }
 
 // Metrics returns the proxy's metrics.
-func (p *Proxy) Metrics() *Metrics { return p.metrics }
+func (p *Proxy) Metrics() *promexport.Metrics { return p.metrics }
 
 // Gatherer returns what /metrics should expose: the proxy's own registry,
 // or Options.Registerer when it is also a Gatherer; nil otherwise.
@@ -325,11 +326,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Deferred: the ReverseProxy aborts a broken stream with a panic
 	// (http.ErrAbortHandler), which must still leave the gauge right.
 	defer p.inflight.Dec()
-	route := RouteOf(r.URL.Path)
+	route := promexport.RouteOf(r.URL.Path)
 	ex := &exchange{
 		ctx:     r.Context(),
 		route:   route,
-		llm:     r.Method == http.MethodPost && route != RouteOther,
+		llm:     r.Method == http.MethodPost && route != promexport.RouteOther,
 		arrived: p.now(),
 	}
 	// Present but empty, the Content-Type stops Go's server from sniffing
@@ -511,7 +512,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Header.Set("Connection", "close")
 	}
 	if !ex.llm {
-		p.unmeasured.WithLabelValues(ex.route, statusClass(resp.StatusCode)).Inc()
+		p.unmeasured.WithLabelValues(ex.route, promexport.StatusClass(resp.StatusCode)).Inc()
 		return nil
 	}
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
@@ -543,7 +544,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.finish(ex, rec)
 		return nil
 	}
-	p.unmeasured.WithLabelValues(ex.route, statusClass(resp.StatusCode)).Inc()
+	p.unmeasured.WithLabelValues(ex.route, promexport.StatusClass(resp.StatusCode)).Inc()
 	return nil
 }
 
@@ -647,7 +648,11 @@ func (p *Proxy) finish(ex *exchange, rec *runlog.Record) {
 	}
 	rec.Error = ex.secrets.String(rec.Error)
 	ri := ex.info()
-	p.metrics.observe(rec, ri.model, ex.route, ex.whole)
+	if ex.whole {
+		p.metrics.ObserveUnstreamed(rec, ri.model, ex.route)
+	} else {
+		p.metrics.ObserveLabeled(rec, ri.model, ex.route)
+	}
 	if p.onRecord != nil {
 		p.onRecord(rec)
 	}

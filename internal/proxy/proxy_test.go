@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -274,7 +275,7 @@ func TestByteExactRandomStreams(t *testing.T) {
 	if diff := cmp.Diff(wantClasses, gotClasses); diff != "" {
 		t.Errorf("records by error class (-want +got):\n%s", diff)
 	}
-	total := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(RouteChat, "2xx"))
+	total := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(promexport.RouteChat, "2xx"))
 	if want := float64(n - wantRecords); total != want {
 		t.Errorf("unmeasured 2xx chat requests = %v; want %v (the non-streamed ones)", total, want)
 	}
@@ -473,7 +474,7 @@ func TestOtherRequestsPassUntouched(t *testing.T) {
 	if gotPath != "/v1/embeddings" || gotQuery != "x=1" || gotHost != h.up.Listener.Addr().String() {
 		t.Errorf("upstream saw path %q query %q host %q", gotPath, gotQuery, gotHost)
 	}
-	if got := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(RouteOther, "2xx")); got != 1 {
+	if got := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(promexport.RouteOther, "2xx")); got != 1 {
 		t.Errorf("unmeasured other 2xx = %v; want 1", got)
 	}
 	if n := len(h.records()); n != 0 {

@@ -7,34 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/tokenize"
 )
-
-// Route labels: the two streamed LLM routes and everything else.
-const (
-	RouteCompletions = "/v1/completions"
-	RouteChat        = "/v1/chat/completions"
-	RouteOther       = "other"
-)
-
-// RouteOf maps a request path to its route label. A path ending in
-// /chat/completions or /completions counts as that route whatever prefix a
-// gateway puts in front (e.g. /openai/v1/chat/completions), so the label
-// set stays fixed at three values.
-func RouteOf(path string) string {
-	path = strings.TrimRight(path, "/")
-	switch {
-	case strings.HasSuffix(path, "/chat/completions"):
-		return RouteChat
-	case strings.HasSuffix(path, "/completions"):
-		return RouteCompletions
-	}
-	return RouteOther
-}
 
 // reqInfo is what the proxy reads from a completion request's JSON body.
 type reqInfo struct {

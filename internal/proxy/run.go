@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/redact"
 	"log"
 	"net"
@@ -56,7 +57,7 @@ func Run(ctx context.Context, o Options) error {
 	proxyURL, metricsURL := "http://"+ln.Addr().String(), ""
 	if mln != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", MetricsHandler(p.Gatherer()))
+		mux.Handle("/metrics", promexport.MetricsHandler(p.Gatherer()))
 		servers = append(servers, &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: idle, ErrorLog: errLog})
 		metricsURL = "http://" + mln.Addr().String() + "/metrics"
 	}

@@ -1,6 +1,7 @@
-package proxy
+package promexport
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -121,7 +122,7 @@ type seriesSet struct {
 // NewMetrics registers the metrics on o.Registerer.
 func NewMetrics(o MetricsOptions) (*Metrics, error) {
 	if o.Registerer == nil {
-		return nil, fmt.Errorf("proxy metrics: no Registerer")
+		return nil, errors.New("promexport: no Registerer")
 	}
 	edges := o.Buckets
 	if edges == nil {
@@ -179,7 +180,7 @@ func NewMetrics(o MetricsOptions) (*Metrics, error) {
 	}
 	for _, c := range cs {
 		if err := o.Registerer.Register(c); err != nil {
-			return nil, fmt.Errorf("proxy metrics: %w", err)
+			return nil, fmt.Errorf("promexport: %w", err)
 		}
 	}
 	return m, nil
@@ -198,10 +199,17 @@ func (m *Metrics) ObserveLabeled(rec *runlog.Record, model, route string) {
 	m.observe(rec, model, route, false)
 }
 
+// ObserveUnstreamed records one finished request whose answer was not
+// streamed, under model and route as ObserveLabeled does. Its one chunk is
+// the whole body, so it counts (requests, E2E, tokens, SLO) but gives no
+// TTFT, TTP, TPOT or ITL sample, which would only say how long the whole
+// answer took. Warm-up records are ignored.
+func (m *Metrics) ObserveUnstreamed(rec *runlog.Record, model, route string) {
+	m.observe(rec, model, route, true)
+}
+
 // observe is ObserveLabeled; whole marks the record of a non-streamed
-// answer, whose one chunk is the whole body: it counts (requests, E2E,
-// tokens, SLO) but gives no TTFT, TTP, TPOT or ITL sample, which would
-// only say how long the whole answer took.
+// answer (see ObserveUnstreamed).
 func (m *Metrics) observe(rec *runlog.Record, model, route string, whole bool) {
 	if rec.Warmup {
 		return
@@ -213,7 +221,7 @@ func (m *Metrics) observe(rec *runlog.Record, model, route string, whole bool) {
 	}
 	key := seriesKey{model: m.models.label(model), route: route, bucket: m.bucketOf(promptLen(rec))}
 	bucket := m.bnames[key.bucket]
-	m.requests.WithLabelValues(key.model, route, bucket, statusClass(rec.Status)).Inc()
+	m.requests.WithLabelValues(key.model, route, bucket, StatusClass(rec.Status)).Inc()
 	good := false
 	if rec.OK() {
 		s := m.seriesFor(key)
@@ -315,9 +323,9 @@ func bucketNames(edges []int) []string {
 	return stats.BucketLabels(edges)
 }
 
-// statusClass labels an HTTP status by its class; "none" when no response
-// arrived.
-func statusClass(code int) string {
+// StatusClass labels an HTTP status by its class ("2xx", "4xx", …);
+// "none" when no response arrived (code 0) or the code is out of range.
+func StatusClass(code int) string {
 	switch {
 	case code >= 100 && code < 200:
 		return "1xx"
