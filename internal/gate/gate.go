@@ -148,11 +148,17 @@ func (g Gate) Check(result map[string]any) []string {
 	return failed
 }
 
-// lookup resolves a dotted path. At each level the whole remaining path is
+// lookup resolves a dotted path in a result.
+func lookup(v any, path string) (any, bool) { return walk(v, path, false) }
+
+// walk resolves a dotted path. At each level the whole remaining path is
 // tried as a key first, then ever longer dotted prefixes, so keys holding a
-// dot ("p99.9_ttft_ms") are reachable.
-func lookup(v any, path string) (any, bool) {
+// dot ("p99.9_ttft_ms") are reachable. Over a schema (Validate), any index
+// reaches an array's first element and Any takes every path.
+func walk(v any, path string, schema bool) (any, bool) {
 	switch t := v.(type) {
+	case anySchema:
+		return Any, true
 	case map[string]any:
 		if x, ok := t[path]; ok {
 			return x, true
@@ -162,7 +168,7 @@ func lookup(v any, path string) (any, bool) {
 				continue
 			}
 			if sub, ok := t[path[:i]]; ok {
-				if x, ok := lookup(sub, path[i+1:]); ok {
+				if x, ok := walk(sub, path[i+1:], schema); ok {
 					return x, true
 				}
 			}
@@ -170,13 +176,16 @@ func lookup(v any, path string) (any, bool) {
 	case []any:
 		head, rest, more := strings.Cut(path, ".")
 		i, err := strconv.Atoi(head)
+		if schema && err == nil && i >= 0 {
+			i = 0 // a schema holds one element standing for all
+		}
 		if err != nil || i < 0 || i >= len(t) {
 			return nil, false
 		}
 		if !more {
 			return t[i], true
 		}
-		return lookup(t[i], rest)
+		return walk(t[i], rest, schema)
 	}
 	return nil, false
 }

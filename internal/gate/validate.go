@@ -3,7 +3,6 @@ package gate
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -49,7 +48,7 @@ const maxNear = 5
 // every run), with the known keys closest to it.
 func (g Gate) Validate(schema map[string]any) error {
 	for _, c := range g.Conds {
-		v, ok := resolve(schema, c.Key)
+		v, ok := walk(schema, c.Key, true)
 		if !ok {
 			return &KeyError{Expr: c.Expr, Key: c.Key, Problem: "is not a key of the result", Near: near(schema, c.Key)}
 		}
@@ -64,39 +63,6 @@ func (g Gate) Validate(schema map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// resolve is lookup over a schema: any index reaches an array's first
-// element, and Any takes every path.
-func resolve(v any, path string) (any, bool) {
-	switch t := v.(type) {
-	case anySchema:
-		return Any, true
-	case map[string]any:
-		if x, ok := t[path]; ok {
-			return x, true
-		}
-		for i := 0; i < len(path); i++ {
-			if path[i] != '.' {
-				continue
-			}
-			if sub, ok := t[path[:i]]; ok {
-				if x, ok := resolve(sub, path[i+1:]); ok {
-					return x, true
-				}
-			}
-		}
-	case []any:
-		head, rest, more := strings.Cut(path, ".")
-		if i, err := strconv.Atoi(head); err != nil || i < 0 || len(t) == 0 {
-			return nil, false
-		}
-		if !more {
-			return t[0], true
-		}
-		return resolve(t[0], rest)
-	}
-	return nil, false
 }
 
 // children lists an object's keys as full paths, sorted, at most maxNear.
