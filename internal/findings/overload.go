@@ -129,17 +129,9 @@ func Overload(in Input) (Finding, bool) {
 	if sh.sampled < sh.requests {
 		ev["sampled_requests"] = sh.sampled
 	}
-	if s.SendLag.N > 0 {
-		p50, p99 := sendLag(s)
-		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
-	}
 	users := ""
-	if r, ok := s.MetricP(stats.MetricResponse, 99); ok {
-		ev["response_p99_ms"] = round2(r)
+	if r, _, ok, _ := backlogEvidence(ev, s); ok {
 		users = fmt.Sprintf("; response time (P99 %s, from the intended send) is what its users waited", dur(r))
-		if e, ok := s.MetricP(stats.MetricE2E, 99); ok {
-			ev["e2el_p99_ms"] = round2(e)
-		}
 	}
 	if v, ok := s.MetricP(stats.MetricTTFT, 99); ok {
 		ev["ttft_p99_ms"] = round2(v)

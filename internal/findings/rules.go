@@ -62,6 +62,23 @@ func sendLag(s *stats.Summary) (p50, p99 float64) {
 	return p50, p99
 }
 
+// backlogEvidence adds what shows a client-side backlog to ev: the send lag
+// (P50, P99) and response time (from the intended send) beside E2E (P99).
+// It returns the two P99s, ms, each with whether it is known.
+func backlogEvidence(ev map[string]any, s *stats.Summary) (resp, e2e float64, okResp, okE2E bool) {
+	if s.SendLag.N > 0 {
+		p50, p99 := sendLag(s)
+		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
+	}
+	if resp, okResp = s.MetricP(stats.MetricResponse, 99); okResp {
+		ev["response_p99_ms"] = round2(resp)
+		if e2e, okE2E = s.MetricP(stats.MetricE2E, 99); okE2E {
+			ev["e2el_p99_ms"] = round2(e2e)
+		}
+	}
+	return resp, e2e, okResp, okE2E
+}
+
 // delayed is the level's count of arrivals that found the in-flight cap
 // full (0 without a cap or a known level).
 func delayed(in Input) int {
@@ -102,17 +119,9 @@ func CapLimited(in Input) (Finding, bool) {
 		ev["offered_rps"] = round2(lv.RequestRate)
 		offered = fmt.Sprintf(" than the %s req/s asked (it completed %s req/s)", num(lv.RequestRate), num(s.RequestThroughput))
 	}
-	if s.SendLag.N > 0 {
-		p50, p99 := sendLag(s)
-		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
-	}
 	wait := "the wait shows in response time (from the intended send), not in the server's TTFT or E2E"
-	if r, ok := s.MetricP(stats.MetricResponse, 99); ok {
-		ev["response_p99_ms"] = round2(r)
-		if e, ok := s.MetricP(stats.MetricE2E, 99); ok {
-			ev["e2el_p99_ms"] = round2(e)
-			wait = fmt.Sprintf("the wait shows in response time (P99 %s, from the intended send), not in the server's E2E (P99 %s)", dur(r), dur(e))
-		}
+	if r, e, okR, okE := backlogEvidence(ev, s); okR && okE {
+		wait = fmt.Sprintf("the wait shows in response time (P99 %s, from the intended send), not in the server's E2E (P99 %s)", dur(r), dur(e))
 	}
 	sev := Info
 	if share >= capHeavyShare {
