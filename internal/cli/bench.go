@@ -652,7 +652,7 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	}
 	saved := &savedRun{path: s.recordsPath}
 	if o.out.SaveDetailed {
-		d, err := detailedRun(env, saved, 0, !o.target.NoStream)
+		d, err := detailed(env, saved, 0)
 		if err != nil {
 			return err
 		}

@@ -53,15 +53,9 @@ func (s *savedRun) load(env Env, flag string) error {
 // perf_counter readings), queue_times (send − intended send: the client's
 // own wait), generated_texts (what the records kept, "" where nothing) and
 // errors; plus rtfx, vLLM's audio real-time factor (seconds of input audio
-// per second of run), 0.0 for text.
+// per second of run), 0.0 for text. A whole answer (--no-stream) has ttft
+// 0 and no itls: its record measures neither.
 func detailed(env Env, run *savedRun, level int) (map[string]any, error) {
-	return detailedRun(env, run, level, true)
-}
-
-// detailedRun is detailed for a run that streamed or not: streamed false
-// (--no-stream) leaves ttfts 0 and itls empty, as one whole answer
-// measures neither.
-func detailedRun(env Env, run *savedRun, level int, streamed bool) (map[string]any, error) {
 	if err := run.load(env, "--save-detailed"); err != nil {
 		return nil, err
 	}
@@ -88,10 +82,6 @@ func detailedRun(env Env, run *savedRun, level int, streamed bool) (map[string]a
 			if d, ok := r.E2E(); ok {
 				lat[i] = d.Seconds()
 			}
-		}
-		itls[i] = []float64{}
-		if !streamed {
-			continue
 		}
 		if d, ok := r.TTFT(); ok {
 			ttfts[i] = d.Seconds()
