@@ -565,7 +565,7 @@ func decoded(coding string, body io.Reader) (io.Reader, error) {
 		}
 		return zr, nil
 	}
-	return nil, fmt.Errorf("Content-Encoding %q is not decoded (the client asks for identity)", oneLine(coding))
+	return nil, fmt.Errorf("Content-Encoding %q is not decoded (the client asks for identity)", OneLine(coding))
 }
 
 // The kinds of body a 200 answer to a streamed request has.
@@ -830,7 +830,7 @@ func (c *Client) fail(rec *runlog.Record, class runlog.ErrorClass, msg string) {
 		return
 	}
 	rec.ErrorClass = class
-	rec.Error = oneLine(msg)
+	rec.Error = OneLine(msg)
 }
 
 // classifyErr records a transport error's class on rec.
@@ -895,7 +895,9 @@ func errorText(body []byte) string {
 	return strings.TrimSpace(string(body))
 }
 
-func oneLine(s string) string {
+// OneLine flattens s to one line of single spaces, at most 300 bytes (and
+// an ellipsis): how a server's error text is kept in a record.
+func OneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {
 		s = s[:300] + "…"
@@ -1025,7 +1027,7 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d: %s", u, resp.StatusCode, oneLine(errorText(b)))
+		return nil, fmt.Errorf("GET %s: HTTP %d: %s", u, resp.StatusCode, OneLine(errorText(b)))
 	}
 	var list struct {
 		Data []Model `json:"data"`

@@ -173,7 +173,7 @@ func (m *StreamMeter) fail(class runlog.ErrorClass, msg string) {
 		return
 	}
 	m.rec.ErrorClass = class
-	m.rec.Error = oneLine(msg)
+	m.rec.Error = OneLine(msg)
 }
 
 // distrustUsage stops reading per-chunk counts from continuous usage (each

@@ -99,5 +99,5 @@ func failRecord(rec *runlog.Record, class runlog.ErrorClass, msg string) {
 		return
 	}
 	rec.ErrorClass = class
-	rec.Error = oneLine(msg)
+	rec.Error = OneLine(msg)
 }

@@ -134,5 +134,5 @@ func (a *answerBody) notStream() string {
 	if len(a.buf) > len(q) || a.over {
 		more = "…"
 	}
-	return redact.Generic(fmt.Sprintf("not an event stream (%s): %q%s", oneLine(ct), q, more))
+	return redact.Generic(fmt.Sprintf("not an event stream (%s): %q%s", openai.OneLine(ct), q, more))
 }

@@ -614,13 +614,8 @@ func proxyError(msg string, status int) []byte {
 	}
 	b, _ := json.Marshal(struct {
 		Error detail `json:"error"`
-	}{detail{Message: "goodput proxy: " + oneLine(msg), Type: "upstream_error", Code: status}})
+	}{detail{Message: "goodput proxy: " + openai.OneLine(msg), Type: "upstream_error", Code: status}})
 	return append(b, '\n')
-}
-
-// oneLine flattens s to one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // errText is an error's text without the request URL a *url.Error puts in
