@@ -659,11 +659,7 @@ func (c *Client) notEventStream(ctx context.Context, ctype string, body io.Reade
 		c.classifyErr(ctx, rec, ctx.Err(), false)
 		return
 	}
-	if ctype == "" {
-		ctype = "no Content-Type"
-	}
-	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(q[:n]), "\uFFFD")), " ")
-	c.fail(rec, runlog.ErrNotEventStream, redact.Generic(fmt.Sprintf("not an event stream (%s): %s", ctype, strconv.Quote(text))))
+	c.fail(rec, runlog.ErrNotEventStream, NotEventStream(ctype, q[:n], n == len(q)))
 }
 
 // read consumes the event stream into rec. It reports whether the stream

@@ -3,7 +3,9 @@ package openai
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -100,4 +102,24 @@ func failRecord(rec *runlog.Record, class runlog.ErrorClass, msg string) {
 	}
 	rec.ErrorClass = class
 	rec.Error = OneLine(msg)
+}
+
+// NotEventStream is the error text of an answer to a streamed request that
+// is neither an event stream nor JSON (a gateway's HTML page, plain text):
+// its Content-Type and first bytes, quoted on one line (a character is not
+// cut in two; more says bytes followed), credential-like text blanked. The
+// bench client and the proxy record such answers with it.
+func NotEventStream(ctype string, first []byte, more bool) string {
+	if ctype == "" {
+		ctype = "no Content-Type"
+	}
+	for len(first) > 0 && !utf8.Valid(first) {
+		first = first[:len(first)-1]
+	}
+	text := strings.Join(strings.Fields(strings.ToValidUTF8(string(first), "\uFFFD")), " ")
+	ell := ""
+	if more {
+		ell = "…"
+	}
+	return redact.Generic(fmt.Sprintf("not an event stream (%s): %q%s", OneLine(ctype), text, ell))
 }

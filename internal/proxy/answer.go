@@ -7,10 +7,8 @@ import (
 	"io"
 	"mime"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -122,17 +120,6 @@ func (a *answerBody) Close() error {
 // notStream is the error text of an answer that is no event stream: its
 // type and first bytes, scrubbed of anything credential-like.
 func (a *answerBody) notStream() string {
-	ct := a.ctype
-	if ct == "" {
-		ct = "no Content-Type"
-	}
 	q := a.buf[:min(len(a.buf), notStreamQuote)]
-	for len(q) > 0 && !utf8.Valid(q) { // do not cut a character in two
-		q = q[:len(q)-1]
-	}
-	more := ""
-	if len(a.buf) > len(q) || a.over {
-		more = "…"
-	}
-	return redact.Generic(fmt.Sprintf("not an event stream (%s): %q%s", openai.OneLine(ct), q, more))
+	return openai.NotEventStream(a.ctype, q, len(a.buf) > len(q) || a.over)
 }

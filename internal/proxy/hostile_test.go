@@ -404,7 +404,7 @@ func TestAnswersToStreamedRequests(t *testing.T) {
 		{name: "JSON error", ctype: []string{"application/json; charset=utf-8"}, body: `{"error":{"message":"model overloaded"}}`,
 			wantClass: runlog.ErrStream, wantErr: "model overloaded"},
 		{name: "HTML", ctype: []string{"text/html; charset=utf-8"}, body: html,
-			wantClass: runlog.ErrNotEventStream, wantErr: `(text/html; charset=utf-8): "<!DOCTYPE html>\n<html><body><h1>502 Bad Gateway</h1>`},
+			wantClass: runlog.ErrNotEventStream, wantErr: `(text/html; charset=utf-8): "<!DOCTYPE html> <html><body><h1>502 Bad Gateway</h1>"…`},
 		{name: "HTML without Content-Type", body: html,
 			wantClass: runlog.ErrNotEventStream, wantErr: `(no Content-Type): "<!DOCTYPE html>`},
 	}
