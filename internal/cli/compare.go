@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -27,7 +28,7 @@ type CompareOptions struct {
 	ReadingSpeedMs    float64
 	HTML              string
 	// Read says how records files are read: --skip-bad-lines, --merge.
-	Read report.ReadOptions
+	Read runlog.ReadOptions
 	// Force merges the runs of one file (--merge) even when they differ in
 	// model, backend, endpoint, dataset or simulated engine.
 	Force bool
@@ -94,7 +95,7 @@ func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedR
 	defer f.Close()
 	in, warns, err := report.ReadInput(f, name, o.Read)
 	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
 	}
 	if err != nil {
 		return loadedRun{}, readError(err, o.Read)
@@ -106,12 +107,12 @@ func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedR
 	if len(in.Records) > 1 {
 		// --merge: the file's runs, each on its own clock, as one side.
 		var warns []string
-		meta, recs, warns, err = report.Merge(in.Records, o.Force)
+		meta, recs, warns, err = runlog.Merge(in.Records, o.Force)
 		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
 		}
-		if errors.Is(err, report.ErrIncompatible) {
-			return loadedRun{}, usageError{err}
+		if errors.Is(err, runlog.ErrIncompatible) {
+			return loadedRun{}, mergeError(err)
 		}
 		if err != nil {
 			return loadedRun{}, err

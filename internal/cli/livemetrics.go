@@ -73,3 +73,9 @@ func (lm *liveMetrics) stop() {
 	}
 	<-lm.done
 }
+
+// Record makes the live metrics a run.Sink.
+func (lm *liveMetrics) Record(r *runlog.Record) error {
+	lm.observe(r)
+	return nil
+}

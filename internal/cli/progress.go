@@ -172,3 +172,15 @@ func ms(us int64) string {
 	}
 	return fmt.Sprintf("%.1fms", float64(us)/1000)
 }
+
+// Sent, Record and Stop make a progress line a run.Watch of one level.
+func (p *progress) Sent() { p.send() }
+
+// Record counts a finished record.
+func (p *progress) Record(r *runlog.Record) error {
+	p.observe(r)
+	return nil
+}
+
+// Stop ends the line.
+func (p *progress) Stop() { p.stop() }

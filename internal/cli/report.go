@@ -1,19 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -92,7 +94,7 @@ type ReportOptions struct {
 	Summary summaryFlags
 	Force   bool
 	// Read says how records files are read: --skip-bad-lines, --merge.
-	Read       report.ReadOptions
+	Read       runlog.ReadOptions
 	PerRequest string
 	CSVDir     string
 	HTML       string
@@ -102,6 +104,7 @@ type ReportOptions struct {
 	ReadingSpeedMs float64
 
 	sloWords []string
+	flags    *pflag.FlagSet
 }
 
 func newReportCmd(env Env) *cobra.Command {
@@ -130,6 +133,7 @@ durations and never spans the idle time between them.`,
 		Args: atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files, o.sloWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0)
+			o.flags = cmd.Flags()
 			if len(o.Files) == 0 {
 				return usagef("no records file given")
 			}
@@ -146,7 +150,7 @@ durations and never spans the idle time between them.`,
 	fs.StringVar(&o.PerRequest, "per-request", "", "print one row per request instead of the summary: csv or jsonl")
 	fs.StringVar(&o.CSVDir, "csv", "", "write summary.csv, metrics.csv, buckets.csv and requests.csv into this directory")
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
-	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; an array of them for several levels")
+	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; for several levels one object holding each level's (\"levels\") and, for a sweep, its verdict (\"sweep\")")
 	fs.StringVar(&o.Title, "title", "", "title of the HTML report")
 	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
 	return cmd
@@ -154,7 +158,7 @@ durations and never spans the idle time between them.`,
 
 // readFlags registers the flags that say how records files are read,
 // shared by report and compare.
-func readFlags(cmd *cobra.Command, o *report.ReadOptions) {
+func readFlags(cmd *cobra.Command, o *runlog.ReadOptions) {
 	fs := cmd.Flags()
 	fs.BoolVar(&o.SkipBadLines, "skip-bad-lines", false, "skip (and name in a warning) every records line that does not parse or holds a value out of range, instead of stopping at the first")
 	fs.BoolVar(&o.Merge, "merge", false, "accept a records file holding several runs (files concatenated) and merge its runs, each on its own clock")
@@ -163,30 +167,49 @@ func readFlags(cmd *cobra.Command, o *report.ReadOptions) {
 // readError turns a records reader's error into the command's: a file of
 // several runs is a usage error (--merge decides), a bad line says how to
 // skip it.
-func readError(err error, o report.ReadOptions) error {
+func readError(err error, o runlog.ReadOptions) error {
 	var bad *runlog.BadLineError
 	switch {
-	case errors.Is(err, report.ErrSeveralRuns):
-		return usageError{err}
+	case errors.Is(err, runlog.ErrSeveralRuns):
+		return usageError{fmt.Errorf("%w; give --merge to summarise them together, each run on its own clock", err)}
 	case errors.As(err, &bad) && !o.SkipBadLines:
 		return fmt.Errorf("%w (--skip-bad-lines skips such lines, naming each in a warning)", err)
 	}
 	return err
 }
 
+// mergeError is runlog.Merge's refusal of incompatible files as the
+// command's: a usage error naming the flag that merges them anyway.
+func mergeError(err error) error {
+	return usageError{fmt.Errorf("%w; use --force to merge them anyway", err)}
+}
+
+// flagHint names the flag behind a records reader's or Merge's warning
+// (the library words them without flags): --merge for a file's runs
+// merged, --force for files merged despite a difference.
+func flagHint(w string) string {
+	switch {
+	case strings.HasSuffix(w, ": merged anyway"):
+		return w + " (--force)"
+	case strings.HasSuffix(w, ": merged as separate runs, each on its own clock"):
+		return w + " (--merge)"
+	}
+	return w
+}
+
 // readRecordsFiles reads every file, naming the file in errors; a file of
 // several runs gives one RecordsFile per run (with --merge).
-func readRecordsFiles(env Env, names []string, o report.ReadOptions) ([]report.RecordsFile, error) {
-	var files []report.RecordsFile
+func readRecordsFiles(env Env, names []string, o runlog.ReadOptions) ([]runlog.RecordsFile, error) {
+	var files []runlog.RecordsFile
 	for _, name := range names {
 		f, err := os.Open(resolve(env, name))
 		if err != nil {
 			return nil, fmt.Errorf("records file: %w", err)
 		}
-		rfs, warns, err := report.ReadRecordsFile(f, name, o)
+		rfs, warns, err := runlog.ReadRecordsFile(f, name, o)
 		f.Close()
 		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
 		}
 		if err != nil {
 			return nil, readError(err, o)
@@ -197,8 +220,7 @@ func readRecordsFiles(env Env, names []string, o report.ReadOptions) ([]report.R
 }
 
 func runReport(_ context.Context, env Env, o *ReportOptions) error {
-	so, err := o.Summary.options(o.sloWords)
-	if err != nil {
+	if _, err := o.Summary.options(o.sloWords); err != nil {
 		return err
 	}
 	if o.ReadingSpeedMs <= 0 {
@@ -213,25 +235,24 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	meta, recs, warns, err := report.Merge(files, o.Force)
+	meta, recs, warns, err := runlog.Merge(files, o.Force)
 	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
 	}
-	if errors.Is(err, report.ErrIncompatible) {
-		return usageError{err}
+	if errors.Is(err, runlog.ErrIncompatible) {
+		return mergeError(err)
 	}
 	if err != nil {
 		return err
 	}
-	if meta != nil && meta.NoStream {
-		// Not streamed: only E2E and response time were measured.
-		if err := noStreamStats(&so, o.Summary.PercentileMetrics != defaultPercentileMetrics); err != nil {
-			return err
-		}
+	res, err := o.Analyze(meta, recs)
+	if err != nil {
+		return err
 	}
-	levels := report.SummarizeLevels(meta, recs, so)
-	levelFs := analyzeLevels(meta, recs, levels, o.ReadingSpeedMs)
-
+	levels := make([]report.LevelSummary, len(res.Levels))
+	for i, l := range res.Levels {
+		levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+	}
 	switch o.PerRequest {
 	case "csv":
 		if err := report.WritePerRequestCSV(env.Stdout, report.Records(recs)); err != nil {
@@ -242,7 +263,9 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 			return err
 		}
 	default:
-		if err := terminalLevels(env, levels, levelFs, meta); err != nil {
+		topts := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""},
+			LevelReports: true}
+		if err := res.Terminal(env.Stdout, topts); err != nil {
 			return err
 		}
 	}
@@ -253,26 +276,20 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 		}
 		fmt.Fprintf(env.Stderr, "goodput: wrote %s\n", strings.Join(paths, ", "))
 	}
+	var output run.Output
 	if o.JSON != "" {
-		if err := writeResultJSON(resolve(env, o.JSON), levels, levelFs, meta); err != nil {
+		doc, err := res.JSON(run.JSONOptions{})
+		if err == nil {
+			err = output.WriteFile(resolve(env, o.JSON), func(b *bytes.Buffer) error { _, err := b.Write(doc); return err })
+		}
+		if err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", o.JSON)
 	}
 	if o.HTML != "" {
-		in := report.HTMLInput{Title: o.Title, Meta: meta, Levels: levels, Records: report.Records(recs), Generated: env.Now()}
-		for i, fs := range levelFs {
-			if len(levels) > 1 {
-				for j := range fs {
-					fs[j].Evidence = withLevel(fs[j].Evidence, levels[i].Index)
-				}
-			}
-			in.Findings = append(in.Findings, htmlFindings(fs)...)
-		}
-		if len(levels) == 1 {
-			in.SLA = findings.SLASentence(findings.Input{Summary: &levels[0].Summary, Meta: meta, Level: &levels[0].Level})
-		}
-		if err := writeHTMLFile(resolve(env, o.HTML), func(w io.Writer) error { return report.HTML(w, in) }); err != nil {
+		in := res.HTML(o.Title, env.Now())
+		if err := output.WriteFile(resolve(env, o.HTML), func(b *bytes.Buffer) error { return report.HTML(b, in) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: HTML report written to %s\n", o.HTML)
@@ -280,85 +297,48 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	return nil
 }
 
-// analyzeLevels runs the findings rules over each level as the run itself
-// did: the per-request timing rules get a Tracker over the level's records,
-// the client-bound rule the client CPU the run stored with the level.
-func analyzeLevels(meta *runlog.Meta, recs []runlog.Record, levels []report.LevelSummary, readingSpeedMs float64) [][]findings.Finding {
-	trackers := map[int]*findings.Tracker{}
-	for _, l := range levels {
-		trackers[l.Index] = findings.NewTracker()
+// Analyze judges merged records as the run that wrote them did: with the
+// summary options and reading speed the run stored, each replaced by its
+// flag where given (the command's hook; tests call it directly).
+func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.Result, error) {
+	flags, err := o.Summary.options(o.sloWords)
+	if err != nil {
+		return nil, err
 	}
-	for i := range recs {
-		if t := trackers[recs[i].Level]; t != nil {
-			t.Add(&recs[i])
-		}
-	}
-	out := make([][]findings.Finding, len(levels))
-	for i := range levels {
-		l := &levels[i]
-		out[i] = findings.Analyze(findings.Input{
-			Summary: &l.Summary, Meta: meta, Level: &l.Level, Levels: len(levels), Requests: trackers[l.Index],
-			ReadingSpeedMs: readingSpeedMs, ClientCPU: l.Level.ClientCPU,
-		})
-	}
-	return out
-}
-
-// withLevel returns ev with the level index added (a copy: findings share
-// no maps with their callers).
-func withLevel(ev map[string]any, level int) map[string]any {
-	out := make(map[string]any, len(ev)+1)
-	maps.Copy(out, ev)
-	out["level"] = level
-	return out
-}
-
-// terminalLevels prints each level's summary block and its findings, headed
-// by its load when there are several.
-func terminalLevels(env Env, levels []report.LevelSummary, levelFs [][]findings.Finding, meta *runlog.Meta) error {
-	opt := report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}
-	for i, l := range levels {
-		if len(levels) > 1 {
-			label := fmt.Sprintf("level %d: %s", l.Index, report.LevelName(l, len(levels)))
-			if i > 0 {
-				fmt.Fprintln(env.Stdout)
-			}
-			fmt.Fprintf(env.Stdout, "# %s\n", label)
-		}
-		if err := report.Terminal(env.Stdout, &l.Summary, meta, opt); err != nil {
-			return err
-		}
-		if err := findings.Render(env.Stdout, levelFs[i]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func writeResultJSON(path string, levels []report.LevelSummary, levelFs [][]findings.Finding, meta *runlog.Meta) error {
-	var parts [][]byte
-	for i, l := range levels {
-		b, err := report.ResultJSON(&l.Summary, meta, map[string]any{"findings": nonNil(levelFs[i])})
+	so, speed := flags, o.ReadingSpeedMs
+	if meta != nil && meta.Analysis != nil {
+		stored, storedSpeed, err := run.StoredOptions(meta)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		parts = append(parts, b)
-	}
-	var out []byte
-	if len(parts) == 1 {
-		out = parts[0]
-	} else {
-		out = append(out, "[\n"...)
-		for i, p := range parts {
-			if i > 0 {
-				out = append(out, ",\n"...)
-			}
-			out = append(out, strings.TrimRight(string(p), "\n")...)
+		so = stored
+		if o.changed("goodput") || len(o.sloWords) > 0 {
+			so.SLO = flags.SLO
 		}
-		out = append(out, "\n]\n"...)
+		if o.changed("percentile-metrics") {
+			so.Metrics = flags.Metrics
+		}
+		if o.changed("metric-percentiles") {
+			so.Percentiles = flags.Percentiles
+		}
+		if o.changed("buckets") {
+			so.Buckets = flags.Buckets
+		}
+		if storedSpeed > 0 && !o.changed("reading-speed-ms") {
+			speed = storedSpeed
+		}
 	}
-	return os.WriteFile(path, out, 0o644)
+	if meta != nil && meta.NoStream {
+		// Not streamed: only E2E and response time were measured.
+		if err := noStreamStats(&so, o.changed("percentile-metrics")); err != nil {
+			return nil, err
+		}
+	}
+	return run.AnalyzeRecords(meta, recs, run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed})
 }
+
+// changed says whether the flag was given.
+func (o *ReportOptions) changed(flag string) bool { return o.flags != nil && o.flags.Changed(flag) }
 
 // writeHTMLFile writes a report to path through a temporary file, so a
 // failed render does not leave half a page behind.

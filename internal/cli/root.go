@@ -105,22 +105,11 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return ExitInterrupted
 	case errors.As(err, &ge):
 		return ExitGate
-	case errors.As(err, &ue), isCobraUsage(err):
+	case errors.As(err, &ue):
 		return ExitUsage
 	default:
 		return ExitRun
 	}
-}
-
-// isCobraUsage recognises cobra's own flag and argument errors.
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown flag", "unknown shorthand", "unknown command", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "required flag"} {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func newRoot(env Env) *cobra.Command {
@@ -136,12 +125,87 @@ loopback and benchmarks it, so it runs with no GPU and no network.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
+		// The root runs nothing: bare, it prints its help; a word that
+		// names no subcommand is a usage error (cobra's own check for it
+		// returns an untyped error, and only when the root has no Args).
+		Args:                       unknownCommand,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SuggestionsMinimumDistance: 2,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// Every flag error is a usage error; on the root, where "goodput bnech
+	// --num-prompts 5" fails on a flag only bench has, the unknown word is.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if !c.HasParent() {
+			if err := unknownCommand(c, c.Flags().Args()); err != nil {
+				return err
+			}
+		}
+		return usageError{err}
+	})
 	// Every subcommand, listed here rather than registered from its file.
 	root.AddCommand(
 		newBenchCmd(env), newSweepCmd(env), newServeCmd(env), newSimCmd(env),
 		newProxyCmd(env), newReportCmd(env), newCompareCmd(env), newVersionCmd(env),
 	)
+	// cobra's help and completion commands, added now (Execute would add
+	// them later) so that their arguments are checked as ours are.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Args = helpTopic
+		}
+	}
+	usageArgs(root)
 	return root
+}
+
+// unknownCommand is the root's check of its arguments: any is a word that
+// names no subcommand.
+func unknownCommand(root *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], root.CommandPath())
+	if s := root.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+	}
+	return usageError{errors.New(msg)}
+}
+
+// helpTopic checks "goodput help TOPIC": the topic must be a command.
+func helpTopic(help *cobra.Command, args []string) error {
+	root := help.Root()
+	if c, _, err := root.Find(args); err != nil || c == root {
+		return unknownCommand(root, args)
+	}
+	return nil
+}
+
+// noArgs is the check of a command that takes no arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q: %q takes none", args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// usageArgs makes the argument check of c and of every command below it
+// return a usage error: cobra's own (cobra.NoArgs, MinimumNArgs, …) return
+// untyped ones. A command without a check takes any arguments (cobra checks
+// none but the root's).
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ue usageError
+			if err != nil && !errors.As(err, &ue) {
+				err = usageError{err}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }

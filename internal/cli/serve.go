@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 )
@@ -33,7 +34,7 @@ cache, prefix caching) over an OpenAI-compatible API: /v1/completions,
 computes, so any benchmark client sees a GPU-less stand-in for vLLM.`,
 		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
   goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
 	}
 	fs := cmd.Flags()
@@ -41,7 +42,7 @@ computes, so any benchmark client sees a GPU-less stand-in for vLLM.`,
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0 picks a free one)")
 	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
 	fs.StringVar(&o.ServedModelName, "served-model-name", "", "model id the server answers to (default: the model's HF id)")
-	o.Engine.RegisterFlags(fs)
+	registerEngineFlags(fs, &o.Engine)
 	return cmd
 }
 
@@ -53,13 +54,13 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := simserve.New(o.Engine, simserve.Options{ServedModelName: o.ServedModelName, Logger: log})
 	if err != nil {
-		return simConfigError(err, "--model")
+		return flagError(err, "--model")
 	}
 	url, stop, err := srv.Start(ctx, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", describeSim(srv.Describe()), srv.Model(), url)
+	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", run.DescribeEngine(srv.Describe()), srv.Model(), url)
 	<-ctx.Done()
 	return stop()
 }

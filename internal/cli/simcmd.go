@@ -2,23 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/findings"
-	"github.com/goodput/goodput/internal/report"
-	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
-	"github.com/goodput/goodput/internal/simrun"
-	"github.com/goodput/goodput/internal/stats"
-	"github.com/goodput/goodput/internal/workload"
 )
 
 // SimOptions configures "goodput sim": the engine, plus bench's workload,
@@ -60,7 +51,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	fs := cmd.Flags()
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
-		o.Engine.RegisterFlags(fs)
+		registerEngineFlags(fs, &o.Engine)
 	})
 	group(fs, "Load flags", o.load.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
@@ -76,166 +67,52 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	return cmd
 }
 
-// runSim runs one level in virtual time and reports it like bench.
-func runSim(ctx context.Context, env Env, o *SimOptions) error {
+// Run runs the simulation the options describe and returns what it found,
+// without printing it (the command's hook; tests call it directly).
+func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	so, err := o.out.statsOptions(o.args)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if o.IgnoreEOS && o.NaturalStop {
-		return usagef("--ignore-eos and --natural-stop contradict each other: choose one")
+		return nil, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}
 	if err := o.verdict.parse(); err != nil {
-		return err
+		return nil, err
 	}
 	lv, err := o.load.level()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if strings.EqualFold(o.work.o.DatasetName, "trace") && !o.load.numSet {
+		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
 	}
 	meta, err := parseKV("--metadata", o.out.Metadata)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	eng, err := sim.New(o.Engine)
-	if err != nil {
-		return simConfigError(err, "--model")
-	}
-	ds, err := virtualDataset(&o.work, &o.load, &lv)
-	if err != nil {
-		return err
-	}
-	desc := eng.Describe()
-	model := fmt.Sprint(desc["model"])
-	m := &runlog.Meta{
-		Tool: "goodput", Version: Version, Command: "sim", Started: env.Now().UTC(),
-		Target: "virtual-time", Backend: "sim", Model: model, Dataset: ds.Name(), Seed: o.load.Seed,
-		Simulated: desc, Metadata: meta,
-	}
-	resultPath, recordsPath := outputPaths(env, &o.out, "sim", model, lv.MaxConcurrency, lv.Rate, env.Now().Format("20060102-150405"))
-	f, rw, err := openRecords(env, &o.out, &resultPath, &recordsPath, m)
-	if err != nil {
-		return err
-	}
-	if f != nil {
-		defer f.Close()
-	}
-	acc := stats.NewAccumulator(so)
-	tracker := findings.NewTracker()
-	wall := time.Now()
-	res, runErr := simrun.Run(ctx, eng, ds, simrun.Load{
-		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
-		NumPrompts: lv.NumPrompts, NumWarmups: lv.NumWarmups, Duration: lv.Duration, Seed: o.load.Seed,
-		NaturalStop: !o.IgnoreEOS, NaturalStopRecorded: o.NaturalStop,
-	}, func(r *runlog.Record) error {
-		if rw != nil {
-			if err := rw.Write(r); err != nil {
-				return fmt.Errorf("records file %s: %w", recordsPath, err)
-			}
-		}
-		acc.Add(r)
-		tracker.Add(r)
-		return nil
+	res, err := run.Run(ctx, run.Config{
+		Command: "sim", Version: Version, Started: env.Now(), Workload: run.Workload{Options: o.work.o},
+		Load: lv, Seed: o.load.Seed, Virtual: true, Engine: o.Engine, IgnoreEOS: o.IgnoreEOS, NaturalStopRecorded: o.NaturalStop,
+		Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs, Output: o.out.runOutput(env), Metadata: meta,
+		Hooks: terminalHooks(env, o.out.Quiet),
 	})
-	elapsed := time.Since(wall)
-	m.Levels = []runlog.Level{{
-		RequestRate: lv.Rate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
-		NumPrompts: lv.NumPrompts, DurationS: lv.Duration.Seconds(), NumWarmups: lv.NumWarmups,
-		DelayedArrivals: res.DelayedArrivals,
-	}}
-	if rw != nil {
-		if err := rw.WriteEnd(m); err != nil {
-			return fmt.Errorf("records file %s: %w", recordsPath, err)
-		}
-	}
-	cancelled := runErr != nil && errors.Is(runErr, context.Canceled)
-	if runErr != nil && !cancelled {
-		return fmt.Errorf("simulation: %w", runErr)
-	}
-	sum := acc.Summary()
-	fs := o.verdict.analyze(&sum, m, &m.Levels[0], tracker, 0)
-	if err := report.Terminal(env.Stdout, &sum, m, report.TermOptions{TTY: env.TTY, NoColor: env.Getenv("NO_COLOR") != ""}); err != nil {
-		return err
-	}
-	if err := findings.Render(env.Stdout, fs); err != nil {
-		return err
-	}
-	if !o.out.Quiet {
-		fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
-			time.Duration(res.End).Seconds(), describeSim(desc), elapsed.Seconds(), res.Steps)
-	}
-	if rw != nil {
-		fmt.Fprintf(env.Stderr, "goodput: %d records in %s\n", rw.Count(), recordsPath)
-	}
-	extra := map[string]any{"records_file": recordsPath, "findings": nonNil(fs)}
-	if cancelled {
-		extra["interrupted"] = true
-	}
-	if o.out.SaveDetailed {
-		// vLLM's per-request lists, as bench writes them (no text: the
-		// simulated engine writes none).
-		d, err := detailed(env, &savedRun{path: recordsPath}, 0)
-		if err != nil {
-			return err
-		}
-		maps.Copy(extra, d)
-	}
-	b, err := report.ResultJSON(&sum, m, extra)
-	if err != nil {
-		return err
-	}
-	if o.out.SaveResult {
-		path, err := writeResult(env, &o.out, resultPath, b)
-		if err != nil {
-			return fmt.Errorf("--save-result: %w", err)
-		}
-		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
-	}
-	if o.out.HTML != "" {
-		h := runHTML{path: o.out.HTML, run: &savedRun{path: recordsPath}, title: "goodput sim", meta: m, so: so,
-			findings: htmlFindings(fs), sla: findings.SLASentence(findings.Input{Summary: &sum, Meta: m})}
-		if err := h.write(env); err != nil {
-			return err
-		}
-	}
-	if cancelled {
-		return interruptedError{"the summary above covers what finished"}
-	}
-	if err := allFailed(&sum); err != nil {
-		return err
-	}
-	return o.verdict.check(b)
+	return res, runError(err, nil, "--model")
 }
 
-// virtualDataset builds the workload of a virtual-time run of lv: a trace
-// replays whole unless --num-prompts was given, and warm-ups get requests
-// of their own beyond the measured ones.
-func virtualDataset(w *workloadFlags, l *loadFlags, lv *levelSpec) (workload.Dataset, error) {
-	wo := w.o
-	wo.Seed = l.Seed
-	wo.NumPrompts = lv.NumPrompts
-	if isTraceName(wo.DatasetName) && !l.numSet {
-		wo.NumPrompts, lv.NumPrompts = 0, 0
+// runSim runs one level in virtual time and reports it like bench.
+func runSim(ctx context.Context, env Env, o *SimOptions) error {
+	res, err := o.Run(ctx, env)
+	if res == nil {
+		return err
 	}
-	if wo.NumPrompts > 0 {
-		wo.NumPrompts += lv.NumWarmups
-	}
-	ds, err := workload.FromOptions(wo)
-	if err != nil {
-		return nil, datasetError(err)
-	}
-	if wo.NoOversample && isFileDataset(wo.DatasetName) && lv.NumPrompts+lv.NumWarmups > ds.Len() {
-		// Each row once: as many requests as the file has.
-		lv.NumPrompts = max(ds.Len()-lv.NumWarmups, 1)
-	}
-	return ds, nil
-}
-
-// datasetError makes a workload error a usage error that names the flag:
-// a file that cannot be opened is --dataset-path's.
-func datasetError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && !strings.Contains(err.Error(), "--") {
-		return usagef("--dataset-path %s: %v", pe.Path, pe.Err)
-	}
-	return usageError{err}
+	out := outputs{out: &o.out, gate: o.verdict.gate,
+		interrupted: func(*run.Result) string { return "the summary above covers what finished" },
+		before: func(res *run.Result) {
+			if v := res.Virtual; v != nil && !o.out.Quiet {
+				fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
+					v.Simulated.Seconds(), run.DescribeEngine(res.Meta.Simulated), v.Wall.Seconds(), v.Steps)
+			}
+		}}
+	return out.finish(env, res, err)
 }

@@ -11,11 +11,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goodput/goodput/internal/run"
 )
 
 type sweepOut struct {
@@ -118,7 +119,7 @@ func TestSweepSimCurve(t *testing.T) {
 }
 
 // TestSweepAutoLevels: with no level flags the sweep measures capacity (a
-// probe it does not record) and sweeps autoFractions of it.
+// probe it does not record) and sweeps run.AutoFractions of it.
 func TestSweepAutoLevels(t *testing.T) {
 	r := runSweepCLI(t, "--sim", "--num-prompts", "200", "--random-range-ratio", "0.5", "--save-result", "--quiet")
 	if r.code != 0 {
@@ -137,15 +138,15 @@ func TestSweepAutoLevels(t *testing.T) {
 	}
 	doc := resultDoc(t, r.dir)
 	levels, _ := doc["levels"].([]any)
-	if len(levels) == 0 || len(levels) > len(autoFractions) {
-		t.Fatalf("result has %d levels; want up to %d", len(levels), len(autoFractions))
+	if len(levels) == 0 || len(levels) > len(run.AutoFractions) {
+		t.Fatalf("result has %d levels; want up to %d", len(levels), len(run.AutoFractions))
 	}
 	for i, l := range levels {
 		got := l.(map[string]any)["request_rate"].(float64)
 		// Three significant digits of fraction × capacity, where the probe
 		// line printed capacity to three digits: within 1 %.
-		if want := autoFractions[i] * capacity; math.Abs(got-want) > 0.01*want {
-			t.Errorf("level %d rate %v; want %.3g (%g × %.3g)", i, got, want, autoFractions[i], capacity)
+		if want := run.AutoFractions[i] * capacity; math.Abs(got-want) > 0.01*want {
+			t.Errorf("level %d rate %v; want %.3g (%g × %.3g)", i, got, want, run.AutoFractions[i], capacity)
 		}
 	}
 	cp, _ := doc["capacity_probe"].(map[string]any)
@@ -317,44 +318,6 @@ func TestSweepWallClock(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "wall clock") || !strings.Contains(r.stdout, "level 1 c=4:") {
 		t.Errorf("stdout:\n%s", r.stdout)
-	}
-}
-
-func TestProcessCPU(t *testing.T) {
-	a, ok := processCPU()
-	if !ok {
-		t.Skip("no /proc/self/stat on this system")
-	}
-	// Burn CPU until the clock-tick counter moves (10 ms ticks).
-	x := 0
-	var b time.Duration
-	for i := 0; i < 1e9; i++ {
-		x += i
-		if i%1_000_000 == 0 {
-			if b, _ = processCPU(); b > a {
-				break
-			}
-		}
-	}
-	if b <= a {
-		t.Errorf("processCPU did not advance: %v then %v", a, b)
-	}
-	tests := []struct {
-		name string
-		a, b time.Duration
-		wall time.Duration
-		ok   bool
-		want float64
-	}{
-		{"unknown", 0, time.Second, 2 * time.Second, false, 0},
-		{"too short", 0, 100 * time.Millisecond, 500 * time.Millisecond, true, 0},
-		// 2 s of CPU over 4 s of wall on NumCPU cores.
-		{"share", time.Second, 3 * time.Second, 4 * time.Second, true, 0.5 / float64(runtime.NumCPU())},
-	}
-	for _, tt := range tests {
-		if got := cpuShare(tt.a, tt.b, tt.ok, tt.ok, tt.wall); got != tt.want {
-			t.Errorf("%s: cpuShare = %v; want %v", tt.name, got, tt.want)
-		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
@@ -46,7 +45,7 @@ func (v *verdictFlags) register(fs *pflag.FlagSet) {
 func (v *verdictFlags) parse() error {
 	g, err := gate.Parse(v.FailIf)
 	if err != nil {
-		return usageError{err}
+		return flagError(err, "")
 	}
 	if v.ReadingSpeedMs <= 0 {
 		return usagef("--reading-speed-ms %v: want > 0", v.ReadingSpeedMs)
@@ -146,34 +145,35 @@ func openSchema(m map[string]any) {
 	}
 }
 
+// schemaResult is a run of one schema level as a run.Result: every
+// optional key present (a tokenizer, a label, an interruption, a ramp).
+func schemaResult(so stats.Options, metadata map[string]string) *run.Result {
+	meta := schemaMeta(metadata)
+	lv := meta.Levels[0]
+	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
+	return &run.Result{Meta: meta, Levels: []run.LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings()}},
+		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
+}
+
 // benchSchema is the result JSON bench and sim write for a run summarised
-// with so, decoded: report.ResultJSON of schemaSummary with the extra keys
-// runBench and runSim add (a superset: a key some flag adds passes here
-// and is judged after the run; TestSchemaCoversResult catches one missing)
-// and, with --save-detailed, vLLM's per-request lists of one request.
+// with so, decoded: run.Result.JSON of schemaResult (a superset: a key
+// some flag adds passes here and is judged after the run;
+// TestSchemaCoversResult catches one missing) and, with --save-detailed,
+// vLLM's per-request lists of one request.
 func benchSchema(so stats.Options, metadata map[string]string, detail bool) (map[string]any, error) {
-	s := schemaSummary(so)
-	extra := map[string]any{
-		"records_file": "", "findings": schemaFindings(), "tokenizer_id": "", "label": "", "interrupted": true,
-		"ramp_up_strategy": "", "ramp_up_start_rps": 0, "ramp_up_end_rps": 0,
-	}
+	res := schemaResult(so, metadata)
 	if detail {
 		// One request of two tokens: every list has an element, itls a gap.
-		one := runlog.Record{Chunks: []runlog.Chunk{{T: 1, Tokens: 1, Visible: true}, {T: 2, Tokens: 1, Visible: true}}, End: 2, Status: 200}
-		d, err := detailed(Env{}, &savedRun{read: true, recs: []runlog.Record{one}}, 0)
-		if err != nil {
-			return nil, err
-		}
-		maps.Copy(extra, d)
+		res.Records = []runlog.Record{{Chunks: []runlog.Chunk{{T: 1, Tokens: 1, Visible: true}, {T: 2, Tokens: 1, Visible: true}}, End: 2, Status: 200}}
 	}
-	b, err := report.ResultJSON(&s, schemaMeta(metadata), extra)
+	b, err := res.JSON(run.JSONOptions{Label: "x", Detailed: detail})
 	if err != nil {
 		return nil, err
 	}
 	return decodeSchema(b)
 }
 
-// sweepSchema is the result JSON sweep writes, decoded: sweepJSON of one
+// sweepSchema is the result JSON sweep writes, decoded: the JSON of one
 // schema level with every optional part of the verdict present (a knee, a
 // search, a violation, a capacity probe), merged with the knee-less
 // rendering's knee_note.
@@ -181,14 +181,14 @@ func sweepSchema(so stats.Options, metadata map[string]string) (map[string]any, 
 	if so.SLO.IsZero() {
 		so.SLO = placeholderSLO // a sweep always ranks goodput by an SLO
 	}
-	p := sweep.Point{Summary: schemaSummary(so), Level: sweep.Level{Rate: 1, Concurrency: 1, Label: "x"}}
+	res := schemaResult(so, metadata)
+	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}}
 	pk := &sweep.Peak{}
-	res := &sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
-		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Violation: &sweep.Violation{}}
-	sr := &sweepRun{meta: schemaMeta(metadata), probe: &capacityProbe{Fractions: []float64{1}}, interrupted: true}
-	levelFs := [][]findings.Finding{schemaFindings()}
+	res.Sweep = &run.SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
+		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Violation: &sweep.Violation{}},
+		Search: &sweep.SearchResult{}, Probe: &runlog.CapacityProbe{Fractions: []float64{1}}}
 	render := func() (map[string]any, error) {
-		b, err := sweepJSON(sr, res, &sweep.SearchResult{}, levelFs, schemaFindings())
+		b, err := res.JSON(run.JSONOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -198,7 +198,7 @@ func sweepSchema(so stats.Options, metadata map[string]string) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	res.Knee = nil
+	res.Sweep.Knee = nil
 	noKnee, err := render()
 	if err != nil {
 		return nil, err
@@ -285,7 +285,7 @@ func validateGate(g gate.Gate, so stats.Options, schema func(stats.Options) (map
 	if hint != "" {
 		ke.Near = nil
 	}
-	return usagef("%v%s", ke, hint)
+	return usagef("%v%s", flagError(ke, ""), hint)
 }
 
 // with returns a copy of so changed by f.
@@ -330,58 +330,3 @@ func validateSweepGate(g gate.Gate, o *SweepOptions) error {
 
 // must reads a validity check whose schema failed to render as false.
 func must(ok bool, err error) bool { return ok && err == nil }
-
-// analyze runs the findings rules over one finished level.
-func (v *verdictFlags) analyze(sum *stats.Summary, meta *runlog.Meta, lv *runlog.Level, tr *findings.Tracker, clientCPU float64) []findings.Finding {
-	return findings.Analyze(findings.Input{
-		Summary: sum, Meta: meta, Level: lv, Levels: 1, Requests: tr,
-		ReadingSpeedMs: v.ReadingSpeedMs, ClientCPU: clientCPU,
-	})
-}
-
-// check applies --fail-if to the result JSON.
-func (v *verdictFlags) check(result []byte) error {
-	if len(v.gate.Conds) == 0 {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(result, &m); err != nil {
-		return fmt.Errorf("--fail-if: %w", err)
-	}
-	if failed := v.gate.Check(m); len(failed) > 0 {
-		return &GateError{Failed: failed}
-	}
-	return nil
-}
-
-// htmlFindings converts findings for the HTML report.
-func htmlFindings(fs []findings.Finding) []report.Finding {
-	out := make([]report.Finding, len(fs))
-	for i, f := range fs {
-		out[i] = report.Finding{ID: f.ID, Severity: string(f.Severity), Message: f.Message, Evidence: f.Evidence}
-	}
-	return out
-}
-
-// cpuMeter measures the process' CPU share over an interval; it reads 0
-// when the process also hosts the server measured (the embedded simulator),
-// whose CPU would be blamed on the client.
-type cpuMeter struct {
-	off  bool
-	cpu0 time.Duration
-	ok0  bool
-	wall time.Time
-}
-
-func startCPU(off bool) cpuMeter {
-	c, ok := processCPU()
-	return cpuMeter{off: off, cpu0: c, ok0: ok, wall: time.Now()}
-}
-
-func (m cpuMeter) share() float64 {
-	if m.off {
-		return 0
-	}
-	c, ok := processCPU()
-	return cpuShare(m.cpu0, c, m.ok0, ok, time.Since(m.wall))
-}

@@ -52,7 +52,7 @@ func newVersionCmd(env Env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print goodput's version, Go version and platform",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintf(env.Stdout, "goodput %s (%s %s/%s)\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return err

@@ -57,7 +57,26 @@ type Gate struct {
 // syntax is the shape every parse error points to.
 const syntax = "want KEY OP NUMBER, e.g. p99_ttft_ms>500 (OP one of > >= < <= == !=)"
 
-// Parse reads --fail-if expressions. Each error names the expression.
+// ExprError is an expression that does not parse.
+type ExprError struct {
+	// Expr is the expression as given.
+	Expr string
+	// Err says what is wrong with it.
+	Err error
+}
+
+// Error names the expression, quoted, then the problem; the CLI puts the
+// flag in front.
+func (e *ExprError) Error() string { return strconv.Quote(e.Expr) + ": " + e.Err.Error() }
+
+func (e *ExprError) Unwrap() error { return e.Err }
+
+func exprErr(expr, format string, args ...any) error {
+	return &ExprError{Expr: expr, Err: fmt.Errorf(format, args...)}
+}
+
+// Parse reads --fail-if expressions. An error is an *ExprError naming the
+// expression.
 func Parse(exprs []string) (Gate, error) {
 	var g Gate
 	for _, e := range exprs {
@@ -74,7 +93,7 @@ func parseOne(expr string) (Cond, error) {
 	e := strings.TrimSpace(expr)
 	i := strings.IndexAny(e, "<>=!")
 	if i < 0 {
-		return Cond{}, fmt.Errorf("--fail-if %q: no operator: %s", expr, syntax)
+		return Cond{}, exprErr(expr, "no operator: %s", syntax)
 	}
 	op := Op(e[i : i+1])
 	if i+1 < len(e) && e[i+1] == '=' {
@@ -83,24 +102,24 @@ func parseOne(expr string) (Cond, error) {
 	switch op {
 	case OpGT, OpGE, OpLT, OpLE, OpEQ, OpNE:
 	default:
-		return Cond{}, fmt.Errorf("--fail-if %q: operator %q: %s", expr, op, syntax)
+		return Cond{}, exprErr(expr, "operator %q: %s", op, syntax)
 	}
 	key := strings.TrimSpace(e[:i])
 	num := strings.TrimSpace(e[i+len(op):])
 	if key == "" {
-		return Cond{}, fmt.Errorf("--fail-if %q: no key before %s: %s", expr, op, syntax)
+		return Cond{}, exprErr(expr, "no key before %s: %s", op, syntax)
 	}
 	for _, r := range key {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
-			return Cond{}, fmt.Errorf("--fail-if %q: key %q: only letters, digits, _ - and . (for nesting): %s", expr, key, syntax)
+			return Cond{}, exprErr(expr, "key %q: only letters, digits, _ - and . (for nesting): %s", key, syntax)
 		}
 	}
 	if strings.HasPrefix(key, ".") || strings.HasSuffix(key, ".") || strings.Contains(key, "..") {
-		return Cond{}, fmt.Errorf("--fail-if %q: key %q has an empty part", expr, key)
+		return Cond{}, exprErr(expr, "key %q has an empty part", key)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(v) {
-		return Cond{}, fmt.Errorf("--fail-if %q: %q is not a number: %s", expr, num, syntax)
+		return Cond{}, exprErr(expr, "%q is not a number: %s", num, syntax)
 	}
 	return Cond{Expr: e, Key: key, Op: op, Value: v}, nil
 }

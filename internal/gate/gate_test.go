@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,7 +61,27 @@ func TestParseErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.in) {
 				t.Errorf("Parse(%q) error = %v; want one naming the expression and containing %q", tt.in, err, tt.want)
 			}
+			var ee *ExprError
+			if !errors.As(err, &ee) || ee.Expr != tt.in {
+				t.Errorf("Parse(%q) error = %v; want an ExprError on %q", tt.in, err, tt.in)
+			}
+			if msg := fmt.Sprint(err); !strings.HasPrefix(msg, strconv.Quote(tt.in)+": ") || strings.Contains(msg, "--") {
+				t.Errorf("Parse(%q) error = %q; want it to start with the quoted expression and name no flag", tt.in, err)
+			}
 		})
+	}
+}
+
+func TestExprError(t *testing.T) {
+	inner := errors.New("no operator")
+	e := &ExprError{Expr: "p99_ttft_ms 5", Err: inner}
+	if got, want := e.Error(), `"p99_ttft_ms 5": no operator`; got != want {
+		t.Errorf("Error() = %q; want %q", got, want)
+	}
+	wrapped := fmt.Errorf("sweep: %w", e)
+	var ee *ExprError
+	if !errors.As(wrapped, &ee) || ee != e || !errors.Is(wrapped, inner) {
+		t.Errorf("errors.As/Is through %v: got %v; want the ExprError and its cause", wrapped, ee)
 	}
 }
 
@@ -216,8 +237,8 @@ func TestValidate(t *testing.T) {
 					t.Errorf("Validate(%q) near (-want +got):\n%s", tt.expr, diff)
 				}
 			}
-			if !strings.HasPrefix(err.Error(), "--fail-if "+strconv.Quote(tt.expr)+": ") {
-				t.Errorf("error %q; want it to name the flag and expression", err)
+			if msg := err.Error(); !strings.HasPrefix(msg, strconv.Quote(tt.expr)+": ") || strings.Contains(msg, "--") {
+				t.Errorf("error %q; want it to start with the quoted expression and name no flag", err)
 			}
 		})
 	}

@@ -27,8 +27,10 @@ type KeyError struct {
 	Near []string
 }
 
+// Error names the expression, quoted, then the problem and the keys near
+// it; the CLI puts the flag in front.
 func (e *KeyError) Error() string {
-	msg := fmt.Sprintf("--fail-if %q: %s %s", e.Expr, e.Key, e.Problem)
+	msg := fmt.Sprintf("%q: %s %s", e.Expr, e.Key, e.Problem)
 	if len(e.Near) > 0 {
 		msg += "; did you mean " + strings.Join(e.Near, ", ") + "?"
 	}

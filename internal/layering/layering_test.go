@@ -13,30 +13,49 @@ import (
 
 const module = "github.com/goodput/goodput/"
 
-// allowed lists, for each package, the project packages it may import.
-// Packages not listed may import anything below cli; cli may import all.
-var allowed = map[string][]string{
-	"internal/sse":           {},
-	"internal/runlog":        {},
-	"internal/redact":        {},
-	"internal/tokenize":      {},
-	"internal/workload":      {"internal/tokenize"},
-	"internal/sim/costmodel": {},
-	"internal/sim/kvcache":   {},
-	"internal/sim":           {"internal/sim/costmodel", "internal/sim/kvcache", "internal/runlog"},
-	"internal/stats":         {"internal/runlog"},
-	"internal/openai":        {"internal/sse", "internal/redact", "internal/runlog"},
-	"internal/loadgen":       {"internal/runlog"},
-	"internal/gate":          {},
-	"internal/findings":      {"internal/stats", "internal/runlog"},
-	"internal/compare":       {"internal/stats", "internal/runlog"},
-	"internal/report":        {"internal/compare", "internal/stats", "internal/runlog"},
-	"internal/simrun":        {"internal/sim", "internal/workload", "internal/runlog"},
-	"internal/simserve":      {"internal/sim", "internal/sse", "internal/tokenize", "internal/runlog"},
-	"internal/sweep":         {"internal/findings", "internal/sim", "internal/simrun", "internal/stats", "internal/workload", "internal/runlog"},
-	"internal/promexport":    {"internal/stats", "internal/runlog"},
-	"internal/proxy":         {"internal/openai", "internal/promexport", "internal/redact", "internal/sse", "internal/stats", "internal/tokenize", "internal/runlog"},
+// floors are the packages storey by storey, bottom up. The rule: a
+// package imports only packages on floors below its own (and its own
+// sub-packages), so dependencies point one way; every package has a floor,
+// so a new one must be placed before it can import anything.
+var floors = [][]string{
+	// The data model and the leaf codecs: no project imports at all.
+	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering"},
+	// Pure building blocks over the data model.
+	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim"},
+	// The wire, the drivers of the engine, and the judgements of one run.
+	{"internal/openai", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
+	// Judging a curve; watching live traffic; test servers.
+	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
+	// Rendering every output.
+	{"internal/report"},
+	// The run lifecycle: the middle floor.
+	{"internal/run"},
+	// The command line, and the end-to-end benchmarks that drive the floors.
+	{"internal/cli", "bench"},
+	{"cmd/goodput"},
 }
+
+// floorOf is the floor of a package (its own or, for a sub-package not
+// listed, its parent's), or -1.
+func floorOf(pkg string) int {
+	for i, f := range floors {
+		if contains(f, pkg) {
+			return i
+		}
+	}
+	if k := strings.LastIndex(pkg, "/"); k > 0 {
+		return floorOf(pkg[:k])
+	}
+	return -1
+}
+
+// engine is the simulated engine: it imports nothing of the project but
+// its own sub-packages and the data model, so it stays a state machine
+// that any driver (HTTP, virtual time, a cluster) can run.
+const engine = "internal/sim"
+
+// testOnly packages are imported by tests alone.
+var testOnly = []string{"internal/run/runtest"}
 
 // forbiddenCalls are identifiers only some packages may use.
 var forbiddenCalls = []struct {
@@ -110,20 +129,26 @@ func sources(t *testing.T) []file {
 
 func TestImportsPointDownstream(t *testing.T) {
 	for _, f := range sources(t) {
+		floor := floorOf(f.pkg)
+		if floor < 0 {
+			t.Errorf("%s is on no floor: add it to floors", f.pkg)
+			continue
+		}
 		for _, im := range f.imports {
 			if !strings.HasPrefix(im, module) {
 				continue
 			}
 			dep := strings.TrimPrefix(im, module)
-			if dep == "internal/cli" && !strings.HasPrefix(f.pkg, "cmd/") {
-				t.Errorf("%s/%s imports %s: only cmd/ may", f.pkg, f.name, dep)
+			if strings.HasPrefix(dep, f.pkg+"/") && !contains(testOnly, dep) {
+				continue // its own sub-package
 			}
-			ok, listed := allowed[f.pkg]
-			if !listed {
-				continue
-			}
-			if !contains(ok, dep) && !strings.HasPrefix(dep, f.pkg+"/") {
-				t.Errorf("%s/%s imports %s; allowed: %v", f.pkg, f.name, dep, ok)
+			switch d := floorOf(dep); {
+			case contains(testOnly, dep):
+				t.Errorf("%s/%s imports %s: only tests may", f.pkg, f.name, dep)
+			case d < 0 || d >= floor:
+				t.Errorf("%s/%s (floor %d) imports %s (floor %d): imports point down only", f.pkg, f.name, floor, dep, d)
+			case (f.pkg == engine || strings.HasPrefix(f.pkg, engine+"/")) && dep != "internal/runlog" && !strings.HasPrefix(dep, engine+"/"):
+				t.Errorf("%s/%s imports %s: the engine imports only its own packages and runlog", f.pkg, f.name, dep)
 			}
 		}
 	}

@@ -77,6 +77,11 @@ type Config struct {
 	// ContinuousUsage asks for usage in every chunk (vLLM's
 	// continuous_usage_stats), giving exact tokens per chunk.
 	ContinuousUsage bool
+	// AutoUsage lets Resolve turn ContinuousUsage on for servers known to
+	// accept it.
+	AutoUsage bool
+	// ReadyPoll is how often Resolve asks a starting server again (0: 1 s).
+	ReadyPoll time.Duration
 	// NoStream sends "stream": false and measures the whole answer: the
 	// record then has one chunk, at the moment the body has arrived,
 	// carrying every generated token. E2E is measured; TTFT, TTP, TPOT and
@@ -134,13 +139,41 @@ type Client struct {
 	closes atomic.Bool
 	// pool holds streamStates whose readers use this client's clock.
 	pool sync.Pool
+	countState
 }
 
-// NewClient checks cfg and returns a Client.
+// ConfigError is a bad value in Config: Field is the Go name of the field at
+// fault ("BaseURL"), so that a caller can say where the value came from (the
+// CLI names the flag).
+type ConfigError struct {
+	// Field is the Config field's Go name.
+	Field string
+	// Value is the field's value as given.
+	Value string
+	// Err says what is wrong with it.
+	Err error
+}
+
+// Error describes the field in words, its value (quoted) and the problem,
+// e.g. `base URL "localhost:8000": want http(s)://host[:port]`.
+func (e *ConfigError) Error() string {
+	name, ok := configNames[e.Field]
+	if !ok {
+		name = e.Field
+	}
+	return name + " " + strconv.Quote(e.Value) + ": " + e.Err.Error()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// configNames are Config's fields in words, for ConfigError.Error.
+var configNames = map[string]string{"BaseURL": "base URL"}
+
+// NewClient checks cfg and returns a Client. A bad value is a *ConfigError.
 func NewClient(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--base-url %q: want http(s)://host[:port]", cfg.BaseURL)
+		return nil, &ConfigError{Field: "BaseURL", Value: cfg.BaseURL, Err: errors.New("want http(s)://host[:port]")}
 	}
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = "/v1/completions"
@@ -229,7 +262,7 @@ func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
 	case origin(req.URL) != origin(from):
 		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s, another origin than %s: not followed, so the request's credentials stay with its target", code, to, origin(from))}
 	case !c.cfg.FollowRedirects:
-		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s: not followed (--follow-redirects follows same-origin ones)", code, to)}
+		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s: not followed (same-origin redirects are followed only when asked)", code, to)}
 	case via[len(via)-1].Method == http.MethodPost && req.Method != http.MethodPost:
 		return &redirectError{runlog.ErrRedirect, fmt.Sprintf("HTTP %d redirect to %s: not followed, it would resend the POST as a GET without its body (307 and 308 keep it)", code, to)}
 	case len(via) >= maxRedirects:

@@ -507,7 +507,7 @@ func TestHostileRedirects(t *testing.T) {
 			http.Redirect(w, r, "/v2/completions", http.StatusTemporaryRedirect)
 			return false
 		}, func(t *testing.T, recs []runlog.Record) {
-			wantFail(t, recs, runlog.ErrRedirect, 307, []string{"/v2/completions: not followed (--follow-redirects"})
+			wantFail(t, recs, runlog.ErrRedirect, 307, []string{"/v2/completions: not followed (same-origin redirects are followed only when asked)"})
 		}},
 		{"same origin, followed", true, func(w http.ResponseWriter, r *http.Request) bool {
 			if r.URL.Path == "/v2/completions" {

@@ -44,11 +44,11 @@ func reportSeeds(f *testing.F) {
 // fuzzRead reads data as report does with every leniency on; ok is false
 // when it holds nothing to report on.
 func fuzzRead(data []byte) (*runlog.Meta, []runlog.Record, bool) {
-	files, _, err := ReadRecordsFile(bytes.NewReader(data), "fuzz.jsonl", ReadOptions{SkipBadLines: true, Merge: true})
+	files, _, err := runlog.ReadRecordsFile(bytes.NewReader(data), "fuzz.jsonl", runlog.ReadOptions{SkipBadLines: true, Merge: true})
 	if err != nil {
 		return nil, nil, false
 	}
-	meta, recs, _, err := Merge(files, true)
+	meta, recs, _, err := runlog.Merge(files, true)
 	if err != nil {
 		return nil, nil, false
 	}

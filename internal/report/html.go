@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -13,25 +14,10 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
-
-// Finding is one diagnosis shown in the HTML report: what a rule of the
-// findings package concluded, with the figures it rests on. It is declared
-// here, where it is consumed, so report does not depend on the rules; a
-// findings type with the same fields converts to it directly.
-type Finding struct {
-	// ID names the rule, e.g. "queueing-dominates-ttft".
-	ID string
-	// Severity is "info", "warn" or "critical" (any other word is shown as
-	// it is).
-	Severity string
-	// Message is the finding in one or two sentences.
-	Message string
-	// Evidence holds the figures behind it, shown as key = value.
-	Evidence map[string]any
-}
 
 // SweepMarks are the sweep's conclusions to mark on its curves.
 type SweepMarks struct {
@@ -55,8 +41,9 @@ type HTMLInput struct {
 	// Records yields the run's records once, for the distribution,
 	// timeline and over-time charts; nil leaves those charts out.
 	Records iter.Seq[*runlog.Record]
-	// Findings are shown near the top when present.
-	Findings []Finding
+	// Findings are shown near the top when present: each with its
+	// severity, rule id, message and evidence (as key = value).
+	Findings []findings.Finding
 	// SLA is the one-sentence service-level statement (findings'
 	// SLASentence), shown first when set, in a box coloured by SLAVerdict.
 	SLA string
@@ -172,7 +159,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 		}
 	}
 	for _, f := range in.Findings {
-		d.Findings = append(d.Findings, findingView{ID: f.ID, Severity: f.Severity, Message: f.Message, Evidence: evidenceText(f.Evidence)})
+		d.Findings = append(d.Findings, findingView{ID: f.ID, Severity: string(f.Severity), Message: f.Message, Evidence: evidenceText(f.Evidence)})
 	}
 	d.Summary = summaryTable(in.Levels)
 	for _, l := range in.Levels {
@@ -282,10 +269,6 @@ func HTML(w io.Writer, in HTMLInput) error {
 	return err
 }
 
-// sloTarget is the attainment a level needs to keep its SLO; it must equal
-// findings.SLOTarget, which the SLA sentence judges by (a test checks).
-const sloTarget = 0.99
-
 // slaVerdict is "met", "missed" or "" for the SLA box's colour.
 func slaVerdict(in HTMLInput) string {
 	if in.SLAVerdict == "met" || in.SLAVerdict == "missed" {
@@ -294,11 +277,11 @@ func slaVerdict(in HTMLInput) string {
 	if in.SLAVerdict != "" || in.SLA == "" || len(in.Levels) != 1 {
 		return ""
 	}
-	s := &in.Levels[0].Summary
-	if !s.SLO.Set || s.Requests == 0 {
+	// Judged as the SLA sentence judges it.
+	switch met, ok := findings.SLOMet(&in.Levels[0].Summary); {
+	case !ok:
 		return ""
-	}
-	if s.SLO.Attainment >= sloTarget {
+	case met:
 		return "met"
 	}
 	return "missed"
@@ -372,6 +355,16 @@ func evidenceText(ev map[string]any) string {
 		parts[i] = fmt.Sprintf("%s = %v", k, v)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// jsonText shows a free-form map (the simulated engine's settings) as
+// JSON, keys sorted.
+func jsonText(m map[string]any) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Sprint(m)
+	}
+	return string(b)
 }
 
 func pctText(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" }
@@ -481,7 +474,7 @@ func conditionRows(meta *runlog.Meta, levels []LevelSummary) [][2]string {
 		addRow("Command", meta.Command)
 		addRow("Seed", strconv.FormatInt(meta.Seed, 10))
 		if len(meta.Simulated) > 0 {
-			addRow("Simulated engine", canonical(meta.Simulated))
+			addRow("Simulated engine", jsonText(meta.Simulated))
 		}
 		keys := make([]string, 0, len(meta.Metadata))
 		for k := range meta.Metadata {

@@ -10,14 +10,15 @@ import (
 	"math"
 
 	"github.com/goodput/goodput/internal/compare"
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // Input is a file given to report or compare: a records file or a result
 // file, told apart by content.
 type Input struct {
 	// Records is set for a records file: its runs, one unless the file
-	// holds several and was read with ReadOptions.Merge.
-	Records []RecordsFile
+	// holds several and was read with runlog.ReadOptions.Merge.
+	Records []runlog.RecordsFile
 	// Result is set for a result JSON file (ours or vLLM's).
 	Result *Result
 }
@@ -28,15 +29,15 @@ const maxResultSize = 256 << 20
 
 // ReadInput reads a records file or a result file from r. A file whose
 // first non-blank line is a whole JSON object with a "meta" or "id" key
-// is a records file (JSON Lines), read as ReadRecordsFile does; anything
+// is a records file (JSON Lines), read as runlog.ReadRecordsFile does; anything
 // else is read as one result JSON document. An empty file, or one that is
 // neither, is an error naming the file (and the line where it stops being
 // JSON). Warnings are the records reader's (e.g. a torn last line).
-func ReadInput(r io.Reader, name string, o ReadOptions) (Input, []string, error) {
+func ReadInput(r io.Reader, name string, o runlog.ReadOptions) (Input, []string, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, _ := br.Peek(1 << 16)
 	if looksLikeRecords(head) {
-		fs, warns, err := ReadRecordsFile(br, name, o)
+		fs, warns, err := runlog.ReadRecordsFile(br, name, o)
 		if err != nil {
 			return Input{}, warns, err
 		}
@@ -50,7 +51,7 @@ func ReadInput(r io.Reader, name string, o ReadOptions) (Input, []string, error)
 		return Input{}, nil, fmt.Errorf("%s: not a records file, and too large for a result file", name)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return Input{}, nil, fmt.Errorf("%s: %w: the file is empty", name, ErrNoRecords)
+		return Input{}, nil, fmt.Errorf("%s: %w: the file is empty", name, runlog.ErrNoRecords)
 	}
 	var raw json.RawMessage
 	var se *json.SyntaxError

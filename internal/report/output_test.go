@@ -2,12 +2,10 @@ package report
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -110,86 +108,6 @@ func recordsFile(t *testing.T, meta *runlog.Meta, recs []runlog.Record) []byte {
 	return b
 }
 
-func TestMerge(t *testing.T) {
-	meta := handMeta()
-	rate4 := *meta
-	rate4.Levels = []runlog.Level{{RequestRate: 4, Burstiness: 1, NumPrompts: 4}}
-	rate4.Started = meta.Started.Add(10 * time.Second)
-	shard := *meta
-	shard.Started = meta.Started.Add(2 * time.Second)
-	otherModel := *meta
-	otherModel.Model = "qwen-7b"
-	otherSim := *meta
-	otherSim.Simulated = map[string]any{"gpu": "a100"}
-
-	f := func(name string, m *runlog.Meta) RecordsFile {
-		return RecordsFile{Name: name, Meta: m, Records: handRecords()}
-	}
-	t.Run("levels of a sweep", func(t *testing.T) {
-		m, recs, warns, err := Merge([]RecordsFile{f("a", meta), f("b", &rate4)}, false)
-		if err != nil || len(warns) > 0 {
-			t.Fatalf("Merge = %v, %q", err, warns)
-		}
-		if len(m.Levels) != 2 || m.Levels[1].RequestRate != 4 {
-			t.Errorf("merged levels = %+v; want rate 2 then rate 4", m.Levels)
-		}
-		// b's r1 is at level 1 and 10 s later on a's clock.
-		r := recs[len(handRecords())+1]
-		if r.ID != "r1" || r.Level != 1 || r.Chunks[0].T != 10100*ms {
-			t.Errorf("b's r1 = level %d, first chunk %d; want level 1 at 10.1 s", r.Level, r.Chunks[0].T)
-		}
-		if handRecords()[1].Chunks[0].T != 100*ms {
-			t.Error("Merge modified its input's chunks")
-		}
-		ls := SummarizeLevels(m, recs, stats.Options{})
-		if len(ls) != 2 || ls[0].Summary.Completed != 3 || ls[1].Summary.Completed != 3 {
-			t.Errorf("SummarizeLevels = %d levels; want 2 with 3 completed each", len(ls))
-		}
-	})
-	t.Run("shards", func(t *testing.T) {
-		m, recs, _, err := Merge([]RecordsFile{f("a", meta), f("b", &shard)}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(m.Levels) != 1 || m.Levels[0].NumPrompts != 8 || m.Levels[0].NumWarmups != 2 {
-			t.Errorf("merged levels = %+v; want one level of 8 prompts, 2 warm-ups", m.Levels)
-		}
-		s := stats.Summarize(recs, stats.Options{})
-		// a: 0–1.1 s; b: 2–3.1 s on a's clock → 3.1 s, 6 completed.
-		if s.Completed != 6 || s.DurationS != 3.1 {
-			t.Errorf("merged shards: %d completed over %v s; want 6 over 3.1", s.Completed, s.DurationS)
-		}
-	})
-	for _, tc := range []struct {
-		name, field string
-		m           *runlog.Meta
-	}{{"model", "model (llama-3-8b vs qwen-7b)", &otherModel}, {"simulated", "simulated.gpu (none vs a100)", &otherSim}} {
-		t.Run("refuses different "+tc.name, func(t *testing.T) {
-			_, _, _, err := Merge([]RecordsFile{f("a.jsonl", meta), f("b.jsonl", tc.m)}, false)
-			if !errors.Is(err, ErrIncompatible) {
-				t.Fatalf("Merge = %v; want ErrIncompatible", err)
-			}
-			for _, w := range []string{"a.jsonl", "b.jsonl", tc.field, "--force"} {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Merge error %q lacks %q", err, w)
-				}
-			}
-			_, recs, warns, err := Merge([]RecordsFile{f("a.jsonl", meta), f("b.jsonl", tc.m)}, true)
-			if err != nil || len(recs) != 10 || len(warns) != 1 {
-				t.Errorf("Merge(force) = %v, %d records, warnings %q; want nil, 10, one warning", err, len(recs), warns)
-			}
-		})
-	}
-	t.Run("one file keeps its levels", func(t *testing.T) {
-		mm := *meta
-		mm.Levels = append(mm.Levels, runlog.Level{RequestRate: 8})
-		m, recs, _, err := Merge([]RecordsFile{f("a", &mm)}, false)
-		if err != nil || len(m.Levels) != 2 || len(recs) != 5 {
-			t.Errorf("Merge(one file) = %v, %d levels, %d records; want 2 levels, 5 records", err, len(m.Levels), len(recs))
-		}
-	})
-}
-
 func TestReadInput(t *testing.T) {
 	res, err := ResultJSON(handSummary(t), handMeta(), nil)
 	if err != nil {
@@ -212,7 +130,7 @@ func TestReadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, _, err := ReadInput(bytes.NewReader(tt.data), "f", ReadOptions{})
+			in, _, err := ReadInput(bytes.NewReader(tt.data), "f", runlog.ReadOptions{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("ReadInput(%s) = %v; want an error with %q", tt.name, err, tt.wantErr)
@@ -236,12 +154,12 @@ func FuzzReadInput(f *testing.F) {
 	f.Add([]byte(`{"duration": 1.5, "completed": 3, "mean_ttft_ms": 10, "p99_ttft_ms": 20}`))
 	f.Add([]byte("\n\n{\"id\":\"x\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, _, err := ReadInput(bytes.NewReader(data), "fuzz", ReadOptions{SkipBadLines: true, Merge: true})
+		in, _, err := ReadInput(bytes.NewReader(data), "fuzz", runlog.ReadOptions{SkipBadLines: true, Merge: true})
 		if err != nil {
 			return
 		}
 		if in.Records != nil {
-			m, recs, _, err := Merge(in.Records, true)
+			m, recs, _, err := runlog.Merge(in.Records, true)
 			if err == nil {
 				SummarizeLevels(m, recs, stats.Options{})
 				_ = WritePerRequestCSV(&bytes.Buffer{}, Records(recs))

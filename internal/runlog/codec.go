@@ -316,13 +316,21 @@ const (
 // the rest are only counted.
 const maxLineWarnings = 20
 
-// ReadOptions say how a Reader treats lines it cannot use. The zero value
-// is the strict reader: a bad line other than a torn last one is an error.
+// ReadOptions say how a Reader, and ReadRecordsFile, treat a records
+// file's problems. The zero value is the strict reader: a bad line other
+// than a torn last one is an error, and so is a file of several runs read
+// with ReadRecordsFile.
 type ReadOptions struct {
 	// SkipBadLines skips every line that does not parse or holds a value
 	// out of range, anywhere in the file, with a warning naming file, line
 	// and reason, instead of failing on the first.
 	SkipBadLines bool
+	// Merge lets ReadRecordsFile accept a file that holds several runs
+	// (meta lines describing different runs, as when files are
+	// concatenated) and return each run apart, to be merged with Merge;
+	// without it such a file is an error wrapping ErrSeveralRuns. A Reader
+	// and ReadRuns keep a file's runs apart whatever it says.
+	Merge bool
 }
 
 // BadLineError is the error of a line the Reader rejects: it does not

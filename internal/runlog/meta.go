@@ -41,6 +41,9 @@ type Meta struct {
 	NoStream bool `json:"no_stream,omitempty"`
 	// Simulated describes the simulated engine (model, GPU, flags), when any.
 	Simulated map[string]any `json:"simulated,omitempty"`
+	// Analysis is how the run judged itself (SLO, sweep criteria), so a
+	// report of the records reaches the same verdict; nil in older files.
+	Analysis *Analysis `json:"analysis,omitempty"`
 	// Metadata is free-form user key/values (--metadata K=V).
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
@@ -71,4 +74,71 @@ type Level struct {
 	// simulator shares the process, virtual time has no client). Stored so
 	// that a report of the records reaches the same client-bound verdict.
 	ClientCPU float64 `json:"client_cpu,omitempty"`
+	// Ramp, when set, raises the arrival rate over the level (vLLM's
+	// --ramp-up-strategy) in place of RequestRate, which is then 0.
+	Ramp *Ramp `json:"ramp,omitempty"`
+	// Stopped says why the level stopped before its last request when the
+	// run stopped it early (a saturation stop); "" when it ran to the end.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// Duration is the level's time limit (0: none).
+func (l Level) Duration() time.Duration { return time.Duration(l.DurationS * float64(time.Second)) }
+
+// Ramp is a level's rising arrival rate: from StartRPS to EndRPS across
+// the level's requests, linearly or exponentially.
+type Ramp struct {
+	Strategy string  `json:"strategy"`
+	StartRPS float64 `json:"start_rps"`
+	EndRPS   float64 `json:"end_rps"`
+}
+
+// Analysis is how a run judged itself — its summary options, its findings'
+// reading speed and, for a sweep, the sweep's criteria — stored with the
+// run so that a report of its records reaches the same verdict.
+type Analysis struct {
+	// SLO is the goodput SLO, as --goodput writes it ("" none).
+	SLO string `json:"slo,omitempty"`
+	// Percentiles, Metrics and Buckets are the summary options (nil: the
+	// defaults; an empty Buckets: no buckets).
+	Percentiles []float64 `json:"percentiles,omitempty"`
+	Metrics     []string  `json:"metrics,omitempty"`
+	Buckets     []int     `json:"buckets"`
+	// ReadingSpeedMs is the findings' reading speed, ms per token.
+	ReadingSpeedMs float64 `json:"reading_speed_ms,omitempty"`
+	// Sweep holds a sweep's criteria; nil for a single level.
+	Sweep *SweepSpec `json:"sweep,omitempty"`
+}
+
+// SweepSpec is what a sweep varied and how it judged its levels.
+type SweepSpec struct {
+	// Axis is request_rate or concurrency.
+	Axis string `json:"axis"`
+	// Planned is the number of levels planned (a saturated level ends the
+	// sweep early); Search says the levels were a bisection's runs between
+	// Lo and Hi to Precision.
+	Planned   int     `json:"planned"`
+	Search    bool    `json:"search,omitempty"`
+	Lo        float64 `json:"lo,omitempty"`
+	Hi        float64 `json:"hi,omitempty"`
+	Precision float64 `json:"precision,omitempty"`
+	// KneeK, Attainment, MaxMedianQueueMs, MaxErrorRate and SaturationStop
+	// are the sweep's criteria.
+	KneeK            float64 `json:"knee_k"`
+	Attainment       float64 `json:"slo_attainment"`
+	MaxMedianQueueMs float64 `json:"max_median_queue_ms,omitempty"`
+	MaxErrorRate     float64 `json:"max_error_rate"`
+	SaturationStop   bool    `json:"saturation_stop"`
+	// Probe is the capacity probe an automatic sweep's levels came from.
+	Probe *CapacityProbe `json:"capacity_probe,omitempty"`
+}
+
+// CapacityProbe is what an automatic sweep measured before its levels:
+// its levels are Fractions of RequestThroughput.
+type CapacityProbe struct {
+	RequestThroughput float64   `json:"request_throughput"`
+	Completed         int       `json:"completed"`
+	Failed            int       `json:"failed"`
+	DurationS         float64   `json:"duration_s"`
+	Fractions         []float64 `json:"fractions"`
 }

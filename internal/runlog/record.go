@@ -1,9 +1,10 @@
 // Package runlog holds goodput's one data model: the per-request Record, the
-// run's metadata, the JSON Lines codec that stores them, and the metric
-// definitions (TTFT, TTP, ITL, TPOT, E2E, response time) computed from a
-// Record. Every producer (bench, sim, proxy) writes Records and every consumer
-// (stats, report, compare) reads them, so a metric is defined exactly once,
-// here.
+// run's metadata, the JSON Lines codec that stores them, the merging of
+// records files onto one clock (Merge: the levels of a sweep, the shards of
+// a distributed run), and the metric definitions (TTFT, TTP, ITL, TPOT,
+// E2E, response time) computed from a Record. Every producer (bench, sim,
+// proxy) writes Records and every consumer (stats, report, compare) reads
+// them, so a metric is defined exactly once, here.
 //
 // Times are nanoseconds from the run's start on the monotonic clock.
 // Record and Meta values are not safe for concurrent mutation; Writer is safe
@@ -173,6 +174,55 @@ type Record struct {
 
 // OK reports whether the request succeeded.
 func (r *Record) OK() bool { return r.ErrorClass == ErrNone }
+
+// Shift moves every time of r by d ns (later for d > 0): Intended, Sent,
+// End, each chunk's T and Server.ArrivalNs; durations (ConnectNs, the
+// server's queue, prefill and decode times) stay. It changes r's chunks
+// and server timing in place, so a record sharing them (a shallow copy)
+// moves too: shift a CopyTo copy to keep the original.
+func (r *Record) Shift(d int64) {
+	r.Intended += d
+	r.Sent += d
+	r.End += d
+	for i := range r.Chunks {
+		r.Chunks[i].T += d
+	}
+	if r.Server != nil {
+		r.Server.ArrivalNs += d
+	}
+}
+
+// CopyTo makes dst a deep copy of r, sharing nothing with it: r's chunks
+// are copied into dst's chunk storage and its server timing into dst's,
+// each reused when dst has one of its own (not r's, as in a shallow copy
+// of r), so a caller copying record after record into one dst allocates
+// only to grow it. Whatever else shares dst's storage sees it overwritten.
+func (r *Record) CopyTo(dst *Record) {
+	if dst == r {
+		return
+	}
+	chunks, server := dst.Chunks, dst.Server
+	if cap(chunks) > 0 && len(r.Chunks) > 0 && &chunks[:1][0] == &r.Chunks[0] {
+		chunks = nil // r's own storage
+	}
+	if server == r.Server {
+		server = nil
+	}
+	*dst = *r
+	if r.Chunks != nil {
+		if chunks == nil {
+			chunks = make([]Chunk, 0, len(r.Chunks))
+		}
+		dst.Chunks = append(chunks[:0], r.Chunks...)
+	}
+	if r.Server != nil {
+		if server == nil {
+			server = new(ServerTiming)
+		}
+		*server = *r.Server
+		dst.Server = server
+	}
+}
 
 // firstToken returns the index of the first token-carrying chunk, or -1.
 func (r *Record) firstToken() int {

@@ -3,6 +3,8 @@ package runlog
 import (
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const ms = int64(time.Millisecond)
@@ -150,4 +152,94 @@ func TestWholeAnswerHasNoStreamingMetrics(t *testing.T) {
 	if n := len(r.ITLs(nil)) + len(r.TokenITLs(nil)); n != 0 {
 		t.Errorf("%d ITL gaps; want none", n)
 	}
+}
+
+// timedRecord is a simulated request (times in ms): intended 90, sent 100
+// after a 3 ms connect, a role chunk at 150, a hidden token at 200, two
+// visible at 360, end 400; the engine saw it arrive at 101 and queued it
+// 20, prefilled 30, decoded 160.
+func timedRecord() *Record {
+	return &Record{
+		ID: "s", Level: 2, Intended: 90 * ms, Sent: 100 * ms, ConnectNs: 3 * ms, End: 400 * ms,
+		Chunks:       []Chunk{{T: 150 * ms, Tokens: 0, Visible: true}, {T: 200 * ms, Tokens: 1}, {T: 360 * ms, Tokens: 2, Visible: true}},
+		PromptTokens: 12, CompletionTokens: 3, Status: 200, GeneratedText: "hi",
+		Server: &ServerTiming{ArrivalNs: 101 * ms, QueueNs: 20 * ms, PrefillNs: 30 * ms, DecodeNs: 160 * ms, Preemptions: 1, CachedTokens: 4},
+	}
+}
+
+func TestShift(t *testing.T) {
+	for _, d := range []int64{1000 * ms, -100 * ms} {
+		r := timedRecord()
+		r.Shift(d)
+		want := timedRecord()
+		want.Intended, want.Sent, want.End = 90*ms+d, 100*ms+d, 400*ms+d
+		want.Chunks[0].T, want.Chunks[1].T, want.Chunks[2].T = 150*ms+d, 200*ms+d, 360*ms+d
+		want.Server.ArrivalNs = 101*ms + d // queue, prefill, decode and connect are durations: kept
+		if diff := cmp.Diff(want, r); diff != "" {
+			t.Errorf("Shift(%d) (-want +got):\n%s", d, diff)
+		}
+		if ttft, _ := r.TTFT(); ttft != 100*time.Millisecond {
+			t.Errorf("Shift(%d): TTFT = %v; want 100ms, as before", d, ttft)
+		}
+	}
+	r := &Record{ID: "failed", Sent: 5, End: 9} // no chunks, no server
+	r.Shift(10)
+	if r.Sent != 15 || r.End != 19 || r.Intended != 10 || r.Chunks != nil || r.Server != nil {
+		t.Errorf("Shift(10) of a bare record = %+v; want sent 15, end 19, intended 10", r)
+	}
+}
+
+func TestCopyTo(t *testing.T) {
+	t.Run("deep", func(t *testing.T) {
+		src := timedRecord()
+		var dst Record
+		src.CopyTo(&dst)
+		if diff := cmp.Diff(timedRecord(), &dst); diff != "" {
+			t.Fatalf("CopyTo (-want +got):\n%s", diff)
+		}
+		if &dst.Chunks[0] == &src.Chunks[0] || dst.Server == src.Server {
+			t.Fatal("CopyTo shares chunks or server timing with its source")
+		}
+		// Shifting the copy leaves the source as it was, server included.
+		dst.Shift(1000 * ms)
+		if diff := cmp.Diff(timedRecord(), src); diff != "" {
+			t.Errorf("source after shifting its copy (-want +got):\n%s", diff)
+		}
+		if dst.Server.ArrivalNs != 1101*ms || dst.Chunks[2].T != 1360*ms {
+			t.Errorf("shifted copy: arrival %d, last chunk %d; want 1101 ms, 1360 ms", dst.Server.ArrivalNs, dst.Chunks[2].T)
+		}
+	})
+	t.Run("reuses dst's storage", func(t *testing.T) {
+		storage := make([]Chunk, 1, 8)
+		server := &ServerTiming{QueueNs: 99}
+		dst := Record{ID: "old", Chunks: storage, Server: server, Error: "old"}
+		timedRecord().CopyTo(&dst)
+		if diff := cmp.Diff(timedRecord(), &dst); diff != "" {
+			t.Errorf("CopyTo (-want +got):\n%s", diff)
+		}
+		if &dst.Chunks[0] != &storage[0] || dst.Server != server {
+			t.Error("CopyTo did not reuse dst's chunk and server storage")
+		}
+		// A source without chunks or server leaves dst without them.
+		(&Record{ID: "bare", Status: 503}).CopyTo(&dst)
+		if dst.Chunks != nil || dst.Server != nil || dst.ID != "bare" || dst.Error != "" || dst.Status != 503 {
+			t.Errorf("CopyTo(bare) = %+v; want a bare record", dst)
+		}
+	})
+	t.Run("into a shallow copy", func(t *testing.T) {
+		src := timedRecord()
+		dst := *src // shares src's chunks and server
+		src.CopyTo(&dst)
+		dst.Shift(1000 * ms)
+		if diff := cmp.Diff(timedRecord(), src); diff != "" {
+			t.Errorf("source after shifting a shallow copy refreshed by CopyTo (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("into itself", func(t *testing.T) {
+		r := timedRecord()
+		r.CopyTo(r)
+		if diff := cmp.Diff(timedRecord(), r); diff != "" {
+			t.Errorf("CopyTo(itself) (-want +got):\n%s", diff)
+		}
+	})
 }

@@ -3,11 +3,8 @@ package sim
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/sim/costmodel"
 )
@@ -113,64 +110,22 @@ func DefaultConfig() Config {
 	}
 }
 
-// negBool is a boolean flag that stores the negation of its value, for
-// --no-enable-prefix-caching.
-type negBool struct{ p *bool }
-
-func (n negBool) String() string {
-	if n.p == nil {
-		return "false"
-	}
-	return strconv.FormatBool(!*n.p)
-}
-
-func (n negBool) Set(s string) error {
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
-	}
-	*n.p = !v
-	return nil
-}
-
-func (n negBool) Type() string { return "bool" }
-
-// RegisterFlags binds the engine flags to c's fields, with c's current
-// values as defaults (start from DefaultConfig). Model is not bound: the
-// CLI binds it to --model or --sim-model as it sees fit.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.GPU, "gpu", c.GPU, "simulated GPU: a100-40gb, a100-80gb, h100-sxm, h200, l40s, rtx-4090, rtx-pro-6000, or a .yaml profile")
-	fs.IntVar(&c.TP, "tensor-parallel-size", c.TP, "tensor-parallel GPUs per replica")
-	fs.IntVar(&c.TP, "tp", c.TP, "alias of --tensor-parallel-size")
-	fs.StringVar(&c.DType, "dtype", c.DType, "weight dtype: bf16, fp16, fp8, int4")
-	fs.StringVar(&c.KVCacheDType, "kv-cache-dtype", c.KVCacheDType, "KV cache dtype: auto, bf16, fp8")
-	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "max running requests (0 = vLLM's per-GPU default)")
-	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "token budget per iteration (0 = vLLM's per-GPU default)")
-	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "tokens per KV block")
-	fs.Float64Var(&c.GPUMemoryUtilization, "gpu-memory-utilization", c.GPUMemoryUtilization, "fraction of GPU memory the engine may use")
-	fs.BoolVar(&c.EnableChunkedPrefill, "enable-chunked-prefill", c.EnableChunkedPrefill, "split long prefills across iterations (vllm-v1 and sarathi always do)")
-	fs.BoolVar(&c.EnablePrefixCaching, "enable-prefix-caching", c.EnablePrefixCaching, "reuse KV blocks of shared prompt prefixes")
-	fs.Var(negBool{&c.EnablePrefixCaching}, "no-enable-prefix-caching", "turn prefix caching off")
-	fs.Lookup("no-enable-prefix-caching").NoOptDefVal = "true"
-	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "max prompt + output tokens (0 = model's, capped to KV capacity)")
-	fs.IntVar(&c.NumGPUBlocksOverride, "num-gpu-blocks-override", c.NumGPUBlocksOverride, "fix the KV blocks instead of deriving them from memory (0 = derive)")
-	fs.StringVar(&c.Scheduler, "scheduler", c.Scheduler, "scheduler: "+strings.Join(Schedulers, ", "))
-	fs.IntVar(&c.MaxWaiting, "max-waiting", c.MaxWaiting, "bound on queued requests; more are rejected with 429 (0 = unbounded)")
-	fs.DurationVar(&c.MaxQueueTime, "max-queue-time", c.MaxQueueTime, "reject requests queued longer than this with 429 (0 = no limit)")
-	fs.Float64Var(&c.ReasoningTokens, "reasoning-tokens", c.ReasoningTokens, "hidden reasoning tokens per request: a count ≥ 1 or a fraction of the output in (0,1)")
-	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
-	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "measured iteration times overriding the cost formula: a CSV tokens,context_tokens,time_ms, or splitwise:PATH[#MODEL/HARDWARE] (SplitwiseSim's perf_model.csv)")
-}
-
-// ConfigError is a configuration problem; Field names the offending
-// setting as its flag is spelled (e.g. "max-num-seqs").
+// ConfigError is a configuration problem in one Config field.
 type ConfigError struct {
+	// Field names the Config field at fault by vLLM's engine-argument name
+	// for it, lowercase and dashed: "model" (Model), "gpu" (GPU),
+	// "tensor-parallel-size" (TP), "dtype", "kv-cache-dtype",
+	// "max-num-seqs", "max-num-batched-tokens", "block-size",
+	// "gpu-memory-utilization", "max-model-len", "num-gpu-blocks-override",
+	// "scheduler", "max-waiting", "max-queue-time", "reasoning-tokens",
+	// "profile-table" (the field of the same name in CamelCase). The names
+	// are stable; the CLI maps each to its flag.
 	Field string
-	Err   error
+	// Err says what is wrong.
+	Err error
 }
 
-// Error names the field (the engine flag's name without dashes); the CLI
-// renders it as the flag the user typed.
+// Error names the field, then the problem.
 func (e *ConfigError) Error() string { return e.Field + ": " + e.Err.Error() }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
@@ -299,7 +254,7 @@ func (c Config) resolve() (*resolved, error) {
 	weights := dep.WeightBytesPerGPU()
 	avail := g.MemoryGiB * costmodel.GiB * r.GPUMemoryUtilization
 	if weights >= avail {
-		return nil, fieldErr("model", "%s does not fit: %.1f GiB of weights per GPU > %.1f GiB usable on %s (gpu-memory-utilization %.2f); raise --tp or use a bigger GPU or a smaller dtype",
+		return nil, fieldErr("model", "%s does not fit: %.1f GiB of weights per GPU > %.1f GiB usable on %s (GPU memory utilization %.2f); raise the tensor-parallel size or use a bigger GPU or a smaller dtype",
 			m.Name, weights/costmodel.GiB, avail/costmodel.GiB, g.Name, r.GPUMemoryUtilization)
 	}
 	blockBytes := dep.KVBytesPerTokenPerGPU() * float64(r.BlockSize)
@@ -309,7 +264,7 @@ func (c Config) resolve() (*resolved, error) {
 		kv := dep.KVCacheBytesPerGPU(r.GPUMemoryUtilization, r.MaxNumBatchedTokens, r.MaxNumSeqs)
 		r.numBlocks = int(kv / blockBytes)
 		if r.numBlocks < 1 {
-			return nil, fieldErr("model", "%s leaves no room for the KV cache on %s (%.1f GiB weights per GPU, %.1f GiB usable); raise --tp or --gpu-memory-utilization",
+			return nil, fieldErr("model", "%s leaves no room for the KV cache on %s (%.1f GiB weights per GPU, %.1f GiB usable); raise the tensor-parallel size or the GPU memory utilization",
 				m.Name, g.Name, weights/costmodel.GiB, avail/costmodel.GiB)
 		}
 	}
@@ -322,7 +277,7 @@ func (c Config) resolve() (*resolved, error) {
 			r.modelLenCap = true
 		}
 	} else if r.MaxModelLen > capacity {
-		return nil, fieldErr("max-model-len", "%d tokens do not fit in the KV cache (%d blocks × %d = %d tokens); lower it or raise --gpu-memory-utilization or --tp",
+		return nil, fieldErr("max-model-len", "%d tokens do not fit in the KV cache (%d blocks × %d = %d tokens); lower it or raise the GPU memory utilization or the tensor-parallel size",
 			r.MaxModelLen, r.numBlocks, r.BlockSize, capacity)
 	}
 	return r, nil

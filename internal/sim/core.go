@@ -126,7 +126,7 @@ type core struct {
 }
 
 // New validates cfg and builds an engine. A bad setting gives a
-// *ConfigError naming the flag.
+// *ConfigError naming the field.
 func New(cfg Config) (*Engine, error) {
 	r, err := cfg.resolve()
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/pflag"
 )
 
 func TestConfigErrors(t *testing.T) {
@@ -38,22 +38,23 @@ func TestConfigErrors(t *testing.T) {
 			_, err := New(cfg)
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Field != tt.field {
-				t.Fatalf("New(%s) = %v; want a ConfigError on --%s", tt.name, err, tt.field)
+				t.Fatalf("New(%s) = %v; want a ConfigError on %s", tt.name, err, tt.field)
 			}
 			if !strings.HasPrefix(err.Error(), tt.field+": ") || strings.Contains(err.Error(), "\n") {
-				t.Errorf("error %q; want one line starting with --%s:", err, tt.field)
+				t.Errorf("error %q; want one line starting with %s:", err, tt.field)
+			}
+			if msg := err.Error(); strings.Contains(msg, "--") {
+				t.Errorf("error %q; want no flag names in it", err)
 			}
 		})
 	}
 }
 
-func TestDefaultsAndFlags(t *testing.T) {
+// The CLI's engine flags set these fields; internal/cli's
+// TestEngineFlags checks that the flags land in them.
+func TestDefaultsAndSettings(t *testing.T) {
 	cfg := DefaultConfig()
-	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--gpu=a100-80gb", "--tp=2", "--no-enable-prefix-caching", "--max-queue-time=2s"}); err != nil {
-		t.Fatal(err)
-	}
+	cfg.GPU, cfg.TP, cfg.EnablePrefixCaching, cfg.MaxQueueTime = "a100-80gb", 2, false, 2*time.Second
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestDefaultsAndFlags(t *testing.T) {
 	// A100 keeps vLLM's smaller server defaults (256 seqs, 2048 tokens).
 	want := map[string]any{"gpu": "a100-80gb", "tp": 2, "pc": false, "seqs": 256, "tokens": 2048, "qt": 2.0}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Describe() after flags (-want +got):\n%s", diff)
+		t.Errorf("Describe() after settings (-want +got):\n%s", diff)
 	}
 	h, _ := New(DefaultConfig())
 	if s, n := h.Describe()["max_num_seqs"], h.Describe()["max_num_batched_tokens"]; s != 1024 || n != 8192 {

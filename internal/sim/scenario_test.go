@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
-	"github.com/spf13/pflag"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden traces in testdata/*.txtar")
@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/*
 //
 // Commands, one per line (# starts a comment):
 //
-//	config FLAG...                engine flags, as on the command line (first line)
+//	config --NAME[=VALUE]...      engine settings by vLLM's argument names (first line)
 //	arrive id=ID prompt=N output=N [t=NS] [reasoning=N] [hashes=H,H,...] [hashblock=N] [priority=N]
 //	step [t=NS]                   one Step at t (default: the previous step's end)
 //	run                           step until the engine is idle
@@ -97,6 +97,58 @@ func atoi(t *testing.T, line int, s string) int {
 	return n
 }
 
+// scenarioSettings set the Config field of each setting a config line may
+// name; a setting given without a value is a boolean's "true".
+var scenarioSettings = map[string]func(c *Config, v string) (err error){
+	"model":                  func(c *Config, v string) error { c.Model = v; return nil },
+	"gpu":                    func(c *Config, v string) error { c.GPU = v; return nil },
+	"tensor-parallel-size":   func(c *Config, v string) (err error) { c.TP, err = strconv.Atoi(v); return err },
+	"dtype":                  func(c *Config, v string) error { c.DType = v; return nil },
+	"kv-cache-dtype":         func(c *Config, v string) error { c.KVCacheDType = v; return nil },
+	"max-num-seqs":           func(c *Config, v string) (err error) { c.MaxNumSeqs, err = strconv.Atoi(v); return err },
+	"max-num-batched-tokens": func(c *Config, v string) (err error) { c.MaxNumBatchedTokens, err = strconv.Atoi(v); return err },
+	"block-size":             func(c *Config, v string) (err error) { c.BlockSize, err = strconv.Atoi(v); return err },
+	"gpu-memory-utilization": func(c *Config, v string) (err error) {
+		c.GPUMemoryUtilization, err = strconv.ParseFloat(v, 64)
+		return err
+	},
+	"enable-chunked-prefill":  func(c *Config, v string) (err error) { c.EnableChunkedPrefill, err = strconv.ParseBool(v); return err },
+	"enable-prefix-caching":   func(c *Config, v string) (err error) { c.EnablePrefixCaching, err = strconv.ParseBool(v); return err },
+	"max-model-len":           func(c *Config, v string) (err error) { c.MaxModelLen, err = strconv.Atoi(v); return err },
+	"num-gpu-blocks-override": func(c *Config, v string) (err error) { c.NumGPUBlocksOverride, err = strconv.Atoi(v); return err },
+	"scheduler":               func(c *Config, v string) error { c.Scheduler = v; return nil },
+	"max-waiting":             func(c *Config, v string) (err error) { c.MaxWaiting, err = strconv.Atoi(v); return err },
+	"max-queue-time":          func(c *Config, v string) (err error) { c.MaxQueueTime, err = time.ParseDuration(v); return err },
+	"reasoning-tokens":        func(c *Config, v string) (err error) { c.ReasoningTokens, err = strconv.ParseFloat(v, 64); return err },
+	"priority":                func(c *Config, v string) (err error) { c.Priority, err = strconv.ParseBool(v); return err },
+	"profile-table":           func(c *Config, v string) error { c.ProfileTable = v; return nil },
+	"no-enable-prefix-caching": func(c *Config, v string) error {
+		off, err := strconv.ParseBool(v)
+		c.EnablePrefixCaching = !off
+		return err
+	},
+}
+
+// scenarioConfig is DefaultConfig changed by a config line's --NAME=VALUE
+// words.
+func scenarioConfig(words []string) (Config, error) {
+	cfg := DefaultConfig()
+	for _, w := range words {
+		name, v, hasValue := strings.Cut(strings.TrimPrefix(w, "--"), "=")
+		set, ok := scenarioSettings[name]
+		if !ok || !strings.HasPrefix(w, "--") {
+			return cfg, fmt.Errorf("config %q: not a --SETTING[=VALUE] of the engine", w)
+		}
+		if !hasValue {
+			v = "true"
+		}
+		if err := set(&cfg, v); err != nil {
+			return cfg, fmt.Errorf("config %q: %v", w, err)
+		}
+	}
+	return cfg, nil
+}
+
 // runScenario executes a script and returns its event trace.
 func runScenario(t *testing.T, script string) string {
 	t.Helper()
@@ -134,14 +186,10 @@ func runScenario(t *testing.T, script string) string {
 		cmd, args := words[0], words[1:]
 		switch cmd {
 		case "config":
-			cfg := DefaultConfig()
-			fs := pflag.NewFlagSet("scenario", pflag.ContinueOnError)
-			fs.StringVar(&cfg.Model, "model", cfg.Model, "model")
-			cfg.RegisterFlags(fs)
-			if err := fs.Parse(args); err != nil {
+			cfg, err := scenarioConfig(args)
+			if err != nil {
 				t.Fatalf("line %d: %v", line, err)
 			}
-			var err error
 			if e, err = New(cfg); err != nil {
 				t.Fatalf("line %d: New = %v", line, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
 )
@@ -19,9 +20,9 @@ func ExampleFindKnee() {
 // Search bisects for the highest rate whose SLO attainment holds; this
 // runner's attainment drops above 7.3 req/s.
 func ExampleSearch() {
-	r := sweep.RunnerFunc(func(_ context.Context, _ int, l sweep.Level) (sweep.Point, error) {
+	r := sweep.RunnerFunc(func(_ context.Context, _ int, l runlog.Level) (sweep.Point, error) {
 		att := 1.0
-		if l.Rate > 7.3 {
+		if l.RequestRate > 7.3 {
 			att = 0.8
 		}
 		return sweep.Point{Summary: stats.Summary{Requests: 100, SLO: stats.SLOSummary{Set: true, Attainment: att}}}, nil

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // Axis is the load dimension a sweep varies.
@@ -34,42 +36,31 @@ func (a Axis) step() string {
 	return "req/s"
 }
 
-// Level is the offered load of one sweep level.
-type Level struct {
-	// Rate is the open-loop arrival rate in requests/s; 0 means unpaced
-	// (closed loop under Concurrency).
-	Rate float64
-	// Concurrency caps requests in flight; 0 means no cap.
-	Concurrency int
-	// Label names the level for people, e.g. "rate=4" or "c=16".
-	Label string
-}
-
-// Load is the level's position on axis a: its rate or its concurrency.
-func (l Level) Load(a Axis) float64 {
+// Load is level l's position on axis a: its rate or its concurrency.
+func (a Axis) Load(l runlog.Level) float64 {
 	if a == AxisConcurrency {
-		return float64(l.Concurrency)
+		return float64(l.MaxConcurrency)
 	}
-	return l.Rate
+	return l.RequestRate
 }
 
 // At returns tmpl moved to load x on axis a, labelled; a concurrency is
 // rounded to the nearest whole request.
-func (a Axis) At(tmpl Level, x float64) Level {
+func (a Axis) At(tmpl runlog.Level, x float64) runlog.Level {
 	l := tmpl
 	if a == AxisConcurrency {
-		l.Concurrency = int(math.Round(x))
-		l.Label = "c=" + strconv.Itoa(l.Concurrency)
+		l.MaxConcurrency = int(math.Round(x))
+		l.Label = "c=" + strconv.Itoa(l.MaxConcurrency)
 	} else {
-		l.Rate = x
+		l.RequestRate = x
 		l.Label = "rate=" + strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	return l
 }
 
 // Levels places tmpl at each load on axis a.
-func Levels(a Axis, loads []float64, tmpl Level) []Level {
-	out := make([]Level, len(loads))
+func Levels(a Axis, loads []float64, tmpl runlog.Level) []runlog.Level {
+	out := make([]runlog.Level, len(loads))
 	for i, x := range loads {
 		out[i] = a.At(tmpl, x)
 	}

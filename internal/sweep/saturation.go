@@ -64,14 +64,14 @@ func (s Saturation) Judge(p Point) string {
 	if me := s.maxErr(); me >= 0 && sum.Requests >= minErrorRecords/5 && float64(failed) > me*float64(sum.Requests) {
 		return fmt.Sprintf("error rate %.1f %% (%d of %d) above %g %%", 100*float64(failed)/float64(sum.Requests), failed, sum.Requests, 100*me)
 	}
-	if p.Level.Rate > 0 && sum.Requests >= minBehindRequests && sum.DurationS > 0 {
+	if p.Level.RequestRate > 0 && sum.Requests >= minBehindRequests && sum.DurationS > 0 {
 		e2e := 0.0
 		if m, ok := sum.Metric(stats.MetricE2E); ok {
 			e2e = m.Median / 1000
 		}
-		need := float64(sum.Requests)/p.Level.Rate + e2e
+		need := float64(sum.Requests)/p.Level.RequestRate + e2e
 		if sum.DurationS > behindFactor*need {
-			return fmt.Sprintf("the server fell behind: the level took %.1f s where its schedule needs %.1f s at %g req/s", sum.DurationS, need, p.Level.Rate)
+			return fmt.Sprintf("the server fell behind: the level took %.1f s where its schedule needs %.1f s at %g req/s", sum.DurationS, need, p.Level.RequestRate)
 		}
 	}
 	return ""

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // searchSteps is how many halvings the default precision allows:
@@ -19,7 +21,7 @@ type SearchConfig struct {
 	Axis Axis
 	// Template gives the other load settings of every run (e.g. the rate
 	// when searching concurrency).
-	Template Level
+	Template runlog.Level
 	// Lo and Hi bracket the search: Lo is expected to meet the criteria and
 	// Hi to miss them. Both must be positive, Lo < Hi.
 	Lo, Hi float64
@@ -101,7 +103,7 @@ func Search(ctx context.Context, r Runner, cfg SearchConfig) (SearchResult, erro
 		return res, err
 	}
 	if !ok {
-		res.Note = fmt.Sprintf("even the lowest load %g %s misses the SLO: lower --request-rate/--concurrency's first value", cfg.Lo, cfg.Axis.Unit())
+		res.Note = fmt.Sprintf("even the lowest load %g %s misses the SLO: lower the lowest level", cfg.Lo, cfg.Axis.Unit())
 		return res, nil
 	}
 	res.Found, res.Capacity = true, cfg.Lo

@@ -5,8 +5,8 @@
 // throughput peak sits), bisects for the highest load that keeps the SLO,
 // and stops levels and the sweep when the server is clearly saturated.
 //
-// Apart from SimRunner, which drives the simulated engine in virtual time,
-// the package is pure logic over Points. Run and Search call the Runner
+// The package is pure logic over Points: the runners (HTTP, virtual time)
+// live in package run. Run and Search call the Runner
 // from the calling goroutine, one level at a time; nothing here is safe for
 // concurrent use unless stated.
 package sweep
@@ -17,20 +17,21 @@ import (
 	"slices"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
 
 // Runner runs one load level. idx tags the level's records; the Point's
 // Summary covers its measured requests.
 type Runner interface {
-	RunLevel(ctx context.Context, idx int, l Level) (Point, error)
+	RunLevel(ctx context.Context, idx int, l runlog.Level) (Point, error)
 }
 
 // RunnerFunc adapts a function to Runner.
-type RunnerFunc func(ctx context.Context, idx int, l Level) (Point, error)
+type RunnerFunc func(ctx context.Context, idx int, l runlog.Level) (Point, error)
 
 // RunLevel calls f.
-func (f RunnerFunc) RunLevel(ctx context.Context, idx int, l Level) (Point, error) {
+func (f RunnerFunc) RunLevel(ctx context.Context, idx int, l runlog.Level) (Point, error) {
 	return f(ctx, idx, l)
 }
 
@@ -41,7 +42,7 @@ type Point struct {
 	// Index is the level index its records carry.
 	Index int
 	// Level is the offered load.
-	Level Level
+	Level runlog.Level
 	// Summary aggregates the level's measured requests.
 	Summary stats.Summary
 	// DelayedArrivals counts arrivals that waited for a free slot under
@@ -61,7 +62,7 @@ type Point struct {
 }
 
 // Load is the point's position on axis a.
-func (p Point) Load(a Axis) float64 { return p.Level.Load(a) }
+func (p Point) Load(a Axis) float64 { return a.Load(p.Level) }
 
 // QueueEstimateMs bounds the median queueing delay from the outside, when
 // the server does not report it: the median TTFT plus the median send lag.
@@ -220,7 +221,7 @@ type Result struct {
 // the sweep (higher loads would only be worse) and Result.Stopped says so.
 // On a runner error or cancellation it returns the levels run so far,
 // analysed, with the error.
-func Run(ctx context.Context, r Runner, levels []Level, cfg Config) (Result, error) {
+func Run(ctx context.Context, r Runner, levels []runlog.Level, cfg Config) (Result, error) {
 	var pts []Point
 	var stopped string
 	var err error

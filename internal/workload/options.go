@@ -79,25 +79,95 @@ const (
 	defaultRandomOutputLen = 128
 )
 
-// FromOptions builds the dataset the flags describe. Every error names the
-// flag, or the file and line, at fault.
+// OptionError is a bad value in Options: Field is the Go name of the field
+// at fault ("RandomInputLen", "DatasetPath", …), so that a caller can say
+// where the value came from (the CLI names the flag).
+type OptionError struct {
+	// Field is the Options field's Go name.
+	Field string
+	// Value is the field's value as given, or nil where the message needs
+	// none (a missing path, a tokenizer that failed to load).
+	Value any
+	// Err says what is wrong with it.
+	Err error
+}
+
+// Error describes the field in words, its value and the problem, e.g.
+// "random input length -1: must not be negative".
+func (e *OptionError) Error() string {
+	name, ok := optionNames[e.Field]
+	if !ok {
+		name = e.Field
+	}
+	if v := e.ValueText(); v != "" {
+		name += " " + v
+	}
+	return name + ": " + e.Err.Error()
+}
+
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// ValueText is Value as Error writes it: a string quoted, a number as %v;
+// "" when Value is nil.
+func (e *OptionError) ValueText() string {
+	switch v := e.Value.(type) {
+	case nil:
+		return ""
+	case string:
+		return fmt.Sprintf("%q", v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// optionNames are the fields' names in words, for OptionError.Error.
+var optionNames = map[string]string{
+	"DatasetName":                 "dataset name",
+	"DatasetPath":                 "dataset path",
+	"NumPrompts":                  "number of prompts",
+	"RandomInputLen":              "random input length",
+	"RandomOutputLen":             "random output length",
+	"RandomRangeRatio":            "random range ratio",
+	"RandomPrefixLen":             "random prefix length",
+	"InputLenDist":                "input length distribution",
+	"OutputLenDist":               "output length distribution",
+	"PrefixRepetitionPrefixLen":   "prefix-repetition prefix length",
+	"PrefixRepetitionSuffixLen":   "prefix-repetition suffix length",
+	"PrefixRepetitionNumPrefixes": "prefix-repetition number of prefixes",
+	"PrefixRepetitionOutputLen":   "prefix-repetition output length",
+	"SharedPrefixLen":             "shared prefix length",
+	"NumPrefixes":                 "number of prefixes",
+	"CacheBust":                   "cache bust",
+	"TraceSpeedup":                "trace speedup",
+	"TraceWindow":                 "trace window",
+	"Tokenizer":                   "tokenizer",
+}
+
+// optionErr is an *OptionError with a formatted message.
+func optionErr(field string, value any, format string, args ...any) error {
+	return &OptionError{Field: field, Value: value, Err: fmt.Errorf(format, args...)}
+}
+
+// FromOptions builds the dataset the flags describe. An error in a value
+// is an *OptionError naming the field; one in a file names the file and
+// line.
 func FromOptions(o Options) (Dataset, error) {
 	tok := o.Tok
 	if tok == nil {
 		var err error
 		if tok, err = tokenize.Load(o.Tokenizer); err != nil {
-			return nil, fmt.Errorf("--tokenizer: %w", err)
+			return nil, &OptionError{Field: "Tokenizer", Err: err}
 		}
 	}
 	synth, err := tokenize.NewSynthesizer(tok)
 	if err != nil {
-		return nil, fmt.Errorf("--tokenizer: %w", err)
+		return nil, &OptionError{Field: "Tokenizer", Err: err}
 	}
 	if !o.Calibration.IsZero() {
 		synth = synth.WithCalibration(o.Calibration)
 	}
 	if o.NumPrompts < 0 {
-		return nil, fmt.Errorf("--num-prompts %d: must not be negative", o.NumPrompts)
+		return nil, optionErr("NumPrompts", o.NumPrompts, "must not be negative")
 	}
 	name := strings.ToLower(o.DatasetName)
 	if name == "" {
@@ -105,7 +175,7 @@ func FromOptions(o Options) (Dataset, error) {
 	}
 	needPath := func() error {
 		if o.DatasetPath == "" {
-			return fmt.Errorf("--dataset-path: required for --dataset-name %s", name)
+			return optionErr("DatasetPath", nil, "required for the %s dataset", name)
 		}
 		return nil
 	}
@@ -137,31 +207,42 @@ func FromOptions(o Options) (Dataset, error) {
 			}
 		}
 	case "prefix-repetition":
+		for _, f := range []struct {
+			field string
+			v     int
+		}{
+			{"PrefixRepetitionPrefixLen", o.PrefixRepetitionPrefixLen}, {"PrefixRepetitionSuffixLen", o.PrefixRepetitionSuffixLen},
+			{"PrefixRepetitionNumPrefixes", o.PrefixRepetitionNumPrefixes}, {"PrefixRepetitionOutputLen", o.PrefixRepetitionOutputLen},
+		} {
+			if f.v < 0 {
+				return nil, optionErr(f.field, f.v, "must not be negative")
+			}
+		}
 		c := PrefixRepetitionConfig{
 			PrefixLen: def(o.PrefixRepetitionPrefixLen, 256), SuffixLen: def(o.PrefixRepetitionSuffixLen, 256),
 			NumPrefixes: def(o.PrefixRepetitionNumPrefixes, 10), OutputLen: def(o.PrefixRepetitionOutputLen, 128),
 			NumPrompts: def(o.NumPrompts, defaultNumPrompts), Seed: o.Seed, Synth: synth,
 		}
 		if ds, err = NewPrefixRepetition(c); err != nil {
-			err = fmt.Errorf("--prefix-repetition-*: %w", err)
+			err = &OptionError{Field: "DatasetName", Value: o.DatasetName, Err: err}
 		}
 	default:
-		return nil, fmt.Errorf("--dataset-name %q: want random, custom, sharegpt, lengths, trace or prefix-repetition", o.DatasetName)
+		return nil, optionErr("DatasetName", o.DatasetName, "want random, custom, sharegpt, lengths, trace or prefix-repetition")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if o.SharedPrefixLen < 0 {
-		return nil, fmt.Errorf("--shared-prefix-len %d: must not be negative", o.SharedPrefixLen)
+		return nil, optionErr("SharedPrefixLen", o.SharedPrefixLen, "must not be negative")
 	}
 	if o.SharedPrefixLen > 0 {
 		if ds, err = WithSharedPrefix(ds, o.SharedPrefixLen, def(o.NumPrefixes, 1), o.Seed, synth); err != nil {
-			return nil, fmt.Errorf("--num-prefixes: %w", err)
+			return nil, &OptionError{Field: "NumPrefixes", Err: err}
 		}
 	}
 	if o.CacheBust {
 		if ds, err = WithCacheBust(ds, o.Seed, synth); err != nil {
-			return nil, fmt.Errorf("--cache-bust: %w", err)
+			return nil, &OptionError{Field: "CacheBust", Err: err}
 		}
 	}
 	return ds, nil
@@ -176,23 +257,23 @@ func randomFromOptions(o Options, synth *tokenize.Synthesizer) (Dataset, error) 
 	var err error
 	if o.InputLenDist != "" {
 		if c.InputDist, err = ParseDist(o.InputLenDist); err != nil {
-			return nil, fmt.Errorf("--input-len-dist: %w", err)
+			return nil, &OptionError{Field: "InputLenDist", Err: err}
 		}
 	}
 	if o.OutputLenDist != "" {
 		if c.OutputDist, err = ParseDist(o.OutputLenDist); err != nil {
-			return nil, fmt.Errorf("--output-len-dist: %w", err)
+			return nil, &OptionError{Field: "OutputLenDist", Err: err}
 		}
 	}
 	switch {
 	case o.RandomInputLen < 0:
-		return nil, fmt.Errorf("--random-input-len %d: must not be negative", o.RandomInputLen)
+		return nil, optionErr("RandomInputLen", o.RandomInputLen, "must not be negative")
 	case o.RandomOutputLen < 0:
-		return nil, fmt.Errorf("--random-output-len %d: must not be negative", o.RandomOutputLen)
+		return nil, optionErr("RandomOutputLen", o.RandomOutputLen, "must not be negative")
 	case !(o.RandomRangeRatio >= 0 && o.RandomRangeRatio < 1):
-		return nil, fmt.Errorf("--random-range-ratio %g: must be in [0, 1)", o.RandomRangeRatio)
+		return nil, optionErr("RandomRangeRatio", o.RandomRangeRatio, "must be in [0, 1)")
 	case o.RandomPrefixLen < 0:
-		return nil, fmt.Errorf("--random-prefix-len %d: must not be negative", o.RandomPrefixLen)
+		return nil, optionErr("RandomPrefixLen", o.RandomPrefixLen, "must not be negative")
 	}
 	return NewRandom(c)
 }
@@ -200,7 +281,7 @@ func randomFromOptions(o Options, synth *tokenize.Synthesizer) (Dataset, error) 
 func traceOptions(o Options) (TraceOptions, error) {
 	to := TraceOptions{Speedup: o.TraceSpeedup}
 	if !(o.TraceSpeedup >= 0) || math.IsInf(o.TraceSpeedup, 0) {
-		return to, fmt.Errorf("--trace-speedup %g: want a positive number", o.TraceSpeedup)
+		return to, optionErr("TraceSpeedup", o.TraceSpeedup, "want a positive number")
 	}
 	if o.TraceWindow == "" {
 		return to, nil
@@ -209,7 +290,7 @@ func traceOptions(o Options) (TraceOptions, error) {
 	start, err1 := parseSeconds(a)
 	end, err2 := parseSeconds(b)
 	if !ok || err1 != nil || err2 != nil || (end > 0 && end <= start) {
-		return to, fmt.Errorf("--trace-window %q: want START:END in seconds with 0 <= START < END (END may be empty)", o.TraceWindow)
+		return to, optionErr("TraceWindow", o.TraceWindow, "want START:END in seconds with 0 <= START < END (END may be empty)")
 	}
 	to.WindowStart, to.WindowEnd = start, end
 	return to, nil

@@ -1,6 +1,9 @@
 package workload
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -74,22 +77,29 @@ func TestFromOptionsErrors(t *testing.T) {
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte("{\"prompt\": \"a\"}\n{oops\n"), 0o600)
 	tests := []struct {
-		name string
-		o    Options
-		want string
+		name  string
+		o     Options
+		field string // the OptionError's Field; "" for an error in a file
+		want  string
 	}{
-		{"unknown dataset", Options{DatasetName: "burst"}, "--dataset-name \"burst\""},
-		{"no path", Options{DatasetName: "custom"}, "--dataset-path: required"},
-		{"bad file line", Options{DatasetName: "custom", DatasetPath: bad}, "bad.jsonl:2:"},
-		{"missing file", Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")}, "none.csv"},
-		{"bad dist", Options{InputLenDist: "gauss:3"}, "--input-len-dist"},
-		{"bad output dist", Options{OutputLenDist: "uniform:9,1"}, "--output-len-dist"},
-		{"bad ratio", Options{RandomRangeRatio: 1.5}, "--random-range-ratio 1.5"},
-		{"bad window", Options{DatasetName: "trace", DatasetPath: bad, TraceWindow: "5:1"}, "--trace-window \"5:1\""},
-		{"bad speedup", Options{DatasetName: "trace", DatasetPath: bad, TraceSpeedup: -2}, "--trace-speedup -2"},
-		{"bad tokenizer", Options{Tokenizer: filepath.Join(dir, "nope")}, "--tokenizer: "},
-		{"bad prefixes", Options{SharedPrefixLen: 5, NumPrefixes: -1}, "--num-prefixes"},
-		{"negative prompts", Options{NumPrompts: -1}, "--num-prompts -1"},
+		{"unknown dataset", Options{DatasetName: "burst"}, "DatasetName", "dataset name \"burst\": want random"},
+		{"no path", Options{DatasetName: "custom"}, "DatasetPath", "dataset path: required for the custom dataset"},
+		{"bad file line", Options{DatasetName: "custom", DatasetPath: bad}, "", "bad.jsonl:2:"},
+		{"missing file", Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")}, "", "none.csv"},
+		{"bad dist", Options{InputLenDist: "gauss:3"}, "InputLenDist", "input length distribution: "},
+		{"bad output dist", Options{OutputLenDist: "uniform:9,1"}, "OutputLenDist", "output length distribution: "},
+		{"negative input len", Options{RandomInputLen: -1}, "RandomInputLen", "random input length -1: must not be negative"},
+		{"negative output len", Options{RandomOutputLen: -2}, "RandomOutputLen", "random output length -2: must not be negative"},
+		{"bad ratio", Options{RandomRangeRatio: 1.5}, "RandomRangeRatio", "random range ratio 1.5: must be in [0, 1)"},
+		{"negative prefix len", Options{RandomPrefixLen: -3}, "RandomPrefixLen", "random prefix length -3"},
+		{"bad window", Options{DatasetName: "trace", DatasetPath: bad, TraceWindow: "5:1"}, "TraceWindow", "trace window \"5:1\": want START:END"},
+		{"bad speedup", Options{DatasetName: "trace", DatasetPath: bad, TraceSpeedup: -2}, "TraceSpeedup", "trace speedup -2: want a positive number"},
+		{"bad tokenizer", Options{Tokenizer: filepath.Join(dir, "nope")}, "Tokenizer", "tokenizer: "},
+		{"negative shared prefix", Options{SharedPrefixLen: -1}, "SharedPrefixLen", "shared prefix length -1"},
+		{"bad prefixes", Options{SharedPrefixLen: 5, NumPrefixes: -1}, "NumPrefixes", "number of prefixes: "},
+		{"negative prompts", Options{NumPrompts: -1}, "NumPrompts", "number of prompts -1: must not be negative"},
+		{"negative repetition suffix", Options{DatasetName: "prefix-repetition", PrefixRepetitionSuffixLen: -4}, "PrefixRepetitionSuffixLen", "prefix-repetition suffix length -4"},
+		{"negative repetition prefixes", Options{DatasetName: "prefix-repetition", PrefixRepetitionNumPrefixes: -1}, "PrefixRepetitionNumPrefixes", "prefix-repetition number of prefixes -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +107,60 @@ func TestFromOptionsErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("FromOptions(%+v) error = %v; want it to contain %q", tt.o, err, tt.want)
 			}
+			if msg := fmt.Sprint(err); strings.Contains(msg, "--") {
+				t.Errorf("FromOptions(%+v) error = %q; want no flag names in it", tt.o, err)
+			}
+			var oe *OptionError
+			switch {
+			case tt.field == "" && errors.As(err, &oe):
+				t.Errorf("FromOptions(%+v) error = %#v; want an error in the file, not an OptionError", tt.o, oe)
+			case tt.field != "" && (!errors.As(err, &oe) || oe.Field != tt.field):
+				t.Errorf("FromOptions(%+v) error = %v; want an OptionError on %s", tt.o, err, tt.field)
+			}
 		})
+	}
+}
+
+func TestOptionError(t *testing.T) {
+	sentinel := errors.New("boom")
+	tests := []struct {
+		name string
+		err  *OptionError
+		want string
+	}{
+		{"int", &OptionError{Field: "RandomInputLen", Value: -1, Err: errors.New("must not be negative")}, "random input length -1: must not be negative"},
+		{"float", &OptionError{Field: "TraceSpeedup", Value: -0.5, Err: errors.New("want a positive number")}, "trace speedup -0.5: want a positive number"},
+		{"string", &OptionError{Field: "TraceWindow", Value: "5:1", Err: errors.New("want START:END")}, "trace window \"5:1\": want START:END"},
+		{"no value", &OptionError{Field: "Tokenizer", Err: sentinel}, "tokenizer: boom"},
+		{"unknown field", &OptionError{Field: "Other", Err: sentinel}, "Other: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q; want %q", got, tt.want)
+			}
+			wrapped := fmt.Errorf("context: %w", tt.err)
+			var oe *OptionError
+			if !errors.As(wrapped, &oe) || oe != tt.err {
+				t.Errorf("errors.As(%v) = %v; want the OptionError", wrapped, oe)
+			}
+			if !errors.Is(wrapped, tt.err.Err) {
+				t.Errorf("errors.Is(%v, %v) = false; want true through Unwrap", wrapped, tt.err.Err)
+			}
+		})
+	}
+	// Every field named in optionNames is a field of Options.
+	typ := reflect.TypeFor[Options]()
+	for f := range optionNames {
+		if _, ok := typ.FieldByName(f); !ok {
+			t.Errorf("optionNames[%q]: Options has no such field", f)
+		}
+	}
+	// A tokenizer that cannot be opened keeps the file error inside.
+	_, err := FromOptions(Options{Tokenizer: filepath.Join(t.TempDir(), "none", "tokenizer.json")})
+	var oe *OptionError
+	if !errors.As(err, &oe) || oe.Field != "Tokenizer" || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("FromOptions(missing tokenizer) = %v; want an OptionError on Tokenizer wrapping fs.ErrNotExist", err)
 	}
 }
 

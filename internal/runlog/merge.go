@@ -1,4 +1,4 @@
-package report
+package runlog
 
 import (
 	"encoding/json"
@@ -12,9 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/stats"
 )
 
 // RecordsFile is one run of a records file read whole: its meta line and
@@ -26,44 +23,30 @@ type RecordsFile struct {
 	Name string
 	// Meta is the run's meta line (the last one that describes the run);
 	// nil when it has none.
-	Meta *runlog.Meta
+	Meta *Meta
 	// Records are every record of the run, warm-ups included.
-	Records []runlog.Record
-}
-
-// ReadOptions say how ReadRecordsFile and ReadInput treat a records file's
-// problems. The zero value refuses them.
-type ReadOptions struct {
-	// SkipBadLines skips every line the reader rejects (it does not parse,
-	// or a value is out of range; see runlog.ReadOptions), each named with
-	// its reason in a warning, instead of failing on the first.
-	SkipBadLines bool
-	// Merge accepts a file that holds several runs (meta lines describing
-	// different runs, as when files are concatenated) and returns each run
-	// apart, to be merged with Merge; without it such a file is an error
-	// wrapping ErrSeveralRuns.
-	Merge bool
+	Records []Record
 }
 
 // ErrNoRecords is wrapped by the error for a file without a single record.
 var ErrNoRecords = errors.New("no records")
 
-// ErrSeveralRuns is wrapped by the error for a file that holds several
-// runs read without ReadOptions.Merge.
+// ErrSeveralRuns is wrapped by ReadRecordsFile's error for a file that
+// holds several runs, read without ReadOptions.Merge.
 var ErrSeveralRuns = errors.New("several runs in one records file")
 
 // ReadRecordsFile reads a records file (JSON Lines: meta lines, records,
-// end lines): one RecordsFile per run (see runlog.Reader; one unless o.Merge
+// end lines): one RecordsFile per run (see Reader; one unless o.Merge
 // lets a file of several through), in file order. A run with no records
 // is left out with a warning. Warnings also report skipped lines; an error
 // names file and line, wraps ErrNoRecords when the file has no record at
 // all, and wraps ErrSeveralRuns for several runs without o.Merge.
 func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []string, error) {
-	runs, warns, err := runlog.ReadRuns(r, name, runlog.ReadOptions{SkipBadLines: o.SkipBadLines})
+	runs, warns, err := ReadRuns(r, name, o)
 	if err != nil {
 		return nil, warns, err
 	}
-	var kept []runlog.Run
+	var kept []Run
 	for _, run := range runs {
 		if len(run.Records) > 0 {
 			kept = append(kept, run)
@@ -89,9 +72,9 @@ func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []
 	if !o.Merge {
 		diff := "meta line (none vs one)"
 		if kept[0].Meta != nil && kept[1].Meta != nil {
-			diff = runlog.RunDiff(kept[0].Meta, kept[1].Meta)
+			diff = RunDiff(kept[0].Meta, kept[1].Meta)
 		}
-		return nil, warns, fmt.Errorf("%w: %s holds %d runs: line %d starts another run than line %d, differing in %s, as when files are concatenated; give --merge to summarise them together, each run on its own clock",
+		return nil, warns, fmt.Errorf("%w: %s holds %d runs: line %d starts another run than line %d, differing in %s, as when files are concatenated",
 			ErrSeveralRuns, name, len(kept), kept[1].Line, kept[0].Line, diff)
 	}
 	out := make([]RecordsFile, len(kept))
@@ -103,7 +86,7 @@ func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []
 	if len(lines) > 6 {
 		lines = append(lines[:5], "…")
 	}
-	warns = append(warns, fmt.Sprintf("%s holds %d runs (starting at lines %s): merged as separate runs, each on its own clock (--merge)",
+	warns = append(warns, fmt.Sprintf("%s holds %d runs (starting at lines %s): merged as separate runs, each on its own clock",
 		name, len(kept), strings.Join(lines, ", ")))
 	return out, warns, nil
 }
@@ -115,32 +98,20 @@ var ErrIncompatible = errors.New("incompatible records files")
 // compatField is one property two merged files must share.
 type compatField struct {
 	name string
-	get  func(*runlog.Meta) any
+	get  func(*Meta) any
 }
 
 // compatFields are what makes two runs the same experiment: the same model
 // behind the same API on the same workload (and, when simulated, the same
 // simulated engine). Load differs between levels of a sweep and is allowed.
 var compatFields = []compatField{
-	{"model", func(m *runlog.Meta) any { return m.Model }},
-	{"backend", func(m *runlog.Meta) any { return m.Backend }},
-	{"endpoint", func(m *runlog.Meta) any { return m.Endpoint }},
-	{"dataset", func(m *runlog.Meta) any { return m.Dataset }},
-	{"simulated", func(m *runlog.Meta) any { return canonical(m.Simulated) }},
-}
-
-// canonical renders a free-form map as JSON so maps decoded from different
-// files compare equal when their content is (numbers decode as float64 on
-// both sides).
-func canonical(m map[string]any) string {
-	if len(m) == 0 {
-		return ""
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Sprint(m)
-	}
-	return string(b)
+	{"model", func(m *Meta) any { return m.Model }},
+	{"backend", func(m *Meta) any { return m.Backend }},
+	{"endpoint", func(m *Meta) any { return m.Endpoint }},
+	{"dataset", func(m *Meta) any { return m.Dataset }},
+	// As JSON, so maps decoded from different files compare equal when
+	// their content is (numbers decode as float64 on both sides).
+	{"simulated", func(m *Meta) any { return canonicalJSON(m.Simulated) }},
 }
 
 // Merge combines records files (or the runs of one file, see
@@ -170,15 +141,15 @@ func canonical(m map[string]any) string {
 // theirs ended), with a warning, so no duration spans the idle time
 // between runs. A level made of runs laid end to end therefore has the sum
 // of their durations as its duration, and its throughputs are its requests
-// and tokens over that sum. Merged times that would pass
-// runlog.MaxTimeNs are an error. The merged Meta is the first file's with
-// the merged Levels and that start time.
-func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []string, error) {
+// and tokens over that sum. Merged times that would pass MaxTimeNs are an
+// error. The merged Meta is the first file's with the merged Levels and
+// that start time. Merge does not modify files: a shifted record is a copy.
+func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 	if len(files) == 0 {
 		return nil, nil, nil, errors.New("no records files")
 	}
 	var warns []string
-	var base *runlog.Meta
+	var base *Meta
 	var baseName string
 	for _, f := range files {
 		if f.Meta == nil {
@@ -200,9 +171,9 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 			}
 			msg := fmt.Sprintf("%s and %s differ in %s", baseName, f.Name, what)
 			if !force {
-				return nil, nil, warns, fmt.Errorf("%w: %s; use --force to merge them anyway", ErrIncompatible, msg)
+				return nil, nil, warns, fmt.Errorf("%w: %s", ErrIncompatible, msg)
 			}
-			warns = append(warns, msg+": merged anyway (--force)")
+			warns = append(warns, msg+": merged anyway")
 		}
 	}
 	if len(files) == 1 && files[0].Meta != nil && denseLevels(files[0].Records) &&
@@ -213,7 +184,7 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 		m.Levels = slices.Clone(m.Levels)
 		return &m, files[0].Records, warns, nil
 	}
-	merged := &runlog.Meta{Tool: "goodput"}
+	merged := &Meta{Tool: "goodput"}
 	if base != nil {
 		*merged = *base
 	}
@@ -230,18 +201,18 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 	for _, f := range files {
 		total += len(f.Records)
 	}
-	out := make([]runlog.Record, 0, total)
+	out := make([]Record, 0, total)
 	for fi, f := range files {
 		shift := shifts[fi]
 		remap := map[int]int{}
 		for _, r := range f.Records {
 			idx, ok := remap[r.Level]
 			if !ok {
-				lv := runlog.Level{}
+				lv := Level{}
 				if f.Meta != nil && r.Level >= 0 && r.Level < len(f.Meta.Levels) {
 					lv = f.Meta.Levels[r.Level]
 				}
-				idx = slices.IndexFunc(merged.Levels, func(m runlog.Level) bool { return sameLoad(m, lv) })
+				idx = slices.IndexFunc(merged.Levels, func(m Level) bool { return sameLoad(m, lv) })
 				if idx < 0 {
 					idx = len(merged.Levels)
 					merged.Levels = append(merged.Levels, lv)
@@ -253,7 +224,12 @@ func Merge(files []RecordsFile, force bool) (*runlog.Meta, []runlog.Record, []st
 			}
 			r.Level = idx
 			if shift != 0 {
-				shiftRecord(&r, shift)
+				// A copy: r shares its chunks and server timing with the
+				// caller's record.
+				var moved Record
+				r.CopyTo(&moved)
+				moved.Shift(shift)
+				r = moved
 			}
 			out = append(out, r)
 		}
@@ -326,8 +302,8 @@ func placeRuns(files []RecordsFile) (shifts []int64, origin time.Time, warns []s
 					f.Name, gapText(gap), endName))
 			}
 		}
-		if lo, hi := float64(shift)+float64(rn.lo), float64(shift)+float64(rn.hi); lo < -runlog.MaxTimeNs || hi > runlog.MaxTimeNs {
-			return nil, origin, warns, fmt.Errorf("%s: on the merged clock its records would lie more than %s from the first run's start: too long a span to merge", f.Name, gapText(runlog.MaxTimeNs))
+		if lo, hi := float64(shift)+float64(rn.lo), float64(shift)+float64(rn.hi); lo < -MaxTimeNs || hi > MaxTimeNs {
+			return nil, origin, warns, fmt.Errorf("%s: on the merged clock its records would lie more than %s from the first run's start: too long a span to merge", f.Name, gapText(MaxTimeNs))
 		}
 		shifts[rn.i] = shift
 		if e := shift + rn.hi; k == 0 || e > end {
@@ -340,8 +316,8 @@ func placeRuns(files []RecordsFile) (shifts []int64, origin time.Time, warns []s
 // recordsSpan is the earliest and latest time of any record of recs, ns:
 // of the measured ones, or of the warm-ups when there are no others (a
 // warm-up is in no duration, so runs laid end to end may overlap there).
-func recordsSpan(recs []runlog.Record) (lo, hi int64) {
-	measured := slices.ContainsFunc(recs, func(r runlog.Record) bool { return !r.Warmup })
+func recordsSpan(recs []Record) (lo, hi int64) {
+	measured := slices.ContainsFunc(recs, func(r Record) bool { return !r.Warmup })
 	first := true
 	see := func(t int64) {
 		if first {
@@ -383,7 +359,7 @@ func gapText(ns float64) string {
 // addShard folds another shard's description of the same load into m: the
 // prompt and warm-up counts and delayed arrivals add up (saturating: the
 // counts come from files).
-func addShard(m, lv runlog.Level) runlog.Level {
+func addShard(m, lv Level) Level {
 	m.NumPrompts = satAdd(m.NumPrompts, lv.NumPrompts)
 	m.NumWarmups = satAdd(m.NumWarmups, lv.NumWarmups)
 	m.DelayedArrivals = satAdd(m.DelayedArrivals, lv.DelayedArrivals)
@@ -404,7 +380,7 @@ func satAdd(a, b int) int {
 
 // denseLevels reports whether records use level indexes without gaps
 // starting at 0 (true for a file with no records).
-func denseLevels(recs []runlog.Record) bool {
+func denseLevels(recs []Record) bool {
 	seen := map[int]bool{}
 	for _, r := range recs {
 		if r.Level < 0 {
@@ -420,7 +396,7 @@ func denseLevels(recs []runlog.Record) bool {
 	return true
 }
 
-func maxLevel(recs []runlog.Record) int {
+func maxLevel(recs []Record) int {
 	m := -1
 	for i := range recs {
 		m = max(m, recs[i].Level)
@@ -429,7 +405,7 @@ func maxLevel(recs []runlog.Record) int {
 }
 
 // sameLoad reports whether two level descriptions are the same offered load.
-func sameLoad(a, b runlog.Level) bool {
+func sameLoad(a, b Level) bool {
 	return a.RequestRate == b.RequestRate && a.Burstiness == b.Burstiness &&
 		a.MaxConcurrency == b.MaxConcurrency && a.Label == b.Label && a.DurationS == b.DurationS
 }
@@ -486,86 +462,4 @@ func show(v any) string {
 		return "none"
 	}
 	return fmt.Sprint(v)
-}
-
-// shiftRecord moves every time of r by d ns.
-func shiftRecord(r *runlog.Record, d int64) {
-	r.Intended += d
-	r.Sent += d
-	r.End += d
-	chunks := make([]runlog.Chunk, len(r.Chunks))
-	for i, c := range r.Chunks {
-		c.T += d
-		chunks[i] = c
-	}
-	r.Chunks = chunks
-	if r.Server != nil {
-		s := *r.Server
-		s.ArrivalNs += d
-		r.Server = &s
-	}
-}
-
-// LevelSummary is the summary of one load level of a run.
-type LevelSummary struct {
-	// Index is the level's index (Record.Level).
-	Index int
-	// Level describes the offered load (zero when the meta did not say).
-	Level runlog.Level
-	// Summary aggregates the level's records.
-	Summary stats.Summary
-}
-
-// SummarizeLevels summarises recs per load level, in level order: one
-// LevelSummary per level of meta (even one without records) and per other
-// level index found in the records (records with a negative level last,
-// together, with Index -1). meta may be nil; without a level of its own a
-// run still has an (empty) level 0.
-func SummarizeLevels(meta *runlog.Meta, recs []runlog.Record, o stats.Options) []LevelSummary {
-	n := 0
-	if meta != nil {
-		n = len(meta.Levels)
-	}
-	// Level indexes come from files: only those that occur get an
-	// accumulator, however large they are. Exact ones: a report has every
-	// record and owes exact percentiles at any size.
-	accs := map[int]*stats.Accumulator{}
-	for i := range n {
-		accs[i] = stats.NewExactAccumulator(o)
-	}
-	var stray *stats.Accumulator
-	for i := range recs {
-		l := recs[i].Level
-		if l < 0 {
-			if stray == nil {
-				stray = stats.NewExactAccumulator(o)
-			}
-			stray.Add(&recs[i])
-			continue
-		}
-		a := accs[l]
-		if a == nil {
-			a = stats.NewExactAccumulator(o)
-			accs[l] = a
-		}
-		a.Add(&recs[i])
-	}
-	if len(accs) == 0 {
-		accs[0] = stats.NewExactAccumulator(o)
-	}
-	out := make([]LevelSummary, 0, len(accs)+1)
-	for _, i := range slices.Sorted(maps.Keys(accs)) {
-		ls := LevelSummary{Index: i, Summary: accs[i].Summary()}
-		if meta != nil && i < len(meta.Levels) {
-			ls.Level = meta.Levels[i]
-		}
-		if ls.Summary.Level < 0 {
-			ls.Summary.Level = i // empty level: still say which it is
-		}
-		out = append(out, ls)
-	}
-	if stray != nil {
-		out = append(out, LevelSummary{Index: -1, Summary: stray.Summary()})
-	}
-	return out
 }

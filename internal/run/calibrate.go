@@ -1,4 +1,4 @@
-package cli
+package run
 
 import (
 	"context"
@@ -30,15 +30,35 @@ var (
 	probeWait    = 2 * time.Minute  // the probe requests, when /tokenize is unusable
 )
 
+// calMethod is how the server's counts were obtained.
+type calMethod int
+
+const (
+	calNotRun   calMethod = iota // no calibration was tried
+	calNone                      // the server could be calibrated neither way (why says why)
+	calTokenize                  // the server's /tokenize
+	calProbes                    // the usage of probe requests
+)
+
+func (m calMethod) String() string {
+	switch m {
+	case calTokenize:
+		return "/tokenize"
+	case calProbes:
+		return "usage of probe requests"
+	}
+	return "none"
+}
+
 // calibration is what the probe found.
 type calibration struct {
-	cal tokenize.Calibration
-	// method is how the server's counts were obtained: "/tokenize",
-	// "usage of probe requests", or "none (why)".
-	method string
-	// counter counts with the /tokenize form that worked (method
-	// "/tokenize"), for exactPrompts.
-	counter *openai.Counter
+	cal    tokenize.Calibration
+	method calMethod
+	// why says why there is no calibration (method calNone).
+	why string
+	// counter counts prompts with the /tokenize form that worked (method
+	// calTokenize), for exactPrompts.
+	counter Counting
 	// notes say what happened on the way: a form of /tokenize other than
 	// vLLM's, a /tokenize that could not be used, probes not used.
 	notes []string
@@ -66,14 +86,14 @@ type point struct{ written, server int }
 // the common case against the embedded simulator. A server that can be
 // calibrated neither way leaves the run uncalibrated (the method says why)
 // rather than stopping it; only the caller's cancellation is an error.
-func calibrate(ctx context.Context, c *openai.Client, tokName string) (calibration, error) {
+func calibrate(ctx context.Context, c Counting, tokName string) (calibration, error) {
 	tok, err := tokenize.Load(tokName)
 	if err != nil {
-		return calibration{}, usagef("--tokenizer: %v", err)
+		return calibration{}, &ConfigError{Field: "Tokenizer", Err: err}
 	}
 	synth, err := tokenize.NewSynthesizer(tok)
 	if err != nil {
-		return calibration{}, usagef("--tokenizer: %v", err)
+		return calibration{}, &ConfigError{Field: "Tokenizer", Err: err}
 	}
 	interrupted := func() error {
 		return fmt.Errorf("interrupted while calibrating prompt lengths: %w", context.Cause(ctx))
@@ -99,18 +119,17 @@ func calibrate(ctx context.Context, c *openai.Client, tokName string) (calibrati
 	written := func(text string) int { return tok.Count(text) }
 	grow := func(a, b int) string { return synth.Text((a+b)/2, rng) }
 
-	counter := openai.NewCounter(c)
 	tctx, cancel := context.WithTimeout(ctx, tokenizeWait)
 	cal, notes, terr := fitLine(tctx, texts, written, grow, 0, func(ctx context.Context, _ int, text string) (int, error) {
-		return counter.Count(ctx, text)
+		return c.CountPrompt(ctx, text)
 	})
 	cancel()
 	if ctx.Err() != nil {
 		return calibration{}, interrupted()
 	}
 	if terr == nil {
-		out.cal, out.method, out.counter = cal, "/tokenize", counter
-		if f := counter.Form(); f != `{"prompt"}` && f != `{"messages"}` {
+		out.cal, out.method, out.counter = cal, calTokenize, c
+		if f := c.CountForm(); f != `{"prompt"}` && f != `{"messages"}` {
 			out.notes = append(out.notes, "/tokenize read as "+f)
 		}
 		out.notes = append(out.notes, notes...)
@@ -135,10 +154,10 @@ func calibrate(ctx context.Context, c *openai.Client, tokName string) (calibrati
 		if errors.Is(err, errNoUsage) {
 			why = "the server reports no usage"
 		}
-		out.method = "none (" + why + "; /tokenize: " + terr.Error() + ")"
+		out.method, out.why = calNone, why+"; /tokenize: "+terr.Error()
 		return out, nil
 	}
-	out.cal, out.method = cal, "usage of probe requests"
+	out.cal, out.method = cal, calProbes
 	switch {
 	case errors.Is(terr, openai.ErrNoTokenize):
 	case errors.Is(terr, context.DeadlineExceeded):
@@ -288,10 +307,10 @@ func (c calibration) describe(tokName string) string {
 	}
 	var s string
 	switch {
-	case c.method == "":
+	case c.method == calNotRun:
 		return name + ", not calibrated"
-	case strings.HasPrefix(c.method, "none"):
-		s = name + ", calibration " + c.method
+	case c.method == calNone:
+		s = name + ", calibration none (" + c.why + ")"
 	case c.cal.IsZero():
 		s = fmt.Sprintf("%s, exact for the server (checked with %s)", name, c.method)
 	default:
@@ -340,7 +359,7 @@ func (d *exactDataset) Request(i int) workload.Request {
 // /tokenize (in the form c found) and pads or trims each until the server counts exactly what was
 // asked (a calibrated approximation is within a few tokens; this closes the
 // gap). It reports how many prompts it checked and how many stayed off.
-func exactPrompts(ctx context.Context, c *openai.Counter, ds workload.Dataset, n int) (workload.Dataset, int, int, error) {
+func exactPrompts(ctx context.Context, c Counting, ds workload.Dataset, n int) (workload.Dataset, int, int, error) {
 	n = min(n, ds.Len())
 	type fixed struct {
 		i    int
@@ -387,9 +406,9 @@ func exactPrompts(ctx context.Context, c *openai.Counter, ds workload.Dataset, n
 // fitPrompt pads text with " a" (one token in common BPE vocabularies) or
 // trims trailing words until the server counts want tokens; ok is false if
 // a few rounds did not get there (the closest text is returned).
-func fitPrompt(ctx context.Context, c *openai.Counter, text string, want int) (string, bool, error) {
+func fitPrompt(ctx context.Context, c Counting, text string, want int) (string, bool, error) {
 	for range 6 {
-		got, err := c.Count(ctx, text)
+		got, err := c.CountPrompt(ctx, text)
 		if err != nil {
 			return text, false, err
 		}

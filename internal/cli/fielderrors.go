@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// The libraries name the field at fault in their typed errors; only the CLI
+// knows which flag filled it. These tables say, field by field.
+var (
+	// workloadFieldFlags are the flags of workload.Options' fields, by Go name.
+	workloadFieldFlags = map[string]string{
+		"DatasetName":                 "--dataset-name",
+		"DatasetPath":                 "--dataset-path",
+		"NumPrompts":                  "--num-prompts",
+		"Seed":                        "--seed",
+		"RandomInputLen":              "--random-input-len",
+		"RandomOutputLen":             "--random-output-len",
+		"RandomRangeRatio":            "--random-range-ratio",
+		"RandomPrefixLen":             "--random-prefix-len",
+		"InputLenDist":                "--input-len-dist",
+		"OutputLenDist":               "--output-len-dist",
+		"ShareGPTOutputLen":           "--sharegpt-output-len",
+		"PrefixRepetitionPrefixLen":   "--prefix-repetition-prefix-len",
+		"PrefixRepetitionSuffixLen":   "--prefix-repetition-suffix-len",
+		"PrefixRepetitionNumPrefixes": "--prefix-repetition-num-prefixes",
+		"PrefixRepetitionOutputLen":   "--prefix-repetition-output-len",
+		"SharedPrefixLen":             "--shared-prefix-len",
+		"NumPrefixes":                 "--num-prefixes",
+		"CacheBust":                   "--cache-bust",
+		"TraceSpeedup":                "--trace-speedup",
+		"TraceWindow":                 "--trace-window",
+		"Tokenizer":                   "--tokenizer",
+	}
+	// engineFieldFlags are the flags of sim.ConfigError's fields (all but
+	// "model", whose flag depends on the command).
+	engineFieldFlags = map[string]string{
+		"gpu":                     "--gpu",
+		"tensor-parallel-size":    "--tensor-parallel-size",
+		"dtype":                   "--dtype",
+		"kv-cache-dtype":          "--kv-cache-dtype",
+		"max-num-seqs":            "--max-num-seqs",
+		"max-num-batched-tokens":  "--max-num-batched-tokens",
+		"block-size":              "--block-size",
+		"gpu-memory-utilization":  "--gpu-memory-utilization",
+		"max-model-len":           "--max-model-len",
+		"num-gpu-blocks-override": "--num-gpu-blocks-override",
+		"scheduler":               "--scheduler",
+		"max-waiting":             "--max-waiting",
+		"max-queue-time":          "--max-queue-time",
+		"reasoning-tokens":        "--reasoning-tokens",
+		"profile-table":           "--profile-table",
+	}
+	// clientFieldFlags are the flags of openai.Config's fields, by Go name.
+	clientFieldFlags = map[string]string{"BaseURL": "--base-url"}
+)
+
+// flagError makes err, returned by a library checking values that flags
+// gave it, a usage error (exit code 2) whose one line names the flag at
+// fault: a *workload.OptionError, *openai.ConfigError or *sim.ConfigError
+// by its field, a *gate.ExprError or *gate.KeyError as --fail-if's, and a
+// file that cannot be opened (an *fs.PathError) as --dataset-path's.
+// modelFlag is the flag of the simulated engine's model (sim.Config.Model):
+// "--sim-model" in bench and sweep, where --model is the id sent in
+// requests, "--model" in sim and serve; it is unused for other errors. Any
+// other error is a usage error as it reads. flagError(nil, …) is nil.
+func flagError(err error, modelFlag string) error {
+	var (
+		ue usageError
+		oe *workload.OptionError
+		ce *openai.ConfigError
+		se *sim.ConfigError
+		ee *gate.ExprError
+		ke *gate.KeyError
+		pe *fs.PathError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return err
+	case errors.As(err, &ee):
+		return usagef("--fail-if %w", ee)
+	case errors.As(err, &ke):
+		return usagef("--fail-if %w", ke)
+	case errors.As(err, &ce):
+		if flag, ok := clientFieldFlags[ce.Field]; ok {
+			return usagef("%s %q: %w", flag, ce.Value, ce.Err)
+		}
+	case errors.As(err, &se):
+		flag, ok := engineFieldFlags[se.Field]
+		if se.Field == "model" {
+			flag, ok = modelFlag, modelFlag != ""
+		}
+		if ok {
+			return usagef("%s: %w", flag, se.Err)
+		}
+	case errors.As(err, &oe):
+		if flag, ok := workloadFieldFlags[oe.Field]; ok {
+			if v := oe.ValueText(); v != "" {
+				flag += " " + v
+			}
+			return usagef("%s: %w", flag, oe.Err)
+		}
+	case errors.As(err, &pe):
+		return usagef("--dataset-path %s: %w", pe.Path, pe.Err)
+	}
+	return usageError{err}
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+func TestFlagError(t *testing.T) {
+	dir := t.TempDir()
+	fromOptions := func(o workload.Options) error { _, err := workload.FromOptions(o); return err }
+	simNew := func(edit func(*sim.Config)) error {
+		c := sim.DefaultConfig()
+		edit(&c)
+		_, err := sim.New(c)
+		return err
+	}
+	gateParse := func(expr string) error { _, err := gate.Parse([]string{expr}); return err }
+	gateValidate := func(expr string) error {
+		g, err := gate.Parse([]string{expr})
+		if err != nil {
+			return err
+		}
+		return g.Validate(map[string]any{"p99_ttft_ms": 1.0})
+	}
+	newClient := func(base string) error { _, err := openai.NewClient(openai.Config{BaseURL: base}); return err }
+	tests := []struct {
+		name      string
+		err       error
+		modelFlag string
+		want      string // the message, or its start where it ends with "…"
+	}{
+		// workload.OptionError, by field.
+		{"random input len", &workload.OptionError{Field: "RandomInputLen", Value: -1, Err: errors.New("must not be negative")}, "",
+			"--random-input-len -1: must not be negative"},
+		{"wrapped", fmt.Errorf("workload: %w", &workload.OptionError{Field: "TraceSpeedup", Value: -2.5, Err: errors.New("want a positive number")}), "",
+			"--trace-speedup -2.5: want a positive number"},
+		{"dataset name", fromOptions(workload.Options{DatasetName: "burst"}), "",
+			`--dataset-name "burst": want random, custom, sharegpt, lengths, trace or prefix-repetition`},
+		{"dataset path required", fromOptions(workload.Options{DatasetName: "sharegpt"}), "",
+			"--dataset-path: required for the sharegpt dataset"},
+		{"trace window", fromOptions(workload.Options{DatasetName: "trace", DatasetPath: "x.csv", TraceWindow: "5:1"}), "",
+			`--trace-window "5:1": want START:END…`},
+		{"range ratio", fromOptions(workload.Options{RandomRangeRatio: 1.5}), "", "--random-range-ratio 1.5: must be in [0, 1)"},
+		{"num prompts", fromOptions(workload.Options{NumPrompts: -1}), "", "--num-prompts -1: must not be negative"},
+		{"input len dist", fromOptions(workload.Options{InputLenDist: "gauss:3"}), "", "--input-len-dist: …"},
+		{"num prefixes", fromOptions(workload.Options{SharedPrefixLen: 5, NumPrefixes: -1}), "", "--num-prefixes: …"},
+		{"prefix repetition", fromOptions(workload.Options{DatasetName: "prefix-repetition", PrefixRepetitionPrefixLen: -1}), "",
+			"--prefix-repetition-prefix-len -1: must not be negative"},
+		// A tokenizer file that is missing is --tokenizer's, not --dataset-path's.
+		{"tokenizer", fromOptions(workload.Options{Tokenizer: filepath.Join(dir, "none.json")}), "", "--tokenizer: …"},
+		// A dataset file that cannot be opened is --dataset-path's.
+		{"dataset file", fromOptions(workload.Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")}), "",
+			"--dataset-path " + filepath.Join(dir, "none.csv") + ": …"},
+		// sim.ConfigError: the model's flag is the caller's.
+		{"sim model in bench", simNew(func(c *sim.Config) { c.Model = "nope" }), "--sim-model", `--sim-model: unknown model "nope"…`},
+		{"sim model in sim", simNew(func(c *sim.Config) { c.Model = "nope" }), "--model", `--model: unknown model "nope"…`},
+		{"sim gpu", simNew(func(c *sim.Config) { c.GPU = "tpu-v9" }), "--sim-model", "--gpu: …"},
+		{"sim tp", simNew(func(c *sim.Config) { c.TP = 3 }), "--model", "--tensor-parallel-size: …"},
+		{"sim seqs", simNew(func(c *sim.Config) { c.MaxNumSeqs = -1 }), "--model", "--max-num-seqs: -1 must be ≥ 1 (0 for the default)"},
+		{"sim queue time", simNew(func(c *sim.Config) { c.MaxQueueTime = -time.Second }), "--model", "--max-queue-time: -1s must be ≥ 0"},
+		{"sim model len", simNew(func(c *sim.Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }), "--model", "--max-model-len: …"},
+		{"sim profile table", simNew(func(c *sim.Config) { c.ProfileTable = filepath.Join(dir, "none.csv") }), "--model", "--profile-table: …"},
+		{"sim kv dtype", simNew(func(c *sim.Config) { c.KVCacheDType = "int2" }), "--model", "--kv-cache-dtype: …"},
+		// openai.ConfigError.
+		{"base url", newClient("localhost:8000"), "", `--base-url "localhost:8000": want http(s)://host[:port]`},
+		// gate errors are --fail-if's.
+		{"gate parse", gateParse("p99_ttft_ms>>5"), "", `--fail-if "p99_ttft_ms>>5": ">5" is not a number: …`},
+		{"gate key", gateValidate("p99_tft_ms>5"), "", `--fail-if "p99_tft_ms>5": p99_tft_ms is not a key of the result; did you mean p99_ttft_ms?`},
+		// Anything else is a usage error as it reads.
+		{"untyped", errors.New("bad.jsonl:2: not JSON"), "", "bad.jsonl:2: not JSON"},
+		{"already usage", usagef("--x: y"), "", "--x: y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil {
+				t.Fatal("the library returned no error")
+			}
+			got := flagError(tt.err, tt.modelFlag)
+			var ue usageError
+			if !errors.As(got, &ue) {
+				t.Errorf("flagError(%v) = %#v; want a usageError", tt.err, got)
+			}
+			msg := got.Error()
+			if prefix, ok := strings.CutSuffix(tt.want, "…"); ok {
+				if !strings.HasPrefix(msg, prefix) {
+					t.Errorf("flagError(%v) = %q; want it to start with %q", tt.err, msg, prefix)
+				}
+			} else if msg != tt.want {
+				t.Errorf("flagError(%v) = %q; want %q", tt.err, msg, tt.want)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("flagError(%v) = %q; want one line", tt.err, msg)
+			}
+		})
+	}
+	if err := flagError(nil, ""); err != nil {
+		t.Errorf("flagError(nil) = %v; want nil", err)
+	}
+	// The cause stays reachable for callers that branch on it.
+	missing := fromOptions(workload.Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")})
+	if err := flagError(missing, ""); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("flagError(%v) = %v; want it to wrap fs.ErrNotExist", missing, err)
+	}
+	var ee *gate.ExprError
+	if err := flagError(gateParse("x"), ""); !errors.As(err, &ee) || ee.Expr != "x" {
+		t.Errorf("flagError(gate.Parse(x)) = %v; want it to wrap the *gate.ExprError", err)
+	}
+}
+
+// TestFieldFlagsExist checks the tables against the commands: each field is
+// one of its library's, and each flag is registered where the library's
+// values come from.
+func TestFieldFlagsExist(t *testing.T) {
+	root := newRoot(Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }, Now: time.Now})
+	cmd := func(name string) *cobra.Command {
+		for _, c := range root.Commands() {
+			if c.Name() == name {
+				return c
+			}
+		}
+		t.Fatalf("no command %q", name)
+		return nil
+	}
+	has := func(field string, typ reflect.Type, flag string, cmds ...string) {
+		t.Helper()
+		if typ != nil {
+			if _, ok := typ.FieldByName(field); !ok {
+				t.Errorf("field %q: %v has no such field", field, typ)
+			}
+		}
+		for _, c := range cmds {
+			if cmd(c).Flags().Lookup(strings.TrimPrefix(flag, "--")) == nil {
+				t.Errorf("field %q: goodput %s has no flag %s", field, c, flag)
+			}
+		}
+	}
+	for f, flag := range workloadFieldFlags {
+		has(f, reflect.TypeFor[workload.Options](), flag, "bench", "sim", "sweep")
+	}
+	for f, flag := range engineFieldFlags {
+		has(f, nil, flag, "bench", "sim", "serve", "sweep")
+	}
+	for f, flag := range clientFieldFlags {
+		has(f, reflect.TypeFor[openai.Config](), flag, "bench", "sweep")
+	}
+	has("model", nil, "--sim-model", "bench", "sweep")
+	has("model", nil, "--model", "sim", "serve")
+	has("FailIf", nil, "--fail-if", "bench", "sim", "sweep")
+}

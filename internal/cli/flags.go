@@ -1,0 +1,501 @@
+package cli
+
+import (
+	"errors"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// The flag groups bench, sweep and sim share, each filling one struct that
+// runConfig turns into a run.Config.
+
+// targetFlags says where requests go and how they look on the wire.
+type targetFlags struct {
+	BaseURL           string
+	Host              string
+	Port              int
+	Backend           string
+	Endpoint          string
+	Model             string
+	Headers           []string
+	ExtraBody         string
+	APIKeyEnv         string
+	RequestIDPrefix   string
+	IgnoreEOS         bool
+	MaxTokensField    string
+	ContinuousUsage   string
+	Timeout           time.Duration
+	IdleTimeout       time.Duration
+	ReadyCheckTimeout time.Duration
+	// FollowRedirects follows same-origin redirects (never another origin's).
+	FollowRedirects bool
+	// MaxResponseTokens caps a response to a request without max_tokens.
+	MaxResponseTokens int
+	// ServedModelName is the id sent in requests when it differs from
+	// Model, which then names the model (and tokenizer) in the records.
+	ServedModelName string
+	// Sampling parameters sent in every request body, only when given.
+	Temperature, TopP optFloat
+	TopK              optInt
+	// MinP and the penalties are vLLM's other sampling flags, sent only
+	// when given.
+	MinP, FrequencyPenalty, PresencePenalty, RepetitionPenalty optFloat
+	Insecure                                                   bool
+	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
+	TrustRemoteCode bool
+	TokenizerMode   string
+	// NoStream measures non-streamed requests (bench only).
+	NoStream bool
+}
+
+// requestModel is the model id sent in requests.
+func (t *targetFlags) requestModel() string {
+	if t.ServedModelName != "" {
+		return t.ServedModelName
+	}
+	return t.Model
+}
+
+func (t *targetFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
+	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
+	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
+	fs.StringVar(&t.Backend, "backend", "openai", "API: openai (completions; vllm is vLLM's alias of it) or openai-chat; any OpenAI-compatible server speaks one of them")
+	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default /v1/completions, or /v1/chat/completions for openai-chat)")
+	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
+	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
+	fs.StringVar(&t.ExtraBody, "extra-body", "", "JSON object merged into every request body")
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (never printed or saved)")
+	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
+	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
+	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
+	fs.StringVar(&t.ContinuousUsage, "continuous-usage", "auto", "ask for usage in every chunk (continuous_usage_stats): auto (vLLM and the simulator), on, off")
+	fs.DurationVar(&t.ReadyCheckTimeout, "ready-check-timeout", 0, "wait this long for a starting server to answer GET /v1/models before the run (0: do not wait)")
+	fs.DurationVar(&t.Timeout, "timeout", time.Hour, "limit on a whole request, so a server that trickles keep-alives forever cannot hang the run (0: none)")
+	fs.DurationVar(&t.IdleTimeout, "idle-timeout", 2*time.Minute, "limit on silence from the server, from the send to the first byte and between bytes (0: none); raise it for queues longer than this")
+	fs.BoolVar(&t.FollowRedirects, "follow-redirects", false, "follow a server's 307/308 redirects to the same scheme, host and port (counted in the records); a redirect to another origin is never followed, so credentials never leave for it")
+	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", openai.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
+	fs.Var(secondsValue{&t.ReadyCheckTimeout}, "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
+	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
+	fs.Var(&t.Temperature, "temperature", "temperature sent in every request (default: none sent, the server's own)")
+	fs.Var(&t.TopP, "top-p", "top_p sent in every request (default: none sent)")
+	fs.Var(&t.TopK, "top-k", "top_k sent in every request (default: none sent)")
+	fs.Var(&t.MinP, "min-p", "min_p sent in every request (default: none sent)")
+	fs.Var(&t.FrequencyPenalty, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
+	fs.Var(&t.PresencePenalty, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
+	fs.Var(&t.RepetitionPenalty, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
+	fs.BoolVar(&t.Insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed https servers)")
+	fs.BoolVar(&t.TrustRemoteCode, "trust-remote-code", false, "accepted for vLLM's scripts; no effect (goodput runs no model code)")
+	fs.StringVar(&t.TokenizerMode, "tokenizer-mode", "", "accepted for vLLM's scripts; no effect (see --tokenizer)")
+}
+
+// registerBench adds the target flags only bench has.
+func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
+	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
+}
+
+// backends maps each accepted --backend to its canonical name: vLLM's
+// "openai" (completions) and "openai-chat", and "vllm", vLLM's alias of
+// openai. Other servers (SGLang, TGI, llama.cpp, Ollama) speak one of
+// these two APIs; a name of theirs would say nothing more, so it is not
+// accepted.
+var backends = map[string]string{"openai": "openai", "vllm": "openai", "openai-chat": "openai-chat"}
+
+// backend checks --backend and returns its canonical name and default
+// endpoint.
+func (t *targetFlags) backend() (name, endpoint string, err error) {
+	name, ok := backends[strings.ToLower(strings.TrimSpace(t.Backend))]
+	switch {
+	case !ok:
+		return "", "", usagef("--backend %q: want openai (completions; vllm is its alias) or openai-chat: every OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp) speaks one of them", t.Backend)
+	case name == "openai-chat":
+		return name, "/v1/chat/completions", nil
+	}
+	return name, "/v1/completions", nil
+}
+
+// sampling returns the sampling parameters given, as body fields.
+func (t *targetFlags) sampling() map[string]any {
+	m := map[string]any{}
+	if t.Temperature.set {
+		m["temperature"] = t.Temperature.v
+	}
+	if t.TopP.set {
+		m["top_p"] = t.TopP.v
+	}
+	if t.TopK.set {
+		m["top_k"] = t.TopK.v
+	}
+	for _, f := range []struct {
+		key string
+		v   optFloat
+	}{{"min_p", t.MinP}, {"frequency_penalty", t.FrequencyPenalty}, {"presence_penalty", t.PresencePenalty}, {"repetition_penalty", t.RepetitionPenalty}} {
+		if f.v.set {
+			m[f.key] = f.v.v
+		}
+	}
+	return m
+}
+
+// optFloat is a float flag that knows whether it was given, so an unset
+// sampling parameter is left out of the request rather than sent as 0.
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (f *optFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return errors.New("want a number")
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+func (f *optFloat) String() string {
+	if !f.set {
+		return ""
+	}
+	return strconv.FormatFloat(f.v, 'g', -1, 64)
+}
+
+func (f *optFloat) Type() string { return "float" }
+
+// optInt is optFloat for integers.
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (f *optInt) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("want an integer")
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+func (f *optInt) String() string {
+	if !f.set {
+		return ""
+	}
+	return strconv.Itoa(f.v)
+}
+
+func (f *optInt) Type() string { return "int" }
+
+// secondsValue sets a duration from a number of seconds (vLLM's
+// --ready-check-timeout-sec), so both spellings fill one field.
+type secondsValue struct{ d *time.Duration }
+
+func (v secondsValue) Set(s string) error {
+	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || !(x >= 0) || x > 1e9 {
+		return errors.New("want a number of seconds ≥ 0")
+	}
+	*v.d = time.Duration(x * float64(time.Second))
+	return nil
+}
+
+func (v secondsValue) String() string {
+	if v.d == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(v.d.Seconds(), 'f', -1, 64)
+}
+
+func (v secondsValue) Type() string { return "seconds" }
+
+// loadFlags says how much load and for how long.
+type loadFlags struct {
+	RequestRate    string
+	Burstiness     float64
+	MaxConcurrency int
+	NumPrompts     int
+	NumWarmups     int
+	Duration       time.Duration
+	Seed           int64
+	numSet         bool // --num-prompts given explicitly
+	// RampUp* are vLLM's --ramp-up-strategy and its rates (bench only).
+	RampUpStrategy               string
+	RampUpStartRPS, RampUpEndRPS optFloat
+}
+
+// registerRamp adds vLLM's ramp-up flags (bench only).
+func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
+	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
+	fs.Var(&l.RampUpStartRPS, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
+	fs.Var(&l.RampUpEndRPS, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
+}
+
+// ramp checks the ramp-up flags; nil means no ramp. rate is --request-rate
+// parsed (0: inf) and n the measured requests.
+func (l *loadFlags) ramp(rate float64, n int) (*runlog.Ramp, error) {
+	st := strings.ToLower(strings.TrimSpace(l.RampUpStrategy))
+	if st == "" {
+		if l.RampUpStartRPS.set || l.RampUpEndRPS.set {
+			return nil, usagef("--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy linear or exponential")
+		}
+		return nil, nil
+	}
+	r := &runlog.Ramp{Strategy: st, StartRPS: l.RampUpStartRPS.v, EndRPS: l.RampUpEndRPS.v}
+	switch strategy := workload.RampStrategy(st); {
+	case strategy != workload.RampLinear && strategy != workload.RampExponential:
+		return nil, usagef("--ramp-up-strategy %q: want linear or exponential", l.RampUpStrategy)
+	case !l.RampUpStartRPS.set || !l.RampUpEndRPS.set:
+		return nil, usagef("--ramp-up-strategy %s needs both --ramp-up-start-rps and --ramp-up-end-rps", st)
+	case rate > 0:
+		return nil, usagef("--ramp-up-strategy sets the request rate: leave --request-rate at inf (it is %s)", l.RequestRate)
+	case r.StartRPS < 0 || r.EndRPS < 0:
+		return nil, usagef("--ramp-up-start-rps %g, --ramp-up-end-rps %g: want rates ≥ 0", r.StartRPS, r.EndRPS)
+	case r.StartRPS == 0 && strategy == workload.RampExponential:
+		return nil, usagef("--ramp-up-start-rps 0: an exponential ramp cannot start at 0 requests/s")
+	case r.StartRPS == 0:
+		return nil, usagef("--ramp-up-start-rps 0: the first request's rate would be 0 (no gap before it is defined); start above 0")
+	case r.EndRPS < r.StartRPS:
+		return nil, usagef("--ramp-up-end-rps %g is below --ramp-up-start-rps %g: the ramp goes up", r.EndRPS, r.StartRPS)
+	case n <= 0:
+		return nil, usagef("--ramp-up-strategy ramps over --num-prompts requests: give --num-prompts")
+	}
+	return r, nil
+}
+
+func (l *loadFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&l.RequestRate, "request-rate", "inf", "open-loop arrival rate in requests/s, or inf to send as fast as the concurrency cap allows")
+	fs.Float64Var(&l.Burstiness, "burstiness", 1.0, "gamma shape of inter-arrival gaps (1 = Poisson, <1 burstier, >1 smoother)")
+	fs.IntVar(&l.MaxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
+	fs.IntVar(&l.NumPrompts, "num-prompts", 1000, "measured requests to send (bench with no --base-url, against the embedded simulator: 200 unless given)")
+	fs.IntVar(&l.NumWarmups, "num-warmups", 0, "warm-up requests sent first and excluded from results")
+	fs.DurationVar(&l.Duration, "duration", 0, "stop sending after this long (e.g. 60s; with it, --num-prompts is a cap only if set)")
+	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule")
+}
+
+// rate parses --request-rate; 0 means unpaced.
+func (l *loadFlags) rate() (float64, error) {
+	s := strings.TrimSpace(strings.ToLower(l.RequestRate))
+	if s == "inf" || s == "" {
+		return 0, nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || r <= 0 || math.IsNaN(r) {
+		return 0, usagef("--request-rate %q: want a positive number of requests/s or inf", l.RequestRate)
+	}
+	if math.IsInf(r, 1) {
+		return 0, nil
+	}
+	return r, nil
+}
+
+// workloadFlags say what to send.
+type workloadFlags struct {
+	o         workload.Options
+	calibrate string
+	// inputLen and outputLen are vLLM's --input-len and --output-len.
+	inputLen, outputLen generalLen
+	// customOutputLen is --custom-output-len (bench only): tokens asked of
+	// every custom request; 0 or -1 keeps the file's output_tokens.
+	customOutputLen  int
+	skipChatTemplate bool
+}
+
+func (w *workloadFlags) register(fs *pflag.FlagSet) {
+	o := &w.o
+	// --input-len and --output-len set the dataset-specific lengths, as in
+	// vLLM (input: random; output: random, sharegpt, custom and
+	// prefix-repetition), and win over them whatever the order of flags.
+	w.inputLen.targets = []*int{&o.RandomInputLen}
+	w.outputLen.targets = []*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.customOutputLen, &o.PrefixRepetitionOutputLen}
+	o.RandomInputLen, o.RandomOutputLen = 1024, 128
+	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
+	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
+	fs.Var(&w.inputLen, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
+	fs.Var(&w.outputLen, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
+	fs.Var(&lenFlag{&o.RandomInputLen, &w.inputLen.set}, "random-input-len", "random dataset: prompt length in tokens")
+	fs.Var(&lenFlag{&o.RandomOutputLen, &w.outputLen.set}, "random-output-len", "random dataset: output length in tokens")
+	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
+	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
+	fs.StringVar(&w.calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
+	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
+	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
+	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
+	fs.Var(&lenFlag{&o.ShareGPTOutputLen, &w.outputLen.set}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
+	fs.IntVar(&o.PrefixRepetitionPrefixLen, "prefix-repetition-prefix-len", 0, "prefix-repetition dataset: prefix tokens (default 256)")
+	fs.IntVar(&o.PrefixRepetitionSuffixLen, "prefix-repetition-suffix-len", 0, "prefix-repetition dataset: suffix tokens (default 256)")
+	fs.IntVar(&o.PrefixRepetitionNumPrefixes, "prefix-repetition-num-prefixes", 0, "prefix-repetition dataset: distinct prefixes (default 10)")
+	fs.Var(&lenFlag{&o.PrefixRepetitionOutputLen, &w.outputLen.set}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
+	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
+	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
+	fs.BoolVar(&o.CacheBust, "cache-bust", false, "prepend a unique random prefix to every prompt so prefix caches cannot hit")
+	fs.BoolVar(&o.NoShuffle, "disable-shuffle", false, "sharegpt and lengths files: keep the file's order instead of a seeded shuffle (as vLLM's)")
+	fs.BoolVar(&o.NoOversample, "no-oversample", false, "dataset files: send each row at most once; a --num-prompts above the row count sends the rows there are (as vLLM's)")
+	fs.Float64Var(&o.TraceSpeedup, "trace-speedup", 1, "trace dataset: compress time by this factor")
+	fs.StringVar(&o.TraceWindow, "trace-window", "", "trace dataset: START:END seconds of trace time (from its first arrival, before speed-up)")
+	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
+}
+
+// registerBench adds the workload flags only bench has.
+func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
+	fs.Var(&lenFlag{&w.customOutputLen, &w.outputLen.set}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
+}
+
+// generalLen is vLLM's --input-len or --output-len: a length that sets the
+// dataset-specific flags it maps to.
+type generalLen struct {
+	v       int
+	set     bool
+	targets []*int
+}
+
+func (g *generalLen) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || v < 1 {
+		// 0 would read as "the dataset's default", not as 0 tokens.
+		return errors.New("want a number of tokens ≥ 1")
+	}
+	g.v, g.set = v, true
+	for _, t := range g.targets {
+		*t = v
+	}
+	return nil
+}
+
+func (g *generalLen) String() string {
+	if !g.set {
+		return ""
+	}
+	return strconv.Itoa(g.v)
+}
+
+func (g *generalLen) Type() string { return "int" }
+
+// lenFlag is a dataset-specific length flag that a general one (--input-len,
+// --output-len) overrides once given.
+type lenFlag struct {
+	p          *int
+	overridden *bool
+}
+
+func (f *lenFlag) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("want an integer")
+	}
+	if !*f.overridden {
+		*f.p = v
+	}
+	return nil
+}
+
+func (f *lenFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*f.p)
+}
+
+func (f *lenFlag) Type() string { return "int" }
+
+// outputFlags say what to print and save.
+type outputFlags struct {
+	Goodput           []string
+	PercentileMetrics string
+	MetricPercentiles string
+	Buckets           string
+	SaveResult        bool
+	SaveDetailed      bool
+	ResultDir         string
+	ResultFilename    string
+	Records           string
+	Metadata          []string
+	Quiet             bool
+	HTML              string
+	// Label replaces the backend in the result file name and is stored as
+	// the result's label (bench only, as vLLM's --label).
+	Label string
+	// AppendResult appends the result to its file (bench only).
+	AppendResult bool
+	// Overwrite lets a run replace existing records and result files.
+	Overwrite bool
+	// metricsSet says --percentile-metrics was given (not its default).
+	metricsSet bool
+}
+
+func (o *outputFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
+	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
+	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
+	fs.StringVar(&o.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens")
+	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
+	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")
+	fs.StringVar(&o.ResultDir, "result-dir", "", "directory for the result and records files (default: current)")
+	fs.StringVar(&o.ResultFilename, "result-filename", "", "result file name (default like vLLM's: backend-rate-qps-concurrency-model-date.json)")
+	fs.StringVar(&o.Records, "records", "", "per-request records JSONL (default: beside the result file, .records.jsonl); none to skip")
+	fs.StringArrayVar(&o.Metadata, "metadata", nil, "K=V saved with the result (repeatable)")
+	fs.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress output")
+	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "no progress output (vLLM's spelling of --quiet)")
+	fs.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report (charts inlined, opens offline) to this file")
+	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing records or result file of the name given (default: refuse; goodput's own default names never clash)")
+}
+
+// registerBench adds the output flags only bench has.
+func (o *outputFlags) registerBench(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Label, "label", "", "name the result file after this instead of the backend, and store it as the result's label (as vLLM's --label)")
+	fs.BoolVar(&o.AppendResult, "append-result", false, "save the result by appending it, as one JSON line, to the result file (as vLLM does; implies --save-result)")
+}
+
+var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
+
+// statsOptions turns the output flags into stats.Options. args are stray
+// positional "name:ms" words: vLLM's --goodput takes several values.
+func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
+	var so stats.Options
+	spec := strings.Join(o.Goodput, " ")
+	for _, a := range args {
+		if !sloArg.MatchString(a) || len(o.Goodput) == 0 {
+			return so, usagef("unexpected argument %q (SLO terms follow --goodput, e.g. --goodput ttft:2000 tpot:50)", a)
+		}
+		spec += " " + a
+	}
+	if strings.TrimSpace(spec) != "" {
+		slo, err := stats.ParseSLO(spec)
+		if err != nil {
+			return so, usagef("--goodput: %v", err)
+		}
+		so.SLO = slo
+	}
+	var err error
+	if so.Percentiles, err = stats.ParsePercentiles(o.MetricPercentiles); err != nil {
+		return so, usagef("--metric-percentiles: %v", err)
+	}
+	if so.Metrics, err = stats.ParseMetrics(o.PercentileMetrics); err != nil {
+		return so, usagef("--percentile-metrics: %v", err)
+	}
+	if so.Buckets, err = stats.ParseBuckets(o.Buckets); err != nil {
+		return so, usagef("--buckets: %v", err)
+	}
+	return so, nil
+}
+
+func parseKV(flag string, kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("%s %q: want KEY=VALUE", flag, kv)
+		}
+		m[strings.TrimSpace(k)] = v
+	}
+	return m, nil
+}

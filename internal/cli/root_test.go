@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUsageExitCodes checks that cobra's own errors (flags, subcommands,
+// positional arguments) come back as usage errors, exit code 2, with one
+// line that says what is wrong.
+func TestUsageExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"bench", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"unknown shorthand", []string{"bench", "-Z"}, "unknown shorthand flag: 'Z' in -Z"},
+		{"unknown root flag", []string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate" for "goodput"`},
+		{"misspelt command", []string{"bnech"}, `unknown command "bnech" for "goodput" (did you mean bench?)`},
+		{"misspelt command with its flags", []string{"bnech", "--num-prompts", "5"}, `unknown command "bnech"`},
+		{"unknown help topic", []string{"help", "bnech"}, `unknown command "bnech"`},
+		{"bad flag value", []string{"bench", "--num-prompts", "many"}, `invalid argument "many" for "--num-prompts" flag`},
+		{"bad engine flag value", []string{"sim", "--max-queue-time", "soon"}, `invalid argument "soon" for "--max-queue-time" flag`},
+		{"missing flag argument", []string{"bench", "--num-prompts"}, "flag needs an argument: --num-prompts"},
+		{"missing positional argument", []string{"compare", "a.jsonl"}, "give two runs to compare"},
+		{"no positional argument", []string{"report"}, "give one or more records files"},
+		{"stray argument", []string{"serve", "extra"}, `unexpected argument "extra": "goodput serve" takes none`},
+		{"stray version argument", []string{"version", "extra"}, `unexpected argument "extra"`},
+		{"cobra's own argument check", []string{"completion", "bash", "extra"}, `unknown command "extra" for "goodput completion bash"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, t.Context(), nil, tt.args...)
+			if r.code != ExitUsage {
+				t.Errorf("goodput %q: exit %d; want %d (stderr %q)", tt.args, r.code, ExitUsage, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("goodput %q: stderr %q; want one line containing %q", tt.args, r.stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestRootHelp checks that the bare root and help on a command still print
+// help and succeed.
+func TestRootHelp(t *testing.T) {
+	for _, args := range [][]string{nil, {"help"}, {"help", "bench"}, {"--help"}, {"bench", "--help"}} {
+		r := runCLI(t, t.Context(), nil, args...)
+		if r.code != ExitOK || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
+			t.Errorf("goodput %q: exit %d, stdout %.80q, stderr %q; want %d and the help", args, r.code, r.stdout, r.stderr, ExitOK)
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// This file turns the flags into a run.Config, and the run's typed errors
+// back into lines that name the flags.
+
+// readyPoll is how often a starting server is asked again.
+var readyPoll = time.Second
+
+// level checks the load flags and returns the level they describe; rate is
+// the --request-rate text (a sweep's holds a list, so it passes "inf").
+func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
+	c := *l
+	c.RequestRate = rate
+	return c.level()
+}
+
+// level checks the load flags and returns the level they describe.
+func (l *loadFlags) level() (runlog.Level, error) {
+	rate, err := l.rate()
+	if err != nil {
+		return runlog.Level{}, err
+	}
+	if l.Burstiness <= 0 {
+		return runlog.Level{}, usagef("--burstiness %v: want > 0", l.Burstiness)
+	}
+	switch {
+	case l.MaxConcurrency < 0:
+		return runlog.Level{}, usagef("--max-concurrency %d: want ≥ 0", l.MaxConcurrency)
+	case l.NumPrompts < 0:
+		return runlog.Level{}, usagef("--num-prompts %d: want ≥ 0", l.NumPrompts)
+	case l.NumWarmups < 0:
+		return runlog.Level{}, usagef("--num-warmups %d: want ≥ 0", l.NumWarmups)
+	case l.Duration < 0:
+		return runlog.Level{}, usagef("--duration %v: want ≥ 0", l.Duration)
+	}
+	n := l.NumPrompts
+	if l.Duration > 0 && !l.numSet {
+		n = 0
+	}
+	if n == 0 && l.Duration == 0 {
+		return runlog.Level{}, usagef("--num-prompts 0 needs --duration")
+	}
+	ramp, err := l.ramp(rate, n)
+	if err != nil {
+		return runlog.Level{}, err
+	}
+	lv := runlog.Level{RequestRate: rate, Burstiness: l.Burstiness, MaxConcurrency: l.MaxConcurrency,
+		NumPrompts: n, DurationS: l.Duration.Seconds(), NumWarmups: l.NumWarmups, Ramp: ramp}
+	if ramp != nil {
+		lv.Label = fmt.Sprintf("ramp-up %s %g→%g req/s", ramp.Strategy, ramp.StartRPS, ramp.EndRPS)
+	}
+	return lv, nil
+}
+
+// runConfig is the run.Config of bench's flags (sweep and the embedded
+// target share it): the workload, the target behind an openai.Client, the
+// level, the outputs, and the hooks that show the run on the terminal.
+func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
+	so, err := o.out.statsOptions(o.args)
+	if err != nil {
+		return run.Config{}, err
+	}
+	if o.target.NoStream {
+		if err := noStreamStats(&so, o.out.metricsSet); err != nil {
+			return run.Config{}, err
+		}
+	}
+	base := o.target.BaseURL
+	if base == "" && o.target.Host != "" {
+		base = fmt.Sprintf("http://%s:%d", o.target.Host, o.target.Port)
+	}
+	if base == "" && !o.load.numSet && o.load.Duration == 0 && !strings.EqualFold(o.work.o.DatasetName, "trace") {
+		o.load.NumPrompts = 200 // the embedded simulator: a quick look
+	}
+	lv, err := o.load.level()
+	if err != nil {
+		return run.Config{}, err
+	}
+	if lv.DurationS == 0 && !o.load.numSet && strings.EqualFold(o.work.o.DatasetName, "trace") {
+		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
+	}
+	meta, err := parseKV("--metadata", o.out.Metadata)
+	if err != nil {
+		return run.Config{}, err
+	}
+	target, err := o.target.runTarget(env, base, o.out.SaveDetailed)
+	if err != nil {
+		return run.Config{}, err
+	}
+	if n := o.work.customOutputLen; n < -1 {
+		return run.Config{}, usagef("--custom-output-len %d: want a number of tokens, or 0 or -1 for the file's", n)
+	}
+	cal := strings.ToLower(o.work.calibrate)
+	if cal != "auto" && cal != "" && cal != "off" {
+		return run.Config{}, usagef("--calibrate %q: want auto or off", o.work.calibrate)
+	}
+	if o.target.TrustRemoteCode {
+		fmt.Fprintln(env.Stderr, "goodput: --trust-remote-code has no effect: goodput runs no model code")
+	}
+	if o.target.TokenizerMode != "" {
+		fmt.Fprintf(env.Stderr, "goodput: --tokenizer-mode %s has no effect: prompt lengths come from --tokenizer and the server's own counts\n", o.target.TokenizerMode)
+	}
+	return run.Config{
+		Command: command, Version: Version, Started: env.Now(), Target: target,
+		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
+		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
+		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet),
+	}, nil
+}
+
+// runTarget is the target the flags name, behind an openai.Client; base
+// "" starts the embedded simulator.
+func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target, error) {
+	headers, err := parseKV("--header", t.Headers)
+	if err != nil {
+		return run.Target{}, err
+	}
+	// Sampling flags first, so --extra-body wins where both set a field
+	// (as in vLLM).
+	extra := t.sampling()
+	if strings.TrimSpace(t.ExtraBody) != "" {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(t.ExtraBody), &body); err != nil {
+			return run.Target{}, usagef("--extra-body: not a JSON object: %v", err)
+		}
+		maps.Copy(extra, body)
+	}
+	if len(extra) == 0 {
+		extra = nil
+	}
+	if f := t.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
+		return run.Target{}, usagef("--max-tokens-field %q: want max_tokens or max_completion_tokens", f)
+	}
+	api, endpoint, err := t.backend()
+	if err != nil {
+		return run.Target{}, err
+	}
+	if t.Endpoint != "" {
+		endpoint = t.Endpoint
+	}
+	var usageOn, usageAuto bool
+	switch strings.ToLower(t.ContinuousUsage) {
+	case "on", "true":
+		usageOn = true
+	case "off", "false":
+	case "auto":
+		usageAuto = true
+	default:
+		return run.Target{}, usagef("--continuous-usage %q: want auto, on or off", t.ContinuousUsage)
+	}
+	// The target as records and reports name it: no user info, no
+	// credential-like query values.
+	name := redact.URLString(base)
+	if u, err := url.Parse(base); err == nil && env.secrets != nil {
+		env.secrets.AddURL(u)
+	}
+	apiKey := ""
+	if t.APIKeyEnv != "" && env.Getenv != nil {
+		apiKey = env.Getenv(t.APIKeyEnv)
+	}
+	hdr := http.Header{}
+	for k, v := range headers {
+		hdr.Set(k, v)
+	}
+	if env.secrets != nil {
+		// Never written or printed: the key, and every header value given
+		// (goodput cannot tell which of them are credentials).
+		env.secrets.Add(apiKey)
+		env.secrets.AddHeader(hdr, true)
+	}
+	model := t.Model
+	if model == "" {
+		model = t.ServedModelName // it names the model in the records too
+	}
+	return run.Target{
+		BaseURL: base, Name: name, API: api, Endpoint: endpoint, Model: model, ModelName: modelFlag(t),
+		NoStream: t.NoStream, ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
+		Open: func(baseURL string, maxConns int, now func() int64) (run.Backend, error) {
+			c, err := openai.NewClient(openai.Config{
+				BaseURL: baseURL, Endpoint: endpoint, Model: t.requestModel(), APIKey: apiKey, Headers: hdr,
+				ExtraBody: extra, IgnoreEOS: t.IgnoreEOS, MaxTokensField: t.MaxTokensField, Timeout: t.Timeout,
+				IdleTimeout: t.IdleTimeout, MaxConns: maxConns, Now: now, ContinuousUsage: usageOn, AutoUsage: usageAuto,
+				ReadyPoll: readyPoll, NoStream: t.NoStream, KeepText: keepText, Insecure: t.Insecure,
+				FollowRedirects: t.FollowRedirects, MaxResponseTokens: t.MaxResponseTokens,
+			})
+			if err != nil {
+				return nil, flagError(err, "--sim-model")
+			}
+			return c, nil
+		},
+	}, nil
+}
+
+// modelFlag names the flag that gave the request's model id.
+func modelFlag(t *targetFlags) string {
+	if t.ServedModelName != "" {
+		return "--served-model-name"
+	}
+	return "--model"
+}
+
+// runOutput is where the run writes.
+func (o *outputFlags) runOutput(env Env) run.Output {
+	dir := o.ResultDir
+	if dir == "" {
+		dir = env.Dir
+	} else if env.Dir != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join(env.Dir, dir)
+	}
+	records := o.Records
+	if records != "" && records != "none" && records != "-" && env.Dir != "" && !filepath.IsAbs(records) {
+		records = filepath.Join(env.Dir, records)
+	}
+	out := run.Output{
+		Dir: dir, ResultName: o.ResultFilename, Label: o.Label, Records: records, Overwrite: o.Overwrite,
+		Saving: o.SaveResult && !o.AppendResult, KeepRecords: o.HTML != "" || o.SaveDetailed, KeepText: o.SaveDetailed,
+	}
+	if env.secrets != nil {
+		out.Filter = env.secrets.Writer
+	}
+	return out
+}
+
+// terminalHooks show a run on the terminal: notes and the embedded
+// simulator's warnings above the live progress line.
+func terminalHooks(env Env, quiet bool) run.Hooks {
+	con := consoleOf(env)
+	return run.Hooks{
+		Note: func(s string) { fmt.Fprintln(con, "goodput: "+s) },
+		// The server's warnings (e.g. a host too loaded to keep the
+		// engine's schedule) go to the user's stderr, not the process
+		// default logger.
+		Log: slog.New(slog.NewTextHandler(con, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Level: func(ctx context.Context, total int, limit time.Duration) run.Watch {
+			p := newProgress(env, quiet, total, limit)
+			p.start(ctx)
+			return p
+		},
+	}
+}
+
+// runFieldFlags are the flags of run.ConfigError's own fields.
+var runFieldFlags = map[string]string{
+	"Ramp": "--ramp-up-strategy", "DatasetName": "--dataset-name", "Tokenizer": "--tokenizer",
+	"Records": "--records", "Search": "--search", "RequestRate": "--request-rate", "Burstiness": "--burstiness",
+	"MaxConcurrency": "--max-concurrency", "NumPrompts": "--num-prompts", "NumWarmups": "--num-warmups", "Duration": "--duration",
+}
+
+// runError turns a run's typed error into the line a user reads: a
+// setting's error names its flag (a usage error, exit 2), a model the
+// server does not serve names the model flag; others pass as they are.
+// simModel is the flag of the simulated engine's model.
+func runError(err error, t *targetFlags, simModel string) error {
+	var (
+		ce *run.ConfigError
+		fe *run.FileExistsError
+		re *openai.ResolveError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		flag := "--records"
+		if fe.Field == "ResultName" {
+			flag = "--result-filename"
+		}
+		return usagef("%s %s: the file exists; choose another name, or --overwrite to replace it", flag, fe.Path)
+	case errors.As(err, &re) && re.Field == "Wait":
+		return fmt.Errorf("--ready-check-timeout: %w", re)
+	case errors.As(err, &re):
+		flag := "--model"
+		if t != nil {
+			flag = modelFlag(t)
+		}
+		if re.Model == "" {
+			return fmt.Errorf("no %s given and %w", flag, re.Err)
+		}
+		return fmt.Errorf("%s %q: %w", flag, re.Model, re.Err)
+	case errors.As(err, &ce):
+		if flag, ok := runFieldFlags[ce.Field]; ok {
+			return usagef("%s: %v", flag, ce.Err)
+		}
+		return flagError(ce.Err, simModel)
+	}
+	return err
+}
+
+// noStreamStats fits the summary to --no-stream, where only E2E (and
+// response time) is measured: the streaming metrics are dropped rather than
+// reported from the one chunk a whole answer makes (TTFT would equal E2E,
+// TPOT be 0). Asking for them, or for an SLO on them, is a usage error.
+func noStreamStats(so *stats.Options, metricsSet bool) error {
+	streaming := []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricITL, stats.MetricTTP}
+	for i, limit := range []time.Duration{so.SLO.TTFT, so.SLO.TPOT, so.SLO.TTP} {
+		if limit > 0 {
+			return usagef("--goodput %s: --no-stream measures E2E only (use e2el)", []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricTTP}[i])
+		}
+	}
+	ms := so.Metrics
+	if ms == nil {
+		ms = stats.AllMetrics
+	}
+	var kept []string
+	for _, m := range ms {
+		switch {
+		case !slices.Contains(streaming, m):
+			kept = append(kept, m)
+		case metricsSet:
+			return usagef("--percentile-metrics %s: --no-stream measures E2E only (e2el, response)", m)
+		}
+	}
+	if len(kept) == 0 {
+		kept = []string{stats.MetricE2E}
+	}
+	so.Metrics = kept
+	return nil
+}

@@ -1,0 +1,189 @@
+// Package run is a run's lifecycle, the floor between the command line and
+// the packages that measure: a target behind a Backend (a real server, the
+// embedded simulator over HTTP, or the engine in virtual time), the
+// workload, one or more load levels run by a level runner (wall clock over
+// loadgen, virtual time over simrun), every finished record fanned out once
+// to the Sinks (records file, per-level accumulators and findings trackers,
+// the saturation monitor, live metrics, progress), and the analysis into
+// one Result — per-level summaries, findings, the sweep's verdict — that
+// every output renders. Re-analysing a records file (Analyze over what a
+// run wrote) gives the same Result the run itself printed.
+//
+// Errors a user can cause come back typed (ConfigError, with the field),
+// never naming command-line flags; the CLI maps fields to its flags.
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/sweep"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// Config is everything a run needs.
+type Config struct {
+	// Command names the producer in the records: bench, sim or sweep.
+	Command string
+	// Version is the binary's version, stored in the records.
+	Version string
+	// Started is the wall-clock start (records' time zero; file names).
+	Started time.Time
+	// Target is where requests go; unused when Virtual.
+	Target Target
+	// Workload is what to send.
+	Workload Workload
+	// Load is the level of a single-level run, or every level's template
+	// in a sweep (its levels set RequestRate, MaxConcurrency and Label).
+	// NumPrompts 0 with no duration replays a trace whole.
+	Load runlog.Level
+	// Seed drives the workload and the arrival schedules.
+	Seed int64
+	// Virtual runs every level on the simulated engine in virtual time.
+	Virtual bool
+	// Engine is the simulated engine: the virtual-time target, or the
+	// embedded server when Target.BaseURL is "".
+	Engine sim.Config
+	// IgnoreEOS generates every request's full output length in virtual
+	// time (over HTTP it is the backend's: ignore_eos in the body);
+	// NaturalStopRecorded lets requests whose dataset recorded their
+	// length stop early too.
+	IgnoreEOS, NaturalStopRecorded bool
+	// Stats says what summaries hold (SLO, percentiles, buckets).
+	Stats stats.Options
+	// ReadingSpeedMs is the findings' reading speed, ms per token.
+	ReadingSpeedMs float64
+	// Sweep, when set, runs several levels and judges the curve.
+	Sweep *Sweep
+	// Output names the files the run writes.
+	Output Output
+	// Metadata is the user's key/values, stored with the run.
+	Metadata map[string]string
+	// Hooks let the caller watch the run as it goes.
+	Hooks Hooks
+}
+
+// Target is a server measured over HTTP.
+type Target struct {
+	// BaseURL is the server root; "" starts the embedded simulator
+	// (Config.Engine) on loopback.
+	BaseURL string
+	// Name is the target as records name it (credentials removed); ""
+	// means BaseURL.
+	Name string
+	// API is the wire API as records name it (openai, openai-chat) and
+	// Endpoint the request path.
+	API, Endpoint string
+	// Model names the model in the records; "" takes the one the backend
+	// resolves. ModelName says how the user named it, for notes about it
+	// ("" says "model").
+	Model, ModelName string
+	// NoStream says requests are not streamed (only E2E is measured).
+	NoStream bool
+	// ReadyWait is how long a starting server gets to answer.
+	ReadyWait time.Duration
+	// RequestIDPrefix prefixes request ids ("" means goodput-<run id>-).
+	RequestIDPrefix string
+	// Open makes the backend for the server at baseURL, sized for
+	// maxConns requests in flight, on the run's clock now.
+	Open func(baseURL string, maxConns int, now func() int64) (Backend, error)
+}
+
+// Workload is what to send.
+type Workload struct {
+	// Options builds the dataset (NumPrompts and Seed are the run's).
+	Options workload.Options
+	// Calibrate fits synthesized prompts to the server's token counts
+	// (its /tokenize, else probe requests) when the backend can count.
+	Calibrate bool
+	// OutputTokens, when > 0, asks every request of a custom dataset for
+	// this many output tokens.
+	OutputTokens int
+}
+
+// Output names what the run writes.
+type Output struct {
+	// Dir holds the result and records files ("" the working directory);
+	// ResultName is the result file's name ("" a vLLM-like default).
+	Dir, ResultName string
+	// Label replaces the API in the default file name.
+	Label string
+	// Records is the records file: "" beside the result, "none" none, else
+	// this path.
+	Records string
+	// Overwrite lets the run replace files of the names given; Saving says
+	// the result file will be written (so its name must be free too), not
+	// appended to.
+	Overwrite, Saving bool
+	// KeepRecords keeps every record in Result.Records (for an HTML
+	// report or vLLM's per-request lists) instead of only the summaries.
+	KeepRecords bool
+	// KeepText keeps each answer's text on the records.
+	KeepText bool
+	// Filter passes every byte written to files (credentials blanked);
+	// nil writes as is.
+	Filter func(io.Writer) io.Writer
+}
+
+// Hooks let the caller watch a run; every field may be nil.
+type Hooks struct {
+	// Note receives a line for the user (a warning, what was chosen).
+	Note func(string)
+	// Log receives the embedded simulator's warnings.
+	Log *slog.Logger
+	// Start is told the run's meta once the target is resolved (the model
+	// known) and may add sinks for the whole run (live metrics).
+	Start func(meta *runlog.Meta) ([]Sink, error)
+	// Level starts the caller's view of one wall-clock level (a progress
+	// line): total requests (0 unknown) and the time limit; the returned
+	// Watch sees the level's sends and records.
+	Level func(ctx context.Context, total int, limit time.Duration) Watch
+	// Sweep is told what a sweep is about to run (after its capacity probe).
+	Sweep func(Plan)
+	// Point receives each sweep level as it finishes, with why it counts
+	// as saturated ("" if not) and, in a search, whether it met the SLO.
+	Point func(p sweep.Point, saturated string, meets *Meets)
+}
+
+// Meets is a bisection run's verdict (a sweep with Search).
+type Meets struct {
+	OK  bool
+	Why string
+}
+
+// Watch sees one level go by.
+type Watch interface {
+	// Sent counts a request leaving; Record a finished one; Stop ends the
+	// level. Sent and Record are called concurrently.
+	Sent()
+	Sink
+	Stop()
+}
+
+// ConfigError is a setting the run cannot use: Field names it (a
+// Config/Workload/Target field or workload.Options' field, e.g. "Ramp",
+// "DatasetName", "Tokenizer").
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// note tells the caller one line.
+func (c *Config) note(format string, args ...any) {
+	if c.Hooks.Note != nil {
+		c.Hooks.Note(fmt.Sprintf(format, args...))
+	}
+}

@@ -1,0 +1,215 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// The outputs of a Result, each rendered by package report from the same
+// Result: the terminal summary, the result JSON and the HTML report. A run
+// and a report of its records render alike.
+
+// TerminalOptions say how the terminal summary looks.
+type TerminalOptions struct {
+	report.TermOptions
+	// LevelReports prints every level's full summary in a sweep (a report
+	// of several levels always does).
+	LevelReports bool
+}
+
+// Terminal prints the run: one level's summary and findings; several
+// levels' summaries, each headed by its load; and a sweep's curve, knee,
+// peaks and verdict with the findings of the level they speak for.
+func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
+	switch {
+	case r.Sweep != nil:
+		if o.LevelReports {
+			if err := r.levelBlocks(w, o.TermOptions, false); err != nil {
+				return err
+			}
+		}
+		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {
+			return err
+		}
+		if f := r.Focus; f >= 0 && f < len(r.Sweep.Points) {
+			p := r.Sweep.Points[f]
+			fmt.Fprintf(w, "Findings for level %d (%s) and the sweep:\n", p.Index, p.Level.Label)
+		}
+		return findings.Render(w, r.Findings)
+	case len(r.Levels) == 1:
+		if err := report.Terminal(w, &r.Levels[0].Summary, r.Meta, o.TermOptions); err != nil {
+			return err
+		}
+		return findings.Render(w, r.Findings)
+	}
+	return r.levelBlocks(w, o.TermOptions, true)
+}
+
+// levelBlocks prints each level's summary (and, with fs, its findings),
+// headed by its load when there are several.
+func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
+	for i, l := range r.Levels {
+		if len(r.Levels) > 1 && fs {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			ls := report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+			fmt.Fprintf(w, "# level %d: %s\n", l.Index, report.LevelName(ls, len(r.Levels)))
+		}
+		if err := report.Terminal(w, &r.Levels[i].Summary, r.Meta, o); err != nil {
+			return err
+		}
+		if fs {
+			if err := findings.Render(w, l.Findings); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// JSONOptions add to the result JSON.
+type JSONOptions struct {
+	// Label is stored as the result's label ("" none).
+	Label string
+	// Detailed adds vLLM's per-request lists (needs Result.Records).
+	Detailed bool
+}
+
+// JSON is the result file: for one level, vLLM's keys (report.ResultJSON)
+// with goodput's beside them; for several (a sweep, or a report of
+// several levels) one object of run facts with "levels" (each level's
+// result), the run's "findings" and, for a sweep, "sweep" (the verdict).
+func (r *Result) JSON(o JSONOptions) ([]byte, error) {
+	if len(r.Levels) == 1 && r.Sweep == nil {
+		return r.levelJSON(o)
+	}
+	levels := make([]json.RawMessage, len(r.Levels))
+	for i := range r.Levels {
+		l := &r.Levels[i]
+		extra := map[string]any{"findings": nonNil(l.Findings), "level_label": l.Level.Label}
+		if r.Sweep != nil {
+			extra["saturated"], extra["median_queue_ms"], extra["median_queue_from_server"] = l.Saturated, l.MedianQueueMs, l.QueueFromServer
+		}
+		b, err := report.ResultJSON(&l.Summary, r.Meta, extra)
+		if err != nil {
+			return nil, err
+		}
+		levels[i] = b
+	}
+	m := r.Meta
+	doc := map[string]any{
+		"date": m.Started.Format(report.DateFormat), "command": m.Command, "target": m.Target, "backend": m.Backend,
+		"model_id": m.Model, "dataset": m.Dataset, "seed": m.Seed, "levels": levels,
+		"findings": nonNil(r.Findings), "records_file": r.RecordsPath,
+	}
+	if r.Sweep != nil {
+		doc["sweep"] = report.SweepJSON(&r.Sweep.Result, r.Sweep.Search)
+		doc["capacity_probe"] = r.Sweep.Probe
+	}
+	if len(r.Levels) > 0 {
+		doc["slo"] = r.Levels[0].Summary.Options.SLO.String()
+	}
+	if r.Interrupted {
+		doc["interrupted"] = true
+	}
+	for k, v := range m.Metadata {
+		if _, taken := doc[k]; !taken {
+			doc[k] = v
+		}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("result json: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// levelJSON is a single level's result.
+func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
+	l := &r.Levels[0]
+	extra := map[string]any{"records_file": r.RecordsPath, "findings": nonNil(r.Findings)}
+	if r.TokenizerID != "" {
+		extra["tokenizer_id"] = r.TokenizerID
+	}
+	if o.Label != "" {
+		extra["label"] = o.Label
+	}
+	if rp := l.Level.Ramp; rp != nil {
+		// vLLM's keys for a ramp (its rates are integers there).
+		extra["ramp_up_strategy"], extra["ramp_up_start_rps"], extra["ramp_up_end_rps"] = rp.Strategy, jsonNumber(rp.StartRPS), jsonNumber(rp.EndRPS)
+	}
+	if o.Detailed {
+		for k, v := range report.Detailed(r.Records, l.Index) {
+			extra[k] = v
+		}
+	}
+	if r.Interrupted {
+		extra["interrupted"] = true
+	}
+	return report.ResultJSON(&l.Summary, r.Meta, extra)
+}
+
+// jsonNumber writes a whole number as an integer (as vLLM's integer
+// flags are), any other as a float.
+func jsonNumber(f float64) any {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return int64(f)
+	}
+	return f
+}
+
+func nonNil(fs []findings.Finding) []findings.Finding {
+	if fs == nil {
+		return []findings.Finding{}
+	}
+	return fs
+}
+
+// HTML is the self-contained HTML report's input: every level, every
+// record kept, the run's findings (each level's, marked with its level,
+// for several levels that are not a sweep) and a sweep's knee and goodput
+// peak.
+func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
+	levels := make([]report.LevelSummary, len(r.Levels))
+	for i, l := range r.Levels {
+		levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+	}
+	in := report.HTMLInput{Title: title, Meta: r.Meta, Levels: levels, Records: report.Records(r.Records),
+		Findings: r.Findings, SLA: r.SLA, Generated: generated}
+	switch {
+	case r.Sweep != nil:
+		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1}
+		if k := r.Sweep.Knee; k != nil && k.Index < len(levels) {
+			in.Sweep.Knee = k.Index
+		}
+		if p := r.Sweep.GoodputPeak; p != nil && p.Index < len(levels) {
+			in.Sweep.GoodputPeak = p.Index
+		}
+	case len(r.Levels) > 1:
+		in.Findings = nil
+		for _, l := range r.Levels {
+			for _, f := range l.Findings {
+				f.Evidence = withLevel(f.Evidence, l.Index)
+				in.Findings = append(in.Findings, f)
+			}
+		}
+	}
+	return in
+}
+
+// Title names a run for people, e.g. "goodput bench".
+func Title(m *runlog.Meta) string {
+	if m == nil || strings.TrimSpace(m.Command) == "" {
+		return "goodput"
+	}
+	return "goodput " + m.Command
+}

@@ -1,0 +1,369 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/sweep"
+)
+
+// Result is what a run found, the one thing every output renders: the
+// run's conditions, each level's summary and findings, the run's findings
+// and SLA sentence, and a sweep's verdict.
+type Result struct {
+	// Meta is the run's conditions, its levels as they ran.
+	Meta *runlog.Meta
+	// Levels are the levels in run order.
+	Levels []LevelResult
+	// Findings are the run's: a single level's, or a sweep's own followed
+	// by those of the level they speak for (Focus, an index in Levels; -1
+	// none).
+	Findings []findings.Finding
+	Focus    int
+	// SLA is a single level's SLA sentence ("" for a sweep).
+	SLA string
+	// Sweep is the sweep's verdict; nil for a single level.
+	Sweep *SweepResult
+	// Records are every record, when Output.KeepRecords (else nil).
+	Records []runlog.Record
+	// RecordsPath is the records file ("" none), RecordsWritten the records
+	// in it; ResultPath is where the result file goes.
+	RecordsPath, ResultPath string
+	RecordsWritten          int
+	// TokenizerID names what sized the prompts (vLLM's tokenizer_id).
+	TokenizerID string
+	// Interrupted says the run was cut short (Ctrl-C); Sent counts the
+	// requests sent.
+	Interrupted bool
+	Sent        int
+	// Virtual is the virtual-time run's own figures (nil over HTTP).
+	Virtual *VirtualStats
+}
+
+// LevelResult is one level measured.
+type LevelResult struct {
+	// Index is the level index the records carry; Level its load as run.
+	Index int
+	Level runlog.Level
+	// Summary aggregates the level's measured requests.
+	Summary stats.Summary
+	// Findings are the level's own.
+	Findings []findings.Finding
+	// MedianQueueMs is the median wait before being served, from the
+	// engine's own timing when the records carry it (QueueFromServer),
+	// else bounded from outside (sweep.QueueEstimateMs).
+	MedianQueueMs   float64
+	QueueFromServer bool
+	// Saturated says why a sweep counts the level saturated ("" if not).
+	Saturated string
+}
+
+// SweepResult is a sweep's verdict.
+type SweepResult struct {
+	sweep.Result
+	// Search is the bisection's outcome (nil for a plain sweep).
+	Search   *sweep.SearchResult
+	Criteria sweep.Criteria
+	// Probe is what an automatic sweep's levels came from (nil if given).
+	Probe *runlog.CapacityProbe
+}
+
+// VirtualStats describe a virtual-time run: the virtual time simulated,
+// the engine steps and the wall time it took.
+type VirtualStats struct {
+	Simulated, Wall time.Duration
+	Steps           int64
+}
+
+// levelData is what one level leaves for the analysis.
+type levelData struct {
+	index   int
+	level   runlog.Level
+	summary stats.Summary
+	tracker *findings.Tracker
+	queue   []int64
+}
+
+// point is the level as the sweep logic sees it.
+func (d *levelData) point() sweep.Point {
+	p := sweep.Point{Index: d.index, Level: planned(d.level), Summary: d.summary, DelayedArrivals: d.level.DelayedArrivals,
+		Stopped: d.level.Stopped, Requests: d.tracker}
+	if len(d.queue) > 0 {
+		q := slices.Clone(d.queue)
+		slices.Sort(q)
+		p.MedianQueueMs, p.QueueFromServer = medianNs(q)/1e6, true
+	} else {
+		p.MedianQueueMs = sweep.QueueEstimateMs(&p.Summary)
+	}
+	return p
+}
+
+// planned is a level's load as planned: what it did (delayed arrivals,
+// client CPU, an early stop) removed.
+func planned(l runlog.Level) runlog.Level {
+	l.DelayedArrivals, l.ClientCPU, l.Stopped = 0, 0, ""
+	return l
+}
+
+// medianNs is the median of ascending values (mean of the middle two).
+func medianNs(xs []int64) float64 {
+	n := len(xs)
+	if n%2 == 1 {
+		return float64(xs[n/2])
+	}
+	return (float64(xs[n/2-1]) + float64(xs[n/2])) / 2
+}
+
+// analyze judges the levels of a run described by meta: each level's
+// findings and, for a sweep (meta.Analysis.Sweep), the curve's verdict —
+// replayed through the sweep logic as the run drove it, so the knee, the
+// peaks, the search and an early stop come out as the run found them.
+func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Result {
+	res := &Result{Meta: meta, Focus: -1}
+	for i := range data {
+		d := &data[i]
+		p := d.point()
+		res.Levels = append(res.Levels, LevelResult{Index: d.index, Level: d.level, Summary: d.summary,
+			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer})
+	}
+	var spec *runlog.SweepSpec
+	if meta != nil && meta.Analysis != nil {
+		spec = meta.Analysis.Sweep
+	}
+	for i := range data {
+		d := &data[i]
+		lv := d.level
+		res.Levels[i].Findings = findings.Analyze(findings.Input{
+			Summary: &d.summary, Meta: meta, Level: &lv, Levels: len(data), Requests: d.tracker,
+			ReadingSpeedMs: readingSpeedMs, ClientCPU: lv.ClientCPU,
+		})
+	}
+	if spec == nil {
+		if len(data) == 1 {
+			res.Findings, res.Focus = res.Levels[0].Findings, 0
+			lv := data[0].level
+			res.SLA = findings.SLASentence(findings.Input{Summary: &data[0].summary, Meta: meta, Level: &lv})
+		}
+		return res
+	}
+	sr := replaySweep(spec, data)
+	for i := range res.Levels {
+		if i < len(sr.Saturated) {
+			res.Levels[i].Saturated = sr.Saturated[i]
+		}
+	}
+	res.Sweep = sr
+	levelFs := make([][]findings.Finding, len(res.Levels))
+	for i := range res.Levels {
+		levelFs[i] = res.Levels[i].Findings
+	}
+	res.Findings, res.Focus = sweepFindings(&sr.Result, sr.Search, levelFs)
+	return res
+}
+
+// sweepConfig is the sweep logic's configuration from the stored spec.
+func sweepConfig(spec *runlog.SweepSpec) sweep.Config {
+	return sweep.Config{
+		Axis: sweep.Axis(spec.Axis), Knee: sweep.KneeConfig{K: spec.KneeK},
+		Criteria:   sweep.Criteria{Attainment: spec.Attainment, MaxMedianQueueMs: spec.MaxMedianQueueMs},
+		Saturation: sweep.Saturation{MaxErrorRate: spec.MaxErrorRate, Off: !spec.SaturationStop},
+	}
+}
+
+// errNotRun answers a replayed sweep's request for a level the run never
+// reached (it was interrupted).
+var errNotRun = errors.New("level not run")
+
+// replaySweep drives the sweep logic over levels already measured: a
+// Runner that hands back each level's point in turn stands in for the
+// target, so Run's early stop and Search's bisection follow the path the
+// run took.
+func replaySweep(spec *runlog.SweepSpec, data []levelData) *SweepResult {
+	cfg := sweepConfig(spec)
+	points := make([]sweep.Point, len(data))
+	for i := range data {
+		points[i] = data[i].point()
+	}
+	next := 0
+	replay := sweep.RunnerFunc(func(_ context.Context, _ int, _ runlog.Level) (sweep.Point, error) {
+		if next >= len(points) {
+			return sweep.Point{}, errNotRun
+		}
+		next++
+		return points[next-1], nil
+	})
+	out := &SweepResult{Criteria: cfg.Criteria, Probe: spec.Probe}
+	if spec.Search && len(points) > 0 {
+		s, _ := sweep.Search(context.Background(), replay, sweep.SearchConfig{
+			Axis: cfg.Axis, Template: points[0].Level, Lo: spec.Lo, Hi: spec.Hi, Precision: spec.Precision, Criteria: cfg.Criteria,
+			FirstIndex: data[0].index,
+		})
+		out.Search = &s
+		out.Result = sweep.Analyze(s.Points, cfg)
+		return out
+	}
+	levels := make([]runlog.Level, max(spec.Planned, len(points)))
+	for i := range levels {
+		if i < len(points) {
+			levels[i] = points[i].Level
+		}
+	}
+	out.Result, _ = sweep.Run(context.Background(), replay, levels, cfg)
+	if next < len(points) {
+		// The run went on past where the logic would have stopped (its
+		// saturation stop was off for a level the monitor stopped): keep
+		// every level measured.
+		out.Result = sweep.Analyze(points, cfg)
+	}
+	return out
+}
+
+// sweepFindings picks the level the findings speak for — the goodput peak,
+// else the throughput peak — and returns the sweep's own findings followed
+// by that level's, plus the client-bound verdict of any other level (it
+// poisons the whole curve). focus is the point index, or -1.
+func sweepFindings(res *sweep.Result, search *sweep.SearchResult, levelFs [][]findings.Finding) ([]findings.Finding, int) {
+	top := sweep.Findings(res, search)
+	focus := -1
+	switch {
+	case res.GoodputPeak != nil:
+		focus = res.GoodputPeak.Index
+	case res.ThroughputPeak != nil:
+		focus = res.ThroughputPeak.Index
+	}
+	var clientBound []findings.Finding
+	for i, fs := range levelFs {
+		for _, f := range fs {
+			if f.ID == "client-bound" && i != focus && len(clientBound) == 0 {
+				f.Evidence = withLevel(f.Evidence, res.Points[i].Index)
+				clientBound = append(clientBound, f)
+			}
+		}
+	}
+	if focus >= 0 && focus < len(levelFs) {
+		for _, f := range levelFs[focus] {
+			if f.ID == "client-bound" {
+				clientBound = nil // the focus level states it already
+			}
+			f.Evidence = withLevel(f.Evidence, res.Points[focus].Index)
+			top = append(top, f)
+		}
+	}
+	return append(clientBound, top...), focus
+}
+
+// withLevel returns ev with the level index added (a copy: findings share
+// no maps with their callers).
+func withLevel(ev map[string]any, level int) map[string]any {
+	out := make(map[string]any, len(ev)+1)
+	for k, v := range ev {
+		out[k] = v
+	}
+	out["level"] = level
+	return out
+}
+
+// AnalyzeOptions say how a records file is judged again; zero fields take
+// what the run stored (Meta.Analysis), then the defaults.
+type AnalyzeOptions struct {
+	// Stats summarises the levels; nil takes the run's stored options.
+	Stats *stats.Options
+	// ReadingSpeedMs is the findings' reading speed (0: the run's).
+	ReadingSpeedMs float64
+}
+
+// StoredOptions are the summary options and reading speed a run stored
+// with its records (the zero Options and 0 when it stored none).
+func StoredOptions(meta *runlog.Meta) (stats.Options, float64, error) {
+	if meta == nil || meta.Analysis == nil {
+		return stats.Options{}, 0, nil
+	}
+	a := meta.Analysis
+	so := stats.Options{Percentiles: a.Percentiles, Metrics: a.Metrics, Buckets: a.Buckets}
+	if a.SLO != "" {
+		slo, err := stats.ParseSLO(a.SLO)
+		if err != nil {
+			return so, 0, fmt.Errorf("the run's stored SLO %q: %w", a.SLO, err)
+		}
+		so.SLO = slo
+	}
+	return so, a.ReadingSpeedMs, nil
+}
+
+// AnalyzeRecords judges a finished run again from its records, as the run
+// judged itself: the same summaries, findings, SLA sentence and sweep
+// verdict, for the same options.
+func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (*Result, error) {
+	so, speed, err := StoredOptions(meta)
+	if err != nil {
+		return nil, err
+	}
+	if o.Stats != nil {
+		so = *o.Stats
+	}
+	if o.ReadingSpeedMs > 0 {
+		speed = o.ReadingSpeedMs
+	}
+	idx := levelIndexes(meta, recs)
+	cols := map[int]*collector{}
+	for _, i := range idx {
+		cols[i] = newCollector(so, true, nil, nil)
+	}
+	for i := range recs {
+		c := cols[max(recs[i].Level, -1)]
+		if c != nil {
+			_ = c.Record(&recs[i])
+		}
+	}
+	data := make([]levelData, 0, len(idx))
+	for _, i := range idx {
+		var lv runlog.Level
+		if meta != nil && i >= 0 && i < len(meta.Levels) {
+			lv = meta.Levels[i]
+		}
+		d := cols[i].data(i, lv)
+		if d.summary.Level < 0 {
+			d.summary.Level = i // an empty level: still say which it is
+		}
+		data = append(data, d)
+	}
+	res := analyze(meta, data, speed)
+	res.Records = recs
+	return res, nil
+}
+
+// levelIndexes are the levels a run has, as report.SummarizeLevels counts
+// them: every level its meta describes (even one without records) and every
+// other index its records carry, in order, then -1 for records of a
+// negative level; a run without any still has level 0.
+func levelIndexes(meta *runlog.Meta, recs []runlog.Record) []int {
+	seen := map[int]bool{}
+	if meta != nil {
+		for i := range meta.Levels {
+			seen[i] = true
+		}
+	}
+	stray := false
+	for i := range recs {
+		if l := recs[i].Level; l < 0 {
+			stray = true
+		} else {
+			seen[l] = true
+		}
+	}
+	if len(seen) == 0 {
+		seen[0] = true
+	}
+	idx := slices.Sorted(maps.Keys(seen))
+	if stray {
+		idx = append(idx, -1)
+	}
+	return idx
+}

@@ -1,0 +1,429 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/goodput/goodput/internal/loadgen"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sweep"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// Sweep is a run of several levels judged as a curve.
+type Sweep struct {
+	// Axis is what the levels vary.
+	Axis sweep.Axis
+	// Levels are the loads to run, each the run's Load with its rate or
+	// concurrency set; none means an automatic sweep: a capacity probe
+	// first, then Fractions of the capacity it measured.
+	Levels    []runlog.Level
+	Fractions []float64
+	// KneeK, Criteria and Saturation judge the curve.
+	KneeK      float64
+	Criteria   sweep.Criteria
+	Saturation sweep.Saturation
+	// Search bisects between the lowest and highest level for the highest
+	// load within SLO, to Precision (0: 1/32 of the range).
+	Search    bool
+	Precision float64
+}
+
+// Plan is what a sweep is about to run, told to Hooks.Sweep: its levels
+// (for a search, the bracket's two ends) and, for an automatic sweep, the
+// capacity probe they came from.
+type Plan struct {
+	Axis    sweep.Axis
+	Levels  []runlog.Level
+	Search  bool
+	Lo, Hi  float64
+	Virtual bool
+	Probe   *runlog.CapacityProbe
+}
+
+// AutoFractions are the rates an automatic sweep runs, as shares of the
+// measured capacity: two low loads for the knee's baseline slope, dense
+// steps where goodput usually peaks, and one beyond capacity to show the
+// collapse (a saturated level ends the sweep there).
+var AutoFractions = []float64{0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1}
+
+// ErrNoLevelRan is a sweep that ran no level.
+var ErrNoLevelRan = errors.New("no level ran")
+
+// errSaturated cancels a level the saturation monitor judged saturated.
+var errSaturated = errors.New("level saturated")
+
+// runner is one run in progress.
+type runner struct {
+	cfg  *Config
+	fan  *fanout
+	wall *wall
+	virt *virtual
+	meta *runlog.Meta
+	file *recordsFile
+	keep *keeper
+	data []levelData
+	sent int
+	// resultPath and recordsPath are the files' names, free ones.
+	resultPath, recordsPath string
+	// cancelled is set when a level was cut short by the caller.
+	cancelled bool
+}
+
+// Run runs cfg: resolves the target, runs the level (or the sweep's
+// levels), writes the records file and returns what the run found. A
+// Result comes back with an error when the run stopped part-way (an
+// interruption, a records file that failed): it covers what finished.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	c := &cfg
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &runner{cfg: c, fan: &fanout{cancel: cancel}}
+	defer r.close()
+
+	levels, maxConc := 1, c.Load.MaxConcurrency
+	if s := c.Sweep; s != nil {
+		levels = max(len(s.Levels), len(s.Fractions), 1)
+		if s.Search {
+			levels = 2
+		}
+		for _, l := range s.Levels {
+			maxConc = max(maxConc, l.MaxConcurrency)
+		}
+	}
+	var err error
+	if c.Virtual {
+		r.virt, err = openVirtual(c, c.Seed)
+	} else {
+		r.wall, err = openWall(ctx, c, levels, maxConc, c.logger())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	var runErr error
+	if c.Sweep != nil {
+		runErr = r.sweep(ctx)
+	} else {
+		d, err := r.level(ctx, 0, c.Load, nil)
+		if err == nil {
+			r.data = append(r.data, d)
+		}
+		runErr = err
+	}
+	return r.finish(ctx, runErr)
+}
+
+// check validates what the flags cannot: the load's own consistency.
+func (c *Config) check() error {
+	l := c.Load
+	switch {
+	case l.RequestRate < 0 || math.IsNaN(l.RequestRate) || math.IsInf(l.RequestRate, 0):
+		return configErr("RequestRate", "request rate %v: want a positive number of requests/s, or 0 for unpaced", l.RequestRate)
+	case l.Burstiness <= 0:
+		return configErr("Burstiness", "burstiness %v: want > 0", l.Burstiness)
+	case l.MaxConcurrency < 0:
+		return configErr("MaxConcurrency", "max concurrency %d: want ≥ 0", l.MaxConcurrency)
+	case l.NumPrompts < 0:
+		return configErr("NumPrompts", "num prompts %d: want ≥ 0", l.NumPrompts)
+	case l.NumWarmups < 0:
+		return configErr("NumWarmups", "num warmups %d: want ≥ 0", l.NumWarmups)
+	case l.DurationS < 0:
+		return configErr("Duration", "duration %vs: want ≥ 0", l.DurationS)
+	case c.Target.Open == nil && !c.Virtual:
+		return configErr("Target", "no backend to open")
+	}
+	return nil
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c.Hooks.Log != nil {
+		return c.Hooks.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// open writes the meta line and sets up the run's sinks.
+func (r *runner) open() error {
+	c := r.cfg
+	m := &runlog.Meta{
+		Tool: "goodput", Version: c.Version, Command: c.Command, Started: c.Started.UTC(),
+		Seed: c.Seed, Metadata: c.Metadata,
+		Analysis: &runlog.Analysis{SLO: c.Stats.SLO.String(), Percentiles: c.Stats.Percentiles, Metrics: c.Stats.Metrics,
+			Buckets: c.Stats.Buckets, ReadingSpeedMs: c.ReadingSpeedMs},
+	}
+	label := c.Output.Label
+	if r.virt != nil {
+		m.Target, m.Backend, m.Dataset, m.Simulated = "virtual-time", "sim", r.virt.ds.Name(), r.virt.desc
+		m.Model = fmt.Sprint(r.virt.desc["model"])
+		if label == "" {
+			label = "sim"
+		}
+	} else {
+		w := r.wall
+		m.Target, m.Backend, m.Endpoint, m.Model = w.targetName, c.Target.API, c.Target.Endpoint, c.Target.Model
+		m.Dataset, m.Tokenizer, m.Simulated, m.NoStream = w.ds.Name(), w.tokenizer, w.simulated, c.Target.NoStream
+		if label == "" {
+			label = c.Target.API
+		}
+	}
+	// The planned levels, so a killed run's file still states its load;
+	// the end line replaces them with what happened.
+	m.Levels = []runlog.Level{c.Load}
+	if s := c.Sweep; s != nil && len(s.Levels) > 0 {
+		m.Levels = slices.Clone(s.Levels)
+	}
+	r.meta = m
+	stamp := c.Started.Format("20060102-150405")
+	result, records := c.Output.paths(label, m.Model, c.Load.MaxConcurrency, loadName(c.Load), stamp)
+	f, err := c.Output.openRecords(&result, &records, m)
+	if err != nil {
+		return err
+	}
+	r.file = f
+	r.resultPath, r.recordsPath = result, records
+	if f != nil {
+		r.fan.run = append(r.fan.run, f)
+	}
+	if c.Output.KeepRecords {
+		r.keep = &keeper{}
+		r.fan.run = append(r.fan.run, r.keep)
+	}
+	if c.Hooks.Start != nil {
+		sinks, err := c.Hooks.Start(m)
+		if err != nil {
+			return err
+		}
+		r.fan.run = append(r.fan.run, sinks...)
+	}
+	return nil
+}
+
+// level runs one level through the fan-out and returns its analysis input;
+// mon (a sweep's saturation monitor) may stop it early.
+func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep.Monitor) (levelData, error) {
+	lctx, lcancel := context.WithCancelCause(ctx)
+	defer lcancel(nil)
+	col := newCollector(r.cfg.Stats, false, mon, func() { lcancel(errSaturated) })
+	r.fan.setLevel(col)
+	defer r.fan.setLevel()
+	if r.virt != nil {
+		ran, err := r.virt.runLevel(lctx, idx, lv, r.fan)
+		switch {
+		case err != nil && r.interrupted(ctx):
+			r.cancelled = true
+		case err != nil && !errors.Is(context.Cause(lctx), errSaturated):
+			return levelData{}, fmt.Errorf("simulation: %w", err)
+		}
+		return col.data(idx, ran), nil
+	}
+	out, err := r.wall.runLevel(lctx, idx, lv, r.wall.ds, r.fan)
+	if err != nil {
+		return levelData{}, err
+	}
+	r.sent += out.load.Sent
+	if out.load.Stopped == loadgen.StopCancelled && r.interrupted(ctx) {
+		r.cancelled = true
+	}
+	return col.data(idx, out.level), nil
+}
+
+// interrupted says the caller cancelled the run (not a failed sink).
+func (r *runner) interrupted(ctx context.Context) bool {
+	return ctx.Err() != nil && r.fan.error() == nil
+}
+
+// sweep runs the sweep's levels (after a capacity probe, for an automatic
+// sweep) or its bisection, stopping at a saturated level.
+func (r *runner) sweep(ctx context.Context) error {
+	c, s := r.cfg, r.cfg.Sweep
+	spec := &runlog.SweepSpec{Axis: string(s.Axis), Search: s.Search, Precision: s.Precision, KneeK: s.KneeK,
+		Attainment: s.Criteria.Attainment, MaxMedianQueueMs: s.Criteria.MaxMedianQueueMs,
+		MaxErrorRate: s.Saturation.MaxErrorRate, SaturationStop: !s.Saturation.Off}
+	r.meta.Analysis.Sweep = spec
+	levels := s.Levels
+	if len(levels) == 0 {
+		probe, err := r.probe(ctx)
+		if err != nil {
+			return err
+		}
+		spec.Probe = probe
+		tmpl := c.Load
+		tmpl.RequestRate, tmpl.Label = 0, ""
+		rates := make([]float64, len(s.Fractions))
+		for i, f := range s.Fractions {
+			rates[i] = roundRate(f * probe.RequestThroughput)
+		}
+		levels = sweep.Levels(sweep.AxisRate, rates, tmpl)
+	}
+	spec.Planned = len(levels)
+	loads := make([]float64, len(levels))
+	for i, l := range levels {
+		loads[i] = s.Axis.Load(l)
+	}
+	spec.Lo, spec.Hi = slices.Min(loads), slices.Max(loads)
+	if s.Search && spec.Lo == spec.Hi {
+		return configErr("Search", "a search bisects between the lowest and highest level: give two different loads")
+	}
+	if c.Hooks.Sweep != nil {
+		c.Hooks.Sweep(Plan{Axis: s.Axis, Levels: levels, Search: s.Search, Lo: spec.Lo, Hi: spec.Hi, Virtual: c.Virtual, Probe: spec.Probe})
+	}
+	runner := sweep.RunnerFunc(func(ctx context.Context, idx int, l runlog.Level) (sweep.Point, error) {
+		var mon *sweep.Monitor
+		if !s.Saturation.Off {
+			mon = sweep.NewMonitor(s.Saturation, l.NumPrompts)
+		}
+		d, err := r.level(ctx, idx, l, mon)
+		if err != nil {
+			return sweep.Point{}, err
+		}
+		r.data = append(r.data, d)
+		if r.cancelled {
+			return sweep.Point{}, fmt.Errorf("level %d: %w", idx, context.Canceled)
+		}
+		return d.point(), r.fan.error()
+	})
+	onPoint := func(p sweep.Point, meets *Meets) {
+		if c.Hooks.Point != nil {
+			c.Hooks.Point(p, s.Saturation.Judge(p), meets)
+		}
+	}
+	if s.Search {
+		_, err := sweep.Search(ctx, runner, sweep.SearchConfig{
+			Axis: s.Axis, Template: levels[0], Lo: spec.Lo, Hi: spec.Hi, Precision: s.Precision, Criteria: s.Criteria,
+			OnPoint: func(p sweep.Point, ok bool, why string) { onPoint(p, &Meets{OK: ok, Why: why}) },
+		})
+		return err
+	}
+	_, err := sweep.Run(ctx, runner, levels, sweep.Config{
+		Axis: s.Axis, Knee: sweep.KneeConfig{K: s.KneeK}, Criteria: s.Criteria, Saturation: s.Saturation,
+		OnPoint: func(p sweep.Point) { onPoint(p, nil) },
+	})
+	return err
+}
+
+// probe measures the target's capacity in requests/s: one level of the
+// run's NumPrompts sent at once (under its concurrency cap), its completed
+// requests over its duration. It writes no records, and draws its prompts
+// from another seed than the sweep's, so a prefix cache warmed by the
+// probe serves none of the sweep's requests.
+func (r *runner) probe(ctx context.Context) (*runlog.CapacityProbe, error) {
+	c := r.cfg
+	lv := c.Load
+	lv.RequestRate, lv.Label = 0, "capacity probe"
+	col := newCollector(c.Stats, false, nil, nil)
+	var err error
+	if c.Virtual {
+		var v *virtual
+		if v, err = openVirtual(c, c.Seed+1); err == nil {
+			lv.NumPrompts = c.Load.NumPrompts
+			_, err = v.runLevel(ctx, 0, lv, col)
+		}
+	} else {
+		var ds workload.Dataset
+		if ds, err = r.wall.probeDataset(); err == nil {
+			var out wallLevel
+			// Through a fan-out of its own: records finish concurrently.
+			out, err = r.wall.runLevel(ctx, -1, lv, ds, &fanout{run: []Sink{col}})
+			if err == nil && out.load.Stopped == loadgen.StopCancelled {
+				err = context.Cause(ctx)
+			}
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("capacity probe: %w", err)
+	}
+	sum := col.acc.Summary()
+	if sum.Completed == 0 || sum.RequestThroughput <= 0 {
+		return nil, fmt.Errorf("capacity probe: no request completed (%d failed); give the levels", sum.Failed)
+	}
+	return &runlog.CapacityProbe{RequestThroughput: sum.RequestThroughput, Completed: sum.Completed, Failed: sum.Failed,
+		DurationS: sum.DurationS, Fractions: c.Sweep.Fractions}, nil
+}
+
+// roundRate keeps three significant digits of a rate, so levels read as
+// "rate=12.3", not "rate=12.345678".
+func roundRate(r float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(r, 'g', 3, 64), 64)
+	return v
+}
+
+// finish writes the end line and analyses the levels.
+func (r *runner) finish(ctx context.Context, runErr error) (*Result, error) {
+	m := r.meta
+	m.Levels = make([]runlog.Level, len(r.data))
+	for _, d := range r.data {
+		if d.index >= 0 && d.index < len(m.Levels) {
+			m.Levels[d.index] = d.level
+		}
+	}
+	if r.file != nil {
+		if err := r.file.end(m); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if err := r.fan.error(); err != nil {
+		if n := r.written(); r.file != nil {
+			err = fmt.Errorf("%w (%d records written)", err, n)
+		}
+		runErr = errors.Join(err, ignoreCancel(runErr))
+	}
+	if len(r.data) == 0 {
+		if runErr == nil {
+			runErr = ErrNoLevelRan
+		}
+		return nil, runErr
+	}
+	res := analyze(m, r.data, r.cfg.ReadingSpeedMs)
+	res.RecordsPath, res.ResultPath, res.RecordsWritten = r.recordsPath, r.resultPath, r.written()
+	res.Sent = r.sent
+	res.Interrupted = r.cancelled || (errors.Is(runErr, context.Canceled) && r.interrupted(ctx))
+	if r.keep != nil {
+		res.Records = r.keep.recs
+	}
+	if r.wall != nil {
+		res.TokenizerID = r.wall.tokenizerID
+	}
+	if r.virt != nil {
+		st := r.virt.stats
+		res.Virtual = &st
+	}
+	if res.Interrupted && errors.Is(runErr, context.Canceled) {
+		runErr = nil // the Result says so
+	}
+	return res, runErr
+}
+
+// ignoreCancel drops the cancellation a failed sink caused.
+func ignoreCancel(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+func (r *runner) written() int {
+	if r.file == nil {
+		return 0
+	}
+	return r.file.w.Count()
+}
+
+func (r *runner) close() {
+	if r.file != nil {
+		r.file.close()
+	}
+	if r.wall != nil {
+		r.wall.close()
+	}
+}

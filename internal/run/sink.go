@@ -1,0 +1,172 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/sweep"
+)
+
+// Sink receives the run's finished records. The run's one fan-out calls
+// every Sink in turn, one record at a time, so a Sink needs no lock of its
+// own against the others; the record is reused after Record returns, so
+// copy what you keep. An error stops the run (it is returned by Run).
+type Sink interface {
+	Record(r *runlog.Record) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(r *runlog.Record) error
+
+// Record calls f.
+func (f SinkFunc) Record(r *runlog.Record) error { return f(r) }
+
+// fanout is the run's one fan-out of finished records: the run's own sinks
+// (records file, kept records, the caller's), then the current level's
+// (its collector, the caller's watch). The first error cancels the run;
+// later records still reach every sink, so no summary loses a record the
+// file has.
+type fanout struct {
+	mu     sync.Mutex
+	run    []Sink
+	level  []Sink
+	err    error
+	cancel context.CancelCauseFunc
+}
+
+func (f *fanout) Record(r *runlog.Record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.run {
+		f.fail(s.Record(r))
+	}
+	for _, s := range f.level {
+		f.fail(s.Record(r))
+	}
+	return nil
+}
+
+func (f *fanout) fail(err error) {
+	if err != nil && f.err == nil {
+		f.err = err
+		if f.cancel != nil {
+			f.cancel(err)
+		}
+	}
+}
+
+// setLevel replaces the level's sinks.
+func (f *fanout) setLevel(sinks ...Sink) {
+	f.mu.Lock()
+	f.level = slices.DeleteFunc(sinks, func(s Sink) bool { return s == nil })
+	f.mu.Unlock()
+}
+
+// error is the first sink error.
+func (f *fanout) error() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// recordsFile writes every record to the records file.
+type recordsFile struct {
+	path string
+	f    *os.File
+	w    *runlog.Writer
+}
+
+func (s *recordsFile) Record(r *runlog.Record) error {
+	if err := s.w.Write(r); err != nil {
+		return fmt.Errorf("writing records to %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// end writes the end line (the levels as they ran) and syncs the file.
+func (s *recordsFile) end(m *runlog.Meta) error {
+	if err := s.w.WriteEnd(m); err != nil {
+		return fmt.Errorf("records file %s: %w", s.path, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("records file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *recordsFile) close() { _ = s.f.Close() }
+
+// keeper keeps a copy of every record (Output.KeepRecords).
+type keeper struct{ recs []runlog.Record }
+
+func (k *keeper) Record(r *runlog.Record) error {
+	var c runlog.Record
+	r.CopyTo(&c)
+	k.recs = append(k.recs, c)
+	return nil
+}
+
+// collector is one level's analysis inputs, filled as its records pass:
+// the summary, the findings' per-request tracker, the engine's queue times,
+// and (in a sweep) the saturation monitor that stops the level early.
+type collector struct {
+	acc     *stats.Accumulator
+	tracker *findings.Tracker
+	queue   []int64
+	mon     *sweep.Monitor
+	stopped string
+	stop    func() // ends the level early (the monitor's verdict)
+}
+
+// newCollector starts a level's collector; mon may be nil. The same
+// collector type serves a run as it goes and a report of its records, so
+// both reach the same verdict.
+func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func()) *collector {
+	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop}
+	if exact {
+		c.acc = stats.NewExactAccumulator(so)
+	} else {
+		c.acc = stats.NewAccumulator(so)
+	}
+	return c
+}
+
+func (c *collector) Record(r *runlog.Record) error {
+	c.acc.Add(r)
+	c.tracker.Add(r)
+	if !r.Warmup && r.OK() && r.Server != nil {
+		c.queue = append(c.queue, r.Server.QueueNs)
+	}
+	if c.mon != nil && c.stopped == "" {
+		if why := c.mon.Observe(r); why != "" {
+			c.stopped = why
+			if c.stop != nil {
+				c.stop()
+			}
+		}
+	}
+	return nil
+}
+
+// data is the level's analysis input.
+func (c *collector) data(idx int, lv runlog.Level) levelData {
+	if c.stopped != "" {
+		lv.Stopped = c.stopped
+	}
+	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue}
+}
+
+// filtered is w through the output filter, if any.
+func (o *Output) filtered(w io.Writer) io.Writer {
+	if o.Filter == nil {
+		return w
+	}
+	return o.Filter(w)
+}

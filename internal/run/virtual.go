@@ -1,0 +1,97 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/simrun"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// virtual runs levels on the simulated engine in virtual time (no HTTP, no
+// clock, no sleeping): deterministic, thousands of requests a second. Each
+// level runs on a fresh engine from virtual time 0 and replays the same
+// requests under the same arrival seed, only scaled to its load (common
+// random numbers), so a sweep's curve is smooth and a bisection sees a
+// monotone boundary. In the records the levels follow one another, a
+// second apart, as a wall-clock sweep's do.
+type virtual struct {
+	cfg  *Config
+	ds   workload.Dataset
+	desc map[string]any
+	// off is the shift of the current level's records; lastEnd the latest
+	// end written so far; cur the level being shifted.
+	off, lastEnd int64
+	cur          int
+	buf          runlog.Record
+	stats        VirtualStats
+}
+
+// openVirtual checks the engine and builds the workload (a trace replays
+// whole unless NumPrompts is set; warm-ups get requests of their own).
+func openVirtual(cfg *Config, seed int64) (*virtual, error) {
+	eng, err := sim.New(cfg.Engine)
+	if err != nil {
+		return nil, engineError(err)
+	}
+	v := &virtual{cfg: cfg, desc: eng.Describe(), cur: -1}
+	lv := &cfg.Load
+	wo := cfg.Workload.Options
+	wo.Seed = seed
+	wo.NumPrompts = lv.NumPrompts
+	if wo.NumPrompts > 0 {
+		wo.NumPrompts += lv.NumWarmups
+	}
+	if v.ds, err = buildDataset(cfg, wo); err != nil {
+		return nil, err
+	}
+	if wo.NoOversample && isFileDataset(wo.DatasetName) && lv.NumPrompts+lv.NumWarmups > v.ds.Len() {
+		// Each row once: as many requests as the file has.
+		lv.NumPrompts = max(v.ds.Len()-lv.NumWarmups, 1)
+	}
+	return v, nil
+}
+
+// engineError is an engine configuration error as the run's ConfigError
+// (Field "Engine.<field>").
+func engineError(err error) error {
+	var ce *sim.ConfigError
+	if errors.As(err, &ce) {
+		return &ConfigError{Field: "Engine." + ce.Field, Err: err}
+	}
+	return fmt.Errorf("simulated engine: %w", err)
+}
+
+// runLevel runs level idx on a fresh engine, every record through sink.
+func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (runlog.Level, error) {
+	eng, err := sim.New(v.cfg.Engine)
+	if err != nil {
+		return lv, engineError(err)
+	}
+	wall := time.Now()
+	res, err := simrun.Run(ctx, eng, v.ds, simrun.Load{
+		RequestRate: lv.RequestRate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
+		NumPrompts: lv.NumPrompts, NumWarmups: lv.NumWarmups, Duration: lv.Duration(), Seed: v.cfg.Seed, Level: idx,
+		NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
+	}, func(r *runlog.Record) error {
+		if r.Level != v.cur {
+			if v.cur >= 0 {
+				v.off = v.lastEnd + int64(time.Second)
+			}
+			v.cur = r.Level
+		}
+		r.CopyTo(&v.buf)
+		v.buf.Shift(v.off)
+		v.lastEnd = max(v.lastEnd, v.buf.End)
+		return sink.Record(&v.buf)
+	})
+	v.stats.Wall += time.Since(wall)
+	v.stats.Simulated += time.Duration(res.End)
+	v.stats.Steps += res.Steps
+	lv.DelayedArrivals = res.DelayedArrivals
+	return lv, err
+}

@@ -1,0 +1,382 @@
+package run
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/loadgen"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// wall runs levels in wall-clock time: requests paced by loadgen, sent by
+// the Backend to a server (or to the embedded simulator on loopback).
+type wall struct {
+	cfg     *Config
+	backend Backend
+	ds      workload.Dataset
+	// probe is the capacity probe's dataset (another seed), made on demand.
+	probeOpts workload.Options
+	now       func() int64
+	prefix    string
+	next      int // dataset index of the next request
+	embedded  bool
+	stopEmb   func()
+	// tokenizer and tokenizerID say how the prompts were sized.
+	tokenizer, tokenizerID string
+	simulated              map[string]any
+	targetName             string
+}
+
+// embeddedInfo describes the embedded simulator once it is up.
+type embeddedInfo struct {
+	url, summary string
+	desc         map[string]any
+}
+
+// startEmbedded starts the simulated engine on an ephemeral loopback port.
+func startEmbedded(ctx context.Context, cfg *Config, log *slog.Logger) (*embeddedInfo, func(), error) {
+	srv, err := simserve.New(cfg.Engine, simserve.Options{Logger: log})
+	if err != nil {
+		return nil, nil, engineError(err)
+	}
+	url, stop, err := srv.Start(ctx, "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded simulator: %w", err)
+	}
+	desc := srv.Describe()
+	return &embeddedInfo{url: url, desc: desc, summary: DescribeEngine(desc)}, func() {
+		if err := stop(); err != nil && ctx.Err() == nil {
+			cfg.note("embedded simulator: %v", err)
+		}
+	}, nil
+}
+
+// DescribeEngine is a one-line "model on GPU" of an engine's description.
+func DescribeEngine(d map[string]any) string {
+	var parts []string
+	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler"} {
+		if v, ok := d[k]; ok && fmt.Sprint(v) != "" {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "simulated engine"
+	}
+	return "simulated " + strings.Join(parts, " ")
+}
+
+// openWall builds the workload, resolves the target (starting the embedded
+// simulator when there is no URL), settles the model and calibrates the
+// prompts. levels is how many levels get distinct requests, maxConc the
+// highest concurrency cap of any (it sizes the connection pool).
+func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.Logger) (*wall, error) {
+	w := &wall{cfg: cfg, stopEmb: func() {}, targetName: cfg.Target.Name}
+	lv := &cfg.Load
+	// The workload first: a bad file should fail before a server starts.
+	wo := cfg.Workload.Options
+	wo.Seed = cfg.Seed
+	if lv.NumPrompts > 0 {
+		// Distinct requests for every level, so a level never resends an
+		// earlier level's prompts (a prefix cache would serve them).
+		wo.NumPrompts = (lv.NumPrompts + lv.NumWarmups) * max(levels, 1)
+	}
+	w.probeOpts = wo
+	ds, err := buildDataset(cfg, wo)
+	if err != nil {
+		return nil, err
+	}
+	w.ds = ds
+	if isTrace(ds) && lv.Ramp != nil {
+		return nil, configErr("Ramp", "the trace dataset brings its own arrival times: no ramp")
+	}
+	if isTrace(ds) && lv.NumPrompts == 0 && lv.DurationS == 0 {
+		lv.NumPrompts = max(ds.Len()-lv.NumWarmups, 1)
+	}
+	if wo.NoOversample && !isTrace(ds) && lv.NumPrompts+lv.NumWarmups > ds.Len() && isFileDataset(wo.DatasetName) {
+		n := max(ds.Len()-lv.NumWarmups, 1)
+		cfg.note("--no-oversample: the dataset has %d requests: sending %d (after %d warm-ups), not %d", ds.Len(), n, lv.NumWarmups, lv.NumPrompts)
+		lv.NumPrompts = n
+	}
+	if isTrace(ds) && lv.NumPrompts+lv.NumWarmups > ds.Len() {
+		// A trace is replayed once: past its end the arrival times would
+		// start over in the past and fire at once.
+		n := max(ds.Len()-lv.NumWarmups, 1)
+		cfg.note("the trace has %d requests: replaying %d (after %d warm-ups), not %d", ds.Len(), n, lv.NumWarmups, lv.NumPrompts)
+		lv.NumPrompts = n
+	}
+	if isTrace(ds) && lv.Label == "" {
+		lv.Label = traceLabel(wo.TraceSpeedup)
+	}
+
+	base := cfg.Target.BaseURL
+	if base == "" {
+		emb, stop, err := startEmbedded(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		w.stopEmb, w.embedded, w.simulated, w.targetName = stop, true, emb.desc, "embedded-sim"
+		base = emb.url
+		cfg.note("no --base-url: benchmarking the embedded simulator (%s) at %s", emb.summary, base)
+	}
+	if w.targetName == "" {
+		w.targetName = base
+	}
+	start := time.Now()
+	w.now = func() int64 { return int64(time.Since(start)) }
+	maxConns := max(lv.MaxConcurrency, maxConc)
+	if maxConns == 0 {
+		maxConns = min(max(lv.NumPrompts, 64), 16384)
+	}
+	if w.backend, err = cfg.Target.Open(base, maxConns, w.now); err != nil {
+		w.close()
+		return nil, err
+	}
+	model, notes, err := w.backend.Resolve(ctx, cfg.Target.ReadyWait)
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	for _, n := range notes {
+		cfg.note("%s %s", cmp.Or(cfg.Target.ModelName, "model"), n)
+	}
+	if cfg.Target.Model == "" {
+		cfg.Target.Model = model
+	}
+	if err := w.calibrate(ctx, wo); err != nil {
+		w.close()
+		return nil, err
+	}
+	w.prefix = cfg.Target.RequestIDPrefix
+	if w.prefix == "" {
+		w.prefix = "goodput-" + runID() + "-"
+	}
+	return w, nil
+}
+
+// calibrate fits synthesized prompts to the server's counts (when the
+// workload asks and the backend can count) and names the tokenizer.
+func (w *wall) calibrate(ctx context.Context, wo workload.Options) error {
+	cfg := w.cfg
+	counting, can := w.backend.(Counting)
+	if !cfg.Workload.Calibrate || !synthesizes(wo) || !can {
+		w.tokenizerID = tokenizerID(wo.Tokenizer, calNotRun, cfg.Target.Model)
+		return nil
+	}
+	cal, err := calibrate(ctx, counting, wo.Tokenizer)
+	if err != nil {
+		return err
+	}
+	if !cal.cal.IsZero() {
+		wo.Calibration = cal.cal
+		w.probeOpts.Calibration = cal.cal
+		if w.ds, err = buildDataset(cfg, wo); err != nil {
+			return err
+		}
+	}
+	w.tokenizer = cal.describe(wo.Tokenizer)
+	if cal.method == calNone {
+		cfg.note("prompt lengths not calibrated: %s", cal.why)
+	}
+	lv := cfg.Load
+	n := lv.NumPrompts + lv.NumWarmups
+	if n == 0 || lv.DurationS > 0 {
+		n = w.ds.Len()
+	}
+	if wn := contextWarning(w.ds, n, cal.contextLen, cal.contextFrom); wn != "" {
+		cfg.note("%s", wn)
+	}
+	if cal.counter != nil && n <= maxExactPrompts {
+		// The server can count: make every prompt exact, not just
+		// calibrated, when the run is small enough to hold them.
+		ds, checked, off, err := exactPrompts(ctx, cal.counter, w.ds, n)
+		if err != nil {
+			return err
+		}
+		w.ds = ds
+		w.tokenizer += fmt.Sprintf("; each prompt fitted to /tokenize (%d checked, %d not exact)", checked, off)
+	}
+	w.tokenizerID = tokenizerID(wo.Tokenizer, cal.method, cfg.Target.Model)
+	return nil
+}
+
+// tokenizerID names the tokenizer the prompts were sized with, as vLLM's
+// tokenizer_id: the tokenizer given; else, when the prompts were
+// calibrated to (or checked against) the server's counts, the server's own,
+// named by the model as vLLM names it; else goodput's approximation.
+func tokenizerID(tok string, m calMethod, model string) string {
+	switch {
+	case tok != "":
+		return tok
+	case m == calTokenize || m == calProbes:
+		return model
+	}
+	return "approx"
+}
+
+func (w *wall) close() {
+	if w.backend != nil {
+		w.backend.Close()
+	}
+	w.stopEmb()
+}
+
+// wallLevel is what one wall-clock level did.
+type wallLevel struct {
+	level runlog.Level // as run: delayed arrivals, client CPU
+	load  loadgen.Result
+}
+
+// runLevel sends one level's requests through sink. ds is the level's
+// dataset (the run's, or the probe's).
+func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink) (wallLevel, error) {
+	cfg := w.cfg
+	total := lv.NumPrompts
+	if total > 0 {
+		total += lv.NumWarmups
+	}
+	var watch Watch
+	if cfg.Hooks.Level != nil {
+		watch = cfg.Hooks.Level(ctx, total, lv.Duration())
+	}
+	var sched loadgen.Schedule
+	switch {
+	case isTrace(ds):
+		sched = &traceSchedule{ds: ds, i: w.next + lv.NumWarmups}
+	case lv.Ramp != nil:
+		ramp, err := workload.NewRamp(workload.RampStrategy(lv.Ramp.Strategy), lv.Ramp.StartRPS, lv.Ramp.EndRPS, lv.Burstiness, lv.NumPrompts, cfg.Seed+int64(idx))
+		if err != nil {
+			return wallLevel{}, &ConfigError{Field: "Ramp", Err: err}
+		}
+		sched = ramp
+	case lv.RequestRate > 0:
+		sched = workload.NewArrivals(lv.RequestRate, lv.Burstiness, cfg.Seed+int64(idx))
+	}
+	target := loadgen.TargetFunc(func(i int) (loadgen.Call, error) {
+		call, err := w.backend.Prepare(w.prefix+strconv.Itoa(i), ds.Request(i%ds.Len()))
+		if err != nil {
+			return nil, err
+		}
+		if watch == nil {
+			return call, nil
+		}
+		return func(ctx context.Context, rec *runlog.Record) {
+			watch.Sent()
+			call(ctx, rec)
+		}, nil
+	})
+	onRecord := sink.Record
+	if watch != nil {
+		onRecord = func(r *runlog.Record) error {
+			err := sink.Record(r)
+			_ = watch.Record(r)
+			return err
+		}
+	}
+	cpu := startCPU(w.embedded)
+	res, err := loadgen.Run(ctx, loadgen.Config{
+		Schedule: sched, MaxConcurrency: lv.MaxConcurrency, NumPrompts: lv.NumPrompts, Precise: true,
+		Duration: lv.Duration(), NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: w.prefix,
+		FirstIndex: w.next, Now: w.now, OnRecord: func(r *runlog.Record) { _ = onRecord(r) },
+	}, target)
+	if watch != nil {
+		watch.Stop()
+	}
+	w.next += res.Sent
+	if err != nil {
+		return wallLevel{}, &ConfigError{Field: "DatasetName", Err: fmt.Errorf("workload: %w", err)}
+	}
+	lv.DelayedArrivals = res.Delayed
+	lv.ClientCPU = cpu.share()
+	return wallLevel{level: lv, load: res}, nil
+}
+
+// probeDataset is the capacity probe's workload: the run's, drawn from
+// another seed so a prefix cache warmed by the probe serves none of the
+// sweep's requests.
+func (w *wall) probeDataset() (workload.Dataset, error) {
+	o := w.probeOpts
+	o.Seed++
+	return buildDataset(w.cfg, o)
+}
+
+// buildDataset makes the dataset, with a custom dataset's output length
+// applied.
+func buildDataset(cfg *Config, wo workload.Options) (workload.Dataset, error) {
+	ds, err := workload.FromOptions(wo)
+	if err != nil {
+		return nil, &ConfigError{Field: "Dataset", Err: err}
+	}
+	if n := cfg.Workload.OutputTokens; n > 0 && strings.EqualFold(wo.DatasetName, "custom") {
+		ds = customOutput{ds, n}
+	}
+	if ds.Len() == 0 {
+		return nil, configErr("DatasetName", "the dataset %s has no requests", wo.DatasetName)
+	}
+	return ds, nil
+}
+
+// customOutput asks every request of a custom dataset for n output tokens.
+type customOutput struct {
+	workload.Dataset
+	n int
+}
+
+func (d customOutput) Shape(i int) workload.Request { return d.fix(d.Dataset.Shape(i)) }
+
+func (d customOutput) Request(i int) workload.Request { return d.fix(d.Dataset.Request(i)) }
+
+func (d customOutput) fix(r workload.Request) workload.Request {
+	r.OutputTokens, r.OutputRecorded = d.n, false
+	return r
+}
+
+// traceSchedule replays a dataset's own arrival times.
+type traceSchedule struct {
+	ds workload.Dataset
+	i  int
+}
+
+func (t *traceSchedule) Next() time.Duration {
+	r := t.ds.Shape(t.i % max(t.ds.Len(), 1))
+	t.i++
+	return r.Arrival
+}
+
+var _ loadgen.Schedule = (*workload.Ramp)(nil)
+
+func isTrace(ds workload.Dataset) bool {
+	return ds.Len() > 0 && ds.Shape(0).HasArrival
+}
+
+// isFileDataset reports whether the dataset's requests are a file's rows
+// (sent at most once without oversampling), not generated.
+func isFileDataset(name string) bool {
+	switch strings.ToLower(name) {
+	case "custom", "sharegpt", "lengths":
+		return true
+	}
+	return false
+}
+
+// traceLabel names a level whose arrivals come from a trace, not the rate.
+func traceLabel(speedup float64) string {
+	if speedup <= 0 || speedup == 1 {
+		return "trace replay"
+	}
+	return fmt.Sprintf("trace replay ×%g", speedup)
+}
+
+func runID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
