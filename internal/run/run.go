@@ -177,6 +177,12 @@ func (r *runner) open() error {
 			label = c.Target.API
 		}
 	}
+	if s := c.Sweep; s != nil {
+		// The criteria now, the levels chosen (after a probe) at the end.
+		m.Analysis.Sweep = &runlog.SweepSpec{Axis: string(s.Axis), Search: s.Search, Precision: s.Precision, KneeK: s.KneeK,
+			Attainment: s.Criteria.Attainment, MaxMedianQueueMs: s.Criteria.MaxMedianQueueMs,
+			MaxErrorRate: s.Saturation.MaxErrorRate, SaturationStop: !s.Saturation.Off, Planned: len(s.Levels)}
+	}
 	// The planned levels, so a killed run's file still states its load;
 	// the end line replaces them with what happened.
 	m.Levels = []runlog.Level{c.Load}
@@ -247,10 +253,7 @@ func (r *runner) interrupted(ctx context.Context) bool {
 // sweep) or its bisection, stopping at a saturated level.
 func (r *runner) sweep(ctx context.Context) error {
 	c, s := r.cfg, r.cfg.Sweep
-	spec := &runlog.SweepSpec{Axis: string(s.Axis), Search: s.Search, Precision: s.Precision, KneeK: s.KneeK,
-		Attainment: s.Criteria.Attainment, MaxMedianQueueMs: s.Criteria.MaxMedianQueueMs,
-		MaxErrorRate: s.Saturation.MaxErrorRate, SaturationStop: !s.Saturation.Off}
-	r.meta.Analysis.Sweep = spec
+	spec := r.meta.Analysis.Sweep
 	levels := s.Levels
 	if len(levels) == 0 {
 		probe, err := r.probe(ctx)

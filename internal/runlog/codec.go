@@ -257,16 +257,21 @@ type endLine struct {
 // and its meta line still states the planned load.
 type RunEnd struct {
 	Levels []Level `json:"levels"`
+	// Analysis is how the run judged itself, complete only at the end (a
+	// sweep's levels chosen after a capacity probe); it replaces the meta
+	// line's.
+	Analysis *Analysis `json:"analysis,omitempty"`
 }
 
-// WriteEnd appends the end line for m: its levels as they ran.
+// WriteEnd appends the end line for m: its levels as they ran, and its
+// analysis settings.
 func (w *Writer) WriteEnd(m *Meta) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	b, err := json.Marshal(endLine{End: &RunEnd{Levels: m.Levels}})
+	b, err := json.Marshal(endLine{End: &RunEnd{Levels: m.Levels, Analysis: m.Analysis}})
 	if err != nil {
 		return fmt.Errorf("encode end line: %w", err)
 	}
@@ -573,6 +578,9 @@ func (r *Reader) parse(line []byte, no int, rec *Record) error {
 		}
 		mm := *m
 		mm.Levels = el.End.Levels
+		if el.End.Analysis != nil {
+			mm.Analysis = el.End.Analysis
+		}
 		r.runs[len(r.runs)-1].Meta = &mm
 		return errMetaLine
 	}

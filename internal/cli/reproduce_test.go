@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// goodput report on a run's records says what the run said: the same
+// findings, the same SLA sentence and, for a sweep, the same knee, peaks
+// and highest load within SLO — with no flag repeated (the run stored how
+// it judged itself).
+func TestReportReproducesTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		keys []string // compared between the run's result JSON and report's
+	}{
+		{"sweep", []string{"sweep", "--sim", "--request-rate", "4,12,20,28,36", "--num-prompts", "300", "--goodput", "ttft:500", "tpot:40"},
+			[]string{"sweep", "findings", "slo"}},
+		{"sweep search", []string{"sweep", "--sim", "--search", "--request-rate", "4,40", "--num-prompts", "200", "--precision", "4"},
+			[]string{"sweep", "findings"}},
+		{"sim", []string{"sim", "--request-rate", "30", "--num-prompts", "300", "--goodput", "ttft:300", "--reading-speed-ms", "40"},
+			[]string{"findings", "p99_ttft_ms", "request_goodput"}},
+		{"bench", []string{"bench", "--request-rate", "50", "--num-prompts", "40", "--goodput", "ttft:1000", "tpot:50", "--quiet"},
+			[]string{"findings", "request_goodput", "completed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := append(tc.args, "--save-result", "--result-filename", "run.json", "--records", filepath.Join(dir, "run.records.jsonl"), "--result-dir", dir)
+			r := runCLI(t, t.Context(), nil, args...)
+			if r.code != ExitOK {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			code, out, errOut := runReportCLI(t, dir, "report", "run.records.jsonl", "--json", "report.json")
+			if code != ExitOK {
+				t.Fatalf("report: exit %d: %s", code, errOut)
+			}
+			run, rep := readJSON(t, filepath.Join(dir, "run.json")), readJSON(t, filepath.Join(dir, "report.json"))
+			for _, k := range tc.keys {
+				if run[k] == nil {
+					t.Errorf("the run's result has no %q: nothing compared", k)
+				}
+				if !reflect.DeepEqual(run[k], rep[k]) {
+					a, _ := json.Marshal(run[k])
+					b, _ := json.Marshal(rep[k])
+					t.Errorf("%s differs:\nrun:    %s\nreport: %s", k, a, b)
+				}
+			}
+			// The findings printed are the same lines too.
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if strings.Contains(line, "] ") && strings.HasPrefix(strings.TrimSpace(line), "[") && !strings.Contains(out, line) {
+					t.Errorf("report lacks the run's line %q", line)
+				}
+			}
+		})
+	}
+}
+
+func readJSON(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
