@@ -74,9 +74,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	}
 	wall := time.Now()
 	res, err := simrun.Run(ctx, eng, v.ds, simrun.Load{
-		RequestRate: lv.RequestRate, Burstiness: lv.Burstiness, MaxConcurrency: lv.MaxConcurrency,
-		NumPrompts: lv.NumPrompts, NumWarmups: lv.NumWarmups, Duration: lv.Duration(), Seed: v.cfg.Seed, Level: idx,
-		NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
+		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
 	}, func(r *runlog.Record) error {
 		if r.Level != v.cur {
 			if v.cur >= 0 {

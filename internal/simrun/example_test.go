@@ -24,7 +24,7 @@ func ExampleRun() {
 		return
 	}
 	tokens := 0
-	res, err := simrun.Run(context.Background(), eng, ds, simrun.Load{RequestRate: 10, Seed: 1},
+	res, err := simrun.Run(context.Background(), eng, ds, simrun.Load{Level: runlog.Level{RequestRate: 10}, Seed: 1},
 		func(r *runlog.Record) error {
 			tokens += r.CompletionTokens
 			return nil

@@ -27,33 +27,23 @@ import (
 
 // Load is the offered load of one run (one level of a sweep).
 type Load struct {
-	// RequestRate is the open-loop arrival rate in requests/s; 0 or +Inf
-	// means closed loop: every request is due at once and MaxConcurrency
-	// (if any) paces them. Ignored for datasets with their own arrival
-	// times (traces), which are replayed as recorded.
-	RequestRate float64
-	// Burstiness is the gamma shape of inter-arrival gaps (1 = Poisson;
-	// 0 means 1).
-	Burstiness float64
-	// MaxConcurrency caps requests in flight; 0 means no cap. An arrival
-	// that finds the cap full waits for a slot: its Intended stays the
-	// scheduled time and Sent is when it got the slot.
-	MaxConcurrency int
-	// NumPrompts is the number of measured requests; 0 means the dataset's
-	// length when Duration is 0, else as many as Duration admits. Dataset
-	// indexes cycle (i % Len) past its end, except for traces, which are
-	// replayed once.
-	NumPrompts int
-	// NumWarmups is the number of warm-up requests, run to completion
+	// Level is the offered load, the one level type: RequestRate is the
+	// open-loop arrival rate in requests/s, 0 meaning closed loop (every
+	// request due at once, MaxConcurrency, if any, pacing them), ignored for
+	// datasets with their own arrival times (traces, replayed as recorded).
+	// An arrival that finds the MaxConcurrency cap full waits for a slot:
+	// its Intended stays the scheduled time and Sent is when it got the
+	// slot. NumPrompts is the number of measured requests; 0 means the
+	// dataset's length without a duration, else as many as the duration
+	// admits (dataset indexes cycle, i % Len, past its end, except for
+	// traces, replayed once). NumWarmups warm-up requests run to completion
 	// (closed loop, MaxConcurrency at a time) before the measured schedule
-	// starts; their records have Warmup set. They use the dataset indexes
-	// after the measured ones, so the measured requests do not depend on
-	// NumWarmups.
-	NumWarmups int
-	// Duration stops sending new measured requests once this much virtual
+	// starts, on the dataset indexes after the measured ones so the measured
+	// requests do not depend on them; their records have Warmup set. The
+	// duration stops sending new measured requests once that much virtual
 	// time has passed since the measured phase began (requests in flight
-	// finish); 0 means no limit.
-	Duration time.Duration
+	// finish). Burstiness 0 means 1.
+	runlog.Level
 	// Seed seeds the arrival schedule.
 	Seed int64
 	// NaturalStop lets a request stop before its asked output length when
@@ -66,8 +56,8 @@ type Load struct {
 	// length (traces, ShareGPT replies) stop early too; false generates
 	// exactly the recorded length, which is what the traced server did.
 	NaturalStopRecorded bool
-	// Level is copied into every Record (the sweep level index).
-	Level int
+	// Index is copied into every Record (the sweep level index).
+	Index int
 }
 
 // Result summarizes a run; the Records carry the detail.
@@ -115,19 +105,19 @@ func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, e
 		return Result{}, fmt.Errorf("simrun: num prompts %d must be ≥ 0", load.NumPrompts)
 	case load.NumWarmups < 0:
 		return Result{}, fmt.Errorf("simrun: num warmups %d must be ≥ 0", load.NumWarmups)
-	case load.Duration < 0:
-		return Result{}, fmt.Errorf("simrun: duration %v must be ≥ 0", load.Duration)
-	case math.IsNaN(load.RequestRate) || load.RequestRate < 0:
-		return Result{}, fmt.Errorf("simrun: request rate %v must be ≥ 0 or +Inf", load.RequestRate)
+	case load.DurationS < 0:
+		return Result{}, fmt.Errorf("simrun: duration %vs must be ≥ 0", load.DurationS)
+	case math.IsNaN(load.RequestRate) || math.IsInf(load.RequestRate, 0) || load.RequestRate < 0:
+		return Result{}, fmt.Errorf("simrun: request rate %v must be ≥ 0 (0: closed loop)", load.RequestRate)
 	}
 	trace := ds.Shape(0).HasArrival
-	closed := !trace && (load.RequestRate == 0 || math.IsInf(load.RequestRate, 1))
-	if closed && load.NumPrompts == 0 && load.Duration > 0 && load.MaxConcurrency == 0 {
+	closed := !trace && load.RequestRate == 0
+	if closed && load.NumPrompts == 0 && load.DurationS > 0 && load.MaxConcurrency == 0 {
 		return Result{}, errors.New("simrun: a closed-loop run bounded only by duration needs a max concurrency (or a request rate, or num prompts)")
 	}
 	r := &runner{eng: eng, ds: ds, load: load, emit: emit, inflight: map[string]*flight{}}
 	n := load.NumPrompts
-	if n == 0 && load.Duration == 0 {
+	if n == 0 && load.DurationS == 0 {
 		n = ds.Len()
 	}
 	if trace && (n == 0 || n > ds.Len()) {
@@ -141,7 +131,7 @@ func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, e
 	}
 	r.res.Start = r.now
 	r.res.End = r.now
-	src := &source{count: n, t0: r.now, duration: int64(load.Duration)}
+	src := &source{count: n, t0: r.now, duration: int64(load.Duration())}
 	switch {
 	case trace:
 		src.ds = ds
@@ -296,7 +286,7 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 	}
 	rec := &runlog.Record{
 		ID:                    id,
-		Level:                 r.load.Level,
+		Level:                 r.load.Index,
 		Warmup:                warmup,
 		Intended:              intended,
 		Sent:                  sent,

@@ -3,6 +3,7 @@ package simrun
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"testing"
@@ -137,7 +138,7 @@ func TestRecordsFollowEngine(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	ds := randomDataset(t, 300)
-	load := Load{RequestRate: 30, Burstiness: 0.5, MaxConcurrency: 40, NumWarmups: 5, Seed: 3}
+	load := Load{Level: runlog.Level{RequestRate: 30, Burstiness: 0.5, MaxConcurrency: 40, NumWarmups: 5}, Seed: 3}
 	a, ra := collect(t, newEngine(t, nil), ds, load)
 	b, rb := collect(t, newEngine(t, nil), ds, load)
 	if diff := cmp.Diff(a, b); diff != "" {
@@ -155,7 +156,7 @@ func TestOpenLoopSchedule(t *testing.T) {
 	// Intended times are exactly workload.Arrivals' schedule; with no cap
 	// every request is sent on time.
 	ds := randomDataset(t, 50)
-	recs, res := collect(t, newEngine(t, nil), ds, Load{RequestRate: 5, Burstiness: 1, Seed: 11})
+	recs, res := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{RequestRate: 5, Burstiness: 1}, Seed: 11})
 	arr := workload.NewArrivals(5, 1, 11)
 	got := byID(recs)
 	for i := range 50 {
@@ -201,7 +202,7 @@ func TestClosedLoop(t *testing.T) {
 		{PromptTokens: 50, OutputTokens: 5}, {PromptTokens: 50, OutputTokens: 9},
 		{PromptTokens: 50, OutputTokens: 2}, {PromptTokens: 50, OutputTokens: 4}, {PromptTokens: 50, OutputTokens: 3},
 	}
-	recs, res := collect(t, newEngine(t, nil), ds, Load{RequestRate: 0, MaxConcurrency: 2})
+	recs, res := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{RequestRate: 0, MaxConcurrency: 2}})
 	if got := inFlightMax(recs); got != 2 {
 		t.Errorf("max in flight = %d; want 2", got)
 	}
@@ -229,7 +230,7 @@ func TestCapDelaysArrivals(t *testing.T) {
 	// 1000 req/s against one slot: nearly every arrival waits; its
 	// Intended stays on schedule and Sent is when the slot freed.
 	ds := shapes{{PromptTokens: 200, OutputTokens: 20}}
-	recs, res := collect(t, newEngine(t, nil), ds, Load{RequestRate: 1000, MaxConcurrency: 1, NumPrompts: 20, Seed: 1})
+	recs, res := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{RequestRate: 1000, MaxConcurrency: 1, NumPrompts: 20}, Seed: 1})
 	arr := workload.NewArrivals(1000, 1, 1)
 	delayed := 0
 	got := byID(recs)
@@ -258,7 +259,7 @@ func TestTraceArrivals(t *testing.T) {
 	}
 	// The rate is ignored for a trace; NumPrompts beyond its length is
 	// capped (a trace is replayed once).
-	recs, res := collect(t, newEngine(t, nil), ds, Load{RequestRate: 1, NumPrompts: 10})
+	recs, res := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{RequestRate: 1, NumPrompts: 10}})
 	got := byID(recs)
 	for i, r := range ds {
 		rec := got[strconv.Itoa(i)]
@@ -273,7 +274,7 @@ func TestTraceArrivals(t *testing.T) {
 
 func TestWarmups(t *testing.T) {
 	ds := randomDataset(t, 20)
-	recs, res := collect(t, newEngine(t, nil), ds, Load{RequestRate: 10, NumPrompts: 10, NumWarmups: 4, MaxConcurrency: 2, Seed: 5, Level: 3})
+	recs, res := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{RequestRate: 10, NumPrompts: 10, NumWarmups: 4, MaxConcurrency: 2}, Seed: 5, Index: 3})
 	var warm, measured []*runlog.Record
 	for _, r := range recs {
 		if r.Level != 3 {
@@ -308,7 +309,7 @@ func TestWarmups(t *testing.T) {
 
 func TestDuration(t *testing.T) {
 	ds := randomDataset(t, 1000)
-	recs, res := collect(t, newEngine(t, nil), ds, Load{RequestRate: 20, Duration: 2 * time.Second, Seed: 9})
+	recs, res := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{RequestRate: 20, DurationS: (2 * time.Second).Seconds()}, Seed: 9})
 	arr := workload.NewArrivals(20, 1, 9)
 	want := 0
 	for int64(arr.Next()) <= int64(2*time.Second) {
@@ -317,7 +318,7 @@ func TestDuration(t *testing.T) {
 	if len(recs) != want || res.Sent != want {
 		t.Errorf("records %d, sent %d; want %d arrivals within 2 s", len(recs), res.Sent, want)
 	}
-	closed, _ := collect(t, newEngine(t, nil), ds, Load{MaxConcurrency: 4, Duration: time.Second})
+	closed, _ := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{MaxConcurrency: 4, DurationS: (time.Second).Seconds()}})
 	for _, r := range closed {
 		if r.Sent >= int64(time.Second) {
 			t.Errorf("%s sent at %v, after the 1 s duration", r.ID, time.Duration(r.Sent))
@@ -326,7 +327,7 @@ func TestDuration(t *testing.T) {
 	if len(closed) < 4 {
 		t.Errorf("closed loop by duration sent %d; want more than the cap", len(closed))
 	}
-	if _, err := Run(context.Background(), newEngine(t, nil), ds, Load{Duration: time.Second}, func(*runlog.Record) error { return nil }); err == nil {
+	if _, err := Run(context.Background(), newEngine(t, nil), ds, Load{Level: runlog.Level{DurationS: (time.Second).Seconds()}}, func(*runlog.Record) error { return nil }); err == nil {
 		t.Error("closed loop bounded only by duration, no cap: no error")
 	}
 }
@@ -394,7 +395,7 @@ func TestNaturalStop(t *testing.T) {
 		ds[i] = workload.Request{PromptTokens: 30, OutputTokens: 5000}
 	}
 	for _, natural := range []bool{false, true} {
-		recs, _ := collect(t, newEngine(t, nil), ds, Load{Seed: 4, MaxConcurrency: 20, NaturalStop: natural})
+		recs, _ := collect(t, newEngine(t, nil), ds, Load{Level: runlog.Level{MaxConcurrency: 20}, Seed: 4, NaturalStop: natural})
 		stopped := 0
 		for _, r := range recs {
 			idx, _ := strconv.Atoi(r.ID)
@@ -419,7 +420,7 @@ func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var recs []*runlog.Record
-	res, err := Run(ctx, newEngine(t, nil), ds, Load{MaxConcurrency: 50}, func(r *runlog.Record) error {
+	res, err := Run(ctx, newEngine(t, nil), ds, Load{Level: runlog.Level{MaxConcurrency: 50}}, func(r *runlog.Record) error {
 		recs = append(recs, r)
 		if len(recs) == 10 {
 			cancel()
@@ -451,11 +452,12 @@ func TestEmitError(t *testing.T) {
 func TestBadLoad(t *testing.T) {
 	ds := randomDataset(t, 5)
 	for name, load := range map[string]Load{
-		"negative concurrency": {MaxConcurrency: -1},
-		"negative prompts":     {NumPrompts: -1},
-		"negative warmups":     {NumWarmups: -1},
-		"negative duration":    {Duration: -time.Second},
-		"negative rate":        {RequestRate: -1},
+		"negative concurrency": {Level: runlog.Level{MaxConcurrency: -1}},
+		"negative prompts":     {Level: runlog.Level{NumPrompts: -1}},
+		"negative warmups":     {Level: runlog.Level{NumWarmups: -1}},
+		"negative duration":    {Level: runlog.Level{DurationS: (-time.Second).Seconds()}},
+		"negative rate":        {Level: runlog.Level{RequestRate: -1}},
+		"infinite rate":        {Level: runlog.Level{RequestRate: math.Inf(1)}}, // unpaced is 0, one meaning
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Run(context.Background(), newEngine(t, nil), ds, load, func(*runlog.Record) error { return nil }); err == nil {
@@ -481,8 +483,8 @@ func TestRecordedLengthsAreTheLength(t *testing.T) {
 		load        Load
 		wantStopped bool
 	}{
-		{"natural stop for caps only", Load{Seed: 4, MaxConcurrency: 20, NaturalStop: true}, false},
-		{"natural stop for recorded too", Load{Seed: 4, MaxConcurrency: 20, NaturalStop: true, NaturalStopRecorded: true}, true},
+		{"natural stop for caps only", Load{Level: runlog.Level{MaxConcurrency: 20}, Seed: 4, NaturalStop: true}, false},
+		{"natural stop for recorded too", Load{Level: runlog.Level{MaxConcurrency: 20}, Seed: 4, NaturalStop: true, NaturalStopRecorded: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, _ := collect(t, newEngine(t, nil), ds, tc.load)

@@ -213,7 +213,7 @@ func BenchmarkShareGPT100k(b *testing.B) {
 		// flat as the run goes on (GC time is excluded from the timing).
 		var live []float64
 		emitted := 0
-		res, err := Run(context.Background(), eng, ds, Load{RequestRate: 7, Burstiness: 1, NumPrompts: n, Seed: 1}, func(r *runlog.Record) error {
+		res, err := Run(context.Background(), eng, ds, Load{Level: runlog.Level{RequestRate: 7, Burstiness: 1, NumPrompts: n}, Seed: 1}, func(r *runlog.Record) error {
 			emitted++
 			if emitted%20_000 == 0 {
 				b.StopTimer()
