@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 )
@@ -79,14 +81,22 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var live *liveMetrics
-	defer func() { live.stop() }()
+	var live *promexport.Live
+	defer func() { live.Close() }()
 	cfg.Hooks.Start = func(m *runlog.Meta) ([]run.Sink, error) {
-		var err error
-		if live, err = startLiveMetrics(o.metricsListen, cfg.Stats, m.Model, m.Endpoint); err != nil || live == nil {
-			return nil, err
+		if o.metricsListen == "" {
+			return nil, nil
 		}
-		fmt.Fprintf(env.Stderr, "goodput: live metrics at %s\n", live.url)
+		var err error
+		live, err = promexport.ServeLive(o.metricsListen, promexport.MetricsOptions{
+			SLO: cfg.Stats.SLO, Buckets: cfg.Stats.Buckets, Model: m.Model, Route: promexport.RouteOf(m.Endpoint)})
+		switch {
+		case errors.Is(err, promexport.ErrListen):
+			return nil, usagef("--metrics-listen: %v", err)
+		case err != nil:
+			return nil, fmt.Errorf("--metrics-listen: %w", err)
+		}
+		fmt.Fprintf(env.Stderr, "goodput: live metrics at %s\n", live.URL)
 		return []run.Sink{live}, nil
 	}
 	res, err := run.Run(ctx, cfg)

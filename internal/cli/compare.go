@@ -95,7 +95,7 @@ func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedR
 	defer f.Close()
 	in, warns, err := report.ReadInput(f, name, o.Read)
 	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
+		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
 	}
 	if err != nil {
 		return loadedRun{}, readError(err, o.Read)
@@ -109,7 +109,7 @@ func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedR
 		var warns []string
 		meta, recs, warns, err = runlog.Merge(in.Records, o.Force)
 		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
+			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
 		}
 		if errors.Is(err, runlog.ErrIncompatible) {
 			return loadedRun{}, mergeError(err)

@@ -409,10 +409,7 @@ func (f *lenFlag) Type() string { return "int" }
 
 // outputFlags say what to print and save.
 type outputFlags struct {
-	Goodput           []string
-	PercentileMetrics string
-	MetricPercentiles string
-	Buckets           string
+	summaryFlags
 	SaveResult        bool
 	SaveDetailed      bool
 	ResultDir         string
@@ -433,10 +430,7 @@ type outputFlags struct {
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
-	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
-	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
-	fs.StringVar(&o.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens")
+	o.summaryFlags.register(fs)
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
 	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")
 	fs.StringVar(&o.ResultDir, "result-dir", "", "directory for the result and records files (default: current)")
@@ -460,32 +454,12 @@ var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
 // statsOptions turns the output flags into stats.Options. args are stray
 // positional "name:ms" words: vLLM's --goodput takes several values.
 func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
-	var so stats.Options
-	spec := strings.Join(o.Goodput, " ")
 	for _, a := range args {
 		if !sloArg.MatchString(a) || len(o.Goodput) == 0 {
-			return so, usagef("unexpected argument %q (SLO terms follow --goodput, e.g. --goodput ttft:2000 tpot:50)", a)
+			return stats.Options{}, usagef("unexpected argument %q (SLO terms follow --goodput, e.g. --goodput ttft:2000 tpot:50)", a)
 		}
-		spec += " " + a
 	}
-	if strings.TrimSpace(spec) != "" {
-		slo, err := stats.ParseSLO(spec)
-		if err != nil {
-			return so, usagef("--goodput: %v", err)
-		}
-		so.SLO = slo
-	}
-	var err error
-	if so.Percentiles, err = stats.ParsePercentiles(o.MetricPercentiles); err != nil {
-		return so, usagef("--metric-percentiles: %v", err)
-	}
-	if so.Metrics, err = stats.ParseMetrics(o.PercentileMetrics); err != nil {
-		return so, usagef("--percentile-metrics: %v", err)
-	}
-	if so.Buckets, err = stats.ParseBuckets(o.Buckets); err != nil {
-		return so, usagef("--buckets: %v", err)
-	}
-	return so, nil
+	return o.options(args)
 }
 
 func parseKV(flag string, kvs []string) (map[string]string, error) {

@@ -42,6 +42,15 @@ func (s *summaryFlags) slo(extra []string) (stats.SLO, error) {
 	return slo, nil
 }
 
+// register adds the flags, with bench's names, meanings and defaults.
+func (s *summaryFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&s.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
+	fs.StringVar(&s.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
+	fs.StringVar(&s.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
+	fs.StringVar(&s.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
+}
+
+// options parses the flags plus extra "name:ms" SLO words.
 func (s *summaryFlags) options(extra []string) (stats.Options, error) {
 	var so stats.Options
 	var err error
@@ -141,10 +150,7 @@ durations and never spans the idle time between them.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVar(&o.Summary.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
-	fs.StringVar(&o.Summary.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
-	fs.StringVar(&o.Summary.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
-	fs.StringVar(&o.Summary.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
+	o.Summary.register(fs)
 	fs.BoolVar(&o.Force, "force", false, "merge records files even when they come from incompatible runs")
 	readFlags(cmd, &o.Read)
 	fs.StringVar(&o.PerRequest, "per-request", "", "print one row per request instead of the summary: csv or jsonl")
@@ -184,19 +190,6 @@ func mergeError(err error) error {
 	return usageError{fmt.Errorf("%w; use --force to merge them anyway", err)}
 }
 
-// flagHint names the flag behind a records reader's or Merge's warning
-// (the library words them without flags): --merge for a file's runs
-// merged, --force for files merged despite a difference.
-func flagHint(w string) string {
-	switch {
-	case strings.HasSuffix(w, ": merged anyway"):
-		return w + " (--force)"
-	case strings.HasSuffix(w, ": merged as separate runs, each on its own clock"):
-		return w + " (--merge)"
-	}
-	return w
-}
-
 // readRecordsFiles reads every file, naming the file in errors; a file of
 // several runs gives one RecordsFile per run (with --merge).
 func readRecordsFiles(env Env, names []string, o runlog.ReadOptions) ([]runlog.RecordsFile, error) {
@@ -209,7 +202,7 @@ func readRecordsFiles(env Env, names []string, o runlog.ReadOptions) ([]runlog.R
 		rfs, warns, err := runlog.ReadRecordsFile(f, name, o)
 		f.Close()
 		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
+			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
 		}
 		if err != nil {
 			return nil, readError(err, o)
@@ -237,7 +230,7 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	}
 	meta, recs, warns, err := runlog.Merge(files, o.Force)
 	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", flagHint(w))
+		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
 	}
 	if errors.Is(err, runlog.ErrIncompatible) {
 		return mergeError(err)
@@ -264,7 +257,7 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 		}
 	default:
 		topts := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""},
-			LevelReports: true}
+			Headed: true}
 		if err := res.Terminal(env.Stdout, topts); err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/report"
 )
 
 // Exit codes.
@@ -45,7 +46,7 @@ type Env struct {
 	// Dir is the working directory for relative output paths ("" = cwd).
 	Dir string
 
-	console *console // stderr shared by the live line and notes (set by Main)
+	console *report.Console // stderr shared by the live line and notes (set by Main)
 	// secrets are the credentials a command was given (API key, header
 	// values, URL user info): Main wraps Stdout and Stderr to blank them,
 	// and every file a run writes goes through them too.
@@ -86,7 +87,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		env.Stdout, env.Stderr = env.secrets.Writer(env.Stdout), env.secrets.Writer(env.Stderr)
 	}
 	if env.console == nil {
-		env.console = newConsole(env.Stderr, env.TTY)
+		env.console = report.NewConsole(env.Stderr, env.TTY)
 	}
 	root := newRoot(env)
 	root.SetArgs(args)
@@ -110,6 +111,15 @@ func Main(ctx context.Context, args []string, env Env) int {
 	default:
 		return ExitRun
 	}
+}
+
+// consoleOf returns env's console, or one of its own for an Env built
+// without Main (tests).
+func consoleOf(env Env) *report.Console {
+	if env.console != nil {
+		return env.console
+	}
+	return report.NewConsole(env.Stderr, env.TTY)
 }
 
 func newRoot(env Env) *cobra.Command {

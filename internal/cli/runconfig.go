@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -253,8 +254,8 @@ func terminalHooks(env Env, quiet bool) run.Hooks {
 		// default logger.
 		Log: slog.New(slog.NewTextHandler(con, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Level: func(ctx context.Context, total int, limit time.Duration) run.Watch {
-			p := newProgress(env, quiet, total, limit)
-			p.start(ctx)
+			p := report.NewProgress(env.Stderr, con, env.TTY, quiet, total, limit)
+			p.Start(ctx)
 			return p
 		},
 	}

@@ -1,22 +1,18 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
-	"github.com/goodput/goodput/internal/sweep"
 )
 
 // verdictFlags are the findings and CI-gate flags of bench and sim (sweep
@@ -51,7 +47,7 @@ func (v *verdictFlags) parse() error {
 		return usagef("--reading-speed-ms %v: want > 0", v.ReadingSpeedMs)
 	}
 	if so, md, detail, ok := v.outputOptions(); ok && len(g.Conds) > 0 {
-		if err := validateGate(g, so, func(so stats.Options) (map[string]any, error) { return benchSchema(so, md, detail) }); err != nil {
+		if err := validateGate(g, so, func(so stats.Options) (map[string]any, error) { return run.ResultSchema(so, md, detail) }); err != nil {
 			return err
 		}
 	}
@@ -78,7 +74,7 @@ func (v *verdictFlags) outputOptions() (so stats.Options, metadata map[string]st
 		return so, nil, false, false
 	}
 	if goodput, err := fs.GetStringArray("goodput"); err == nil && len(goodput) > 0 {
-		so.SLO = placeholderSLO // its constraints' names do not change the keys
+		so.SLO = run.AnySLO // its constraints' names do not change the keys
 	}
 	if kvs, err := fs.GetStringArray("metadata"); err == nil {
 		if metadata, err = parseKV("--metadata", kvs); err != nil {
@@ -87,141 +83,6 @@ func (v *verdictFlags) outputOptions() (so stats.Options, metadata map[string]st
 	}
 	detailed, _ = fs.GetBool("save-detailed")
 	return so, metadata, detailed, true
-}
-
-// placeholderSLO stands for any SLO in a schema: the result's keys depend
-// on whether there is one, not on its terms.
-var placeholderSLO = stats.SLO{TTFT: time.Second}
-
-// schemaMeta is the meta of a schema result: a capped open-loop level (so
-// no load key is null), a start time, the run's metadata and a simulated
-// engine (its settings are opened to any key).
-func schemaMeta(metadata map[string]string) *runlog.Meta {
-	return &runlog.Meta{
-		Started:   time.Unix(0, 0).UTC(),
-		Levels:    []runlog.Level{{RequestRate: 1, Burstiness: 1, MaxConcurrency: 1, NumPrompts: 1, Label: "x"}},
-		Simulated: map[string]any{"engine": ""},
-		Metadata:  metadata,
-	}
-}
-
-// schemaSummary is an empty run summarised with so, with a failure of
-// every class, so every key a result can hold is there.
-func schemaSummary(so stats.Options) stats.Summary {
-	s := stats.Summarize(nil, so)
-	s.Level = 0
-	for _, c := range runlog.ErrorClasses {
-		s.Failures[c] = 1
-	}
-	return s
-}
-
-// schemaFindings is one finding, whose evidence opens to any key.
-func schemaFindings() []findings.Finding {
-	return []findings.Finding{{Evidence: map[string]any{}}}
-}
-
-// openSchema marks the parts of a decoded result whose keys are known only
-// at run time: each finding's evidence and the simulated engine's settings.
-func openSchema(m map[string]any) {
-	if fs, ok := m["findings"].([]any); ok {
-		for _, f := range fs {
-			if f, ok := f.(map[string]any); ok {
-				f["evidence"] = gate.Any
-			}
-		}
-	}
-	if c, ok := m["conditions"].(map[string]any); ok {
-		if _, ok := c["simulated"]; ok {
-			c["simulated"] = gate.Any
-		}
-	}
-	if ls, ok := m["levels"].([]any); ok {
-		for _, l := range ls {
-			if l, ok := l.(map[string]any); ok {
-				openSchema(l)
-			}
-		}
-	}
-}
-
-// schemaResult is a run of one schema level as a run.Result: every
-// optional key present (a tokenizer, a label, an interruption, a ramp).
-func schemaResult(so stats.Options, metadata map[string]string) *run.Result {
-	meta := schemaMeta(metadata)
-	lv := meta.Levels[0]
-	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
-	return &run.Result{Meta: meta, Levels: []run.LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings()}},
-		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
-}
-
-// benchSchema is the result JSON bench and sim write for a run summarised
-// with so, decoded: run.Result.JSON of schemaResult (a superset: a key
-// some flag adds passes here and is judged after the run;
-// TestSchemaCoversResult catches one missing) and, with --save-detailed,
-// vLLM's per-request lists of one request.
-func benchSchema(so stats.Options, metadata map[string]string, detail bool) (map[string]any, error) {
-	res := schemaResult(so, metadata)
-	if detail {
-		// One request of two tokens: every list has an element, itls a gap.
-		res.Records = []runlog.Record{{Chunks: []runlog.Chunk{{T: 1, Tokens: 1, Visible: true}, {T: 2, Tokens: 1, Visible: true}}, End: 2, Status: 200}}
-	}
-	b, err := res.JSON(run.JSONOptions{Label: "x", Detailed: detail})
-	if err != nil {
-		return nil, err
-	}
-	return decodeSchema(b)
-}
-
-// sweepSchema is the result JSON sweep writes, decoded: the JSON of one
-// schema level with every optional part of the verdict present (a knee, a
-// search, a violation, a capacity probe), merged with the knee-less
-// rendering's knee_note.
-func sweepSchema(so stats.Options, metadata map[string]string) (map[string]any, error) {
-	if so.SLO.IsZero() {
-		so.SLO = placeholderSLO // a sweep always ranks goodput by an SLO
-	}
-	res := schemaResult(so, metadata)
-	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}}
-	pk := &sweep.Peak{}
-	res.Sweep = &run.SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
-		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Violation: &sweep.Violation{}},
-		Search: &sweep.SearchResult{}, Probe: &runlog.CapacityProbe{Fractions: []float64{1}}}
-	render := func() (map[string]any, error) {
-		b, err := res.JSON(run.JSONOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return decodeSchema(b)
-	}
-	m, err := render()
-	if err != nil {
-		return nil, err
-	}
-	res.Sweep.Knee = nil
-	noKnee, err := render()
-	if err != nil {
-		return nil, err
-	}
-	if sw, ok := m["sweep"].(map[string]any); ok {
-		if nk, ok := noKnee["sweep"].(map[string]any); ok {
-			for k, v := range nk {
-				if _, have := sw[k]; !have || sw[k] == nil {
-					sw[k] = v
-				}
-			}
-		}
-	}
-	return m, nil
-}
-
-func decodeSchema(b []byte) (map[string]any, error) {
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("--fail-if: result schema: %w", err)
-	}
-	openSchema(m)
-	return m, nil
 }
 
 // percentileKey finds the percentile a metric key asks for ("p99.9" in
@@ -270,7 +131,7 @@ func validateGate(g gate.Gate, so stats.Options, schema func(stats.Options) (map
 	}
 	switch {
 	case hint != "":
-	case so.SLO.IsZero() && must(valid(with(so, func(o *stats.Options) { o.SLO = placeholderSLO }))):
+	case so.SLO.IsZero() && must(valid(with(so, func(o *stats.Options) { o.SLO = run.AnySLO }))):
 		hint = " (only a run with an SLO has it: add --goodput)"
 	case so.Metrics != nil && must(valid(with(so, func(o *stats.Options) { o.Metrics = nil }))):
 		hint = " (add its metric to --percentile-metrics)"
@@ -314,7 +175,7 @@ func validateSweepGate(g gate.Gate, o *SweepOptions) error {
 	}
 	schema := func(search bool) func(stats.Options) (map[string]any, error) {
 		return func(so stats.Options) (map[string]any, error) {
-			m, err := sweepSchema(so, md)
+			m, err := run.SweepSchema(so, md)
 			if sw, ok := m["sweep"].(map[string]any); ok && !search {
 				delete(sw, "search")
 			}

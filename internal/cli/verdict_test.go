@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/run"
 )
 
 // numericPaths lists the dotted paths of v's numeric leaves (numbers and
@@ -88,9 +89,9 @@ func TestSchemaCoversResult(t *testing.T) {
 			if !ok {
 				t.Fatal("outputOptions found no output flags")
 			}
-			schema, err := benchSchema(so, md, detail)
+			schema, err := run.ResultSchema(so, md, detail)
 			if tt.name == "sweep" {
-				schema, err = sweepSchema(so, md)
+				schema, err = run.SweepSchema(so, md)
 			}
 			if err != nil {
 				t.Fatal(err)

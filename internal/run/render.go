@@ -20,9 +20,10 @@ import (
 // TerminalOptions say how the terminal summary looks.
 type TerminalOptions struct {
 	report.TermOptions
-	// LevelReports prints every level's full summary in a sweep (a report
-	// of several levels always does).
-	LevelReports bool
+	// LevelReports prints every level's full summary before a sweep's
+	// verdict; Headed heads each by its load and follows it with its
+	// findings (a report of the records).
+	LevelReports, Headed bool
 }
 
 // Terminal prints the run: one level's summary and findings; several
@@ -31,9 +32,12 @@ type TerminalOptions struct {
 func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 	switch {
 	case r.Sweep != nil:
-		if o.LevelReports {
-			if err := r.levelBlocks(w, o.TermOptions, false); err != nil {
+		if o.LevelReports || o.Headed {
+			if err := r.levelBlocks(w, o.TermOptions, o.Headed); err != nil {
 				return err
+			}
+			if o.Headed {
+				fmt.Fprintln(w)
 			}
 		}
 		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {

@@ -59,10 +59,10 @@ func sameVerdict(t *testing.T, live, again *Result) {
 		t.Errorf("result JSON differs:\nrun:    %s\nreport: %s", lj, aj)
 	}
 	var lt, at bytes.Buffer
-	if err := live.Terminal(&lt, TerminalOptions{LevelReports: true}); err != nil {
+	if err := live.Terminal(&lt, TerminalOptions{Headed: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := again.Terminal(&at, TerminalOptions{LevelReports: true}); err != nil {
+	if err := again.Terminal(&at, TerminalOptions{Headed: true}); err != nil {
 		t.Fatal(err)
 	}
 	if lt.String() != at.String() {

@@ -86,7 +86,7 @@ func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []
 	if len(lines) > 6 {
 		lines = append(lines[:5], "…")
 	}
-	warns = append(warns, fmt.Sprintf("%s holds %d runs (starting at lines %s): merged as separate runs, each on its own clock",
+	warns = append(warns, fmt.Sprintf("%s holds %d runs (starting at lines %s): merged as separate runs, each on its own clock, as asked",
 		name, len(kept), strings.Join(lines, ", ")))
 	return out, warns, nil
 }
@@ -173,7 +173,7 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 			if !force {
 				return nil, nil, warns, fmt.Errorf("%w: %s", ErrIncompatible, msg)
 			}
-			warns = append(warns, msg+": merged anyway")
+			warns = append(warns, msg+": merged anyway, as forced")
 		}
 	}
 	if len(files) == 1 && files[0].Meta != nil && denseLevels(files[0].Records) &&

@@ -262,8 +262,8 @@ func TestMerge(t *testing.T) {
 			if err != nil || len(recs) != 10 || len(warns) != 1 {
 				t.Fatalf("Merge(force) = %v, %d records, warnings %q; want nil, 10, one warning", err, len(recs), warns)
 			}
-			if !strings.HasSuffix(warns[0], tc.field+": merged anyway") {
-				t.Errorf("Merge(force) warning %q; want it to end %q", warns[0], tc.field+": merged anyway")
+			if !strings.HasSuffix(warns[0], tc.field+": merged anyway, as forced") {
+				t.Errorf("Merge(force) warning %q; want it to end %q", warns[0], tc.field+": merged anyway, as forced")
 			}
 			noFlags(t, "Merge warning", warns[0])
 		})

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 )
 
-// progress shows a live line while a run goes on: done/total with the
+// Progress shows a live line while a run goes on: done/total with the
 // percentage and the time left, in flight, running TTFT and TPOT P50/P99,
 // output tok/s and failures. On a terminal it redraws one line (through the
 // console, so notes print above it); otherwise it prints a plain line every
 // interval.
-type progress struct {
+type Progress struct {
 	w        io.Writer
-	con      *console
+	con      *Console
 	tty      bool
 	quiet    bool
 	total    int
@@ -39,26 +39,32 @@ type progress struct {
 	wg     sync.WaitGroup
 }
 
-func newProgress(env Env, quiet bool, total int, dur time.Duration) *progress {
+// NewProgress is the live line of one level of total requests (0
+// unknown) and time limit dur (0 none), written to w — through con on a
+// terminal (tty), so that notes print above it; quiet prints nothing.
+func NewProgress(w io.Writer, con *Console, tty, quiet bool, total int, dur time.Duration) *Progress {
+	if con == nil {
+		con = NewConsole(w, tty)
+	}
 	iv := 10 * time.Second
-	if env.TTY {
+	if tty {
 		iv = 500 * time.Millisecond
 	}
-	return &progress{
-		w: env.Stderr, con: consoleOf(env), tty: env.TTY, quiet: quiet, total: total, dur: dur, interval: iv,
+	return &Progress{
+		w: w, con: con, tty: tty, quiet: quiet, total: total, dur: dur, interval: iv,
 		ttft: hdrhistogram.New(1, 3_600_000_000, 2), tpot: hdrhistogram.New(1, 3_600_000_000, 2),
 	}
 }
 
 // send counts a request leaving; safe for concurrent use.
-func (p *progress) send() {
+func (p *Progress) send() {
 	p.mu.Lock()
 	p.sent++
 	p.mu.Unlock()
 }
 
 // observe counts a finished record; safe for concurrent use.
-func (p *progress) observe(r *runlog.Record) {
+func (p *Progress) observe(r *runlog.Record) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
@@ -75,7 +81,8 @@ func (p *progress) observe(r *runlog.Record) {
 	}
 }
 
-func (p *progress) start(ctx context.Context) {
+// Start draws the line until Stop (or ctx ends).
+func (p *Progress) Start(ctx context.Context) {
 	p.started = time.Now()
 	if p.quiet {
 		return
@@ -99,7 +106,7 @@ func (p *progress) start(ctx context.Context) {
 	}()
 }
 
-func (p *progress) stop() {
+func (p *Progress) stop() {
 	if p.quiet || p.stopCh == nil {
 		return
 	}
@@ -108,7 +115,7 @@ func (p *progress) stop() {
 	p.print(true)
 }
 
-func (p *progress) print(final bool) {
+func (p *Progress) print(final bool) {
 	p.mu.Lock()
 	el := time.Since(p.started).Seconds()
 	tot := "?"
@@ -116,15 +123,15 @@ func (p *progress) print(final bool) {
 		tot = fmt.Sprint(p.total)
 	}
 	line := fmt.Sprintf("%d/%s done%s, %d in flight, %d failed | TTFT p50 %s p99 %s | TPOT p50 %s p99 %s | %.0f out tok/s | %.0fs%s",
-		p.done, tot, pct(p.fraction(el)), max(p.sent-p.done, 0), p.failed,
-		ms(p.ttft.ValueAtQuantile(50)), ms(p.ttft.ValueAtQuantile(99)),
-		ms(p.tpot.ValueAtQuantile(50)), ms(p.tpot.ValueAtQuantile(99)),
+		p.done, tot, donePct(p.fraction(el)), max(p.sent-p.done, 0), p.failed,
+		usText(p.ttft.ValueAtQuantile(50)), usText(p.ttft.ValueAtQuantile(99)),
+		usText(p.tpot.ValueAtQuantile(50)), usText(p.tpot.ValueAtQuantile(99)),
 		float64(p.outTok)/max(el, 1e-9), el, eta(p.fraction(el), el, final))
 	p.mu.Unlock()
 	if p.tty {
-		p.con.draw(line)
+		p.con.Draw(line)
 		if final {
-			p.con.end()
+			p.con.End()
 		}
 		return
 	}
@@ -136,7 +143,7 @@ func (p *progress) print(final bool) {
 // fraction is how much of the level is done (0–1), by requests or, for a
 // level bounded by time only, by time; -1 when neither is known. Callers
 // hold p.mu.
-func (p *progress) fraction(elapsed float64) float64 {
+func (p *Progress) fraction(elapsed float64) float64 {
 	f := -1.0
 	if p.total > 0 {
 		f = float64(p.done) / float64(p.total)
@@ -148,8 +155,8 @@ func (p *progress) fraction(elapsed float64) float64 {
 	return min(f, 1)
 }
 
-// pct is " (42 %)", or nothing when the fraction is unknown.
-func pct(f float64) string {
+// donePct is " (42 %)", or nothing when the fraction is unknown.
+func donePct(f float64) string {
 	if f < 0 {
 		return ""
 	}
@@ -166,21 +173,21 @@ func eta(f, elapsed float64, final bool) string {
 	return " | ETA " + left.Round(time.Second).String()
 }
 
-func ms(us int64) string {
+func usText(us int64) string {
 	if us == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fms", float64(us)/1000)
 }
 
-// Sent, Record and Stop make a progress line a run.Watch of one level.
-func (p *progress) Sent() { p.send() }
+// Sent counts a request leaving; safe for concurrent use.
+func (p *Progress) Sent() { p.send() }
 
 // Record counts a finished record.
-func (p *progress) Record(r *runlog.Record) error {
+func (p *Progress) Record(r *runlog.Record) error {
 	p.observe(r)
 	return nil
 }
 
-// Stop ends the line.
-func (p *progress) Stop() { p.stop() }
+// Stop ends the line, printing it a last time.
+func (p *Progress) Stop() { p.stop() }

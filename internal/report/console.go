@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"bytes"
@@ -7,30 +7,22 @@ import (
 	"sync"
 )
 
-// console serialises what goes to stderr while a live progress line is
+// Console serialises what goes to stderr while a live progress line is
 // drawn on a terminal: a note (a warning from the embedded simulator, say)
 // clears the line, prints above it and redraws it, instead of landing in the
 // middle of it. Safe for concurrent use.
-type console struct {
+type Console struct {
 	mu   sync.Mutex
 	w    io.Writer
 	tty  bool
 	line string // the live line now drawn ("" when none)
 }
 
-func newConsole(w io.Writer, tty bool) *console { return &console{w: w, tty: tty} }
+// NewConsole writes to w, a terminal when tty.
+func NewConsole(w io.Writer, tty bool) *Console { return &Console{w: w, tty: tty} }
 
-// consoleOf returns env's console, or one of its own for an Env built
-// without Main (tests).
-func consoleOf(env Env) *console {
-	if env.console != nil {
-		return env.console
-	}
-	return newConsole(env.Stderr, env.TTY)
-}
-
-// draw replaces the live line (a terminal only).
-func (c *console) draw(line string) {
+// Draw replaces the live line (a terminal only).
+func (c *Console) Draw(line string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	pad := max(len(c.line)-len(line), 0)
@@ -38,8 +30,8 @@ func (c *console) draw(line string) {
 	c.line = line
 }
 
-// end finishes the live line with a newline and forgets it.
-func (c *console) end() {
+// End finishes the live line with a newline and forgets it.
+func (c *Console) End() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.line != "" {
@@ -50,7 +42,7 @@ func (c *console) end() {
 
 // Write prints p above the live line: the line is cleared first and drawn
 // again after, so notes and progress never share a line.
-func (c *console) Write(p []byte) (int, error) {
+func (c *Console) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.line == "" {

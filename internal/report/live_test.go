@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 func TestProgressLine(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(Env{Stderr: &buf}, false, 10, 0)
+	p := NewProgress(&buf, nil, false, false, 10, 0)
 	p.started = time.Now().Add(-2 * time.Second)
 	for range 3 {
 		p.send()
@@ -56,7 +56,7 @@ func TestProgressPercentAndETA(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			p := newProgress(Env{Stderr: &buf}, false, tc.total, tc.dur)
+			p := NewProgress(&buf, nil, false, false, tc.total, tc.dur)
 			p.started = time.Now().Add(-tc.elapsed)
 			for range tc.done {
 				p.send()
@@ -80,13 +80,13 @@ func TestProgressPercentAndETA(t *testing.T) {
 
 func TestConsoleNotesAboveTheLine(t *testing.T) {
 	var buf bytes.Buffer
-	c := newConsole(&buf, true)
-	c.draw("10/20 done")
+	c := NewConsole(&buf, true)
+	c.Draw("10/20 done")
 	if _, err := c.Write([]byte("WARN host is late\n")); err != nil {
 		t.Fatal(err)
 	}
-	c.draw("11/20 done")
-	c.end()
+	c.Draw("11/20 done")
+	c.End()
 	// The note clears the line, prints on its own line, and the line comes
 	// back after it.
 	want := "\r10/20 done" + "\r          \r" + "WARN host is late\n" + "10/20 done" + "\r11/20 done" + "\n"
