@@ -410,14 +410,14 @@ func (f *lenFlag) Type() string { return "int" }
 // outputFlags say what to print and save.
 type outputFlags struct {
 	summaryFlags
-	SaveResult        bool
-	SaveDetailed      bool
-	ResultDir         string
-	ResultFilename    string
-	Records           string
-	Metadata          []string
-	Quiet             bool
-	HTML              string
+	SaveResult     bool
+	SaveDetailed   bool
+	ResultDir      string
+	ResultFilename string
+	Records        string
+	Metadata       []string
+	Quiet          bool
+	HTML           string
 	// Label replaces the backend in the result file name and is stored as
 	// the result's label (bench only, as vLLM's --label).
 	Label string
