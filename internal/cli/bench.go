@@ -74,7 +74,7 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 // Run runs the benchmark the options describe and returns what it found,
 // without printing it (the command's hook; tests call it directly).
 func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
-	if err := o.verdict.parse(); err != nil {
+	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
 	cfg, err := o.runConfig(env, "bench")

@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -172,7 +173,8 @@ func runCompare(_ context.Context, env Env, o *CompareOptions) error {
 	}
 	if o.HTML != "" {
 		in := report.CompareHTMLInput{Comparison: c, A: a.side, B: b.side, Generated: env.Now()}
-		if err := writeHTMLFile(resolve(env, o.HTML), func(w io.Writer) error { return report.CompareHTML(w, in) }); err != nil {
+		var output run.Output
+		if err := output.WriteFile(resolve(env, o.HTML), func(b *bytes.Buffer) error { return report.CompareHTML(b, in) }); err != nil {
 			return fmt.Errorf("--html: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "goodput: HTML report written to %s\n", o.HTML)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -332,29 +331,3 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 
 // changed says whether the flag was given.
 func (o *ReportOptions) changed(flag string) bool { return o.flags != nil && o.flags.Changed(flag) }
-
-// writeHTMLFile writes a report to path through a temporary file, so a
-// failed render does not leave half a page behind.
-func writeHTMLFile(path string, render func(io.Writer) error) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".goodput-*.html")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := render(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}

@@ -77,7 +77,7 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if o.IgnoreEOS && o.NaturalStop {
 		return nil, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}
-	if err := o.verdict.parse(); err != nil {
+	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
 	lv, err := o.load.level()

@@ -21,24 +21,17 @@ type verdictFlags struct {
 	FailIf         []string
 	ReadingSpeedMs float64
 	gate           gate.Gate
-	// flags is the set the flags were registered in, beside the output
-	// flags (bench and sim register both in one group): --fail-if is
-	// checked before the run against the keys the result will have, which
-	// depend on --metric-percentiles, --percentile-metrics, --buckets,
-	// --goodput, --metadata and --save-detailed.
-	flags *pflag.FlagSet
 }
 
 func (v *verdictFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&v.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'p99_ttft_ms>500' or 'request_goodput<10' (repeatable)")
 	fs.Float64Var(&v.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
-	v.flags = fs
 }
 
 // parse checks the flags before anything runs: a --fail-if key the result
-// JSON can never hold as a number is a usage error naming the key and the
-// known keys closest to it.
-func (v *verdictFlags) parse() error {
+// JSON of the run out describes can never hold as a number is a usage
+// error naming the key and the known keys closest to it.
+func (v *verdictFlags) parse(out *outputFlags, args []string) error {
 	g, err := gate.Parse(v.FailIf)
 	if err != nil {
 		return flagError(err, "")
@@ -46,43 +39,22 @@ func (v *verdictFlags) parse() error {
 	if v.ReadingSpeedMs <= 0 {
 		return usagef("--reading-speed-ms %v: want > 0", v.ReadingSpeedMs)
 	}
-	if so, md, detail, ok := v.outputOptions(); ok && len(g.Conds) > 0 {
-		if err := validateGate(g, so, func(so stats.Options) (map[string]any, error) { return run.ResultSchema(so, md, detail) }); err != nil {
+	so, err := out.statsOptions(args)
+	if err != nil {
+		return err
+	}
+	md, err := parseKV("--metadata", out.Metadata)
+	if err != nil {
+		return err
+	}
+	if len(g.Conds) > 0 {
+		schema := func(so stats.Options) (map[string]any, error) { return run.ResultSchema(so, md, out.SaveDetailed) }
+		if err := validateGate(g, so, schema); err != nil {
 			return err
 		}
 	}
 	v.gate = g
 	return nil
-}
-
-// outputOptions reads the output flags registered beside the verdict flags;
-// ok is false when they are not there or do not parse (the run reports
-// that itself), and --fail-if then goes unchecked until the run ends.
-func (v *verdictFlags) outputOptions() (so stats.Options, metadata map[string]string, detailed, ok bool) {
-	fs := v.flags
-	if fs == nil || fs.Lookup("metric-percentiles") == nil || fs.Lookup("percentile-metrics") == nil || fs.Lookup("buckets") == nil {
-		return so, nil, false, false
-	}
-	var err error
-	if so.Percentiles, err = stats.ParsePercentiles(fs.Lookup("metric-percentiles").Value.String()); err != nil {
-		return so, nil, false, false
-	}
-	if so.Metrics, err = stats.ParseMetrics(fs.Lookup("percentile-metrics").Value.String()); err != nil {
-		return so, nil, false, false
-	}
-	if so.Buckets, err = stats.ParseBuckets(fs.Lookup("buckets").Value.String()); err != nil {
-		return so, nil, false, false
-	}
-	if goodput, err := fs.GetStringArray("goodput"); err == nil && len(goodput) > 0 {
-		so.SLO = run.AnySLO // its constraints' names do not change the keys
-	}
-	if kvs, err := fs.GetStringArray("metadata"); err == nil {
-		if metadata, err = parseKV("--metadata", kvs); err != nil {
-			return so, nil, false, false
-		}
-	}
-	detailed, _ = fs.GetBool("save-detailed")
-	return so, metadata, detailed, true
 }
 
 // percentileKey finds the percentile a metric key asks for ("p99.9" in

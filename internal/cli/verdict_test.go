@@ -85,10 +85,15 @@ func TestSchemaCoversResult(t *testing.T) {
 			if err := fs.Parse(args[1:]); err != nil {
 				t.Fatal(err)
 			}
-			so, md, detail, ok := v.outputOptions()
-			if !ok {
-				t.Fatal("outputOptions found no output flags")
+			so, err := out.statsOptions(fs.Args())
+			if err != nil {
+				t.Fatal(err)
 			}
+			md, err := parseKV("--metadata", out.Metadata)
+			if err != nil {
+				t.Fatal(err)
+			}
+			detail := out.SaveDetailed
 			schema, err := run.ResultSchema(so, md, detail)
 			if tt.name == "sweep" {
 				schema, err = run.SweepSchema(so, md)

@@ -21,7 +21,7 @@ var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
 	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering"},
 	// Pure building blocks over the data model.
-	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim"},
+	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/runlog/runlogtest"},
 	// The wire, the drivers of the engine, and the judgements of one run.
 	{"internal/openai", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
 	// Judging a curve; watching live traffic; test servers.
@@ -55,7 +55,7 @@ func floorOf(pkg string) int {
 const engine = "internal/sim"
 
 // testOnly packages are imported by tests alone.
-var testOnly = []string{"internal/run/runtest"}
+var testOnly = []string{"internal/run/runtest", "internal/runlog/runlogtest"}
 
 // forbiddenCalls are identifiers only some packages may use.
 var forbiddenCalls = []struct {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/goodput/goodput/internal/findings"
@@ -191,4 +194,35 @@ func TestReportReproducesHTMLMarks(t *testing.T) {
 		t.Errorf("HTML marks: run %+v, report %+v", *a.Sweep, *b.Sweep)
 	}
 	var _ report.HTMLInput = a
+}
+
+// failingWriter fails every write after the first n.
+type failingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("disk full")
+	}
+	f.n--
+	return f.w.Write(p)
+}
+
+// A records file that fails part-way stops the run with an error naming
+// the file and the records it holds; the Result still covers every record
+// that finished (the summary loses none the file has).
+func TestRecordsFileFailure(t *testing.T) {
+	cfg := withRecords(t, simConfig(t, 200))
+	cfg.Command, cfg.Load.RequestRate = "sim", 10
+	cfg.Output.Filter = func(w io.Writer) io.Writer { return &failingWriter{w: w, n: 11} } // the meta line and 10 records
+	res, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), cfg.Output.Records) ||
+		!strings.Contains(err.Error(), "(10 records written)") {
+		t.Fatalf("Run error = %v; want the file, the cause and the records written", err)
+	}
+	if res == nil || res.Levels[0].Summary.Requests < 10 {
+		t.Fatalf("Result = %+v; want the records that finished", res)
+	}
 }

@@ -228,6 +228,9 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 		switch {
 		case err != nil && r.interrupted(ctx):
 			r.cancelled = true
+		case err != nil && r.fan.error() != nil:
+			// A sink failed (the records file): the level's records so far
+			// are still summarised; finish reports the failure.
 		case err != nil && !errors.Is(context.Cause(lctx), errSaturated):
 			return levelData{}, fmt.Errorf("simulation: %w", err)
 		}
