@@ -26,8 +26,11 @@ type BenchOptions struct {
 	args          []string
 }
 
-func newBenchCmd(env Env) *cobra.Command {
-	var o BenchOptions
+func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
+
+// benchCommand is bench's command filling o: its flags, then (PreRunE) what
+// the flags leave to be read from the command line, then the run.
+func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test an OpenAI-compatible streaming endpoint (default: the embedded simulator)",
@@ -40,12 +43,13 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 		Example: `  goodput bench
   goodput bench --base-url http://127.0.0.1:8000 --backend openai-chat --request-rate 8 --num-prompts 500 --goodput ttft:2000 tpot:50
   goodput bench --max-concurrency 64 --random-input-len 2048 --random-output-len 256 --save-result`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
-			return runBench(cmd.Context(), env, &o)
+			return nil
 		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },
 	}
 	fs := cmd.Flags()
 	group(fs, "Target flags", func(fs *pflag.FlagSet) {

@@ -31,8 +31,10 @@ type SimOptions struct {
 	args        []string
 }
 
-func newSimCmd(env Env) *cobra.Command {
-	o := SimOptions{Engine: sim.DefaultConfig()}
+func newSimCmd(env Env) *cobra.Command { return simCommand(env, &SimOptions{Engine: sim.DefaultConfig()}) }
+
+// simCommand is sim's command filling o (see benchCommand).
+func simCommand(env Env, o *SimOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
@@ -42,11 +44,12 @@ It produces the same records (plus the engine's own queue, prefill and decode
 times per request) and the same report as bench, deterministically for a seed.`,
 		Example: `  goodput sim --model llama-3.1-8b --gpu h100-sxm --request-rate 10 --num-prompts 5000
   goodput sim --model qwen3-32b --gpu h200 --tp 2 --dataset-name lengths --dataset-path sharegpt.csv --request-rate 4 --goodput ttft:2000 tpot:50`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")
-			return runSim(cmd.Context(), env, &o)
+			return nil
 		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) },
 	}
 	fs := cmd.Flags()
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {

@@ -42,8 +42,10 @@ type SweepOptions struct {
 	gate             gate.Gate
 }
 
-func newSweepCmd(env Env) *cobra.Command {
-	var o SweepOptions
+func newSweepCmd(env Env) *cobra.Command { return sweepCommand(env, &SweepOptions{}) }
+
+// sweepCommand is sweep's command filling o (see benchCommand).
+func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run bench (or the simulator) at a series of loads: the knee, the goodput peak, the max load within SLO",
@@ -69,14 +71,15 @@ above --max-error-rate) stops early and ends the sweep, and says so.
   goodput sweep --target-rate 10 --levels 0.5x,1x,1.5x,2x --save-result
   goodput sweep --sim --search --request-rate 1,64 --goodput ttft:2000 tpot:50 --slo-attainment 0.99 --precision 0.5
   goodput sweep --sim --request-rate 4,8,16 --fail-if 'sweep.goodput_peak.request_goodput<10'`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			if cmd.Flags().Changed("max-concurrency") && o.Concurrency != "" {
 				return usagef("--max-concurrency and --concurrency: give one (--concurrency is the swept list)")
 			}
-			return runSweep(cmd.Context(), env, &o)
+			return nil
 		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), env, o) },
 	}
 	fs := cmd.Flags()
 	group(fs, "Target flags", o.target.register)

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/goodput/goodput/internal/sim"
+)
+
+// parsed fills cmd's options from args as the command line would, without
+// running the command.
+func parsed(t *testing.T, cmd *cobra.Command, args ...string) {
+	t.Helper()
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.PreRunE(cmd, cmd.Flags().Args()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each command's run hook returns the run.Result it would render, so a
+// test reads what a run found without parsing its output.
+func TestRunHooks(t *testing.T) {
+	dir := t.TempDir()
+	env := Env{Stdout: io.Discard, Stderr: io.Discard, Now: time.Now, Getenv: func(string) string { return "" }, Dir: dir}
+	records := filepath.Join(dir, "sim.records.jsonl")
+
+	so := &SimOptions{Engine: sim.DefaultConfig()}
+	parsed(t, simCommand(env, so), "--num-prompts", "100", "--request-rate", "10", "--goodput", "ttft:500", "--records", records)
+	res, err := so.Run(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Levels[0]; l.Summary.Completed != 100 || l.Level.RequestRate != 10 || res.SLA == "" || res.Virtual == nil {
+		t.Errorf("sim: completed %d at rate %v, SLA %q, virtual %v", l.Summary.Completed, l.Level.RequestRate, res.SLA, res.Virtual)
+	}
+
+	sw := &SweepOptions{}
+	parsed(t, sweepCommand(env, sw), "--sim", "--request-rate", "5,10", "--num-prompts", "100", "--records", "none")
+	res, err = sw.Run(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sweep; s == nil || len(s.Points) != 2 || s.GoodputPeak == nil {
+		t.Errorf("sweep: %+v; want two levels and a goodput peak", s)
+	}
+
+	b := &BenchOptions{}
+	parsed(t, benchCommand(env, b), "--num-prompts", "10", "--records", "none", "--quiet")
+	res, err = b.Run(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Levels[0]; l.Summary.Completed != 10 || res.Meta.Target != "embedded-sim" || res.TokenizerID == "" {
+		t.Errorf("bench: completed %d, target %q, tokenizer %q", l.Summary.Completed, res.Meta.Target, res.TokenizerID)
+	}
+
+	// report's hook judges the sim's records as the sim judged itself.
+	meta, recs := readRecords(t, records)
+	ro := &ReportOptions{ReadingSpeedMs: 50, Summary: summaryFlags{PercentileMetrics: defaultPercentileMetrics, MetricPercentiles: "50,90,95,99", Buckets: "1024,8192"}}
+	again, err := ro.Analyze(meta, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.SLA == "" || again.Levels[0].Summary.SLO.Goodput <= 0 {
+		t.Errorf("report: SLA %q, goodput %v; want the sim's SLO applied", again.SLA, again.Levels[0].Summary.SLO.Goodput)
+	}
+}
