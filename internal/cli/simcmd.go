@@ -31,7 +31,9 @@ type SimOptions struct {
 	args        []string
 }
 
-func newSimCmd(env Env) *cobra.Command { return simCommand(env, &SimOptions{Engine: sim.DefaultConfig()}) }
+func newSimCmd(env Env) *cobra.Command {
+	return simCommand(env, &SimOptions{Engine: sim.DefaultConfig()})
+}
 
 // simCommand is sim's command filling o (see benchCommand).
 func simCommand(env Env, o *SimOptions) *cobra.Command {
@@ -73,33 +75,18 @@ times per request) and the same report as bench, deterministically for a seed.`,
 // Run runs the simulation the options describe and returns what it found,
 // without printing it (the command's hook; tests call it directly).
 func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
-	so, err := o.out.statsOptions(o.args)
-	if err != nil {
-		return nil, err
-	}
 	if o.IgnoreEOS && o.NaturalStop {
 		return nil, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
-	lv, err := o.load.level()
+	cfg, err := virtualConfig(env, "sim", &o.load, o.load.RequestRate, &o.work, &o.out, o.args)
 	if err != nil {
 		return nil, err
 	}
-	if strings.EqualFold(o.work.o.DatasetName, "trace") && !o.load.numSet {
-		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
-	}
-	meta, err := parseKV("--metadata", o.out.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	res, err := run.Run(ctx, run.Config{
-		Command: "sim", Version: Version, Started: env.Now(), Workload: run.Workload{Options: o.work.o},
-		Load: lv, Seed: o.load.Seed, Virtual: true, Engine: o.Engine, IgnoreEOS: o.IgnoreEOS, NaturalStopRecorded: o.NaturalStop,
-		Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs, Output: o.out.runOutput(env), Metadata: meta,
-		Hooks: terminalHooks(env, o.out.Quiet),
-	})
+	cfg.Engine, cfg.IgnoreEOS, cfg.NaturalStopRecorded, cfg.ReadingSpeedMs = o.Engine, o.IgnoreEOS, o.NaturalStop, o.verdict.ReadingSpeedMs
+	res, err := run.Run(ctx, cfg)
 	return res, runError(err, nil, "--model")
 }
 
@@ -118,4 +105,30 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 			}
 		}}
 	return out.finish(env, res, err)
+}
+
+// virtualConfig is the run.Config of a virtual-time run (sim, sweep --sim)
+// of the load flags at rate: a trace replays whole unless --num-prompts is
+// given. The caller sets the engine.
+func virtualConfig(env Env, command string, l *loadFlags, rate string, w *workloadFlags, out *outputFlags, args []string) (run.Config, error) {
+	so, err := out.statsOptions(args)
+	if err != nil {
+		return run.Config{}, err
+	}
+	lv, err := l.levelWith(rate)
+	if err != nil {
+		return run.Config{}, err
+	}
+	if strings.EqualFold(w.o.DatasetName, "trace") && !l.numSet {
+		lv.NumPrompts = 0
+	}
+	meta, err := parseKV("--metadata", out.Metadata)
+	if err != nil {
+		return run.Config{}, err
+	}
+	return run.Config{
+		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: w.o},
+		Load: lv, Seed: l.Seed, Virtual: true, Stats: so, Output: out.runOutput(env), Metadata: meta,
+		Hooks: terminalHooks(env, out.Quiet),
+	}, nil
 }

@@ -205,7 +205,7 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	var cfg run.Config
 	if o.Sim {
-		if cfg, err = o.virtualConfig(env); err != nil {
+		if cfg, err = virtualConfig(env, "sweep", &o.load, "inf", &o.work, &o.out, o.args); err != nil {
 			return nil, err
 		}
 	} else {
@@ -216,6 +216,9 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if o.Sim {
+		cfg.Engine, cfg.IgnoreEOS = o.sim.cfg, o.target.IgnoreEOS
 	}
 	cfg.ReadingSpeedMs = o.ReadingSpeedMs
 	// Each level keeps the load flags' other settings (the resolved ones:
@@ -261,31 +264,6 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	res, err := run.Run(ctx, cfg)
 	return res, runError(err, &o.target, "--sim-model")
-}
-
-// virtualConfig is the run.Config of a --sim sweep: every level on the
-// simulated engine in virtual time.
-func (o *SweepOptions) virtualConfig(env Env) (run.Config, error) {
-	so, err := o.out.statsOptions(o.args)
-	if err != nil {
-		return run.Config{}, err
-	}
-	lv, err := o.load.levelWith("inf")
-	if err != nil {
-		return run.Config{}, err
-	}
-	if strings.EqualFold(o.work.o.DatasetName, "trace") && !o.load.numSet {
-		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
-	}
-	meta, err := parseKV("--metadata", o.out.Metadata)
-	if err != nil {
-		return run.Config{}, err
-	}
-	return run.Config{
-		Command: "sweep", Version: Version, Started: env.Now(), Workload: run.Workload{Options: o.work.o},
-		Load: lv, Seed: o.load.Seed, Virtual: true, Engine: o.sim.cfg, IgnoreEOS: o.target.IgnoreEOS,
-		Stats: so, Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet),
-	}, nil
 }
 
 // runSweep runs the sweep (or the search) and reports it.

@@ -103,7 +103,7 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 	}
 	if wo.NoOversample && !isTrace(ds) && lv.NumPrompts+lv.NumWarmups > ds.Len() && isFileDataset(wo.DatasetName) {
 		n := max(ds.Len()-lv.NumWarmups, 1)
-		cfg.note("--no-oversample: the dataset has %d requests: sending %d (after %d warm-ups), not %d", ds.Len(), n, lv.NumWarmups, lv.NumPrompts)
+		cfg.note("each row once (no oversampling): the dataset has %d requests: sending %d (after %d warm-ups), not %d", ds.Len(), n, lv.NumWarmups, lv.NumPrompts)
 		lv.NumPrompts = n
 	}
 	if isTrace(ds) && lv.NumPrompts+lv.NumWarmups > ds.Len() {
@@ -125,7 +125,7 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 		}
 		w.stopEmb, w.embedded, w.simulated, w.targetName = stop, true, emb.desc, "embedded-sim"
 		base = emb.url
-		cfg.note("no --base-url: benchmarking the embedded simulator (%s) at %s", emb.summary, base)
+		cfg.note("no server given: benchmarking the embedded simulator (%s) at %s", emb.summary, base)
 	}
 	if w.targetName == "" {
 		w.targetName = base
