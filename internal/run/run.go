@@ -340,7 +340,11 @@ func (r *runner) probe(ctx context.Context) (*runlog.CapacityProbe, error) {
 		if ds, err = r.wall.probeDataset(); err == nil {
 			var out wallLevel
 			// Through a fan-out of its own: records finish concurrently.
+			// Its requests are its own dataset's: the sweep's levels still
+			// start at the sweep dataset's first request.
+			next := r.wall.next
 			out, err = r.wall.runLevel(ctx, -1, lv, ds, &fanout{run: []Sink{col}})
+			r.wall.next = next
 			if err == nil && out.load.Stopped == loadgen.StopCancelled {
 				err = context.Cause(ctx)
 			}
