@@ -221,12 +221,6 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		cfg.Engine, cfg.IgnoreEOS = o.sim.cfg, o.target.IgnoreEOS
 	}
 	cfg.ReadingSpeedMs = o.ReadingSpeedMs
-	// Each level keeps the load flags' other settings (the resolved ones:
-	// the embedded simulator's default prompt count).
-	for i := range pl.levels {
-		l := &pl.levels[i]
-		l.NumPrompts, l.NumWarmups, l.DurationS, l.Burstiness = cfg.Load.NumPrompts, cfg.Load.NumWarmups, cfg.Load.DurationS, cfg.Load.Burstiness
-	}
 	sat := sweep.Saturation{MaxErrorRate: o.MaxErrorRate, Off: !o.SaturationStop}
 	crit := sweep.Criteria{Attainment: o.SLOAttainment, MaxMedianQueueMs: o.MaxMedianQueueMs}
 	cfg.Sweep = &run.Sweep{Axis: pl.axis, Levels: pl.levels, KneeK: o.KneeK, Criteria: crit, Saturation: sat,

@@ -272,6 +272,13 @@ func (r *runner) sweep(ctx context.Context) error {
 		}
 		levels = sweep.Levels(sweep.AxisRate, rates, tmpl)
 	}
+	// The levels keep the load's other settings as the target resolved
+	// them (a trace's length, the rows a file has).
+	levels = slices.Clone(levels)
+	for i := range levels {
+		l := &levels[i]
+		l.NumPrompts, l.NumWarmups, l.DurationS, l.Burstiness = c.Load.NumPrompts, c.Load.NumWarmups, c.Load.DurationS, c.Load.Burstiness
+	}
 	spec.Planned = len(levels)
 	loads := make([]float64, len(levels))
 	for i, l := range levels {
