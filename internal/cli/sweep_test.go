@@ -395,3 +395,23 @@ func TestSimSweepLevelsFollowInTime(t *testing.T) {
 		}
 	}
 }
+
+// A wall-clock sweep over a trace replays the trace at every level: the
+// levels take the trace's length, resolved when the target opens.
+func TestSweepTraceWallClock(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 4}
+{"timestamp": 50, "input_length": 100, "output_length": 4}
+{"timestamp": 100, "input_length": 200, "output_length": 4}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runSweepCLI(t, "--dataset-name", "trace", "--dataset-path", trace, "--request-rate", "1,2", "--quiet", "--save-result")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	meta, recs := readRecords(t, filepath.Join(r.dir, "sweep-rate-20261129-100000.records.jsonl"))
+	if len(meta.Levels) != 2 || meta.Levels[0].NumPrompts != 3 || len(recs) != 6 {
+		t.Errorf("levels %+v, %d records; want 2 levels of the trace's 3 requests", meta.Levels, len(recs))
+	}
+}
