@@ -15,10 +15,6 @@ import (
 
 const ms = int64(time.Millisecond)
 
-func chunk(tMs int64, tokens int32, visible bool) runlog.Chunk {
-	return runlogtest.Chunk(tMs, tokens, visible)
-}
-
 // handRecords and handMeta are the hand-made run of runlogtest.
 func handRecords() []runlog.Record { return runlogtest.Records() }
 
