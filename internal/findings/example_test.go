@@ -2,7 +2,6 @@ package findings_test
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
@@ -29,14 +28,10 @@ func Example() {
 		fmt.Println(f.ID)
 	}
 	fmt.Println(findings.SLASentence(findings.Input{Summary: &s, Level: &runlog.Level{MaxConcurrency: 1}}))
-	_ = findings.Render(os.Stdout, fs[:1])
 	// Output:
 	// tpot-below-reading-speed
 	// uniform-lengths
 	// concurrency-one
 	// sla
 	// TTFT P50 300 ms, P99 300 ms; TPOT P99 40 ms; input P95 2K tokens, concurrency 1; SLO per request TTFT <= 2 s: met by 100 % of requests, P99 headroom ~85 %
-	// -------------------------------Findings-------------------------------
-	//    [info] tpot-below-reading-speed: TPOT P50 40 ms is already faster than reading speed (50 ms/token): users cannot see further TPOT gains, so latency budget can buy throughput (larger batches, more concurrency).
-	//      evidence: reading_speed_ms=50, speed_margin_x=1.25, tpot_p50_ms=40
 }

@@ -13,10 +13,7 @@
 package findings
 
 import (
-	"fmt"
-	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -184,58 +181,9 @@ func Analyze(in Input) []Finding {
 	return fs
 }
 
-// Render writes the findings as a block for a terminal: one entry per
-// finding with its severity, message and evidence; critical ones stand out.
-// It writes nothing for no findings and returns the writer's error.
-func Render(w io.Writer, fs []Finding) error {
-	if len(fs) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("-------------------------------Findings-------------------------------\n")
-	for _, f := range fs {
-		mark := "  "
-		if f.Severity == Critical {
-			mark = "!!"
-		}
-		fmt.Fprintf(&b, "%s [%s] %s: %s\n", mark, f.Severity, f.ID, f.Message)
-		if ev := evidenceText(f.Evidence); ev != "" && f.ID != "sla" {
-			fmt.Fprintf(&b, "     evidence: %s\n", ev)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// evidenceText renders evidence as sorted key=value pairs.
-func evidenceText(ev map[string]any) string {
-	keys := make([]string, 0, len(ev))
-	for k := range ev {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+value(ev[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func value(v any) string {
-	switch t := v.(type) {
-	case float64:
-		return num(t)
-	case map[string]any:
-		return "{" + evidenceText(t) + "}"
-	case map[string]float64:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = x
-		}
-		return "{" + evidenceText(m) + "}"
-	}
-	return fmt.Sprint(v)
-}
+// Num formats a figure as findings write them: at most two decimals,
+// trailing zeros dropped.
+func Num(x float64) string { return num(x) }
 
 // num formats a figure with at most two decimals, dropping trailing zeros.
 func num(x float64) string {

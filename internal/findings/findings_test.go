@@ -1,9 +1,7 @@
 package findings
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -570,28 +568,9 @@ func TestFormat(t *testing.T) {
 	}
 }
 
-func TestRenderAndJSON(t *testing.T) {
+func TestFindingJSON(t *testing.T) {
 	fs := []Finding{
 		{ID: "client-bound", Severity: Critical, Message: "CLIENT-BOUND: x.", Evidence: map[string]any{"b": 2.5, "a": 1}},
-		{ID: "sla", Severity: Info, Message: "TTFT P50 1 ms", Evidence: map[string]any{"x": 1}},
-	}
-	var b bytes.Buffer
-	if err := Render(&b, fs); err != nil {
-		t.Fatal(err)
-	}
-	want := "-------------------------------Findings-------------------------------\n" +
-		"!! [critical] client-bound: CLIENT-BOUND: x.\n" +
-		"     evidence: a=1, b=2.5\n" +
-		"   [info] sla: TTFT P50 1 ms\n"
-	if b.String() != want {
-		t.Errorf("Render =\n%s\nwant\n%s", b.String(), want)
-	}
-	b.Reset()
-	if err := Render(&b, nil); err != nil || b.Len() != 0 {
-		t.Errorf("Render(nil) wrote %q, %v; want nothing", b.String(), err)
-	}
-	if err := Render(failWriter{}, fs); !errors.Is(err, errWrite) {
-		t.Errorf("Render to a failing writer = %v; want %v", err, errWrite)
 	}
 	j, err := json.Marshal(fs[:1])
 	if err != nil {
@@ -601,12 +580,6 @@ func TestRenderAndJSON(t *testing.T) {
 		t.Errorf("JSON = %s", got)
 	}
 }
-
-var errWrite = errors.New("write failed")
-
-type failWriter struct{}
-
-func (failWriter) Write([]byte) (int, error) { return 0, errWrite }
 
 // TestAnalyzeOrder checks the verdict comes first and the SLA sentence last.
 func TestAnalyzeOrder(t *testing.T) {

@@ -47,12 +47,12 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 			p := r.Sweep.Points[f]
 			fmt.Fprintf(w, "Findings for level %d (%s) and the sweep:\n", p.Index, p.Level.Label)
 		}
-		return findings.Render(w, r.Findings)
+		return report.FindingsTerminal(w, r.Findings)
 	case len(r.Levels) == 1:
 		if err := report.Terminal(w, &r.Levels[0].Summary, r.Meta, o.TermOptions); err != nil {
 			return err
 		}
-		return findings.Render(w, r.Findings)
+		return report.FindingsTerminal(w, r.Findings)
 	}
 	return r.levelBlocks(w, o.TermOptions, true)
 }
@@ -72,7 +72,7 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			return err
 		}
 		if fs {
-			if err := findings.Render(w, l.Findings); err != nil {
+			if err := report.FindingsTerminal(w, l.Findings); err != nil {
 				return err
 			}
 		}
