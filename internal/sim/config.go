@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -302,7 +303,7 @@ func loadSplitwise(path string, m costmodel.Model, g costmodel.GPU, tp int) (*co
 			if err == nil {
 				return fit, nil
 			}
-			if !strings.Contains(err.Error(), "no rows for") {
+			if !errors.Is(err, costmodel.ErrNoRows) {
 				return nil, err
 			}
 			if firstErr == nil {

@@ -93,7 +93,7 @@ func ParseSplitwise(r io.Reader, name, model, hardware string, tp int) (*LinearP
 		for g := range groups {
 			have = append(have, g)
 		}
-		return nil, fmt.Errorf("%s: no rows for %s/%s/tp%d (the file has %s)", name, model, hardware, tp, strings.Join(slices.Sorted(slices.Values(have)), ", "))
+		return nil, fmt.Errorf("%s: %w for %s/%s/tp%d (the file has %s)", name, ErrNoRows, model, hardware, tp, strings.Join(slices.Sorted(slices.Values(have)), ", "))
 	}
 	lp, err := fitLinear(pts)
 	if err != nil {
@@ -101,6 +101,10 @@ func ParseSplitwise(r io.Reader, name, model, hardware string, tp int) (*LinearP
 	}
 	return lp, nil
 }
+
+// ErrNoRows is LoadSplitwise's error for a file that has no rows for the
+// model, hardware and TP asked.
+var ErrNoRows = errors.New("no rows")
 
 // LoadSplitwise reads ParseSplitwise's input from a file.
 func LoadSplitwise(path, model, hardware string, tp int) (*LinearProfile, error) {
