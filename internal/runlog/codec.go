@@ -92,6 +92,16 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"generated_text":`...)
 		dst = appendString(dst, r.GeneratedText)
 	}
+	if r.SessionID != "" {
+		dst = append(dst, `,"session_id":`...)
+		dst = appendString(dst, r.SessionID)
+	}
+	dst = appendIntField(dst, "turn", r.Turn)
+	dst = appendIntField(dst, "tool_round", r.ToolRound)
+	if r.History != "" {
+		dst = append(dst, `,"history":`...)
+		dst = appendString(dst, string(r.History))
+	}
 	if s := r.Server; s != nil {
 		dst = append(dst, `,"server":{"arrival_ns":`...)
 		dst = strconv.AppendInt(dst, s.ArrivalNs, 10)
@@ -632,7 +642,7 @@ func validRecord(rec *Record) error {
 		tokens("prompt_tokens", int64(rec.PromptTokens)), tokens("completion_tokens", int64(rec.CompletionTokens)),
 		tokens("reasoning_tokens", int64(rec.ReasoningTokens)), tokens("cached_tokens", int64(rec.CachedTokens)),
 		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
-		tokens("redirects", int64(rec.Redirects)),
+		tokens("redirects", int64(rec.Redirects)), tokens("turn", int64(rec.Turn)), tokens("tool_round", int64(rec.ToolRound)),
 	}
 	if s := rec.Server; s != nil {
 		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),
@@ -643,6 +653,14 @@ func validRecord(rec *Record) error {
 		if err != nil {
 			return err
 		}
+	}
+	switch {
+	case rec.SessionID == "" && (rec.Turn != 0 || rec.ToolRound != 0 || rec.History != ""):
+		return errors.New("turn, tool_round or history without a session_id")
+	case rec.SessionID != "" && rec.Turn < 1:
+		return fmt.Errorf("session %q: turn %d; turns count from 1", clip(rec.SessionID), rec.Turn)
+	case rec.History != "" && rec.History != HistoryServer && rec.History != HistoryRecorded:
+		return fmt.Errorf("history %q: want server or recorded", clip(string(rec.History)))
 	}
 	var sum int64
 	for i, c := range rec.Chunks {

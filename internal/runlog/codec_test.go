@@ -34,6 +34,11 @@ func sampleRecords() []Record {
 			Chunks:        []Chunk{{T: 4, Tokens: 1, Visible: true}, {T: 9, Tokens: 3, Visible: true}},
 			GeneratedText: "Hello \"world\"\n\ttabbed <b>&amp;</b> 日本語 \u2028 end",
 		},
+		{
+			ID: "turn-3", Sent: 10, End: 20, PromptTokens: 900, CompletionTokens: 2, CachedTokens: 640, TokenSource: TokensUsage, Status: 200,
+			Chunks:    []Chunk{{T: 15, Tokens: 1}, {T: 20, Tokens: 1, Visible: true}},
+			SessionID: "conv \"7\"", Turn: 3, ToolRound: 1, History: HistoryServer,
+		},
 	}
 }
 
@@ -329,6 +334,10 @@ func TestValidateOnRead(t *testing.T) {
 		{"huge level", `"level":1000000000`, "level 1000000000 out of range"},
 		{"server queue", `"server":{"queue_ns":9223372036854775807}`, "server.queue_ns"},
 		{"server preemptions", `"server":{"preemptions":-2}`, "server.preemptions"},
+		{"turn without a session", `"turn":2`, "without a session_id"},
+		{"session turn 0", `"session_id":"s","tool_round":1`, `session "s": turn 0; turns count from 1`},
+		{"negative turn", `"session_id":"s","turn":-1`, "turn -1 out of range"},
+		{"unknown history", `"session_id":"s","turn":1,"history":"dreamt"`, `history "dreamt": want server or recorded`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -103,6 +103,18 @@ type ServerTiming struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// HistorySource says where a session turn's earlier answers came from.
+type HistorySource string
+
+// History sources.
+const (
+	// HistoryServer resends what the server actually answered, so a prefix
+	// cache sees what it would see in production.
+	HistoryServer HistorySource = "server"
+	// HistoryRecorded resends the dataset's recorded answers.
+	HistoryRecorded HistorySource = "recorded"
+)
+
 // Record is one request's measurement, written the moment the request ends.
 type Record struct {
 	// ID is the request id (sent as x-request-id).
@@ -167,6 +179,19 @@ type Record struct {
 	// of every chunk, as vLLM's generated_text), kept only when asked for
 	// (bench --save-detailed); empty otherwise.
 	GeneratedText string `json:"generated_text,omitempty"`
+
+	// SessionID names the session (a conversation, an agent loop) the
+	// request is a turn of; "" outside a session.
+	SessionID string `json:"session_id,omitempty"`
+	// Turn is the turn's number in its session, from 1 (0 outside one);
+	// ToolRound counts the tool results sent back within the turn before
+	// this request (0: the user's message itself).
+	Turn      int `json:"turn,omitempty"`
+	ToolRound int `json:"tool_round,omitempty"`
+	// History says what the turn's history carried as the earlier answers:
+	// HistoryServer (the text the server returned) or HistoryRecorded (the
+	// dataset's); "" outside a session.
+	History HistorySource `json:"history,omitempty"`
 
 	// Server is the simulated engine's own view; nil when measured remotely.
 	Server *ServerTiming `json:"server,omitempty"`
