@@ -49,7 +49,9 @@ func (s SessionSLO) IsZero() bool { return s == SessionSLO{} }
 // sessionSLONames are the names ParseSessionSLO reads, in String's order.
 var sessionSLONames = [...]string{"ttp", "turn_ttft_p95", "duration"}
 
-func (s *SessionSLO) fields() [3]*time.Duration { return [3]*time.Duration{&s.TTP, &s.TurnTTFTP95, &s.Duration} }
+func (s *SessionSLO) fields() [3]*time.Duration {
+	return [3]*time.Duration{&s.TTP, &s.TurnTTFTP95, &s.Duration}
+}
 
 // String renders s as ParseSessionSLO reads it, limits in ms.
 func (s SessionSLO) String() string {
