@@ -110,6 +110,8 @@ type ReportOptions struct {
 	Title      string
 	// ReadingSpeedMs is the reader's speed for the findings, ms per token.
 	ReadingSpeedMs float64
+	// SessionGoodput is the session SLO (--session-goodput).
+	SessionGoodput string
 
 	sloWords []string
 	flags    *pflag.FlagSet
@@ -158,6 +160,7 @@ durations and never spans the idle time between them.`,
 	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; for several levels one object holding each level's (\"levels\") and, for a sweep, its verdict (\"sweep\")")
 	fs.StringVar(&o.Title, "title", "", "title of the HTML report")
 	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
+	fs.StringVar(&o.SessionGoodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
 	return cmd
 }
 
@@ -326,7 +329,15 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 			return nil, err
 		}
 	}
-	return run.AnalyzeRecords(meta, recs, run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed})
+	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed}
+	if o.changed("session-goodput") {
+		slo, err := stats.ParseSessionSLO(o.SessionGoodput)
+		if err != nil {
+			return nil, usagef("--session-goodput: %v", err)
+		}
+		ao.SessionSLO = &slo
+	}
+	return run.AnalyzeRecords(meta, recs, ao)
 }
 
 // changed says whether the flag was given.

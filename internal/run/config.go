@@ -59,6 +59,8 @@ type Config struct {
 	Stats stats.Options
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64
+	// SessionSLO judges the run's sessions (session goodput).
+	SessionSLO stats.SessionSLO
 	// Sweep, when set, runs several levels and judges the curve.
 	Sweep *Sweep
 	// Output names the files the run writes.

@@ -52,9 +52,15 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.Terminal(w, &r.Levels[0].Summary, r.Meta, o.TermOptions); err != nil {
 			return err
 		}
+		if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
+			return err
+		}
 		return report.FindingsTerminal(w, r.Findings)
 	}
-	return r.levelBlocks(w, o.TermOptions, true)
+	if err := r.levelBlocks(w, o.TermOptions, true); err != nil {
+		return err
+	}
+	return report.SessionsTerminal(w, r.Sessions, o.TermOptions)
 }
 
 // levelBlocks prints each level's summary (and, with fs, its findings),
@@ -115,6 +121,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 		"model_id": m.Model, "dataset": m.Dataset, "seed": m.Seed, "levels": levels,
 		"findings": nonNil(r.Findings), "records_file": r.RecordsPath,
 	}
+	if r.Sessions != nil {
+		doc["sessions"] = report.SessionsJSON(r.Sessions)
+	}
 	if r.Sweep != nil {
 		doc["sweep"] = report.SweepJSON(&r.Sweep.Result, r.Sweep.Search)
 		doc["capacity_probe"] = r.Sweep.Probe
@@ -150,6 +159,9 @@ func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	if rp := l.Level.Ramp; rp != nil {
 		// vLLM's keys for a ramp (its rates are integers there).
 		extra["ramp_up_strategy"], extra["ramp_up_start_rps"], extra["ramp_up_end_rps"] = rp.Strategy, jsonNumber(rp.StartRPS), jsonNumber(rp.EndRPS)
+	}
+	if r.Sessions != nil {
+		extra["sessions"] = report.SessionsJSON(r.Sessions)
 	}
 	if o.Detailed {
 		for k, v := range report.Detailed(r.Records, l.Index) {

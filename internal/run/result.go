@@ -45,6 +45,8 @@ type Result struct {
 	Sent        int
 	// Virtual is the virtual-time run's own figures (nil over HTTP).
 	Virtual *VirtualStats
+	// Sessions summarises the run's sessions (nil when it had none).
+	Sessions *stats.SessionSummary
 }
 
 // LevelResult is one level measured.
@@ -84,11 +86,12 @@ type VirtualStats struct {
 
 // levelData is what one level leaves for the analysis.
 type levelData struct {
-	index   int
-	level   runlog.Level
-	summary stats.Summary
-	tracker *findings.Tracker
-	queue   []int64
+	index    int
+	level    runlog.Level
+	summary  stats.Summary
+	tracker  *findings.Tracker
+	queue    []int64
+	sessions []runlog.Record
 }
 
 // point is the level as the sweep logic sees it.
@@ -137,6 +140,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Resul
 	if meta != nil && meta.Analysis != nil {
 		spec = meta.Analysis.Sweep
 	}
+	res.Sessions = sessionSummary(meta, data)
 	for i := range data {
 		d := &data[i]
 		lv := d.level
@@ -166,6 +170,26 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Resul
 	}
 	res.Findings, res.Focus = sweepFindings(&sr.Result, sr.Search, levelFs)
 	return res
+}
+
+// sessionSummary summarises the sessions of every level with the
+// percentiles and session SLO the run stored; nil without sessions.
+func sessionSummary(meta *runlog.Meta, data []levelData) *stats.SessionSummary {
+	var recs []runlog.Record
+	for i := range data {
+		recs = append(recs, data[i].sessions...)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	var ps []float64
+	var slo stats.SessionSLO
+	if meta != nil && meta.Analysis != nil {
+		ps = meta.Analysis.Percentiles
+		slo, _ = stats.ParseSessionSLO(meta.Analysis.SessionSLO) // checked when stored
+	}
+	s := stats.SummarizeSessions(recs, ps, slo)
+	return &s
 }
 
 // sweepConfig is the sweep logic's configuration from the stored spec.
@@ -277,6 +301,8 @@ type AnalyzeOptions struct {
 	Stats *stats.Options
 	// ReadingSpeedMs is the findings' reading speed (0: the run's).
 	ReadingSpeedMs float64
+	// SessionSLO judges the sessions; nil takes the run's.
+	SessionSLO *stats.SessionSLO
 }
 
 // StoredOptions are the summary options and reading speed a run stored
@@ -335,6 +361,18 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 		data = append(data, d)
 	}
 	res := analyze(meta, data, speed)
+	if res.Sessions != nil && (o.Stats != nil || o.SessionSLO != nil) {
+		slo := res.Sessions.SLO
+		if o.SessionSLO != nil {
+			slo = *o.SessionSLO
+		}
+		var srecs []runlog.Record
+		for i := range data {
+			srecs = append(srecs, data[i].sessions...)
+		}
+		s := stats.SummarizeSessions(srecs, so.Percentiles, slo)
+		res.Sessions = &s
+	}
 	res.Records = recs
 	return res, nil
 }

@@ -121,8 +121,11 @@ type collector struct {
 	tracker *findings.Tracker
 	queue   []int64
 	mon     *sweep.Monitor
-	stopped string
-	stop    func() // ends the level early (the monitor's verdict)
+	// sessions keeps the records of session turns, for the session
+	// summaries (none outside a session workload).
+	sessions []runlog.Record
+	stopped  string
+	stop     func() // ends the level early (the monitor's verdict)
 }
 
 // newCollector starts a level's collector; mon may be nil. The same
@@ -144,6 +147,12 @@ func (c *collector) Record(r *runlog.Record) error {
 	if !r.Warmup && r.OK() && r.Server != nil {
 		c.queue = append(c.queue, r.Server.QueueNs)
 	}
+	if r.SessionID != "" && !r.Warmup {
+		var k runlog.Record
+		r.CopyTo(&k)
+		k.GeneratedText = ""
+		c.sessions = append(c.sessions, k)
+	}
 	if c.mon != nil && c.stopped == "" {
 		if why := c.mon.Observe(r); why != "" {
 			c.stopped = why
@@ -160,7 +169,7 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 	if c.stopped != "" {
 		lv.Stopped = c.stopped
 	}
-	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue}
+	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions}
 }
 
 // filtered is w through the output filter, if any.

@@ -106,6 +106,8 @@ type Analysis struct {
 	Buckets     []int     `json:"buckets"`
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64 `json:"reading_speed_ms,omitempty"`
+	// SessionSLO is the session SLO, as --session-goodput writes it.
+	SessionSLO string `json:"session_slo,omitempty"`
 	// Sweep holds a sweep's criteria; nil for a single level.
 	Sweep *SweepSpec `json:"sweep,omitempty"`
 }

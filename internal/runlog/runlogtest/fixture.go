@@ -52,3 +52,31 @@ func Meta() *runlog.Meta {
 		Metadata: map[string]string{"tp": "1"},
 	}
 }
+
+// Sessions are two sessions worked by hand (times in ms):
+//
+//	A turn 1: r1 sent 0, a hidden tool-call token at 100, ends 150 (prompt
+//	          1000); the tool takes 200 ms; r2 (tool round 1) sent 350,
+//	          visible tokens at 450 and 500, ends 500 (prompt 1100, 1000
+//	          cached).
+//	A turn 2: after 1000 ms of think time, r3 intended and sent 1500,
+//	          visible at 1700 and 1750, ends 1750 (prompt 2000, 1100 cached).
+//	B turn 1: r4 sent 200, fails with HTTP 500 at 250.
+//
+// A: turn TTFTs 100, 200 (P95 195); turn TTPs 450, 200; model 150+150+250 =
+// 550, tool 200, think 1000; duration 1750. B failed. Over both: span 0 →
+// 1750 ms; model time 550 + B's 50 = 600 of 1800 ms in all; turn 1 TTFT
+// [100], turn 2 [200] at prompts 1000 and 2000: 100 ms of TTFT per 1K
+// tokens of history.
+func Sessions() []runlog.Record {
+	c := func(t int64, visible bool) runlog.Chunk { return runlog.Chunk{T: t * ms, Tokens: 1, Visible: visible} }
+	return []runlog.Record{
+		{ID: "r1", SessionID: "A", Turn: 1, Sent: 0, End: 150 * ms, Chunks: []runlog.Chunk{c(100, false)}, PromptTokens: 1000, Status: 200},
+		{ID: "r4", SessionID: "B", Turn: 1, Intended: 200 * ms, Sent: 200 * ms, End: 250 * ms, Status: 500, ErrorClass: runlog.ErrHTTP5xx},
+		{ID: "r2", SessionID: "A", Turn: 1, ToolRound: 1, Intended: 350 * ms, Sent: 350 * ms, End: 500 * ms,
+			Chunks: []runlog.Chunk{c(450, true), c(500, true)}, PromptTokens: 1100, CachedTokens: 1000, Status: 200},
+		{ID: "r3", SessionID: "A", Turn: 2, Intended: 1500 * ms, Sent: 1500 * ms, End: 1750 * ms,
+			Chunks: []runlog.Chunk{c(1700, true), c(1750, true)}, PromptTokens: 2000, CachedTokens: 1100, Status: 200},
+		{ID: "plain", Sent: 0, End: 10 * ms, Status: 200}, // not in a session: ignored
+	}
+}
