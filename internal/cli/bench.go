@@ -21,6 +21,8 @@ type BenchOptions struct {
 	out     outputFlags
 	sim     simFlags
 	verdict verdictFlags // bench only: sweep has its own
+	// sessions run a session workload (bench only).
+	sessions sessionFlags
 	// metricsListen serves live Prometheus metrics of the run (bench only).
 	metricsListen string
 	args          []string
@@ -70,8 +72,10 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 		o.verdict.register(fs)
 		fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
 	})
+	group(fs, "Session flags (--dataset-name conversations or mooncake-sessions)", o.sessions.register)
 	group(fs, "Embedded simulator flags (used without --base-url)", o.sim.register)
-	groupedUsage(cmd, "Flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Embedded simulator flags (used without --base-url)")
+	groupedUsage(cmd, "Flags", "Target flags", "Load flags", "Workload flags", "Output flags",
+		"Session flags (--dataset-name conversations or mooncake-sessions)", "Embedded simulator flags (used without --base-url)")
 	return cmd
 }
 
@@ -81,9 +85,16 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
+	sessions, sessionSLO, err := o.sessionLoad(env)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := o.runConfig(env, "bench")
 	if err != nil {
 		return nil, err
+	}
+	if sessions != nil {
+		cfg.Sessions, cfg.SessionSLO, cfg.Workload.Calibrate = sessions, sessionSLO, false
 	}
 	var live *promexport.Live
 	defer func() { live.Close() }()

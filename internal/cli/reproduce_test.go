@@ -72,3 +72,36 @@ func readJSON(t *testing.T, path string) map[string]any {
 	}
 	return m
 }
+
+// An 8-turn conversation workload with a shared system prompt against the
+// embedded simulator: with prefix caching the turns' TTFT stays nearly
+// flat as the history grows; without it, it rises with every turn.
+func TestConversationTTFTByTurn(t *testing.T) {
+	slope := map[bool]float64{}
+	for _, caching := range []bool{true, false} {
+		dir := t.TempDir()
+		args := []string{"bench", "--dataset-name", "conversations", "--num-sessions", "4", "--turns", "fixed:8", "--shared-prefix-len", "1024",
+			"--random-input-len", "300", "--random-output-len", "20", "--max-concurrent-sessions", "4", "--backend", "openai-chat", "--quiet",
+			"--save-result", "--result-filename", "r.json", "--result-dir", dir, "--records", "none"}
+		if !caching {
+			args = append(args, "--no-enable-prefix-caching")
+		}
+		r := runCLI(t, t.Context(), nil, args...)
+		if r.code != ExitOK {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		s, _ := readJSON(t, filepath.Join(dir, "r.json"))["sessions"].(map[string]any)
+		if s == nil || s["sessions"] != 4.0 {
+			t.Fatalf("result sessions = %v", s)
+		}
+		slope[caching], _ = s["ttft_ms_per_1k_history_tokens"].(float64)
+		turns, _ := s["turns"].([]any)
+		last, _ := turns[len(turns)-1].(map[string]any)
+		if share, _ := last["cached_share"].(float64); caching != (share > 0.5) {
+			t.Errorf("caching %v: the last turn's cached share %v", caching, share)
+		}
+	}
+	if !(slope[false] > 20) || !(slope[true] < 10) {
+		t.Errorf("TTFT per 1K tokens of history: %.1f ms without prefix caching, %.1f with; want it rising without and flat with", slope[false], slope[true])
+	}
+}

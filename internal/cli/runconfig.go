@@ -105,7 +105,8 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
-	target, err := o.target.runTarget(env, base, o.out.SaveDetailed)
+	// A session's later turns resend the server's answers: keep their text.
+	target, err := o.target.runTarget(env, base, o.out.SaveDetailed || isSessionDataset(o.work.o.DatasetName))
 	if err != nil {
 		return run.Config{}, err
 	}

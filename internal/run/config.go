@@ -63,6 +63,9 @@ type Config struct {
 	SessionSLO stats.SessionSLO
 	// Sweep, when set, runs several levels and judges the curve.
 	Sweep *Sweep
+	// Sessions, when set, runs sessions (conversations) over HTTP instead
+	// of independent requests; Load then gives only its label.
+	Sessions *SessionLoad
 	// Output names the files the run writes.
 	Output Output
 	// Metadata is the user's key/values, stored with the run.

@@ -112,9 +112,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	var runErr error
-	if c.Sweep != nil {
+	switch {
+	case c.Sessions != nil:
+		d, err := r.runSessions(ctx, c.Sessions)
+		if err == nil {
+			r.data = append(r.data, d)
+		}
+		runErr = err
+	case c.Sweep != nil:
 		runErr = r.sweep(ctx)
-	} else {
+	default:
 		d, err := r.level(ctx, 0, c.Load, nil)
 		if err == nil {
 			r.data = append(r.data, d)
@@ -142,6 +149,10 @@ func (c *Config) check() error {
 		return configErr("Duration", "duration %vs: want ≥ 0", l.DurationS)
 	case c.Target.Open == nil && !c.Virtual:
 		return configErr("Target", "no backend to open")
+	case c.Sessions != nil && (c.Virtual || c.Sweep != nil):
+		return configErr("Sessions", "sessions run over HTTP, one level: not in virtual time or a sweep yet")
+	case c.Sessions != nil && (c.Sessions.Set == nil || c.Sessions.Set.Len() == 0):
+		return configErr("Sessions", "no sessions to run")
 	}
 	return nil
 }
@@ -172,7 +183,12 @@ func (r *runner) open() error {
 	} else {
 		w := r.wall
 		m.Target, m.Backend, m.Endpoint, m.Model = w.targetName, c.Target.API, c.Target.Endpoint, c.Target.Model
-		m.Dataset, m.Tokenizer, m.Simulated, m.NoStream = w.ds.Name(), w.tokenizer, w.simulated, c.Target.NoStream
+		m.Tokenizer, m.Simulated, m.NoStream = w.tokenizer, w.simulated, c.Target.NoStream
+		if c.Sessions != nil {
+			m.Dataset = c.Sessions.Set.Name()
+		} else {
+			m.Dataset = w.ds.Name()
+		}
 		if label == "" {
 			label = c.Target.API
 		}

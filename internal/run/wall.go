@@ -90,13 +90,74 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 		wo.NumPrompts = (lv.NumPrompts + lv.NumWarmups) * max(levels, 1)
 	}
 	w.probeOpts = wo
+	if cfg.Sessions == nil { // a session workload brings its own
+		if err := w.workload(wo); err != nil {
+			return nil, err
+		}
+	}
+
+	base := cfg.Target.BaseURL
+	if base == "" {
+		emb, stop, err := startEmbedded(ctx, cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		w.stopEmb, w.embedded, w.simulated, w.targetName = stop, true, emb.desc, "embedded-sim"
+		base = emb.url
+		cfg.note("no server given: benchmarking the embedded simulator (%s) at %s", emb.summary, base)
+	}
+	if w.targetName == "" {
+		w.targetName = base
+	}
+	start := time.Now()
+	w.now = func() int64 { return int64(time.Since(start)) }
+	maxConns := max(lv.MaxConcurrency, maxConc)
+	if s := cfg.Sessions; s != nil {
+		maxConns = s.MaxConcurrent
+	}
+	if maxConns == 0 {
+		maxConns = min(max(lv.NumPrompts, 64), 16384)
+	}
+	var err error
+	if w.backend, err = cfg.Target.Open(base, maxConns, w.now); err != nil {
+		w.close()
+		return nil, err
+	}
+	model, notes, err := w.backend.Resolve(ctx, cfg.Target.ReadyWait)
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	for _, n := range notes {
+		cfg.note("%s %s", cmp.Or(cfg.Target.ModelName, "model"), n)
+	}
+	if cfg.Target.Model == "" {
+		cfg.Target.Model = model
+	}
+	if cfg.Sessions != nil {
+		w.tokenizerID = tokenizerID(wo.Tokenizer, calNotRun, cfg.Target.Model)
+	} else if err := w.calibrate(ctx, wo); err != nil {
+		w.close()
+		return nil, err
+	}
+	w.prefix = cfg.Target.RequestIDPrefix
+	if w.prefix == "" {
+		w.prefix = "goodput-" + runID() + "-"
+	}
+	return w, nil
+}
+
+// workload builds the run's dataset and fits the level to it (a trace
+// replays once; without oversampling a file's rows are sent once each).
+func (w *wall) workload(wo workload.Options) error {
+	cfg, lv := w.cfg, &w.cfg.Load
 	ds, err := buildDataset(cfg, wo)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.ds = ds
 	if isTrace(ds) && lv.Ramp != nil {
-		return nil, configErr("Ramp", "the trace dataset brings its own arrival times: no ramp")
+		return configErr("Ramp", "the trace dataset brings its own arrival times: no ramp")
 	}
 	if isTrace(ds) && lv.NumPrompts == 0 && lv.DurationS == 0 {
 		lv.NumPrompts = max(ds.Len()-lv.NumWarmups, 1)
@@ -116,50 +177,7 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 	if isTrace(ds) && lv.Label == "" {
 		lv.Label = traceLabel(wo.TraceSpeedup)
 	}
-
-	base := cfg.Target.BaseURL
-	if base == "" {
-		emb, stop, err := startEmbedded(ctx, cfg, log)
-		if err != nil {
-			return nil, err
-		}
-		w.stopEmb, w.embedded, w.simulated, w.targetName = stop, true, emb.desc, "embedded-sim"
-		base = emb.url
-		cfg.note("no server given: benchmarking the embedded simulator (%s) at %s", emb.summary, base)
-	}
-	if w.targetName == "" {
-		w.targetName = base
-	}
-	start := time.Now()
-	w.now = func() int64 { return int64(time.Since(start)) }
-	maxConns := max(lv.MaxConcurrency, maxConc)
-	if maxConns == 0 {
-		maxConns = min(max(lv.NumPrompts, 64), 16384)
-	}
-	if w.backend, err = cfg.Target.Open(base, maxConns, w.now); err != nil {
-		w.close()
-		return nil, err
-	}
-	model, notes, err := w.backend.Resolve(ctx, cfg.Target.ReadyWait)
-	if err != nil {
-		w.close()
-		return nil, err
-	}
-	for _, n := range notes {
-		cfg.note("%s %s", cmp.Or(cfg.Target.ModelName, "model"), n)
-	}
-	if cfg.Target.Model == "" {
-		cfg.Target.Model = model
-	}
-	if err := w.calibrate(ctx, wo); err != nil {
-		w.close()
-		return nil, err
-	}
-	w.prefix = cfg.Target.RequestIDPrefix
-	if w.prefix == "" {
-		w.prefix = "goodput-" + runID() + "-"
-	}
-	return w, nil
+	return nil
 }
 
 // calibrate fits synthesized prompts to the server's counts (when the

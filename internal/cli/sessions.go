@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/tokenize"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// sessionFlags say how a session workload (--dataset-name conversations or
+// mooncake-sessions) runs: sessions arrive open-loop, turns follow each
+// other closed-loop with think time.
+type sessionFlags struct {
+	Rate          float64
+	Burstiness    float64
+	MaxConcurrent int
+	NumSessions   int
+	Turns         string
+	ThinkTime     string
+	History       string
+	Goodput       string
+}
+
+func (s *sessionFlags) register(fs *pflag.FlagSet) {
+	fs.Float64Var(&s.Rate, "session-rate", 0, "sessions: arrival rate in sessions/s (0: all due at once, --max-concurrent-sessions paces them)")
+	fs.Float64Var(&s.Burstiness, "session-burstiness", 1, "sessions: gamma shape of the gaps between session arrivals")
+	fs.IntVar(&s.MaxConcurrent, "max-concurrent-sessions", 0, "sessions: cap on sessions in progress (0: none)")
+	fs.IntVar(&s.NumSessions, "num-sessions", 0, "sessions: how many to run (0: the dataset's; synthetic conversations: 20)")
+	fs.StringVar(&s.Turns, "turns", "", "synthetic conversations: turns per session, a distribution (fixed:N, uniform:A,B, ...; default fixed:4)")
+	fs.StringVar(&s.ThinkTime, "think-time", "", "synthetic conversations: the user's think time before each later turn, ms, a distribution (default fixed:0)")
+	fs.StringVar(&s.History, "history", "server", "sessions: what later turns resend as the earlier answers: server (what the server answered) or recorded (the dataset's replies)")
+	fs.StringVar(&s.Goodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
+}
+
+// isSessionDataset reports whether --dataset-name names a session workload.
+func isSessionDataset(name string) bool {
+	switch strings.ToLower(name) {
+	case "conversations", "mooncake-sessions":
+		return true
+	}
+	return false
+}
+
+// sessionLoad is the session workload the flags describe, or nil when the
+// dataset is not one.
+func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO, error) {
+	s, w := &o.sessions, &o.work.o
+	slo, err := stats.ParseSessionSLO(s.Goodput)
+	if err != nil {
+		return nil, slo, usagef("--session-goodput: %v", err)
+	}
+	if !isSessionDataset(w.DatasetName) {
+		if s.Goodput != "" {
+			return nil, slo, usagef("--session-goodput judges sessions: give --dataset-name conversations or mooncake-sessions")
+		}
+		return nil, slo, nil
+	}
+	history := runlog.HistorySource(strings.ToLower(s.History))
+	switch {
+	case history != runlog.HistoryServer && history != runlog.HistoryRecorded:
+		return nil, slo, usagef("--history %q: want server or recorded", s.History)
+	case s.Rate < 0 || s.MaxConcurrent < 0 || s.NumSessions < 0:
+		return nil, slo, usagef("--session-rate, --max-concurrent-sessions and --num-sessions: want ≥ 0")
+	case !(s.Burstiness > 0):
+		return nil, slo, usagef("--session-burstiness %v: want > 0", s.Burstiness)
+	}
+	path := w.DatasetPath
+	if path != "" && env.Dir != "" && !filepath.IsAbs(path) {
+		path = filepath.Join(env.Dir, path)
+	}
+	var tok tokenize.Tokenizer
+	if w.Tokenizer != "" {
+		if tok, err = tokenize.Load(w.Tokenizer); err != nil {
+			return nil, slo, usagef("--tokenizer: %v", err)
+		}
+	}
+	var set workload.SessionSet
+	switch {
+	case strings.EqualFold(w.DatasetName, "mooncake-sessions"):
+		if path == "" {
+			return nil, slo, usagef("--dataset-name mooncake-sessions needs --dataset-path (the Mooncake conversation trace)")
+		}
+		set, _, err = workload.LoadMooncakeSessions(path, workload.MooncakeSessionsConfig{NumSessions: s.NumSessions})
+	case path != "" && strings.HasSuffix(strings.ToLower(path), ".jsonl"):
+		set, err = workload.LoadSessionsJSONL(path, workload.SessionJSONLConfig{NumSessions: s.NumSessions, Tokenizer: tok})
+	case path != "":
+		set, err = workload.LoadShareGPTSessions(path, workload.ShareGPTSessionsConfig{NumSessions: s.NumSessions, Seed: o.load.Seed,
+			NoShuffle: w.NoShuffle, Tokenizer: tok})
+	default:
+		set, err = o.conversations()
+	}
+	if err != nil {
+		return nil, slo, flagError(err, "")
+	}
+	return &run.SessionLoad{Set: set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
+		MaxConcurrent: s.MaxConcurrent, History: history}, slo, nil
+}
+
+// conversations is the synthetic conversation generator of the flags: turn
+// lengths from --input-len-dist / --output-len-dist (else the random
+// dataset's lengths), a shared system prompt of --shared-prefix-len tokens.
+func (o *BenchOptions) conversations() (workload.SessionSet, error) {
+	s, w := &o.sessions, &o.work.o
+	dist := func(flag, spec, def string) (workload.Dist, error) {
+		if spec == "" {
+			spec = def
+		}
+		d, err := workload.ParseDist(spec)
+		if err != nil {
+			return nil, usagef("%s: %v", flag, err)
+		}
+		return d, nil
+	}
+	turns, err := dist("--turns", s.Turns, "fixed:4")
+	if err != nil {
+		return nil, err
+	}
+	think, err := dist("--think-time", s.ThinkTime, "fixed:0")
+	if err != nil {
+		return nil, err
+	}
+	in, err := dist("--input-len-dist", w.InputLenDist, "fixed:"+strconv.Itoa(w.RandomInputLen))
+	if err != nil {
+		return nil, err
+	}
+	out, err := dist("--output-len-dist", w.OutputLenDist, "fixed:"+strconv.Itoa(w.RandomOutputLen))
+	if err != nil {
+		return nil, err
+	}
+	n := s.NumSessions
+	if n == 0 {
+		n = 20
+	}
+	return workload.NewConversations(workload.ConversationsConfig{NumSessions: n, Seed: o.load.Seed, Turns: turns, ThinkTime: think,
+		InputLen: in, OutputLen: out, SystemPromptLen: w.SharedPrefixLen})
+}

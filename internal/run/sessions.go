@@ -1,0 +1,223 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/tokenize"
+	"github.com/goodput/goodput/internal/workload"
+)
+
+// SessionLoad is a run of sessions (conversations) instead of independent
+// requests: sessions arrive open-loop, and inside a session the turns are
+// closed-loop — a turn is sent when the previous reply has ended and the
+// user's think time has passed, its history carrying the earlier turns.
+type SessionLoad struct {
+	// Set is the sessions; NumSessions of them run (0: the set's Len),
+	// cycling past its end.
+	Set         workload.SessionSet
+	NumSessions int
+	// Rate is the sessions' arrival rate, sessions/s (0: every session due
+	// at once, MaxConcurrent paces them); Burstiness the gamma shape of the
+	// gaps (0: 1). Sets with arrival times (traces) keep their own.
+	Rate, Burstiness float64
+	// MaxConcurrent caps the sessions in progress (0: none).
+	MaxConcurrent int
+	// History says what later turns resend as the earlier answers: the
+	// text the server returned (runlog.HistoryServer, the default, so a
+	// prefix cache sees what it would in production) or the recorded
+	// replies (runlog.HistoryRecorded, where the set has them).
+	History runlog.HistorySource
+}
+
+// sessionTexts writes the text of turns that give only a length, the same
+// for a (seed, session, turn) whatever runs before.
+type sessionTexts struct {
+	seed  int64
+	synth *tokenize.Synthesizer
+	// toolsNoted says the user was told tool calls are not replayed.
+	toolsNoted sync.Once
+}
+
+func (t *sessionTexts) text(session, turn, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(t.seed), uint64(session)<<20|uint64(turn)))
+	return t.synth.Text(n, rng)
+}
+
+// runSessions runs the sessions of s over the wall target as level 0.
+func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, error) {
+	c, w := r.cfg, r.wall
+	n := s.NumSessions
+	if n <= 0 {
+		n = s.Set.Len()
+	}
+	tok, err := tokenize.Load(c.Workload.Options.Tokenizer)
+	if err != nil {
+		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
+	}
+	synth, err := tokenize.NewSynthesizer(tok)
+	if err != nil {
+		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
+	}
+	texts := &sessionTexts{seed: c.Seed, synth: synth}
+	col := newCollector(c.Stats, false, nil, nil)
+	r.fan.setLevel(col)
+	defer r.fan.setLevel()
+	var arrivals *workload.Arrivals
+	if s.Rate > 0 {
+		b := s.Burstiness
+		if b <= 0 {
+			b = 1
+		}
+		arrivals = workload.NewArrivals(s.Rate, b, c.Seed)
+	}
+	var slots chan struct{}
+	if s.MaxConcurrent > 0 {
+		slots = make(chan struct{}, s.MaxConcurrent)
+	}
+	cpu := startCPU(w.embedded)
+	t0 := w.now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent, delayed := 0, 0
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		sess := s.Set.Session(i % s.Set.Len())
+		var due time.Duration
+		switch {
+		case sess.HasArrival:
+			due = sess.Arrival
+		case arrivals != nil:
+			due = arrivals.Next()
+		}
+		if !sleepUntil(ctx, w.now, t0+int64(due)) {
+			break
+		}
+		intended := t0 + int64(due)
+		if slots != nil {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			switch {
+			case arrivals == nil && !sess.HasArrival:
+				// Unpaced: a session is due when a slot frees, as an
+				// unpaced request is.
+				intended = w.now()
+			case w.now()-intended > int64(time.Millisecond):
+				delayed++ // the cap held it past its arrival: in its turns' lag
+			}
+		}
+		wg.Add(1)
+		go func(i int, sess workload.Session, intended int64) {
+			defer wg.Done()
+			if slots != nil {
+				defer func() { <-slots }()
+			}
+			k := r.session(ctx, i, sess, intended, s.History, texts)
+			mu.Lock()
+			sent += k
+			mu.Unlock()
+		}(i, sess, intended)
+	}
+	wg.Wait()
+	r.sent += sent
+	lv := c.Load
+	lv.Label = fmt.Sprintf("sessions %s", s.Set.Name())
+	lv.ClientCPU, lv.DelayedArrivals = cpu.share(), delayed
+	if ctx.Err() != nil && r.fan.error() == nil {
+		r.cancelled = true
+	}
+	return col.data(0, lv), nil
+}
+
+// session runs one session's turns in order and returns the requests it
+// sent. A failed request ends the session: later turns are not sent (the
+// session counts as failed), and every request sent has its record.
+func (r *runner) session(ctx context.Context, idx int, sess workload.Session, start int64, history runlog.HistorySource,
+	texts *sessionTexts) int {
+	w, c := r.wall, r.cfg
+	if history == "" {
+		history = runlog.HistoryServer
+	}
+	var msgs []workload.Message
+	if sys, err := sess.SystemText(c.Seed, texts.synth); err == nil && sys != "" {
+		msgs = append(msgs, workload.Message{Role: "system", Content: sys})
+	}
+	sent := 0
+	prevSend, prevEnd := start, start
+	for ti, turn := range sess.Turns {
+		if len(turn.ToolCalls) > 0 {
+			texts.toolsNoted.Do(func() {
+				c.note("the sessions' tool calls are not sent yet: each turn is one request, without tools")
+			})
+		}
+		content := turn.Content
+		if content == "" {
+			content = texts.text(idx, ti, turn.InputTokens)
+		}
+		msgs = append(msgs, workload.Message{Role: "user", Content: content})
+		intended := prevEnd + int64(turn.ThinkTime)
+		if sess.ThinkFromSend && ti > 0 {
+			intended = max(prevEnd, prevSend+int64(turn.ThinkTime))
+		}
+		if ti == 0 {
+			intended = start + int64(turn.ThinkTime)
+		}
+		if !sleepUntil(ctx, w.now, intended) {
+			return sent
+		}
+		id := w.prefix + "s" + strconv.Itoa(idx) + "-t" + strconv.Itoa(ti+1)
+		call, err := w.backend.Prepare(id, workload.Request{Messages: msgs, OutputTokens: turn.OutputTokens})
+		var rec runlog.Record
+		rec.Intended, rec.SessionID, rec.Turn, rec.History = intended, sess.ID, ti+1, history
+		if err != nil {
+			rec.ID, rec.Sent, rec.End = id, w.now(), w.now()
+			rec.ErrorClass, rec.Error = runlog.ErrMalformed, "preparing the request: "+err.Error()
+		} else {
+			call(ctx, &rec)
+		}
+		// The backend resets the record it fills: the session's fields
+		// are set again after.
+		rec.Intended, rec.SessionID, rec.Turn, rec.History = intended, sess.ID, ti+1, history
+		sent++
+		answer := rec.GeneratedText
+		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
+			answer = turn.RecordedReply
+		}
+		if !c.Output.KeepText {
+			rec.GeneratedText = ""
+		}
+		_ = r.fan.Record(&rec)
+		if !rec.OK() {
+			return sent
+		}
+		msgs = append(msgs, workload.Message{Role: "assistant", Content: answer})
+		prevSend, prevEnd = rec.Sent, rec.End
+	}
+	return sent
+}
+
+// sleepUntil waits until the run clock now reads at (ns); false when ctx
+// ended first.
+func sleepUntil(ctx context.Context, now func() int64, at int64) bool {
+	d := time.Duration(at - now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
