@@ -26,6 +26,7 @@ type sessionFlags struct {
 	ThinkTime     string
 	History       string
 	Goodput       string
+	MaxContext    int
 }
 
 func (s *sessionFlags) register(fs *pflag.FlagSet) {
@@ -36,6 +37,7 @@ func (s *sessionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Turns, "turns", "", "synthetic conversations: turns per session, a distribution (fixed:N, uniform:A,B, ...; default fixed:4)")
 	fs.StringVar(&s.ThinkTime, "think-time", "", "synthetic conversations: the user's think time before each later turn, ms, a distribution (default fixed:0)")
 	fs.StringVar(&s.History, "history", "server", "sessions: what later turns resend as the earlier answers: server (what the server answered) or recorded (the dataset's replies)")
+	fs.IntVar(&s.MaxContext, "max-context", 0, "sessions: cap a turn's request (history + the reply asked) at this many tokens by leaving out the earliest turns, counted in the records (0: no cap)")
 	fs.StringVar(&s.Goodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
 }
 
@@ -66,8 +68,8 @@ func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO,
 	switch {
 	case history != runlog.HistoryServer && history != runlog.HistoryRecorded:
 		return nil, slo, usagef("--history %q: want server or recorded", s.History)
-	case s.Rate < 0 || s.MaxConcurrent < 0 || s.NumSessions < 0:
-		return nil, slo, usagef("--session-rate, --max-concurrent-sessions and --num-sessions: want ≥ 0")
+	case s.Rate < 0 || s.MaxConcurrent < 0 || s.NumSessions < 0 || s.MaxContext < 0:
+		return nil, slo, usagef("--session-rate, --max-concurrent-sessions, --num-sessions and --max-context: want ≥ 0")
 	case !(s.Burstiness > 0):
 		return nil, slo, usagef("--session-burstiness %v: want > 0", s.Burstiness)
 	}
@@ -100,7 +102,7 @@ func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO,
 		return nil, slo, flagError(err, "")
 	}
 	return &run.SessionLoad{Set: set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
-		MaxConcurrent: s.MaxConcurrent, History: history}, slo, nil
+		MaxConcurrent: s.MaxConcurrent, History: history, MaxContext: s.MaxContext}, slo, nil
 }
 
 // conversations is the synthetic conversation generator of the flags: turn

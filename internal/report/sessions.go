@@ -26,6 +26,9 @@ func SessionsTerminal(w io.Writer, s *stats.SessionSummary, o TermOptions) error
 	t.line("Turn TTP (ms) P50/P99:", p50p99(s.TurnTTP))
 	t.line("Time: model / tool / think:", fmt.Sprintf("%s %% / %s %% / %s %%", f1(100*s.ModelShare), f1(100*s.ToolShare), f1(100*s.ThinkShare)))
 	t.line("TTFT per 1K tokens of history (ms):", f2(s.TTFTPer1KHistory))
+	if s.HistoryCut > 0 {
+		t.line("Turns sent with history cut (context cap):", strconv.Itoa(s.HistoryCut))
+	}
 	if !s.SLO.IsZero() {
 		t.line("Sessions meeting SLO ("+s.SLO.String()+"):", pct(s.Met, s.Sessions))
 		t.line("Session goodput (sessions/s):", f2(s.Goodput))
@@ -59,7 +62,7 @@ func SessionsJSON(s *stats.SessionSummary) map[string]any {
 		"sessions": s.Sessions, "completed": s.Completed, "failed": s.Failed,
 		"duration_ms": dist(s.Duration), "turn_ttp_ms": dist(s.TurnTTP), "turns_per_session": dist(s.TurnsPerSession),
 		"model_share": s.ModelShare, "tool_share": s.ToolShare, "think_share": s.ThinkShare,
-		"ttft_ms_per_1k_history_tokens": s.TTFTPer1KHistory, "turns": turns,
+		"ttft_ms_per_1k_history_tokens": s.TTFTPer1KHistory, "turns": turns, "turns_history_cut": s.HistoryCut,
 	}
 	if !s.SLO.IsZero() {
 		m["session_slo"], m["sessions_meeting_slo"] = s.SLO.String(), s.Met

@@ -33,6 +33,11 @@ type SessionLoad struct {
 	// prefix cache sees what it would in production) or the recorded
 	// replies (runlog.HistoryRecorded, where the set has them).
 	History runlog.HistorySource
+	// MaxContext caps a turn's request, history plus the reply asked for,
+	// in tokens (0: none): the earliest turns are left out until it fits
+	// (the system prompt and the turn's own message always stay), and each
+	// record counts the turns left out (HistoryDropped).
+	MaxContext int
 }
 
 // sessionTexts writes the text of turns that give only a length, the same
@@ -40,6 +45,7 @@ type SessionLoad struct {
 type sessionTexts struct {
 	seed  int64
 	synth *tokenize.Synthesizer
+	tok   tokenize.Tokenizer
 	// toolsNoted says the user was told tool calls are not replayed.
 	toolsNoted sync.Once
 }
@@ -64,7 +70,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	if err != nil {
 		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
 	}
-	texts := &sessionTexts{seed: c.Seed, synth: synth}
+	texts := &sessionTexts{seed: c.Seed, synth: synth, tok: tok}
 	col := newCollector(c.Stats, false, nil, nil)
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
@@ -121,7 +127,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 			if slots != nil {
 				defer func() { <-slots }()
 			}
-			k := r.session(ctx, i, sess, intended, s.History, texts)
+			k := r.session(ctx, i, sess, intended, s, texts)
 			mu.Lock()
 			sent += k
 			mu.Unlock()
@@ -141,16 +147,21 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 // session runs one session's turns in order and returns the requests it
 // sent. A failed request ends the session: later turns are not sent (the
 // session counts as failed), and every request sent has its record.
-func (r *runner) session(ctx context.Context, idx int, sess workload.Session, start int64, history runlog.HistorySource,
+func (r *runner) session(ctx context.Context, idx int, sess workload.Session, start int64, load *SessionLoad,
 	texts *sessionTexts) int {
 	w, c := r.wall, r.cfg
+	history := load.History
 	if history == "" {
 		history = runlog.HistoryServer
 	}
+	// msgs is the history; sizes their lengths in tokens, for the cap.
 	var msgs []workload.Message
+	var sizes []int
+	system := 0
 	if sys, err := sess.SystemText(c.Seed, texts.synth); err == nil && sys != "" {
-		msgs = append(msgs, workload.Message{Role: "system", Content: sys})
+		msgs, sizes, system = append(msgs, workload.Message{Role: "system", Content: sys}), append(sizes, texts.tok.Count(sys)), 1
 	}
+	dropped := 0
 	sent := 0
 	prevSend, prevEnd := start, start
 	for ti, turn := range sess.Turns {
@@ -163,7 +174,21 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		if content == "" {
 			content = texts.text(idx, ti, turn.InputTokens)
 		}
-		msgs = append(msgs, workload.Message{Role: "user", Content: content})
+		size := turn.InputTokens // the loader's count of the content, or the length written
+		if size <= 0 {
+			size = texts.tok.Count(content)
+		}
+		msgs, sizes = append(msgs, workload.Message{Role: "user", Content: content}), append(sizes, size)
+		if load.MaxContext > 0 {
+			// Drop the earliest turn (its message and answer) while the
+			// request would not fit, keeping the system prompt and this
+			// turn's message.
+			for sum(sizes)+turn.OutputTokens > load.MaxContext && len(msgs)-system > 1 {
+				msgs = append(msgs[:system], msgs[system+2:]...)
+				sizes = append(sizes[:system], sizes[system+2:]...)
+				dropped++
+			}
+		}
 		intended := prevEnd + int64(turn.ThinkTime)
 		if sess.ThinkFromSend && ti > 0 {
 			intended = max(prevEnd, prevSend+int64(turn.ThinkTime))
@@ -186,7 +211,7 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		}
 		// The backend resets the record it fills: the session's fields
 		// are set again after.
-		rec.Intended, rec.SessionID, rec.Turn, rec.History = intended, sess.ID, ti+1, history
+		rec.Intended, rec.SessionID, rec.Turn, rec.History, rec.HistoryDropped = intended, sess.ID, ti+1, history, dropped
 		sent++
 		answer := rec.GeneratedText
 		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
@@ -199,10 +224,22 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		if !rec.OK() {
 			return sent
 		}
-		msgs = append(msgs, workload.Message{Role: "assistant", Content: answer})
+		answerSize := rec.CompletionTokens - rec.ReasoningTokens
+		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
+			answerSize = texts.tok.Count(answer)
+		}
+		msgs, sizes = append(msgs, workload.Message{Role: "assistant", Content: answer}), append(sizes, max(answerSize, 0))
 		prevSend, prevEnd = rec.Sent, rec.End
 	}
 	return sent
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
 
 // sleepUntil waits until the run clock now reads at (ns); false when ctx

@@ -128,3 +128,39 @@ func TestSessionsOverHTTP(t *testing.T) {
 		t.Errorf("level %q, dataset %q", res.Levels[0].Level.Label, res.Meta.Dataset)
 	}
 }
+
+// A context cap drops the earliest turns (message and answer) until a
+// turn's request fits, and each record counts the turns left out.
+func TestSessionsMaxContext(t *testing.T) {
+	var cs chatServer
+	srv := cs.start(t)
+	var turns []workload.Turn
+	for k := 1; k <= 4; k++ {
+		turns = append(turns, workload.Turn{Content: fmt.Sprintf("turn %d", k), InputTokens: 100, OutputTokens: 10})
+	}
+	set, err := workload.NewSessions("capped", []workload.Session{{ID: "a", Turns: turns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sessionConfig(t, srv.URL, set)
+	// Turn 3 would be 100+1+100+1+100 tokens + 10 asked > 250: turn 1 goes;
+	// turn 4 then drops turn 2 as well. The server answers 1 token.
+	cfg.Sessions.MaxContext = 250
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped []int
+	for _, r := range res.Records {
+		dropped = append(dropped, r.HistoryDropped)
+	}
+	if fmt.Sprint(dropped) != "[0 0 1 2]" {
+		t.Errorf("history dropped per turn %v; want [0 0 1 2]", dropped)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	last := cs.seen[len(cs.seen)-1]
+	if len(last) != 3 || last[0].Content != "turn 3" || last[2].Content != "turn 4" {
+		t.Errorf("turn 4 sent %v; want turn 3, its answer, turn 4", last)
+	}
+}

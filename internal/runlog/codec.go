@@ -102,6 +102,7 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"history":`...)
 		dst = appendString(dst, string(r.History))
 	}
+	dst = appendIntField(dst, "history_dropped", r.HistoryDropped)
 	if s := r.Server; s != nil {
 		dst = append(dst, `,"server":{"arrival_ns":`...)
 		dst = strconv.AppendInt(dst, s.ArrivalNs, 10)
@@ -643,6 +644,7 @@ func validRecord(rec *Record) error {
 		tokens("reasoning_tokens", int64(rec.ReasoningTokens)), tokens("cached_tokens", int64(rec.CachedTokens)),
 		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
 		tokens("redirects", int64(rec.Redirects)), tokens("turn", int64(rec.Turn)), tokens("tool_round", int64(rec.ToolRound)),
+		tokens("history_dropped", int64(rec.HistoryDropped)),
 	}
 	if s := rec.Server; s != nil {
 		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),
@@ -655,7 +657,7 @@ func validRecord(rec *Record) error {
 		}
 	}
 	switch {
-	case rec.SessionID == "" && (rec.Turn != 0 || rec.ToolRound != 0 || rec.History != ""):
+	case rec.SessionID == "" && (rec.Turn != 0 || rec.ToolRound != 0 || rec.History != "" || rec.HistoryDropped != 0):
 		return errors.New("turn, tool_round or history without a session_id")
 	case rec.SessionID != "" && rec.Turn < 1:
 		return fmt.Errorf("session %q: turn %d; turns count from 1", clip(rec.SessionID), rec.Turn)

@@ -37,7 +37,7 @@ func sampleRecords() []Record {
 		{
 			ID: "turn-3", Sent: 10, End: 20, PromptTokens: 900, CompletionTokens: 2, CachedTokens: 640, TokenSource: TokensUsage, Status: 200,
 			Chunks:    []Chunk{{T: 15, Tokens: 1}, {T: 20, Tokens: 1, Visible: true}},
-			SessionID: "conv \"7\"", Turn: 3, ToolRound: 1, History: HistoryServer,
+			SessionID: "conv \"7\"", Turn: 3, ToolRound: 1, History: HistoryServer, HistoryDropped: 1,
 		},
 	}
 }

@@ -192,6 +192,9 @@ type Record struct {
 	// HistoryServer (the text the server returned) or HistoryRecorded (the
 	// dataset's); "" outside a session.
 	History HistorySource `json:"history,omitempty"`
+	// HistoryDropped counts the earliest turns left out of this request's
+	// history to keep it within the run's context cap (0: none).
+	HistoryDropped int `json:"history_dropped,omitempty"`
 
 	// Server is the simulated engine's own view; nil when measured remotely.
 	Server *ServerTiming `json:"server,omitempty"`

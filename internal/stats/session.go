@@ -139,6 +139,9 @@ type SessionSummary struct {
 	SLO                       SessionSLO
 	Met                       int
 	Attainment, Goodput, Span float64
+	// HistoryCut counts the turns sent with their earliest turns left out
+	// of the history (a context cap).
+	HistoryCut int
 	// PerSession holds each session, in order of start.
 	PerSession []SessionStats
 }
@@ -150,6 +153,7 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 	if ps == nil {
 		ps = DefaultPercentiles
 	}
+	out := SessionSummary{SLO: slo}
 	bySession := map[string][]*runlog.Record{}
 	var ids []string
 	for i := range recs {
@@ -157,12 +161,14 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 		if r.SessionID == "" || r.Warmup {
 			continue
 		}
+		if r.HistoryDropped > 0 && r.ToolRound == 0 {
+			out.HistoryCut++
+		}
 		if _, ok := bySession[r.SessionID]; !ok {
 			ids = append(ids, r.SessionID)
 		}
 		bySession[r.SessionID] = append(bySession[r.SessionID], r)
 	}
-	out := SessionSummary{SLO: slo}
 	type turnAcc struct {
 		ttft, ttp, prompt []float64
 		tokens, cached    int
