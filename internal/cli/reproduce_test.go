@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -90,7 +91,12 @@ func TestConversationTTFTByTurn(t *testing.T) {
 		if r.code != ExitOK {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
-		s, _ := readJSON(t, filepath.Join(dir, "r.json"))["sessions"].(map[string]any)
+		doc := readJSON(t, filepath.Join(dir, "r.json"))
+		growth := strings.Contains(fmt.Sprint(doc["findings"]), "history-growth")
+		if growth == caching {
+			t.Errorf("caching %v: the history-growth finding is there: %v", caching, growth)
+		}
+		s, _ := doc["sessions"].(map[string]any)
 		if s == nil || s["sessions"] != 4.0 {
 			t.Fatalf("result sessions = %v", s)
 		}

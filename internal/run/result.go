@@ -128,7 +128,7 @@ func medianNs(xs []int64) float64 {
 // findings and, for a sweep (meta.Analysis.Sweep), the curve's verdict —
 // replayed through the sweep logic as the run drove it, so the knee, the
 // peaks, the search and an early stop come out as the run found them.
-func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Result {
+func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions) *Result {
 	res := &Result{Meta: meta, Focus: -1}
 	for i := range data {
 		d := &data[i]
@@ -140,7 +140,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Resul
 	if meta != nil && meta.Analysis != nil {
 		spec = meta.Analysis.Sweep
 	}
-	res.Sessions = sessionSummary(meta, data)
+	res.Sessions = sessionSummary(meta, data, so)
 	for i := range data {
 		d := &data[i]
 		lv := d.level
@@ -151,7 +151,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Resul
 	}
 	if spec == nil {
 		if len(data) == 1 {
-			res.Findings, res.Focus = res.Levels[0].Findings, 0
+			res.Findings, res.Focus = withSessionFindings(res.Levels[0].Findings, res.Sessions), 0
 			lv := data[0].level
 			res.SLA = findings.SLASentence(findings.Input{Summary: &data[0].summary, Meta: meta, Level: &lv})
 		}
@@ -172,9 +172,16 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64) *Resul
 	return res
 }
 
-// sessionSummary summarises the sessions of every level with the
-// percentiles and session SLO the run stored; nil without sessions.
-func sessionSummary(meta *runlog.Meta, data []levelData) *stats.SessionSummary {
+// sessionOptions say how sessions are summarised; nil fields take what the
+// run stored.
+type sessionOptions struct {
+	percentiles []float64
+	slo         *stats.SessionSLO
+}
+
+// sessionSummary summarises the sessions of every level; nil without
+// sessions.
+func sessionSummary(meta *runlog.Meta, data []levelData, o sessionOptions) *stats.SessionSummary {
 	var recs []runlog.Record
 	for i := range data {
 		recs = append(recs, data[i].sessions...)
@@ -182,14 +189,34 @@ func sessionSummary(meta *runlog.Meta, data []levelData) *stats.SessionSummary {
 	if len(recs) == 0 {
 		return nil
 	}
-	var ps []float64
+	ps := o.percentiles
 	var slo stats.SessionSLO
 	if meta != nil && meta.Analysis != nil {
-		ps = meta.Analysis.Percentiles
+		if ps == nil {
+			ps = meta.Analysis.Percentiles
+		}
 		slo, _ = stats.ParseSessionSLO(meta.Analysis.SessionSLO) // checked when stored
+	}
+	if o.slo != nil {
+		slo = *o.slo
 	}
 	s := stats.SummarizeSessions(recs, ps, slo)
 	return &s
+}
+
+// withSessionFindings adds the session rules' findings to fs (a copy),
+// before the closing SLA sentence.
+func withSessionFindings(fs []findings.Finding, s *stats.SessionSummary) []findings.Finding {
+	more := findings.Sessions(s)
+	if len(more) == 0 {
+		return fs
+	}
+	out := slices.Clone(fs)
+	at := len(out)
+	if at > 0 && out[at-1].ID == "sla" {
+		at--
+	}
+	return slices.Insert(out, at, more...)
 }
 
 // sweepConfig is the sweep logic's configuration from the stored spec.
@@ -360,19 +387,7 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 		}
 		data = append(data, d)
 	}
-	res := analyze(meta, data, speed)
-	if res.Sessions != nil && (o.Stats != nil || o.SessionSLO != nil) {
-		slo := res.Sessions.SLO
-		if o.SessionSLO != nil {
-			slo = *o.SessionSLO
-		}
-		var srecs []runlog.Record
-		for i := range data {
-			srecs = append(srecs, data[i].sessions...)
-		}
-		s := stats.SummarizeSessions(srecs, so.Percentiles, slo)
-		res.Sessions = &s
-	}
+	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO})
 	res.Records = recs
 	return res, nil
 }

@@ -417,7 +417,7 @@ func (r *runner) finish(ctx context.Context, runErr error) (*Result, error) {
 		}
 		return nil, runErr
 	}
-	res := analyze(m, r.data, r.cfg.ReadingSpeedMs)
+	res := analyze(m, r.data, r.cfg.ReadingSpeedMs, sessionOptions{})
 	res.RecordsPath, res.ResultPath, res.RecordsWritten = r.recordsPath, r.resultPath, r.written()
 	res.Sent = r.sent
 	res.Interrupted = r.cancelled || (errors.Is(runErr, context.Canceled) && r.interrupted(ctx))
