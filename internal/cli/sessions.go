@@ -41,6 +41,14 @@ func (s *sessionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Goodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
 }
 
+// notSessions refuses a session workload where sessions do not run yet.
+func notSessions(dataset, where string) error {
+	if isSessionDataset(dataset) {
+		return usagef("--dataset-name %s: sessions run with goodput bench (over HTTP, the embedded simulator included), not yet %s", dataset, where)
+	}
+	return nil
+}
+
 // isSessionDataset reports whether --dataset-name names a session workload.
 func isSessionDataset(name string) bool {
 	switch strings.ToLower(name) {

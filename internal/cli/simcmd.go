@@ -75,6 +75,9 @@ times per request) and the same report as bench, deterministically for a seed.`,
 // Run runs the simulation the options describe and returns what it found,
 // without printing it (the command's hook; tests call it directly).
 func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
+	if err := notSessions(o.work.o.DatasetName, "in virtual time"); err != nil {
+		return nil, err
+	}
 	if o.IgnoreEOS && o.NaturalStop {
 		return nil, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}

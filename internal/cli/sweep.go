@@ -177,6 +177,9 @@ func atRate(l runlog.Level, r float64) runlog.Level {
 // curve's lines print as levels finish (the command's hook; tests call it
 // directly).
 func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
+	if err := notSessions(o.work.o.DatasetName, "in sweeps"); err != nil {
+		return nil, err
+	}
 	base, err := o.load.levelWith("inf")
 	if err != nil {
 		return nil, err

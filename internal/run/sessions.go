@@ -48,6 +48,8 @@ type sessionTexts struct {
 	tok   tokenize.Tokenizer
 	// toolsNoted says the user was told tool calls are not replayed.
 	toolsNoted sync.Once
+	// watch is the caller's view of the run's requests (a progress line).
+	watch Watch
 }
 
 func (t *sessionTexts) text(session, turn, n int) string {
@@ -85,6 +87,11 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	var slots chan struct{}
 	if s.MaxConcurrent > 0 {
 		slots = make(chan struct{}, s.MaxConcurrent)
+	}
+	if c.Hooks.Level != nil {
+		watch := c.Hooks.Level(ctx, 0, 0) // the turns to come are not known ahead
+		texts.watch = watch
+		defer watch.Stop()
 	}
 	cpu := startCPU(w.embedded)
 	t0 := w.now()
@@ -207,6 +214,9 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			rec.ID, rec.Sent, rec.End = id, w.now(), w.now()
 			rec.ErrorClass, rec.Error = runlog.ErrMalformed, "preparing the request: "+err.Error()
 		} else {
+			if texts.watch != nil {
+				texts.watch.Sent()
+			}
 			call(ctx, &rec)
 		}
 		// The backend resets the record it fills: the session's fields
@@ -221,6 +231,9 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			rec.GeneratedText = ""
 		}
 		_ = r.fan.Record(&rec)
+		if texts.watch != nil {
+			_ = texts.watch.Record(&rec)
+		}
 		if !rec.OK() {
 			return sent
 		}
