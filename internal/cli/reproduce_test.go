@@ -75,14 +75,16 @@ func readJSON(t *testing.T, path string) map[string]any {
 }
 
 // An 8-turn conversation workload with a shared system prompt against the
-// embedded simulator: with prefix caching the turns' TTFT stays nearly
-// flat as the history grows; without it, it rises with every turn.
+// embedded simulator, one session at a time (no turn queues behind another
+// session's, so a turn's TTFT is its prefill): with prefix caching the
+// turns' TTFT stays nearly flat as the history grows; without it, it rises
+// with every turn.
 func TestConversationTTFTByTurn(t *testing.T) {
 	slope := map[bool]float64{}
 	for _, caching := range []bool{true, false} {
 		dir := t.TempDir()
-		args := []string{"bench", "--dataset-name", "conversations", "--num-sessions", "4", "--turns", "fixed:8", "--shared-prefix-len", "1024",
-			"--random-input-len", "300", "--random-output-len", "20", "--max-concurrent-sessions", "4", "--backend", "openai-chat", "--quiet",
+		args := []string{"bench", "--dataset-name", "conversations", "--num-sessions", "2", "--turns", "fixed:8", "--shared-prefix-len", "1024",
+			"--random-input-len", "300", "--random-output-len", "20", "--max-concurrent-sessions", "1", "--backend", "openai-chat", "--quiet",
 			"--save-result", "--result-filename", "r.json", "--result-dir", dir, "--records", "none"}
 		if !caching {
 			args = append(args, "--no-enable-prefix-caching")
@@ -97,7 +99,7 @@ func TestConversationTTFTByTurn(t *testing.T) {
 			t.Errorf("caching %v: the history-growth finding is there: %v", caching, growth)
 		}
 		s, _ := doc["sessions"].(map[string]any)
-		if s == nil || s["sessions"] != 4.0 {
+		if s == nil || s["sessions"] != 2.0 {
 			t.Fatalf("result sessions = %v", s)
 		}
 		slope[caching], _ = s["ttft_ms_per_1k_history_tokens"].(float64)
