@@ -2,7 +2,6 @@ package findings
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -59,24 +58,12 @@ func Sessions(s *stats.SessionSummary) []Finding {
 			Evidence: map[string]any{"tool_share_of_work_pct": round2(100 * s.ToolShare / work), "model_pct": round2(100 * s.ModelShare),
 				"tool_pct": round2(100 * s.ToolShare)}})
 	}
-	ttp := s.TurnTTP.Median
-	if m := turnTTFTMedian(s); m > 0 && s.TurnTTP.N > 0 && ttp >= ttpOverTTFT*m && ttp-m >= ttpOverTTFTMinMs {
+	ttp, m := s.TurnTTP.Median, s.TurnTTFT.Median
+	if s.TurnTTFT.N > 0 && s.TurnTTP.N > 0 && m > 0 && ttp >= ttpOverTTFT*m && ttp-m >= ttpOverTTFTMinMs {
 		fs = append(fs, Finding{ID: "publish-far-after-first-token", Severity: Warning,
 			Message: fmt.Sprintf("Users see a turn's answer %s ms (P50) after their message, %s× its first token (%s ms): tool rounds or hidden reasoning come before the visible text. Judge sessions by TTP (--session-goodput ttp:…), not TTFT; cut tool rounds or reasoning effort, or stream a visible preamble.",
 				num(ttp), num(ttp/m), num(m)),
 			Evidence: map[string]any{"turn_ttp_p50_ms": round2(ttp), "turn_ttft_p50_ms": round2(m)}})
 	}
 	return fs
-}
-
-// turnTTFTMedian is the median turn TTFT over every turn of every session.
-func turnTTFTMedian(s *stats.SessionSummary) float64 {
-	var vals []float64
-	for _, ps := range s.PerSession {
-		vals = append(vals, ps.TurnTTFTs...)
-	}
-	if len(vals) == 0 {
-		return 0
-	}
-	return stats.Percentile(slices.Sorted(slices.Values(vals)), 50)
 }

@@ -25,8 +25,8 @@ func TestSessionRules(t *testing.T) {
 			{Turn: 1, TTFT: med(100), Prompt: med(1000)},
 			{Turn: 5, TTFT: med(300), Prompt: med(5000), CachedShare: 0.1},
 		},
-		TurnTTP:    stats.MetricSummary{N: 3, Median: 900},
-		PerSession: []stats.SessionStats{{TurnTTFTs: []float64{100, 120}}, {TurnTTFTs: []float64{110}}},
+		TurnTTP:  stats.MetricSummary{N: 3, Median: 900},
+		TurnTTFT: stats.MetricSummary{N: 3, Median: 110},
 	}
 	got := byRule(Sessions(grow))
 	h, ok := got["history-growth"]
@@ -43,9 +43,9 @@ func TestSessionRules(t *testing.T) {
 	}
 
 	flat := &stats.SessionSummary{Sessions: 4, TTFTPer1KHistory: 5, ModelShare: 0.9, ToolShare: 0.05,
-		Turns:      []stats.TurnSummary{{Turn: 1, TTFT: med(100), Prompt: med(1000)}, {Turn: 5, TTFT: med(120), Prompt: med(5000)}},
-		TurnTTP:    stats.MetricSummary{N: 2, Median: 130},
-		PerSession: []stats.SessionStats{{TurnTTFTs: []float64{100, 120}}},
+		Turns:    []stats.TurnSummary{{Turn: 1, TTFT: med(100), Prompt: med(1000)}, {Turn: 5, TTFT: med(120), Prompt: med(5000)}},
+		TurnTTP:  stats.MetricSummary{N: 2, Median: 130},
+		TurnTTFT: stats.MetricSummary{N: 2, Median: 110},
 	}
 	if fs := Sessions(flat); len(fs) != 0 {
 		t.Errorf("flat sessions: %v; want no finding", fs)

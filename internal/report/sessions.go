@@ -23,6 +23,7 @@ func SessionsTerminal(w io.Writer, s *stats.SessionSummary, o TermOptions) error
 	t.line("Sessions (completed / failed):", fmt.Sprintf("%d (%d / %d)", s.Sessions, s.Completed, s.Failed))
 	t.line("Turns per session mean/max:", f2(s.TurnsPerSession.Mean)+" / "+tok(s.TurnsPerSession.Max))
 	t.line("Session duration (ms) P50/P99:", p50p99(s.Duration))
+	t.line("Turn TTFT (ms) P50/P99:", p50p99(s.TurnTTFT))
 	t.line("Turn TTP (ms) P50/P99:", p50p99(s.TurnTTP))
 	t.line("Time: model / tool / think:", fmt.Sprintf("%s %% / %s %% / %s %%", f1(100*s.ModelShare), f1(100*s.ToolShare), f1(100*s.ThinkShare)))
 	t.line("TTFT per 1K tokens of history (ms):", f2(s.TTFTPer1KHistory))
@@ -60,7 +61,7 @@ func SessionsJSON(s *stats.SessionSummary) map[string]any {
 	}
 	m := map[string]any{
 		"sessions": s.Sessions, "completed": s.Completed, "failed": s.Failed,
-		"duration_ms": dist(s.Duration), "turn_ttp_ms": dist(s.TurnTTP), "turns_per_session": dist(s.TurnsPerSession),
+		"duration_ms": dist(s.Duration), "turn_ttft_ms": dist(s.TurnTTFT), "turn_ttp_ms": dist(s.TurnTTP), "turns_per_session": dist(s.TurnsPerSession),
 		"model_share": s.ModelShare, "tool_share": s.ToolShare, "think_share": s.ThinkShare,
 		"ttft_ms_per_1k_history_tokens": s.TTFTPer1KHistory, "turns": turns, "turns_history_cut": s.HistoryCut,
 	}

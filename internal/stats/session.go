@@ -125,8 +125,9 @@ type SessionSummary struct {
 	Sessions, Completed, Failed int
 	// Turns summarises each turn index, in order.
 	Turns []TurnSummary
-	// Duration, TurnTTP and TurnsPerSession are over the sessions.
-	Duration, TurnTTP, TurnsPerSession MetricSummary
+	// Duration, TurnTTFT, TurnTTP and TurnsPerSession are over the
+	// sessions (the turn metrics over every turn of every session).
+	Duration, TurnTTFT, TurnTTP, TurnsPerSession MetricSummary
 	// ModelShare, ToolShare and ThinkShare split the sessions' time.
 	ModelShare, ToolShare, ThinkShare float64
 	// TTFTPer1KHistory is the slope of turn TTFT against the turn's prompt
@@ -174,12 +175,13 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 		tokens, cached    int
 	}
 	turns := map[int]*turnAcc{}
-	var durations, turnTTPs, turnCounts []float64
+	var durations, turnTTFTs, turnTTPs, turnCounts []float64
 	var model, tool, think time.Duration
 	var xs, ys []float64 // prompt tokens, turn TTFT ms: the history slope
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, id := range ids {
-		s := sessionStats(id, bySession[id])
+		ts := turnsOf(bySession[id])
+		s := sessionStats(id, bySession[id], ts)
 		if slo.TTP > 0 || slo.TurnTTFTP95 > 0 || slo.Duration > 0 {
 			s.MetSLO = !s.Failed &&
 				(slo.TTP == 0 || (len(s.TurnTTPs) == s.Turns && s.MaxTurnTTPMs <= toMs(slo.TTP))) &&
@@ -198,10 +200,11 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 			out.Met++
 		}
 		durations = append(durations, s.DurationMs)
+		turnTTFTs = append(turnTTFTs, s.TurnTTFTs...)
 		turnTTPs = append(turnTTPs, s.TurnTTPs...)
 		turnCounts = append(turnCounts, float64(s.Turns))
 		model, tool, think = model+s.Model, tool+s.Tool, think+s.Think
-		for _, t := range turnsOf(bySession[id]) {
+		for _, t := range ts {
 			a := turns[t.turn]
 			if a == nil {
 				a = &turnAcc{}
@@ -230,6 +233,7 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 		out.Turns = append(out.Turns, ts)
 	}
 	out.Duration = valuesSummary("session_duration", ps, durations)
+	out.TurnTTFT = valuesSummary("turn_ttft", ps, turnTTFTs)
 	out.TurnTTP = valuesSummary("turn_ttp", ps, turnTTPs)
 	out.TurnsPerSession = valuesSummary("turns", ps, turnCounts)
 	if all := model + tool + think; all > 0 {
@@ -254,6 +258,9 @@ type turn struct {
 	prompt, cached       int
 	last                 *runlog.Record
 	intended, start, end int64
+	// tool is the turn's tool time: each round's end to the next round's
+	// send.
+	tool time.Duration
 }
 
 // turnsOf splits a session's records into turns, in turn order (requests
@@ -273,6 +280,9 @@ func turnsOf(rs []*runlog.Record) []turn {
 			out = append(out, t)
 		}
 		t := &out[len(out)-1]
+		if t.last != nil && r.ToolRound > t.last.ToolRound {
+			t.tool += time.Duration(max(r.Sent-t.last.End, 0))
+		}
 		t.last, t.end = r, max(t.end, r.End)
 	}
 	for i := range out {
@@ -284,10 +294,9 @@ func turnsOf(rs []*runlog.Record) []turn {
 	return out
 }
 
-// sessionStats measures one session.
-func sessionStats(id string, rs []*runlog.Record) SessionStats {
+// sessionStats measures one session of records rs, split into turns ts.
+func sessionStats(id string, rs []*runlog.Record, ts []turn) SessionStats {
 	s := SessionStats{ID: id, Start: math.MaxInt64, End: math.MinInt64}
-	ts := turnsOf(rs)
 	s.Turns = len(ts)
 	for _, r := range rs {
 		s.Failed = s.Failed || !r.OK()
@@ -307,21 +316,10 @@ func sessionStats(id string, rs []*runlog.Record) SessionStats {
 		}
 		s.PromptTokens += t.prompt
 		s.CachedTokens += t.cached
+		s.Tool += t.tool
 		if i > 0 {
 			s.Think += time.Duration(max(t.intended-ts[i-1].end, 0))
 		}
-	}
-	// Tool time: within a turn, each request's end to the next round's send.
-	prev := map[int]*runlog.Record{}
-	sorted := slices.Clone(rs)
-	slices.SortStableFunc(sorted, func(a, b *runlog.Record) int {
-		return cmp.Or(cmp.Compare(a.Turn, b.Turn), cmp.Compare(a.ToolRound, b.ToolRound))
-	})
-	for _, r := range sorted {
-		if p := prev[r.Turn]; p != nil && r.ToolRound > p.ToolRound {
-			s.Tool += time.Duration(max(r.Sent-p.End, 0))
-		}
-		prev[r.Turn] = r
 	}
 	s.DurationMs = float64(s.End-s.Start) / 1e6
 	if len(s.TurnTTFTs) > 0 {

@@ -44,6 +44,9 @@ func TestSummarizeSessions(t *testing.T) {
 	if !near(s.ModelShare, 600.0/1800) || !near(s.ToolShare, 200.0/1800) || !near(s.ThinkShare, 1000.0/1800) {
 		t.Errorf("shares model %v tool %v think %v", s.ModelShare, s.ToolShare, s.ThinkShare)
 	}
+	if !near(s.TurnTTFT.Median, 150) || s.TurnTTFT.N != 2 {
+		t.Errorf("turn TTFT %+v; want A's 100 and 200 ms (B's failed turn has none)", s.TurnTTFT)
+	}
 	if !near(s.Duration.Median, 900) || !near(s.TurnsPerSession.Mean, 1.5) {
 		t.Errorf("duration median %v, turns mean %v; want 900 ms and 1.5", s.Duration.Median, s.TurnsPerSession.Mean)
 	}
