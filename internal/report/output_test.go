@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runlog/runlogtest"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -97,15 +98,7 @@ func TestWriteCSVDir(t *testing.T) {
 }
 
 func recordsFile(t *testing.T, meta *runlog.Meta, recs []runlog.Record) []byte {
-	t.Helper()
-	b, err := runlog.AppendMeta(nil, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range recs {
-		b = runlog.AppendRecord(b, &recs[i])
-	}
-	return b
+	return runlogtest.File(t, meta, recs)
 }
 
 func TestReadInput(t *testing.T) {

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runlog/runlogtest"
 	"github.com/goodput/goodput/internal/stats"
 )
 
 // concat joins records files as cat does.
-func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+func concat(parts ...[]byte) []byte { return runlogtest.Concat(parts...) }
 
 // TestReadInputRefuses: ReadInput (compare's reader) refuses what
 // runlog.ReadRecordsFile refuses, naming the file.

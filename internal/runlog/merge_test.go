@@ -21,19 +21,11 @@ func handRecords() []runlog.Record { return runlogtest.Records() }
 func handMeta() *runlog.Meta { return runlogtest.Meta() }
 
 func recordsFile(t *testing.T, meta *runlog.Meta, recs []runlog.Record) []byte {
-	t.Helper()
-	b, err := runlog.AppendMeta(nil, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range recs {
-		b = runlog.AppendRecord(b, &recs[i])
-	}
-	return b
+	return runlogtest.File(t, meta, recs)
 }
 
 // concat joins records files as cat does.
-func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+func concat(parts ...[]byte) []byte { return runlogtest.Concat(parts...) }
 
 // levels summarises merged records per level index, as report does: one
 // summary per level of m and per level index of the records.

@@ -3,6 +3,8 @@
 package runlogtest
 
 import (
+	"bytes"
+	"testing"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -80,3 +82,19 @@ func Sessions() []runlog.Record {
 		{ID: "plain", Sent: 0, End: 10 * ms, Status: 200}, // not in a session: ignored
 	}
 }
+
+// File is a records file of meta and recs, as a run writes it.
+func File(t testing.TB, meta *runlog.Meta, recs []runlog.Record) []byte {
+	t.Helper()
+	b, err := runlog.AppendMeta(nil, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		b = runlog.AppendRecord(b, &recs[i])
+	}
+	return b
+}
+
+// Concat joins records files as cat does.
+func Concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
