@@ -99,9 +99,8 @@ func (d *levelData) point() sweep.Point {
 	p := sweep.Point{Index: d.index, Level: planned(d.level), Summary: d.summary, DelayedArrivals: d.level.DelayedArrivals,
 		Stopped: d.level.Stopped, Requests: d.tracker}
 	if len(d.queue) > 0 {
-		q := slices.Clone(d.queue)
-		slices.Sort(q)
-		p.MedianQueueMs, p.QueueFromServer = medianNs(q)/1e6, true
+		slices.Sort(d.queue) // the order of queue times means nothing
+		p.MedianQueueMs, p.QueueFromServer = medianNs(d.queue)/1e6, true
 	} else {
 		p.MedianQueueMs = sweep.QueueEstimateMs(&p.Summary)
 	}
@@ -130,9 +129,11 @@ func medianNs(xs []int64) float64 {
 // peaks, the search and an early stop come out as the run found them.
 func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions) *Result {
 	res := &Result{Meta: meta, Focus: -1}
+	points := make([]sweep.Point, len(data))
 	for i := range data {
 		d := &data[i]
 		p := d.point()
+		points[i] = p
 		res.Levels = append(res.Levels, LevelResult{Index: d.index, Level: d.level, Summary: d.summary,
 			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer})
 	}
@@ -157,7 +158,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		}
 		return res
 	}
-	sr := replaySweep(spec, data)
+	sr := replaySweep(spec, points)
 	for i := range res.Levels {
 		if i < len(sr.Saturated) {
 			res.Levels[i].Saturated = sr.Saturated[i]
@@ -236,12 +237,8 @@ var errNotRun = errors.New("level not run")
 // Runner that hands back each level's point in turn stands in for the
 // target, so Run's early stop and Search's bisection follow the path the
 // run took.
-func replaySweep(spec *runlog.SweepSpec, data []levelData) *SweepResult {
+func replaySweep(spec *runlog.SweepSpec, points []sweep.Point) *SweepResult {
 	cfg := sweepConfig(spec)
-	points := make([]sweep.Point, len(data))
-	for i := range data {
-		points[i] = data[i].point()
-	}
 	next := 0
 	replay := sweep.RunnerFunc(func(_ context.Context, _ int, _ runlog.Level) (sweep.Point, error) {
 		if next >= len(points) {
@@ -254,7 +251,7 @@ func replaySweep(spec *runlog.SweepSpec, data []levelData) *SweepResult {
 	if spec.Search && len(points) > 0 {
 		s, _ := sweep.Search(context.Background(), replay, sweep.SearchConfig{
 			Axis: cfg.Axis, Template: points[0].Level, Lo: spec.Lo, Hi: spec.Hi, Precision: spec.Precision, Criteria: cfg.Criteria,
-			FirstIndex: data[0].index,
+			FirstIndex: points[0].Index,
 		})
 		out.Search = &s
 		out.Result = sweep.Analyze(s.Points, cfg)
