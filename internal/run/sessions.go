@@ -40,9 +40,10 @@ type SessionLoad struct {
 	MaxContext int
 }
 
-// sessionTexts writes the text of turns that give only a length, the same
-// for a (seed, session, turn) whatever runs before.
-type sessionTexts struct {
+// sessionsRun is what the sessions of one run share: the text of turns
+// that give only a length (the same for a seed, session and turn, whatever
+// runs before), token counting, the progress watch and a note given once.
+type sessionsRun struct {
 	seed  int64
 	synth *tokenize.Synthesizer
 	tok   tokenize.Tokenizer
@@ -52,9 +53,9 @@ type sessionTexts struct {
 	watch Watch
 }
 
-func (t *sessionTexts) text(session, turn, n int) string {
-	rng := rand.New(rand.NewPCG(uint64(t.seed), uint64(session)<<20|uint64(turn)))
-	return t.synth.Text(n, rng)
+func (sr *sessionsRun) text(session, turn, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(sr.seed), uint64(session)<<20|uint64(turn)))
+	return sr.synth.Text(n, rng)
 }
 
 // runSessions runs the sessions of s over the wall target as level 0.
@@ -72,7 +73,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	if err != nil {
 		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
 	}
-	texts := &sessionTexts{seed: c.Seed, synth: synth, tok: tok}
+	sr := &sessionsRun{seed: c.Seed, synth: synth, tok: tok}
 	col := newCollector(c.Stats, false, nil, nil)
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
@@ -90,7 +91,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	}
 	if c.Hooks.Level != nil {
 		watch := c.Hooks.Level(ctx, 0, 0) // the turns to come are not known ahead
-		texts.watch = watch
+		sr.watch = watch
 		defer watch.Stop()
 	}
 	cpu := startCPU(w.embedded)
@@ -134,7 +135,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 			if slots != nil {
 				defer func() { <-slots }()
 			}
-			k := r.session(ctx, i, sess, intended, s, texts)
+			k := r.session(ctx, i, sess, intended, s, sr)
 			mu.Lock()
 			sent += k
 			mu.Unlock()
@@ -155,7 +156,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 // sent. A failed request ends the session: later turns are not sent (the
 // session counts as failed), and every request sent has its record.
 func (r *runner) session(ctx context.Context, idx int, sess workload.Session, start int64, load *SessionLoad,
-	texts *sessionTexts) int {
+	sr *sessionsRun) int {
 	w, c := r.wall, r.cfg
 	history := load.History
 	if history == "" {
@@ -165,25 +166,25 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 	var msgs []workload.Message
 	var sizes []int
 	system := 0
-	if sys, err := sess.SystemText(c.Seed, texts.synth); err == nil && sys != "" {
-		msgs, sizes, system = append(msgs, workload.Message{Role: "system", Content: sys}), append(sizes, texts.tok.Count(sys)), 1
+	if sys, err := sess.SystemText(c.Seed, sr.synth); err == nil && sys != "" {
+		msgs, sizes, system = append(msgs, workload.Message{Role: "system", Content: sys}), append(sizes, sr.tok.Count(sys)), 1
 	}
 	dropped := 0
 	sent := 0
 	prevSend, prevEnd := start, start
 	for ti, turn := range sess.Turns {
 		if len(turn.ToolCalls) > 0 {
-			texts.toolsNoted.Do(func() {
+			sr.toolsNoted.Do(func() {
 				c.note("the sessions' tool calls are not sent yet: each turn is one request, without tools")
 			})
 		}
 		content := turn.Content
 		if content == "" {
-			content = texts.text(idx, ti, turn.InputTokens)
+			content = sr.text(idx, ti, turn.InputTokens)
 		}
 		size := turn.InputTokens // the loader's count of the content, or the length written
 		if size <= 0 {
-			size = texts.tok.Count(content)
+			size = sr.tok.Count(content)
 		}
 		msgs, sizes = append(msgs, workload.Message{Role: "user", Content: content}), append(sizes, size)
 		if load.MaxContext > 0 {
@@ -208,20 +209,17 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		}
 		id := w.prefix + "s" + strconv.Itoa(idx) + "-t" + strconv.Itoa(ti+1)
 		call, err := w.backend.Prepare(id, workload.Request{Messages: msgs, OutputTokens: turn.OutputTokens})
-		var rec runlog.Record
-		rec.Intended, rec.SessionID, rec.Turn, rec.History = intended, sess.ID, ti+1, history
+		rec := runlog.Record{Intended: intended} // the backend keeps it, and resets the rest
 		if err != nil {
 			rec.ID, rec.Sent, rec.End = id, w.now(), w.now()
 			rec.ErrorClass, rec.Error = runlog.ErrMalformed, "preparing the request: "+err.Error()
 		} else {
-			if texts.watch != nil {
-				texts.watch.Sent()
+			if sr.watch != nil {
+				sr.watch.Sent()
 			}
 			call(ctx, &rec)
 		}
-		// The backend resets the record it fills: the session's fields
-		// are set again after.
-		rec.Intended, rec.SessionID, rec.Turn, rec.History, rec.HistoryDropped = intended, sess.ID, ti+1, history, dropped
+		rec.SessionID, rec.Turn, rec.History, rec.HistoryDropped = sess.ID, ti+1, history, dropped
 		sent++
 		answer := rec.GeneratedText
 		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
@@ -231,15 +229,15 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			rec.GeneratedText = ""
 		}
 		_ = r.fan.Record(&rec)
-		if texts.watch != nil {
-			_ = texts.watch.Record(&rec)
+		if sr.watch != nil {
+			_ = sr.watch.Record(&rec)
 		}
 		if !rec.OK() {
 			return sent
 		}
 		answerSize := rec.CompletionTokens - rec.ReasoningTokens
 		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
-			answerSize = texts.tok.Count(answer)
+			answerSize = sr.tok.Count(answer)
 		}
 		msgs, sizes = append(msgs, workload.Message{Role: "assistant", Content: answer}), append(sizes, max(answerSize, 0))
 		prevSend, prevEnd = rec.Sent, rec.End
