@@ -58,9 +58,9 @@ func (o *Output) paths(label, model string, conc int, load, stamp string) (resul
 	return result, records
 }
 
-// RateName is a fixed rate's part of a result file name: RATEqps, infqps
+// rateName is a fixed rate's part of a result file name: RATEqps, infqps
 // for 0 (unpaced).
-func RateName(rate float64) string {
+func rateName(rate float64) string {
 	if rate > 0 {
 		return strconv.FormatFloat(rate, 'f', -1, 64) + "qps"
 	}
@@ -74,7 +74,7 @@ func loadName(l runlog.Level) string {
 		return fmt.Sprintf("ramp-up-%s-%sqps-%sqps", r.Strategy,
 			strconv.FormatFloat(r.StartRPS, 'f', -1, 64), strconv.FormatFloat(r.EndRPS, 'f', -1, 64))
 	}
-	return RateName(l.RequestRate)
+	return rateName(l.RequestRate)
 }
 
 func sanitize(s string) string {
