@@ -33,6 +33,8 @@ func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
 	fs.IntVar(&c.MaxWaiting, "max-waiting", c.MaxWaiting, "bound on queued requests; more are rejected with 429 (0 = unbounded)")
 	fs.DurationVar(&c.MaxQueueTime, "max-queue-time", c.MaxQueueTime, "reject requests queued longer than this with 429 (0 = no limit)")
 	fs.Float64Var(&c.ReasoningTokens, "reasoning-tokens", c.ReasoningTokens, "hidden reasoning tokens per request: a count ≥ 1 or a fraction of the output in (0,1)")
+	fs.Float64Var(&c.ToolCallShare, "tool-call-share", c.ToolCallShare, "share of session turns declaring tools that the model answers with a tool call first (where the workload does not say)")
+	fs.IntVar(&c.ToolCallTokens, "tool-call-tokens", c.ToolCallTokens, "hidden tokens of one tool call's name and arguments (0 = 24)")
 	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
 	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "measured iteration times overriding the cost formula: a CSV tokens,context_tokens,time_ms, or splitwise:PATH[#MODEL/HARDWARE] (SplitwiseSim's perf_model.csv)")
 }

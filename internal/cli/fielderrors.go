@@ -54,6 +54,8 @@ var (
 		"max-waiting":             "--max-waiting",
 		"max-queue-time":          "--max-queue-time",
 		"reasoning-tokens":        "--reasoning-tokens",
+		"tool-call-share":         "--tool-call-share",
+		"tool-call-tokens":        "--tool-call-tokens",
 		"profile-table":           "--profile-table",
 	}
 	// clientFieldFlags are the flags of openai.Config's fields, by Go name.

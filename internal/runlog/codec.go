@@ -92,6 +92,28 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"generated_text":`...)
 		dst = appendString(dst, r.GeneratedText)
 	}
+	if len(r.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i, tc := range r.ToolCalls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = appendString(dst, tc.ID)
+			dst = append(dst, `,"name":`...)
+			dst = appendString(dst, tc.Name)
+			if tc.Arguments != "" {
+				dst = append(dst, `,"arguments":`...)
+				dst = appendString(dst, tc.Arguments)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if r.ToolLatencyNs != 0 {
+		dst = append(dst, `,"tool_latency_ns":`...)
+		dst = strconv.AppendInt(dst, r.ToolLatencyNs, 10)
+	}
 	if r.SessionID != "" {
 		dst = append(dst, `,"session_id":`...)
 		dst = appendString(dst, r.SessionID)
@@ -645,6 +667,9 @@ func validRecord(rec *Record) error {
 		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
 		tokens("redirects", int64(rec.Redirects)), tokens("turn", int64(rec.Turn)), tokens("tool_round", int64(rec.ToolRound)),
 		tokens("history_dropped", int64(rec.HistoryDropped)),
+	}
+	if rec.ToolLatencyNs < 0 || rec.ToolLatencyNs > MaxTimeNs {
+		errs = append(errs, fmt.Errorf("tool_latency_ns %d out of range [0, %d]", rec.ToolLatencyNs, int64(MaxTimeNs)))
 	}
 	if s := rec.Server; s != nil {
 		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),

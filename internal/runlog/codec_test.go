@@ -39,6 +39,12 @@ func sampleRecords() []Record {
 			Chunks:    []Chunk{{T: 15, Tokens: 1}, {T: 20, Tokens: 1, Visible: true}},
 			SessionID: "conv \"7\"", Turn: 3, ToolRound: 1, History: HistoryServer, HistoryDropped: 1,
 		},
+		{
+			ID: "turn-4", Sent: 30, End: 40, PromptTokens: 950, CompletionTokens: 20, ReasoningTokens: 20, TokenSource: TokensUsage,
+			Status: 200, FinishReason: "tool_calls", Chunks: []Chunk{{T: 35, Tokens: 20}},
+			ToolCalls:     []ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"kv \"cache\""}`}, {ID: "call_2", Name: "read"}},
+			ToolLatencyNs: 250e6, SessionID: "c8", Turn: 1,
+		},
 	}
 }
 

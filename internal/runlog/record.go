@@ -11,7 +11,10 @@
 // for concurrent use.
 package runlog
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // ErrorClass names why a request failed. The empty class means success.
 type ErrorClass string
@@ -179,6 +182,10 @@ type Record struct {
 	// of every chunk, as vLLM's generated_text), kept only when asked for
 	// (bench --save-detailed); empty otherwise.
 	GeneratedText string `json:"generated_text,omitempty"`
+	// ToolCalls are the tool calls the model answered with (id and name;
+	// the arguments only when text is kept, as GeneratedText); nil when it
+	// answered with none.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 
 	// SessionID names the session (a conversation, an agent loop) the
 	// request is a turn of; "" outside a session.
@@ -195,6 +202,12 @@ type Record struct {
 	// HistoryDropped counts the earliest turns left out of this request's
 	// history to keep it within the run's context cap (0: none).
 	HistoryDropped int `json:"history_dropped,omitempty"`
+
+	// ToolLatencyNs is how long the client waited on the tools of the tool
+	// calls this request answered with (the longest of calls run
+	// concurrently), before it sent their results in the turn's next
+	// request; 0 when it made none or the session ended there.
+	ToolLatencyNs int64 `json:"tool_latency_ns,omitempty"`
 
 	// Server is the simulated engine's own view; nil when measured remotely.
 	Server *ServerTiming `json:"server,omitempty"`
@@ -249,6 +262,9 @@ func (r *Record) CopyTo(dst *Record) {
 		}
 		*server = *r.Server
 		dst.Server = server
+	}
+	if r.ToolCalls != nil {
+		dst.ToolCalls = slices.Clone(r.ToolCalls) // rare: a fresh copy costs nothing that matters
 	}
 }
 
@@ -415,4 +431,13 @@ func StatusClass(code int) ErrorClass {
 		return ErrHTTP4xx
 	}
 	return ErrStream
+}
+
+// ToolCall is one tool call a model made, as the OpenAI tool_calls array
+// carries it: the call's id (what the tool result answers with
+// tool_call_id), the function's name and its arguments (JSON text).
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments,omitempty"`
 }

@@ -86,6 +86,15 @@ type Config struct {
 	// that give none (--reasoning-tokens): ≥ 1 is a token count, a value in
 	// (0, 1) a fraction of each request's output, 0 none.
 	ReasoningTokens float64
+	// ToolCallShare is the share in [0, 1] of a session turn's first
+	// requests that declare tools and are answered with a tool call instead
+	// of text (--tool-call-share), for turns whose source does not say
+	// which calls the model makes; 0 calls tools only where the source does.
+	ToolCallShare float64
+	// ToolCallTokens is the length in tokens of one tool call's name and
+	// arguments, generated as hidden tokens (--tool-call-tokens); 0 means
+	// DefaultToolCallTokens.
+	ToolCallTokens int
 	// Priority schedules waiting requests by Request.Priority (lower first)
 	// and preempts the lowest-priority running request first (--priority).
 	Priority bool
@@ -93,6 +102,10 @@ type Config struct {
 	// cost formula (--profile-table); "" means none.
 	ProfileTable string
 }
+
+// DefaultToolCallTokens is a tool call's length when Config.ToolCallTokens
+// is 0: a function name and a short JSON object of arguments.
+const DefaultToolCallTokens = 24
 
 // DefaultConfig returns a small sensible setup: Llama-3.1-8B on one
 // H100-SXM in bf16 under vLLM V1's defaults.
@@ -169,6 +182,10 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fieldErr("max-queue-time", "%v must be ≥ 0", c.MaxQueueTime)
 	case c.ReasoningTokens < 0 || math.IsNaN(c.ReasoningTokens) || math.IsInf(c.ReasoningTokens, 0):
 		return nil, fieldErr("reasoning-tokens", "%v must be a count ≥ 1 or a fraction in (0, 1)", c.ReasoningTokens)
+	case !(c.ToolCallShare >= 0 && c.ToolCallShare <= 1):
+		return nil, fieldErr("tool-call-share", "%v must be in [0, 1]", c.ToolCallShare)
+	case c.ToolCallTokens < 0 || c.ToolCallTokens > 1<<16:
+		return nil, fieldErr("tool-call-tokens", "%d must be in [1, 65536] (0 for the default, %d)", c.ToolCallTokens, DefaultToolCallTokens)
 	}
 	if r.Model == "" {
 		r.Model = DefaultConfig().Model

@@ -23,7 +23,7 @@ func TestReadCustom(t *testing.T) {
 	// "Hello, world!" = Hello , world ! = 4 Approx tokens; "Be brief." = 3, "Hi" = 1.
 	want := []Request{
 		{Index: 0, Prompt: "Hello, world!", PromptTokens: 4, OutputTokens: 12},
-		{Index: 1, Messages: []Message{{"system", "Be brief."}, {"user", "Hi"}}, PromptTokens: 4},
+		{Index: 1, Messages: []Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}}, PromptTokens: 4},
 	}
 	var got []Request
 	for i := range d.Len() {

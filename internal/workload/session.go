@@ -100,6 +100,25 @@ type ToolCall struct {
 	// ResultTokens is the length in tokens of the tool's result added to the
 	// context (0 = an empty result).
 	ResultTokens int
+	// Parallel says the model makes this call together with the one before
+	// it, in the same answer: the calls of one answer run concurrently and
+	// their results go back in one request. The first call of a turn is
+	// never parallel.
+	Parallel bool
+}
+
+// ToolRounds groups a turn's tool calls into rounds: the calls of one model
+// answer (a call and the Parallel ones after it). Each round is one extra
+// request of the turn.
+func (t Turn) ToolRounds() [][]ToolCall {
+	var rounds [][]ToolCall
+	for i, c := range t.ToolCalls {
+		if i == 0 || !c.Parallel {
+			rounds = append(rounds, nil)
+		}
+		rounds[len(rounds)-1] = append(rounds[len(rounds)-1], c)
+	}
+	return rounds
 }
 
 // SessionSet is an indexed, deterministic source of sessions.

@@ -49,6 +49,7 @@ type jsonlToolCall struct {
 	Name         string   `json:"name"`
 	LatencyMS    *float64 `json:"latency_ms"`
 	ResultTokens *int     `json:"result_tokens"`
+	Parallel     bool     `json:"parallel"`
 }
 
 // LoadSessionsJSONL reads sessions from a JSON Lines file, one session per
@@ -67,7 +68,8 @@ type jsonlToolCall struct {
 // (or both: input_tokens is then trusted as the content's length, which is
 // otherwise counted with the configured tokenizer), output_tokens (the
 // recorded reply's length), reply (its text), think_time_ms, tool_calls
-// ({name, latency_ms, result_tokens}). Times are milliseconds, lengths
+// ({name, latency_ms, result_tokens, parallel: made in the same answer as
+// the call before it}). Times are milliseconds, lengths
 // tokens.
 //
 // Unknown fields are an error, so that a misspelt field cannot silently
@@ -198,7 +200,7 @@ func parseSessionLine(b []byte, line int, tok tokenize.Tokenizer) (Session, erro
 			if field, err := decodeStrict(rawc, &jc); err != nil {
 				return fail(i, joinField(prefix, field), err)
 			}
-			c := ToolCall{Name: jc.Name}
+			c := ToolCall{Name: jc.Name, Parallel: jc.Parallel && j > 0}
 			if jc.LatencyMS != nil {
 				d, ok := sessionMS(*jc.LatencyMS)
 				if !ok {

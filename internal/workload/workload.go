@@ -18,8 +18,22 @@ import (
 
 // Message is one chat message.
 type Message struct {
+	// Role is "system", "user", "assistant" or "tool".
 	Role    string
 	Content string
+	// ToolCalls are the calls an assistant message made (nil otherwise).
+	ToolCalls []MessageToolCall
+	// ToolCallID is the call a "tool" message gives the result of.
+	ToolCallID string
+}
+
+// MessageToolCall is one tool call of an assistant message, as the model
+// made it: what a later request resends in the history.
+type MessageToolCall struct {
+	// ID is the call's id, which the tool message answering it names.
+	ID string
+	// Name is the function called; Arguments its arguments (JSON text).
+	Name, Arguments string
 }
 
 // Request is one request to send. Text fields are filled only by
@@ -53,6 +67,15 @@ type Request struct {
 	BlockHashes []uint64
 	// HashBlockTokens is the number of tokens per BlockHashes entry.
 	HashBlockTokens int
+	// Tools are the names of the tools a chat request declares (nil:
+	// none); a backend declares each as a function.
+	Tools []string
+	// ExpectedToolCalls names the tool calls the source recorded in answer
+	// to this request (calls made together, in one round); nil when none or
+	// unknown. A backend passes it to a simulator as a hint (goodput's
+	// simulator makes exactly these calls); real models decide for
+	// themselves.
+	ExpectedToolCalls []string
 }
 
 // Dataset is an indexed, deterministic source of requests.
