@@ -21,9 +21,14 @@ import (
 // its send time so that building never delays a send, and returns the call
 // that streams it into a record.
 func (c *Client) Prepare(id string, wr workload.Request) (func(context.Context, *runlog.Record), error) {
-	req := &Request{ID: id, Prompt: wr.Prompt, MaxTokens: wr.OutputTokens, PromptTokens: wr.PromptTokens}
+	req := &Request{ID: id, Prompt: wr.Prompt, MaxTokens: wr.OutputTokens, PromptTokens: wr.PromptTokens,
+		Tools: wr.Tools, ExpectedToolCalls: wr.ExpectedToolCalls}
 	for _, m := range wr.Messages {
-		req.Messages = append(req.Messages, Message{Role: m.Role, Content: m.Content})
+		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+		req.Messages = append(req.Messages, msg)
 	}
 	body, err := c.Body(req)
 	if err != nil {

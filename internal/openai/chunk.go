@@ -41,6 +41,11 @@ type Chunk struct {
 	// and of the legacy delta.function_call. They are generated but hidden
 	// tokens.
 	ToolArgs int
+	// ToolCalls are the delta's tool_calls entries (nil when none), for a
+	// caller that follows the calls: an agent loop sends each call's result
+	// back under its id. The bytes alias the payload or the decoder's
+	// buffer, as Content does.
+	ToolCalls []ToolCallDelta
 	// Role is true when the delta carried a role string (typically only the
 	// first chunk, which carries no token).
 	Role bool
@@ -56,6 +61,18 @@ type Chunk struct {
 	// {"object":"error","message":...}.
 	// It holds the server's message, or "unknown error" when it gave none.
 	ErrMessage []byte
+}
+
+// ToolCallDelta is one element of a delta's "tool_calls": a streamed call
+// arrives in pieces, the first with its id and function name, the next ones
+// with fragments of its arguments, all under the same index.
+type ToolCallDelta struct {
+	// Index is the call's "index" (its position among the answer's calls);
+	// the element's position in the array when absent.
+	Index int
+	// ID, Name and Arguments are the unescaped "id", "function.name" and
+	// "function.arguments" fragments; nil when absent.
+	ID, Name, Arguments []byte
 }
 
 // ErrMalformed is wrapped by every error Decode returns: the payload is not
@@ -77,6 +94,17 @@ type ChunkDecoder struct {
 	arena  []byte // unescaped string values for the current Decode
 	keyBuf []byte // unescaped object key, for keys that contain escapes
 	p      parser
+	// calls holds the tool_calls elements of every choice parsed in the
+	// current Decode (a choice keeps its range); out is Chunk.ToolCalls'
+	// storage.
+	calls []callSpans
+	out   []ToolCallDelta
+}
+
+// callSpans locates one tool_calls element's strings.
+type callSpans struct {
+	index          int
+	id, name, args span
 }
 
 // span locates a decoded string: data[off:end] of the payload, or of the
@@ -99,6 +127,8 @@ type choiceState struct {
 	finish            span
 	toolArgs          int
 	role, hasIndexInt bool
+	// callsFrom and callsTo are the choice's range of the decoder's calls.
+	callsFrom, callsTo int
 }
 
 // Decode parses one chunk payload into c, overwriting all of c. It returns
@@ -121,6 +151,8 @@ func (d *ChunkDecoder) DecodeResponse(data []byte, c *Chunk) error {
 func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 	*c = Chunk{}
 	d.arena = d.arena[:0]
+	d.calls = d.calls[:0]
+	var callsFrom, callsTo int
 	p := &d.p
 	*p = parser{data: data, d: d, whole: whole}
 	var (
@@ -146,10 +178,12 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 			c.HasChoices, found, err = p.choices(&ch)
 			content, text, reasoningContent, reasoning, finish = span{}, span{}, span{}, span{}, span{}
 			c.ToolArgs, c.Role = 0, false
+			callsFrom, callsTo = 0, 0
 			if found {
 				content, text, finish = ch.content, ch.text, ch.finish
 				reasoningContent, reasoning = ch.reasoningContent, ch.reasoning
 				c.ToolArgs, c.Role = ch.toolArgs, ch.role
+				callsFrom, callsTo = ch.callsFrom, ch.callsTo
 			}
 		case "usage":
 			c.Usage, err = p.usage()
@@ -184,6 +218,13 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 		c.Reasoning = d.bytes(reasoning)
 	}
 	c.FinishReason = d.bytes(finish)
+	if callsTo > callsFrom {
+		d.out = d.out[:0]
+		for _, cs := range d.calls[callsFrom:callsTo] {
+			d.out = append(d.out, ToolCallDelta{Index: cs.index, ID: d.bytes(cs.id), Name: d.bytes(cs.name), Arguments: d.bytes(cs.args)})
+		}
+		c.ToolCalls = d.out
+	}
 	if isErr || objectIsError {
 		switch {
 		case !errMsg.empty():
@@ -702,6 +743,7 @@ func (p *parser) choice(ch *choiceState) error {
 			}
 			ch.content, ch.reasoningContent, ch.reasoning = span{}, span{}, span{}
 			ch.toolArgs, ch.role = 0, false
+			ch.callsFrom, ch.callsTo = 0, 0
 			return p.delta(ch)
 		case "text":
 			ch.text, _, err = p.stringOrSkip()
@@ -730,9 +772,11 @@ func (p *parser) delta(ch *choiceState) error {
 		case "role":
 			_, ch.role, err = p.stringOrSkip()
 		case "tool_calls":
+			ch.callsFrom = len(p.d.calls)
 			toolCalls, err = p.toolCalls()
+			ch.callsTo = len(p.d.calls)
 		case "function_call":
-			functionCall, err = p.function()
+			functionCall, _, _, err = p.function()
 		default:
 			err = p.value()
 		}
@@ -742,55 +786,74 @@ func (p *parser) delta(ch *choiceState) error {
 	return err
 }
 
-// toolCalls sums the function text of every element of "tool_calls".
+// toolCalls sums the function text of every element of "tool_calls" and
+// records each object element's strings in the decoder's calls.
 func (p *parser) toolCalls() (int, error) {
 	if p.peek() != '[' {
 		return 0, p.value()
 	}
 	total := 0
 	more, err := p.openArray()
-	for ; more && err == nil; more, err = p.nextElement() {
+	for pos := 0; more && err == nil; more, err = p.nextElement() {
 		var n int
-		if n, err = p.toolCall(); err != nil {
+		if n, err = p.toolCall(pos); err != nil {
 			return 0, err
 		}
 		total += n
+		pos++
 	}
 	return total, err
 }
 
-// toolCall returns the function text length of one tool_calls element; a
-// non-object element counts 0.
-func (p *parser) toolCall() (n int, err error) {
-	_, err = p.members(func(k []byte) (err error) {
-		if string(k) == "function" {
-			n, err = p.function()
-			return err
-		}
-		return p.value()
-	})
-	return n, err
-}
-
-// function returns the unescaped length of a function object's name plus
-// arguments; a non-object value counts 0.
-func (p *parser) function() (int, error) {
-	var name, args int
-	_, err := p.members(func(k []byte) (err error) {
-		var s span
+// toolCall returns the function text length of one tool_calls element (at
+// position pos of the array); a non-object element counts 0 and is not
+// recorded.
+func (p *parser) toolCall(pos int) (n int, err error) {
+	cs := callSpans{index: pos}
+	var isObject bool
+	isObject, err = p.members(func(k []byte) (err error) {
 		switch string(k) {
-		case "name":
-			s, _, err = p.stringOrSkip()
-			name = s.end - s.off
-		case "arguments":
-			s, _, err = p.stringOrSkip()
-			args = s.end - s.off
+		case "function":
+			n, cs.name, cs.args, err = p.function()
+		case "id":
+			cs.id, _, err = p.stringOrSkip()
+		case "index":
+			var i int64
+			var ok bool
+			cs.index = pos // a repeated key's last value counts, as in encoding/json
+			if i, ok, err = p.intOrSkip(); ok && i >= 0 && i <= maxCallIndex {
+				cs.index = int(i)
+			}
 		default:
 			err = p.value()
 		}
 		return err
 	})
-	return name + args, err
+	if isObject && err == nil {
+		p.d.calls = append(p.d.calls, cs)
+	}
+	return n, err
+}
+
+// maxCallIndex bounds a believable tool call index; larger ones are taken
+// as the element's position.
+const maxCallIndex = 1 << 16
+
+// function returns the unescaped length of a function object's name plus
+// arguments, and their spans; a non-object value counts 0.
+func (p *parser) function() (n int, name, args span, err error) {
+	_, err = p.members(func(k []byte) (err error) {
+		switch string(k) {
+		case "name":
+			name, _, err = p.stringOrSkip()
+		case "arguments":
+			args, _, err = p.stringOrSkip()
+		default:
+			err = p.value()
+		}
+		return err
+	})
+	return (name.end - name.off) + (args.end - args.off), name, args, err
 }
 
 // usage parses the "usage" value; null or a non-object gives Present false.

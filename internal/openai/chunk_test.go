@@ -23,16 +23,26 @@ import (
 type flatChunk struct {
 	Content, Reasoning, FinishReason, ErrMessage string
 	ToolArgs                                     int
+	ToolCalls                                    []flatCall
 	Role, HasChoices                             bool
 	Usage                                        Usage
 }
 
+type flatCall struct {
+	Index          int
+	ID, Name, Args string
+}
+
 func flatten(c *Chunk) flatChunk {
-	return flatChunk{
+	f := flatChunk{
 		Content: string(c.Content), Reasoning: string(c.Reasoning),
 		FinishReason: string(c.FinishReason), ErrMessage: string(c.ErrMessage),
 		ToolArgs: c.ToolArgs, Role: c.Role, HasChoices: c.HasChoices, Usage: c.Usage,
 	}
+	for _, d := range c.ToolCalls {
+		f.ToolCalls = append(f.ToolCalls, flatCall{d.Index, string(d.ID), string(d.Name), string(d.Arguments)})
+	}
+	return f
 }
 
 func TestDecode(t *testing.T) {
@@ -100,7 +110,8 @@ func TestDecode(t *testing.T) {
 			// name "get" (3) + arguments `{"a` (3) + arguments `b"}` (3) = 9
 			name: "tool call deltas",
 			in:   `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get","arguments":"{\"a"}},{"index":1,"function":{"arguments":"b\"}"}}]}}]}`,
-			want: flatChunk{ToolArgs: 9, HasChoices: true},
+			want: flatChunk{ToolArgs: 9, HasChoices: true, ToolCalls: []flatCall{
+				{Index: 0, ID: "c1", Name: "get", Args: `{"a`}, {Index: 1, Args: `b"}`}}},
 		},
 		{
 			// "f" (1) + "{}" (2) = 3
@@ -349,9 +360,19 @@ func refDecode(data []byte) (flatChunk, error) {
 			}
 			_, c.Role = delta["role"].(string)
 			if calls, ok := delta["tool_calls"].([]any); ok {
-				for _, call := range calls {
-					m, _ := call.(map[string]any)
+				for pos, call := range calls {
+					m, isObj := call.(map[string]any)
 					c.ToolArgs += fnLen(m["function"])
+					if !isObj {
+						continue
+					}
+					fc := flatCall{Index: pos, ID: str(m["id"])}
+					if i, ok := integer(m["index"]); ok && i >= 0 && i <= maxCallIndex {
+						fc.Index = int(i)
+					}
+					fn, _ := m["function"].(map[string]any)
+					fc.Name, fc.Args = str(fn["name"]), str(fn["arguments"])
+					c.ToolCalls = append(c.ToolCalls, fc)
 				}
 			}
 			c.ToolArgs += fnLen(delta["function_call"])
@@ -522,7 +543,7 @@ func (g *gen) choice() any {
 		member{"content", g.strOrOther()},
 		member{"reasoning_content", g.strOrOther()},
 		member{"reasoning", g.strOrOther()},
-		member{"tool_calls", g.pick([]any{g.keep(member{"index", 0}, member{"id", "c"}, member{"function", fn()}), g.keep(member{"function", fn()})}, nil, []any{})},
+		member{"tool_calls", g.pick([]any{g.keep(member{"index", g.pick(0, 2, -1, 1.5, "1", 1<<20)}, member{"id", g.strOrOther()}, member{"function", fn()}), g.keep(member{"function", fn()}), 7}, nil, []any{})},
 		member{"function_call", fn()},
 	)
 	return g.pick(g.keep(

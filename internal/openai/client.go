@@ -33,11 +33,32 @@ import (
 	"github.com/goodput/goodput/internal/sse"
 )
 
-// Message is one chat message.
+// Message is one chat message: an assistant message may carry the tool
+// calls it made, a "tool" message answers one of them.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
+
+// ToolCall is one call of an assistant message, in the wire form.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // always "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is a tool call's function and its arguments (JSON text).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// HeaderToolCalls carries a request's expected tool calls (comma-separated
+// names) to goodput's simulator, which then makes exactly those calls; real
+// servers ignore an unknown header.
+const HeaderToolCalls = "X-Goodput-Tool-Calls"
 
 // Request is what to send: a prompt (completions) or messages (chat).
 type Request struct {
@@ -52,6 +73,10 @@ type Request struct {
 	MaxTokens int
 	// PromptTokens is the prompt length the workload intended (0 unknown).
 	PromptTokens int
+	// Tools are the names of the functions a chat request declares.
+	Tools []string
+	// ExpectedToolCalls, when set, is sent as HeaderToolCalls.
+	ExpectedToolCalls []string
 }
 
 // Config configures a Client.
@@ -340,6 +365,25 @@ func (c *Client) Close() {
 	c.fresh.CloseIdleConnections()
 }
 
+// toolDecls declares each named tool as a function of one string argument:
+// a workload knows the tools' names, not their schemas, and a model needs
+// a schema to call them.
+func toolDecls(names []string) []map[string]any {
+	out := make([]map[string]any, len(names))
+	for i, n := range names {
+		out[i] = map[string]any{"type": "function", "function": map[string]any{
+			"name":        n,
+			"description": "The " + n + " tool. Call it when its result would help answer.",
+			"parameters": map[string]any{
+				"type":       "object",
+				"properties": map[string]any{"query": map[string]any{"type": "string", "description": "what to " + n}},
+				"required":   []string{"query"},
+			},
+		}}
+	}
+	return out
+}
+
 // Body encodes the JSON request body for r. It is separate from Stream so a
 // load generator can build bodies before their send time.
 func (c *Client) Body(r *Request) ([]byte, error) {
@@ -351,6 +395,9 @@ func (c *Client) Body(r *Request) ([]byte, error) {
 			msgs = []Message{{Role: "user", Content: r.Prompt}}
 		}
 		m["messages"] = msgs
+		if len(r.Tools) > 0 {
+			m["tools"] = toolDecls(r.Tools)
+		}
 	} else {
 		m["prompt"] = r.Prompt
 	}
@@ -473,6 +520,9 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	// compressing gateway would batch the events it holds.
 	h["Accept-Encoding"] = []string{"identity"}
 	h["X-Request-Id"] = []string{r.ID}
+	if len(r.ExpectedToolCalls) > 0 {
+		h[HeaderToolCalls] = []string{strings.Join(r.ExpectedToolCalls, ",")}
+	}
 	c.setAuth(h)
 	hc := c.hc
 	if fresh {

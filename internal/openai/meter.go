@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -40,6 +41,15 @@ type StreamMeter struct {
 	firstToken bool
 	events     int    // data events seen, for error messages
 	distrust   string // why continuous usage stopped being believed ("" while it is)
+	// calls are the tool calls streamed so far, merged by index; their
+	// buffers are kept across Reset.
+	calls []callBuf
+}
+
+// callBuf is one tool call being streamed.
+type callBuf struct {
+	index          int
+	id, name, args []byte
 }
 
 // maxChunkTokens is the most tokens one chunk is believed to carry by
@@ -55,7 +65,8 @@ const maxUsageTokens = 1 << 30
 func (m *StreamMeter) Reset(rec *runlog.Record) {
 	finish := m.finish[:0]
 	dec := m.dec
-	*m = StreamMeter{rec: rec, dec: dec, finish: finish, firstToken: true}
+	calls := m.calls[:0]
+	*m = StreamMeter{rec: rec, dec: dec, finish: finish, firstToken: true, calls: calls}
 	rec.Chunks = rec.Chunks[:0]
 }
 
@@ -95,6 +106,9 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 	}
 	if len(ch.FinishReason) > 0 {
 		m.finish = append(m.finish[:0], ch.FinishReason...)
+	}
+	for _, d := range ch.ToolCalls {
+		m.mergeCall(d)
 	}
 	vis, hid := 0, len(ch.Reasoning)+ch.ToolArgs
 	if len(ch.Content) > 0 {
@@ -137,6 +151,62 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 	m.counted += n
 	rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(n), Visible: vis > 0})
 	return false
+}
+
+// mergeCall adds one tool_calls fragment to the call of its index: the id
+// and name arrive once (a server that repeats them in every fragment is not
+// doubled), the arguments in pieces.
+func (m *StreamMeter) mergeCall(d ToolCallDelta) {
+	k := slices.IndexFunc(m.calls, func(c callBuf) bool { return c.index == d.Index })
+	if k < 0 {
+		if len(m.calls) >= maxCalls {
+			return
+		}
+		if len(m.calls) < cap(m.calls) {
+			m.calls = m.calls[:len(m.calls)+1]
+			c := &m.calls[len(m.calls)-1]
+			c.index, c.id, c.name, c.args = d.Index, c.id[:0], c.name[:0], c.args[:0]
+		} else {
+			m.calls = append(m.calls, callBuf{index: d.Index})
+		}
+		k = len(m.calls) - 1
+	}
+	c := &m.calls[k]
+	if len(c.id) == 0 {
+		c.id = append(c.id, d.ID...)
+	}
+	if !bytes.Equal(c.name, d.Name) {
+		c.name = append(c.name, d.Name...)
+	}
+	if len(c.args) < maxCallArgs {
+		c.args = append(c.args, d.Arguments...)
+	}
+}
+
+// maxCalls and maxCallArgs bound what one answer's tool calls may hold in
+// memory; a server past them is streaming garbage, which the byte caps of
+// the stream stop anyway.
+const (
+	maxCalls    = 1024
+	maxCallArgs = 1 << 20
+)
+
+// toolCalls returns the streamed tool calls, in index order; nil when none.
+// A call the server sent without an id gets "call_<index>", so a result
+// can still name it.
+func (m *StreamMeter) toolCalls() []runlog.ToolCall {
+	if len(m.calls) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(m.calls, func(a, b callBuf) int { return a.index - b.index })
+	out := make([]runlog.ToolCall, len(m.calls))
+	for i, c := range m.calls {
+		out[i] = runlog.ToolCall{ID: string(c.id), Name: string(c.name), Arguments: string(c.args)}
+		if out[i].ID == "" {
+			out[i].ID = "call_" + strconv.Itoa(c.index)
+		}
+	}
+	return out
 }
 
 // Done reports whether the stream ended with [DONE] and no failure.
@@ -212,6 +282,7 @@ func (m *StreamMeter) checkUsage() (completion, prompt string) {
 func (m *StreamMeter) Close(estPrompt int) {
 	rec := m.rec
 	rec.FinishReason = string(m.finish)
+	rec.ToolCalls = m.toolCalls()
 	var badCompl, badPrompt string
 	if m.sawUsage {
 		badCompl, badPrompt = m.checkUsage()

@@ -40,6 +40,13 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 		return ""
 	}
 	rec.FinishReason = string(ch.FinishReason)
+	if len(ch.ToolCalls) > 0 {
+		var m StreamMeter
+		for _, d := range ch.ToolCalls {
+			m.mergeCall(d)
+		}
+		rec.ToolCalls = m.toolCalls()
+	}
 	var think ThinkSplitter
 	vis, hid := think.Feed(ch.Content)
 	hid += len(ch.Reasoning) + ch.ToolArgs
