@@ -37,6 +37,14 @@ var (
 		"TraceWindow":                 "--trace-window",
 		"Tokenizer":                   "--tokenizer",
 	}
+	// conversationFieldFlags are the flags of workload.ConversationsConfig's
+	// fields, by Go name (the synthetic conversations of bench).
+	conversationFieldFlags = map[string]string{
+		"NumSessions":     "--num-sessions",
+		"SystemPromptLen": "--shared-prefix-len",
+		"ToolShare":       "--tool-share",
+		"Tools":           "--tools",
+	}
 	// engineFieldFlags are the flags of sim.ConfigError's fields (all but
 	// "model", whose flag depends on the command).
 	engineFieldFlags = map[string]string{
@@ -103,7 +111,11 @@ func flagError(err error, modelFlag string) error {
 			return usagef("%s: %w", flag, se.Err)
 		}
 	case errors.As(err, &oe):
-		if flag, ok := workloadFieldFlags[oe.Field]; ok {
+		flag, ok := workloadFieldFlags[oe.Field]
+		if !ok {
+			flag, ok = conversationFieldFlags[oe.Field]
+		}
+		if ok {
 			if v := oe.ValueText(); v != "" {
 				flag += " " + v
 			}

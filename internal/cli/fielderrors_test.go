@@ -151,6 +151,9 @@ func TestFieldFlagsExist(t *testing.T) {
 	for f, flag := range workloadFieldFlags {
 		has(f, reflect.TypeFor[workload.Options](), flag, "bench", "sim", "sweep")
 	}
+	for f, flag := range conversationFieldFlags {
+		has(f, reflect.TypeFor[workload.ConversationsConfig](), flag, "bench")
+	}
 	for f, flag := range engineFieldFlags {
 		has(f, nil, flag, "bench", "sim", "serve", "sweep")
 	}

@@ -27,6 +27,12 @@ type sessionFlags struct {
 	History       string
 	Goodput       string
 	MaxContext    int
+	MaxToolRounds int
+	ToolLatency   string
+	ToolResultLen string
+	ToolShare     float64
+	ToolCalls     string
+	Tools         []string
 }
 
 func (s *sessionFlags) register(fs *pflag.FlagSet) {
@@ -38,6 +44,12 @@ func (s *sessionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.ThinkTime, "think-time", "", "synthetic conversations: the user's think time before each later turn, ms, a distribution (default fixed:0)")
 	fs.StringVar(&s.History, "history", "server", "sessions: what later turns resend as the earlier answers: server (what the server answered) or recorded (the dataset's replies)")
 	fs.IntVar(&s.MaxContext, "max-context", 0, "sessions: cap a turn's request (history + the reply asked) at this many tokens by leaving out the earliest turns, counted in the records (0: no cap)")
+	fs.IntVar(&s.MaxToolRounds, "max-tool-rounds", 0, "sessions: most tool rounds in one turn; a model still calling tools after them ends the turn (0: 8)")
+	fs.StringVar(&s.ToolLatency, "tool-latency", "", "sessions: each tool's latency in ms, a distribution, for calls the dataset does not time (default fixed:0)")
+	fs.StringVar(&s.ToolResultLen, "tool-result-len", "", "sessions: each tool result's length in tokens, a distribution, where the dataset does not give it (default fixed:64)")
+	fs.Float64Var(&s.ToolShare, "tool-share", 0, "synthetic conversations: share of turns in which the model calls tools")
+	fs.StringVar(&s.ToolCalls, "tool-calls", "", "synthetic conversations: tool calls in a turn that calls tools, a distribution (default fixed:1)")
+	fs.StringSliceVar(&s.Tools, "tools", nil, "synthetic conversations: the tools the sessions declare, comma-separated (default tool)")
 	fs.StringVar(&s.Goodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
 }
 
@@ -76,8 +88,8 @@ func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO,
 	switch {
 	case history != runlog.HistoryServer && history != runlog.HistoryRecorded:
 		return nil, slo, usagef("--history %q: want server or recorded", s.History)
-	case s.Rate < 0 || s.MaxConcurrent < 0 || s.NumSessions < 0 || s.MaxContext < 0:
-		return nil, slo, usagef("--session-rate, --max-concurrent-sessions, --num-sessions and --max-context: want ≥ 0")
+	case s.Rate < 0 || s.MaxConcurrent < 0 || s.NumSessions < 0 || s.MaxContext < 0 || s.MaxToolRounds < 0:
+		return nil, slo, usagef("--session-rate, --max-concurrent-sessions, --num-sessions, --max-context and --max-tool-rounds: want ≥ 0")
 	case !(s.Burstiness > 0):
 		return nil, slo, usagef("--session-burstiness %v: want > 0", s.Burstiness)
 	}
@@ -109,8 +121,28 @@ func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO,
 	if err != nil {
 		return nil, slo, flagError(err, "")
 	}
-	return &run.SessionLoad{Set: set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
-		MaxConcurrent: s.MaxConcurrent, History: history, MaxContext: s.MaxContext}, slo, nil
+	load := &run.SessionLoad{Set: set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
+		MaxConcurrent: s.MaxConcurrent, History: history, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds}
+	if s.ToolLatency != "" {
+		if load.ToolLatency, err = parseDistFlag("--tool-latency", s.ToolLatency); err != nil {
+			return nil, slo, err
+		}
+	}
+	if s.ToolResultLen != "" {
+		if load.ToolResultLen, err = parseDistFlag("--tool-result-len", s.ToolResultLen); err != nil {
+			return nil, slo, err
+		}
+	}
+	return load, slo, nil
+}
+
+// parseDistFlag parses a distribution flag (the --input-len-dist syntax).
+func parseDistFlag(flag, spec string) (workload.Dist, error) {
+	d, err := workload.ParseDist(spec)
+	if err != nil {
+		return nil, usagef("%s: %v", flag, err)
+	}
+	return d, nil
 }
 
 // conversations is the synthetic conversation generator of the flags: turn
@@ -122,11 +154,7 @@ func (o *BenchOptions) conversations() (workload.SessionSet, error) {
 		if spec == "" {
 			spec = def
 		}
-		d, err := workload.ParseDist(spec)
-		if err != nil {
-			return nil, usagef("%s: %v", flag, err)
-		}
-		return d, nil
+		return parseDistFlag(flag, spec)
 	}
 	turns, err := dist("--turns", s.Turns, "fixed:4")
 	if err != nil {
@@ -144,10 +172,23 @@ func (o *BenchOptions) conversations() (workload.SessionSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	calls, err := dist("--tool-calls", s.ToolCalls, "fixed:1")
+	if err != nil {
+		return nil, err
+	}
+	latency, err := dist("--tool-latency", s.ToolLatency, "fixed:0")
+	if err != nil {
+		return nil, err
+	}
+	result, err := dist("--tool-result-len", s.ToolResultLen, "fixed:64")
+	if err != nil {
+		return nil, err
+	}
 	n := s.NumSessions
 	if n == 0 {
 		n = 20
 	}
 	return workload.NewConversations(workload.ConversationsConfig{NumSessions: n, Seed: o.load.Seed, Turns: turns, ThinkTime: think,
-		InputLen: in, OutputLen: out, SystemPromptLen: w.SharedPrefixLen})
+		InputLen: in, OutputLen: out, SystemPromptLen: w.SharedPrefixLen,
+		ToolShare: s.ToolShare, ToolCalls: calls, Tools: s.Tools, ToolLatency: latency, ToolResultLen: result})
 }

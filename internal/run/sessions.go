@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,14 @@ type SessionLoad struct {
 	// (the system prompt and the turn's own message always stay), and each
 	// record counts the turns left out (HistoryDropped).
 	MaxContext int
+	// MaxToolRounds caps the tool rounds of one turn (0:
+	// DefaultMaxToolRounds): past it the turn ends with the calls answered
+	// but no further request.
+	MaxToolRounds int
+	// ToolLatency (ms) and ToolResultLen (tokens) are drawn for tool calls
+	// the sessions do not plan (a real model's own calls); nil: instant
+	// tools and DefaultToolResultTokens.
+	ToolLatency, ToolResultLen workload.Dist
 }
 
 // sessionsRun is what the sessions of one run share: the text of turns
@@ -47,8 +57,6 @@ type sessionsRun struct {
 	seed  int64
 	synth *tokenize.Synthesizer
 	tok   tokenize.Tokenizer
-	// toolsNoted says the user was told tool calls are not replayed.
-	toolsNoted sync.Once
 	// watch is the caller's view of the run's requests (a progress line).
 	watch Watch
 }
@@ -162,22 +170,18 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 	if history == "" {
 		history = runlog.HistoryServer
 	}
-	// msgs is the history; sizes their lengths in tokens, for the cap.
-	var msgs []workload.Message
-	var sizes []int
-	system := 0
+	h := &sessionHistory{}
 	if sys, err := sess.SystemText(c.Seed, sr.synth); err == nil && sys != "" {
-		msgs, sizes, system = append(msgs, workload.Message{Role: "system", Content: sys}), append(sizes, sr.tok.Count(sys)), 1
+		h.system = &histTurn{msgs: []workload.Message{{Role: "system", Content: sys}}, size: sr.tok.Count(sys)}
 	}
-	dropped := 0
+	tools := sessionTools(sess)
+	maxRounds := load.MaxToolRounds
+	if maxRounds <= 0 {
+		maxRounds = DefaultMaxToolRounds
+	}
 	sent := 0
 	prevSend, prevEnd := start, start
 	for ti, turn := range sess.Turns {
-		if len(turn.ToolCalls) > 0 {
-			sr.toolsNoted.Do(func() {
-				c.note("the sessions' tool calls are not sent yet: each turn is one request, without tools")
-			})
-		}
 		content := turn.Content
 		if content == "" {
 			content = sr.text(idx, ti, turn.InputTokens)
@@ -186,17 +190,7 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		if size <= 0 {
 			size = sr.tok.Count(content)
 		}
-		msgs, sizes = append(msgs, workload.Message{Role: "user", Content: content}), append(sizes, size)
-		if load.MaxContext > 0 {
-			// Drop the earliest turn (its message and answer) while the
-			// request would not fit, keeping the system prompt and this
-			// turn's message.
-			for sum(sizes)+turn.OutputTokens > load.MaxContext && len(msgs)-system > 1 {
-				msgs = append(msgs[:system], msgs[system+2:]...)
-				sizes = append(sizes[:system], sizes[system+2:]...)
-				dropped++
-			}
-		}
+		h.cur = histTurn{msgs: []workload.Message{{Role: "user", Content: content}}, size: size}
 		intended := prevEnd + int64(turn.ThinkTime)
 		if sess.ThinkFromSend && ti > 0 {
 			intended = max(prevEnd, prevSend+int64(turn.ThinkTime))
@@ -204,45 +198,248 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		if ti == 0 {
 			intended = start + int64(turn.ThinkTime)
 		}
-		if !sleepUntil(ctx, w.now, intended) {
-			return sent
-		}
-		id := w.prefix + "s" + strconv.Itoa(idx) + "-t" + strconv.Itoa(ti+1)
-		call, err := w.backend.Prepare(id, workload.Request{Messages: msgs, OutputTokens: turn.OutputTokens})
-		rec := runlog.Record{Intended: intended} // the backend keeps it, and resets the rest
-		if err != nil {
-			rec.ID, rec.Sent, rec.End = id, w.now(), w.now()
-			rec.ErrorClass, rec.Error = runlog.ErrMalformed, "preparing the request: "+err.Error()
-		} else {
-			if sr.watch != nil {
-				sr.watch.Sent()
+		rounds := turn.ToolRounds()
+		for round := 0; ; round++ {
+			if load.MaxContext > 0 {
+				h.fit(load.MaxContext - turn.OutputTokens)
 			}
-			call(ctx, &rec)
+			if !sleepUntil(ctx, w.now, intended) {
+				return sent
+			}
+			id := w.prefix + "s" + strconv.Itoa(idx) + "-t" + strconv.Itoa(ti+1)
+			if round > 0 {
+				id += "-r" + strconv.Itoa(round)
+			}
+			req := workload.Request{Messages: h.messages(), OutputTokens: turn.OutputTokens, Tools: tools}
+			if round < len(rounds) {
+				req.ExpectedToolCalls = make([]string, len(rounds[round]))
+				for j, tc := range rounds[round] {
+					req.ExpectedToolCalls[j] = tc.Name
+				}
+				// A call's arguments must not be cut by the final answer's length.
+				req.OutputTokens = max(turn.OutputTokens, minToolRoundTokens)
+			}
+			rec := r.sessionRequest(ctx, id, req, intended, sr)
+			rec.SessionID, rec.Turn, rec.ToolRound, rec.History, rec.HistoryDropped = sess.ID, ti+1, round, history, h.dropped
+			sent++
+			calls := rec.ToolCalls
+			if rec.OK() && len(calls) > 0 {
+				if bad := undeclared(calls, tools); bad != "" {
+					rec.ErrorClass = runlog.ErrBadResponse
+					rec.Error = fmt.Sprintf("tool call of %q, which the request did not declare (declared: %s)", bad, strings.Join(tools, ", "))
+				}
+			}
+			var wait time.Duration
+			var results []workload.Message
+			var resultSize int
+			if rec.OK() && len(calls) > 0 {
+				var planned []workload.ToolCall
+				if round < len(rounds) {
+					planned = rounds[round]
+				}
+				wait, results, resultSize = sr.toolResults(idx, ti, round, calls, planned, load)
+				if round < maxRounds {
+					rec.ToolLatencyNs = int64(wait)
+				}
+			}
+			answer := rec.GeneratedText
+			if history == runlog.HistoryRecorded && turn.RecordedReply != "" && len(calls) == 0 {
+				answer = turn.RecordedReply
+			}
+			if !c.Output.KeepText {
+				rec.GeneratedText = ""
+				for k := range rec.ToolCalls {
+					rec.ToolCalls[k].Arguments = ""
+				}
+			}
+			_ = r.fan.Record(rec)
+			if sr.watch != nil {
+				_ = sr.watch.Record(rec)
+			}
+			if !rec.OK() {
+				return sent
+			}
+			prevSend, prevEnd = rec.Sent, rec.End
+			if len(calls) == 0 {
+				answerSize := rec.CompletionTokens - rec.ReasoningTokens
+				if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
+					answerSize = sr.tok.Count(answer)
+				}
+				h.cur.add(workload.Message{Role: "assistant", Content: answer}, max(answerSize, 0))
+				break
+			}
+			// The calls and their results join the history whether or not
+			// another request follows, so that it stays one a chat
+			// template accepts (every call answered).
+			h.cur.add(assistantCalls(calls), rec.CompletionTokens)
+			h.cur.msgs = append(h.cur.msgs, results...)
+			h.cur.size += resultSize
+			if round >= maxRounds {
+				break // the cap: the turn ends without a visible answer
+			}
+			intended = rec.End + int64(wait)
 		}
-		rec.SessionID, rec.Turn, rec.History, rec.HistoryDropped = sess.ID, ti+1, history, dropped
-		sent++
-		answer := rec.GeneratedText
-		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
-			answer = turn.RecordedReply
-		}
-		if !c.Output.KeepText {
-			rec.GeneratedText = ""
-		}
-		_ = r.fan.Record(&rec)
-		if sr.watch != nil {
-			_ = sr.watch.Record(&rec)
-		}
-		if !rec.OK() {
-			return sent
-		}
-		answerSize := rec.CompletionTokens - rec.ReasoningTokens
-		if history == runlog.HistoryRecorded && turn.RecordedReply != "" {
-			answerSize = sr.tok.Count(answer)
-		}
-		msgs, sizes = append(msgs, workload.Message{Role: "assistant", Content: answer}), append(sizes, max(answerSize, 0))
-		prevSend, prevEnd = rec.Sent, rec.End
+		h.past = append(h.past, h.cur)
 	}
 	return sent
+}
+
+// DefaultMaxToolRounds caps the tool rounds of one turn when
+// SessionLoad.MaxToolRounds is 0: an agent whose model keeps calling tools
+// is cut off, as real agent loops are.
+const DefaultMaxToolRounds = 8
+
+// minToolRoundTokens is the least max_tokens a request that the workload
+// expects to be answered with tool calls asks for.
+const minToolRoundTokens = 256
+
+// sessionRequest sends one request of a session and returns its record.
+func (r *runner) sessionRequest(ctx context.Context, id string, req workload.Request, intended int64, sr *sessionsRun) *runlog.Record {
+	w := r.wall
+	call, err := w.backend.Prepare(id, req)
+	rec := &runlog.Record{Intended: intended} // the backend keeps it, and resets the rest
+	if err != nil {
+		rec.ID, rec.Sent, rec.End = id, w.now(), w.now()
+		rec.ErrorClass, rec.Error = runlog.ErrMalformed, "preparing the request: "+err.Error()
+		return rec
+	}
+	if sr.watch != nil {
+		sr.watch.Sent()
+	}
+	call(ctx, rec)
+	return rec
+}
+
+// histTurn is one turn's messages in a session's history and their length
+// in tokens.
+type histTurn struct {
+	msgs []workload.Message
+	size int
+}
+
+func (t *histTurn) add(m workload.Message, size int) {
+	t.msgs = append(t.msgs, m)
+	t.size += size
+}
+
+// sessionHistory is what a session's next request carries: the system
+// prompt, the turns before, and the current turn so far.
+type sessionHistory struct {
+	system  *histTurn
+	past    []histTurn
+	cur     histTurn
+	dropped int
+}
+
+// fit leaves out the earliest past turns (each with its tool rounds) while
+// the history is over limit tokens; the system prompt and the current turn
+// always stay.
+func (h *sessionHistory) fit(limit int) {
+	total := h.cur.size
+	if h.system != nil {
+		total += h.system.size
+	}
+	for _, t := range h.past {
+		total += t.size
+	}
+	for total > limit && len(h.past) > 0 {
+		total -= h.past[0].size
+		h.past = h.past[1:]
+		h.dropped++
+	}
+}
+
+// messages returns the history as one request's messages (a fresh slice:
+// the backend may keep it).
+func (h *sessionHistory) messages() []workload.Message {
+	n := len(h.cur.msgs)
+	for _, t := range h.past {
+		n += len(t.msgs)
+	}
+	if h.system != nil {
+		n++
+	}
+	out := make([]workload.Message, 0, n)
+	if h.system != nil {
+		out = append(out, h.system.msgs...)
+	}
+	for _, t := range h.past {
+		out = append(out, t.msgs...)
+	}
+	return append(out, h.cur.msgs...)
+}
+
+// sessionTools are the tools a session's requests declare: its declared
+// ones, else the names its turns call (nil: a session without tools).
+func sessionTools(sess workload.Session) []string {
+	if len(sess.Tools) > 0 {
+		return sess.Tools
+	}
+	var names []string
+	for _, t := range sess.Turns {
+		for _, c := range t.ToolCalls {
+			if !slices.Contains(names, c.Name) {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	return names
+}
+
+// undeclared returns the first call's name that is not among tools ("" when
+// all are declared).
+func undeclared(calls []runlog.ToolCall, tools []string) string {
+	for _, c := range calls {
+		if !slices.Contains(tools, c.Name) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// assistantCalls is the history's message of an answer made of tool calls.
+func assistantCalls(calls []runlog.ToolCall) workload.Message {
+	m := workload.Message{Role: "assistant", ToolCalls: make([]workload.MessageToolCall, len(calls))}
+	for i, c := range calls {
+		m.ToolCalls[i] = workload.MessageToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	}
+	return m
+}
+
+// DefaultToolResultTokens is the length of a tool result the workload does
+// not give (SessionLoad.ToolResultLen nil).
+const DefaultToolResultTokens = 64
+
+// toolResults runs the tools of one answer's calls: they run concurrently,
+// so the wait is the longest call's latency. A call the workload planned
+// (the same position in the round, the same tool) takes its latency and
+// result length; others draw them from the load's distributions. The
+// results are the tool messages answering each call by its id.
+func (sr *sessionsRun) toolResults(session, turn, round int, calls []runlog.ToolCall, planned []workload.ToolCall,
+	load *SessionLoad) (wait time.Duration, msgs []workload.Message, size int) {
+	rng := rand.New(rand.NewPCG(uint64(sr.seed)^0x746f6f6c73, uint64(session)<<32|uint64(turn)<<12|uint64(round)))
+	msgs = make([]workload.Message, len(calls))
+	for j, c := range calls {
+		var lat time.Duration
+		n := DefaultToolResultTokens
+		if load.ToolResultLen != nil {
+			n = max(load.ToolResultLen.Sample(rng), 0)
+		}
+		if load.ToolLatency != nil {
+			lat = time.Duration(max(load.ToolLatency.Sample(rng), 0)) * time.Millisecond
+		}
+		if j < len(planned) && planned[j].Name == c.Name {
+			lat, n = planned[j].Latency, planned[j].ResultTokens
+		}
+		wait = max(wait, lat)
+		text := ""
+		if n > 0 {
+			text = sr.synth.Text(n, rng)
+		}
+		msgs[j] = workload.Message{Role: "tool", ToolCallID: c.ID, Content: text}
+		size += n
+	}
+	return wait, msgs, size
 }
 
 func sum(xs []int) int {

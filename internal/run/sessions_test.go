@@ -164,3 +164,171 @@ func TestSessionsMaxContext(t *testing.T) {
 		t.Errorf("turn 4 sent %v; want turn 3, its answer, turn 4", last)
 	}
 }
+
+// toolServer answers a chat request whose last message is the user's with
+// the calls its X-Goodput-Tool-Calls header names (or, with always set,
+// with one call of "search" after tool results too), with ids call-<request
+// number>-<j>, and anything else with "done". It checks that every tool
+// message answers, by id, a call of the assistant message before it.
+type toolServer struct {
+	always string // when set, every answer is a call of this tool
+	mu     sync.Mutex
+	seen   [][]openai.Message
+	bad    []string
+}
+
+func (ts *toolServer) start(t *testing.T) *httptest.Server {
+	var n int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
+			return
+		}
+		var body struct {
+			Messages []openai.Message
+			Tools    []struct{ Function struct{ Name string } }
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		ts.mu.Lock()
+		n++
+		req := n
+		ts.seen = append(ts.seen, body.Messages)
+		open := map[string]bool{}
+		for i, m := range body.Messages {
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
+			}
+			if m.Role == "tool" && !open[m.ToolCallID] {
+				ts.bad = append(ts.bad, fmt.Sprintf("request %d message %d answers unknown call %q", req, i, m.ToolCallID))
+			}
+			delete(open, m.ToolCallID)
+		}
+		if len(open) > 0 {
+			ts.bad = append(ts.bad, fmt.Sprintf("request %d leaves calls unanswered: %v", req, open))
+		}
+		ts.mu.Unlock()
+		var names []string
+		last := body.Messages[len(body.Messages)-1]
+		if h := r.Header.Get(openai.HeaderToolCalls); h != "" && last.Role != "assistant" {
+			names = strings.Split(h, ",")
+		}
+		if ts.always != "" {
+			names = []string{ts.always}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if len(names) == 0 {
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"done\"},\"finish_reason\":\"stop\"}]}\n\n")
+		} else {
+			for j, name := range names {
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":%d,\"id\":\"call-%d-%d\",\"type\":\"function\",\"function\":{\"name\":%q,\"arguments\":\"{}\"}}]}}]}\n\n", j, req, j, name)
+			}
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n")
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A turn with two parallel calls and then one more: three requests, the
+// tool rounds counted, the results sent back under the calls' ids after
+// the longest call of each round, then the next turn with all of it in
+// its history.
+func TestSessionToolRounds(t *testing.T) {
+	var ts toolServer
+	srv := ts.start(t)
+	set, err := workload.NewSessions("tools", []workload.Session{{ID: "a", Tools: []string{"search", "read"}, Turns: []workload.Turn{
+		{Content: "find it", OutputTokens: 5, ToolCalls: []workload.ToolCall{
+			{Name: "search", Latency: 30 * time.Millisecond, ResultTokens: 7},
+			{Name: "read", Latency: 60 * time.Millisecond, ResultTokens: 3, Parallel: true},
+			{Name: "search", Latency: 10 * time.Millisecond},
+		}},
+		{Content: "thanks"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), sessionConfig(t, srv.URL, set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 4 {
+		t.Fatalf("%d records; want 3 for turn 1 (2 tool rounds) and 1 for turn 2", len(res.Records))
+	}
+	r0, r1, r2, t2 := &res.Records[0], &res.Records[1], &res.Records[2], &res.Records[3]
+	for i, r := range []*runlog.Record{r0, r1, r2, t2} {
+		wantTurn, wantRound := 1, i
+		if i == 3 {
+			wantTurn, wantRound = 2, 0
+		}
+		if !r.OK() || r.Turn != wantTurn || r.ToolRound != wantRound {
+			t.Errorf("record %d (%s): turn %d round %d ok %v (%s); want turn %d round %d", i, r.ID, r.Turn, r.ToolRound, r.OK(), r.Error, wantTurn, wantRound)
+		}
+	}
+	if len(r0.ToolCalls) != 2 || r0.ToolCalls[0].ID != "call-1-0" || r0.ToolCalls[1].Name != "read" || r0.ToolLatencyNs != int64(60*time.Millisecond) {
+		t.Errorf("round 0 calls %v wait %v; want search and read, the longest latency 60ms", r0.ToolCalls, time.Duration(r0.ToolLatencyNs))
+	}
+	if r1.Intended != r0.End+int64(60*time.Millisecond) || r2.Intended != r1.End+int64(10*time.Millisecond) {
+		t.Errorf("round 1 intended %d (round 0 ended %d + 60ms), round 2 intended %d (round 1 ended %d + 10ms)", r1.Intended, r0.End, r2.Intended, r1.End)
+	}
+	if r2.ToolCalls != nil || r2.ToolLatencyNs != 0 {
+		t.Errorf("final answer carries calls %v, wait %d", r2.ToolCalls, r2.ToolLatencyNs)
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.bad) > 0 {
+		t.Errorf("tool results did not answer their calls: %v", ts.bad)
+	}
+	// Turn 2 resends turn 1 whole: user, calls, 2 results, call, result, answer.
+	var roles []string
+	for _, m := range ts.seen[3] {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, " "); got != "user assistant tool tool assistant tool assistant user" {
+		t.Errorf("turn 2 history roles %q", got)
+	}
+	if m := ts.seen[1][2]; m.ToolCallID != "call-1-0" || len(strings.Fields(m.Content)) == 0 {
+		t.Errorf("first tool result %+v; want the answer to call-1-0 with 7 tokens of text", m)
+	}
+}
+
+// A model that keeps calling tools is cut off after MaxToolRounds; a call
+// of a tool the request did not declare fails the request and ends its
+// session.
+func TestSessionToolRoundCapAndUndeclared(t *testing.T) {
+	ts := toolServer{always: "search"}
+	srv := ts.start(t)
+	set, err := workload.NewSessions("loop", []workload.Session{{ID: "a", Tools: []string{"search"}, Turns: []workload.Turn{{Content: "go"}, {Content: "again"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sessionConfig(t, srv.URL, set)
+	cfg.Sessions.MaxToolRounds = 2
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rounds []string
+	for _, r := range res.Records {
+		rounds = append(rounds, fmt.Sprintf("%d.%d", r.Turn, r.ToolRound))
+	}
+	if got := strings.Join(rounds, " "); got != "1.0 1.1 1.2 2.0 2.1 2.2" {
+		t.Errorf("turn.round of the requests %q; want 3 requests per turn", got)
+	}
+	if len(ts.bad) > 0 {
+		t.Errorf("history after the cap leaves calls unanswered: %v", ts.bad)
+	}
+
+	bad := toolServer{always: "rm"}
+	srv2 := bad.start(t)
+	res, err = Run(context.Background(), sessionConfig(t, srv2.URL, set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 1 || res.Records[0].ErrorClass != runlog.ErrBadResponse || !strings.Contains(res.Records[0].Error, `"rm"`) {
+		t.Fatalf("records %+v; want one failed by the undeclared tool", res.Records)
+	}
+	if s := res.Sessions; s == nil || s.Failed != 1 {
+		t.Errorf("sessions %+v; want the session failed", s)
+	}
+}
