@@ -141,7 +141,8 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 	if meta != nil && meta.Analysis != nil {
 		spec = meta.Analysis.Sweep
 	}
-	res.Sessions = sessionSummary(meta, data, so)
+	var sessionRecs []runlog.Record
+	res.Sessions, sessionRecs = sessionSummary(meta, data, so)
 	for i := range data {
 		d := &data[i]
 		lv := d.level
@@ -152,7 +153,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 	}
 	if spec == nil {
 		if len(data) == 1 {
-			res.Findings, res.Focus = withSessionFindings(res.Levels[0].Findings, res.Sessions), 0
+			res.Findings, res.Focus = withSessionFindings(res.Levels[0].Findings, res.Sessions, sessionRecs), 0
 			lv := data[0].level
 			res.SLA = findings.SLASentence(findings.Input{Summary: &data[0].summary, Meta: meta, Level: &lv})
 		}
@@ -180,15 +181,15 @@ type sessionOptions struct {
 	slo         *stats.SessionSLO
 }
 
-// sessionSummary summarises the sessions of every level; nil without
-// sessions.
-func sessionSummary(meta *runlog.Meta, data []levelData, o sessionOptions) *stats.SessionSummary {
+// sessionSummary summarises the sessions of every level, and returns their
+// records; nil without sessions.
+func sessionSummary(meta *runlog.Meta, data []levelData, o sessionOptions) (*stats.SessionSummary, []runlog.Record) {
 	var recs []runlog.Record
 	for i := range data {
 		recs = append(recs, data[i].sessions...)
 	}
 	if len(recs) == 0 {
-		return nil
+		return nil, nil
 	}
 	ps := o.percentiles
 	var slo stats.SessionSLO
@@ -202,13 +203,13 @@ func sessionSummary(meta *runlog.Meta, data []levelData, o sessionOptions) *stat
 		slo = *o.slo
 	}
 	s := stats.SummarizeSessions(recs, ps, slo)
-	return &s
+	return &s, recs
 }
 
-// withSessionFindings adds the session rules' findings to fs (a copy),
-// before the closing SLA sentence.
-func withSessionFindings(fs []findings.Finding, s *stats.SessionSummary) []findings.Finding {
-	more := findings.Sessions(s)
+// withSessionFindings adds the session rules' findings on s and its records
+// to fs (a copy), before the closing SLA sentence.
+func withSessionFindings(fs []findings.Finding, s *stats.SessionSummary, recs []runlog.Record) []findings.Finding {
+	more := findings.SessionsWithRecords(s, recs)
 	if len(more) == 0 {
 		return fs
 	}

@@ -442,14 +442,6 @@ func (sr *sessionsRun) toolResults(session, turn, round int, calls []runlog.Tool
 	return wait, msgs, size
 }
 
-func sum(xs []int) int {
-	n := 0
-	for _, x := range xs {
-		n += x
-	}
-	return n
-}
-
 // sleepUntil waits until the run clock now reads at (ns); false when ctx
 // ended first.
 func sleepUntil(ctx context.Context, now func() int64, at int64) bool {
