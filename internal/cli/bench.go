@@ -85,7 +85,7 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
-	sessions, sessionSLO, err := o.sessionLoad(env)
+	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,15 +20,17 @@ import (
 
 // CompareOptions is everything "goodput compare" needs.
 type CompareOptions struct {
-	A, B              string
-	Goodput           []string
-	MetricPercentiles string
-	Metrics           string
-	Resamples         int
-	Confidence        float64
-	Seed              uint64
-	ReadingSpeedMs    float64
-	HTML              string
+	A, B    string
+	Goodput []string
+	// SLOPreset and SessionGoodput are --slo-preset and --session-goodput.
+	SLOPreset, SessionGoodput string
+	MetricPercentiles         string
+	Metrics                   string
+	Resamples                 int
+	Confidence                float64
+	Seed                      uint64
+	ReadingSpeedMs            float64
+	HTML                      string
 	// Read says how records files are read: --skip-bad-lines, --merge.
 	Read runlog.ReadOptions
 	// Force merges the runs of one file (--merge) even when they differ in
@@ -70,6 +73,8 @@ that do not parse or hold a value out of range, each named in a warning;
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO judging both runs' goodput, e.g. --goodput ttft:2000 tpot:50 (ms)")
+	fs.StringVar(&o.SLOPreset, "slo-preset", "", "a product's SLO for both runs ("+strings.Join(stats.PresetNames(), ", ")+"); --goodput and --session-goodput override it constraint by constraint")
+	fs.StringVar(&o.SessionGoodput, "session-goodput", "", "session SLO judging both runs' sessions, e.g. 'ttp:2000 turn_ttft_p95:800' (default: the one both runs stored)")
 	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,99", "percentiles to compare")
 	fs.StringVar(&o.Metrics, "percentile-metrics", "ttft,ttp,tpot,e2el,response", "metrics to compare (per-request ones: ttft, ttp, tpot, e2el, response)")
 	fs.IntVar(&o.Resamples, "resamples", compare.DefaultResamples, "bootstrap resamples")
@@ -126,7 +131,12 @@ func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedR
 }
 
 func runCompare(_ context.Context, env Env, o *CompareOptions) error {
-	slo, err := (&summaryFlags{Goodput: o.Goodput}).slo(o.sloWords)
+	sf := &summaryFlags{Goodput: o.Goodput, SLOPreset: o.SLOPreset}
+	slo, err := sf.slo(o.sloWords)
+	if err != nil {
+		return err
+	}
+	sessionSLO, err := sf.sessionSLO(o.SessionGoodput)
 	if err != nil {
 		return err
 	}
@@ -163,7 +173,7 @@ func runCompare(_ context.Context, env Env, o *CompareOptions) error {
 	}
 	c, err := compare.Compare(a.run, b.run, compare.Options{
 		SLO: slo, Percentiles: ps, Metrics: ms, Resamples: o.Resamples, Confidence: o.Confidence, Seed: o.Seed,
-		ReadingSpeed: time.Duration(o.ReadingSpeedMs * float64(time.Millisecond)),
+		ReadingSpeed: time.Duration(o.ReadingSpeedMs * float64(time.Millisecond)), SessionSLO: sessionSLO,
 	})
 	if err != nil {
 		return usageError{err}

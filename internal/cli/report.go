@@ -22,28 +22,67 @@ import (
 // summaryFlags are the flags that say how records are summarised; report
 // and compare share them, with bench's names and meanings.
 type summaryFlags struct {
-	Goodput           []string
+	Goodput []string
+	// SLOPreset names a product's SLO (stats.Presets); --goodput and
+	// --session-goodput override it constraint by constraint.
+	SLOPreset         string
 	PercentileMetrics string
 	MetricPercentiles string
 	Buckets           string
 }
 
-// slo parses --goodput plus stray "name:ms" words taken from the arguments.
+// slo parses --goodput plus stray "name:ms" words taken from the
+// arguments, over --slo-preset's request constraints.
 func (s *summaryFlags) slo(extra []string) (stats.SLO, error) {
-	spec := strings.TrimSpace(strings.Join(append(append([]string{}, s.Goodput...), extra...), " "))
-	if spec == "" {
-		return stats.SLO{}, nil
-	}
-	slo, err := stats.ParseSLO(spec)
+	p, err := s.preset()
 	if err != nil {
-		return stats.SLO{}, usagef("--goodput: %v", err)
+		return stats.SLO{}, err
+	}
+	var slo stats.SLO
+	if spec := strings.TrimSpace(strings.Join(append(append([]string{}, s.Goodput...), extra...), " ")); spec != "" {
+		if slo, err = stats.ParseSLO(spec); err != nil {
+			return stats.SLO{}, usagef("--goodput: %v", err)
+		}
+	}
+	if p != nil {
+		slo, _ = p.Merge(slo, stats.SessionSLO{})
 	}
 	return slo, nil
+}
+
+// sessionSLO parses a --session-goodput spec over --slo-preset's session
+// constraints.
+func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
+	p, err := s.preset()
+	if err != nil {
+		return stats.SessionSLO{}, err
+	}
+	slo, err := stats.ParseSessionSLO(spec)
+	if err != nil {
+		return slo, usagef("--session-goodput: %v", err)
+	}
+	if p != nil {
+		_, slo = p.Merge(stats.SLO{}, slo)
+	}
+	return slo, nil
+}
+
+// preset is --slo-preset's preset; nil when none was given.
+func (s *summaryFlags) preset() (*stats.Preset, error) {
+	if s.SLOPreset == "" {
+		return nil, nil
+	}
+	p, err := stats.LookupPreset(s.SLOPreset)
+	if err != nil {
+		return nil, usagef("--slo-preset: %v", err)
+	}
+	return &p, nil
 }
 
 // register adds the flags, with bench's names, meanings and defaults.
 func (s *summaryFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&s.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
+	fs.StringVar(&s.SLOPreset, "slo-preset", "", "a product's SLO ("+strings.Join(stats.PresetNames(), ", ")+"; goodput slo list); --goodput and --session-goodput override it constraint by constraint")
 	fs.StringVar(&s.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&s.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&s.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
@@ -155,7 +194,7 @@ durations and never spans the idle time between them.`,
 	fs.BoolVar(&o.Force, "force", false, "merge records files even when they come from incompatible runs")
 	readFlags(cmd, &o.Read)
 	fs.StringVar(&o.PerRequest, "per-request", "", "print one row per request instead of the summary: csv or jsonl")
-	fs.StringVar(&o.CSVDir, "csv", "", "write summary.csv, metrics.csv, buckets.csv and requests.csv into this directory")
+	fs.StringVar(&o.CSVDir, "csv", "", "write summary.csv, metrics.csv, buckets.csv and requests.csv (and, with sessions, turns.csv and sessions.csv) into this directory")
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
 	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; for several levels one object holding each level's (\"levels\") and, for a sweep, its verdict (\"sweep\")")
 	fs.StringVar(&o.Title, "title", "", "title of the HTML report")
@@ -269,6 +308,11 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 		if err != nil {
 			return fmt.Errorf("--csv: %w", err)
 		}
+		more, err := report.WriteSessionCSVDir(resolve(env, o.CSVDir), res.Sessions)
+		if err != nil {
+			return fmt.Errorf("--csv: %w", err)
+		}
+		paths = append(paths, more...)
 		fmt.Fprintf(env.Stderr, "goodput: wrote %s\n", strings.Join(paths, ", "))
 	}
 	var output run.Output
@@ -307,7 +351,7 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 			return nil, err
 		}
 		so = stored
-		if o.changed("goodput") || len(o.sloWords) > 0 {
+		if o.changed("goodput") || o.changed("slo-preset") || len(o.sloWords) > 0 {
 			so.SLO = flags.SLO
 		}
 		if o.changed("percentile-metrics") {
@@ -330,10 +374,10 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 		}
 	}
 	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed}
-	if o.changed("session-goodput") {
-		slo, err := stats.ParseSessionSLO(o.SessionGoodput)
+	if o.changed("session-goodput") || o.changed("slo-preset") {
+		slo, err := o.Summary.sessionSLO(o.SessionGoodput)
 		if err != nil {
-			return nil, usagef("--session-goodput: %v", err)
+			return nil, err
 		}
 		ao.SessionSLO = &slo
 	}

@@ -71,12 +71,12 @@ func isSessionDataset(name string) bool {
 }
 
 // sessionLoad is the session workload the flags describe, or nil when the
-// dataset is not one.
-func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO, error) {
-	s, w := &o.sessions, &o.work.o
-	slo, err := stats.ParseSessionSLO(s.Goodput)
+// dataset is not one; seed is --seed.
+func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlags, seed int64) (*run.SessionLoad, stats.SessionSLO, error) {
+	w := &work.o
+	slo, err := out.sessionSLO(s.Goodput)
 	if err != nil {
-		return nil, slo, usagef("--session-goodput: %v", err)
+		return nil, slo, err
 	}
 	if !isSessionDataset(w.DatasetName) {
 		if s.Goodput != "" {
@@ -113,10 +113,10 @@ func (o *BenchOptions) sessionLoad(env Env) (*run.SessionLoad, stats.SessionSLO,
 	case path != "" && strings.HasSuffix(strings.ToLower(path), ".jsonl"):
 		set, err = workload.LoadSessionsJSONL(path, workload.SessionJSONLConfig{NumSessions: s.NumSessions, Tokenizer: tok})
 	case path != "":
-		set, err = workload.LoadShareGPTSessions(path, workload.ShareGPTSessionsConfig{NumSessions: s.NumSessions, Seed: o.load.Seed,
+		set, err = workload.LoadShareGPTSessions(path, workload.ShareGPTSessionsConfig{NumSessions: s.NumSessions, Seed: seed,
 			NoShuffle: w.NoShuffle, Tokenizer: tok})
 	default:
-		set, err = o.conversations()
+		set, err = s.conversations(w, seed)
 	}
 	if err != nil {
 		return nil, slo, flagError(err, "")
@@ -148,8 +148,7 @@ func parseDistFlag(flag, spec string) (workload.Dist, error) {
 // conversations is the synthetic conversation generator of the flags: turn
 // lengths from --input-len-dist / --output-len-dist (else the random
 // dataset's lengths), a shared system prompt of --shared-prefix-len tokens.
-func (o *BenchOptions) conversations() (workload.SessionSet, error) {
-	s, w := &o.sessions, &o.work.o
+func (s *sessionFlags) conversations(w *workload.Options, seed int64) (workload.SessionSet, error) {
 	dist := func(flag, spec, def string) (workload.Dist, error) {
 		if spec == "" {
 			spec = def
@@ -188,7 +187,7 @@ func (o *BenchOptions) conversations() (workload.SessionSet, error) {
 	if n == 0 {
 		n = 20
 	}
-	return workload.NewConversations(workload.ConversationsConfig{NumSessions: n, Seed: o.load.Seed, Turns: turns, ThinkTime: think,
+	return workload.NewConversations(workload.ConversationsConfig{NumSessions: n, Seed: seed, Turns: turns, ThinkTime: think,
 		InputLen: in, OutputLen: out, SystemPromptLen: w.SharedPrefixLen,
 		ToolShare: s.ToolShare, ToolCalls: calls, Tools: s.Tools, ToolLatency: latency, ToolResultLen: result})
 }

@@ -28,6 +28,7 @@ type SimOptions struct {
 	work        workloadFlags
 	out         outputFlags
 	verdict     verdictFlags
+	sessions    sessionFlags
 	args        []string
 }
 
@@ -64,20 +65,18 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
 		fs.BoolVar(&o.NaturalStop, "natural-stop", false, "let requests stop early at a natural length even where the dataset recorded their output length (a trace, ShareGPT replies)")
 	})
+	group(fs, "Session flags (--dataset-name conversations or mooncake-sessions)", o.sessions.register)
 	group(fs, "Output flags", func(fs *pflag.FlagSet) {
 		o.out.register(fs)
 		o.verdict.register(fs)
 	})
-	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Workload flags", "Output flags")
+	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
 	return cmd
 }
 
 // Run runs the simulation the options describe and returns what it found,
 // without printing it (the command's hook; tests call it directly).
 func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
-	if err := notSessions(o.work.o.DatasetName, "in virtual time"); err != nil {
-		return nil, err
-	}
 	if o.IgnoreEOS && o.NaturalStop {
 		return nil, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}
@@ -89,6 +88,11 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return nil, err
 	}
 	cfg.Engine, cfg.IgnoreEOS, cfg.NaturalStopRecorded, cfg.ReadingSpeedMs = o.Engine, o.IgnoreEOS, o.NaturalStop, o.verdict.ReadingSpeedMs
+	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sessions, cfg.SessionSLO = sessions, sessionSLO
 	res, err := run.Run(ctx, cfg)
 	return res, runError(err, nil, "--model")
 }

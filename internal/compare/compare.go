@@ -1,8 +1,11 @@
 // Package compare judges run B against run A: for each latency metric and
 // statistic (mean and percentiles), the difference B − A with a bootstrap
 // confidence interval from the per-request samples, and a verdict (better,
-// worse, no significant difference); goodput of both under one SLO; and
-// what the change means for users, in sentences.
+// worse, no significant difference); goodput of both under one SLO; when
+// both runs had sessions, session goodput, duration, turn TTFT, session TTP,
+// the TTFT growth with history and the cached share, with intervals from
+// resampling whole sessions; and what the change means for users, in
+// sentences.
 //
 // Runs given only as summaries (result files) are compared figure by
 // figure, without intervals or verdicts: a summary holds no samples to
@@ -60,6 +63,10 @@ type Options struct {
 	// ReadingSpeed is the time a user takes to read one token; a TPOT below
 	// it is invisible to a reader. 0 means DefaultReadingSpeed.
 	ReadingSpeed time.Duration
+	// SessionSLO judges both runs' sessions (session goodput and
+	// attainment); the zero SLO means the one both runs stored in their
+	// meta when they agree, else no session goodput comparison.
+	SessionSLO stats.SessionSLO
 }
 
 func (o Options) normalized() Options {
@@ -191,6 +198,10 @@ type Comparison struct {
 	Throughput []Delta
 	// Goodput is nil when there is no common SLO.
 	Goodput *Goodput
+	// Sessions compares the runs' sessions (conversations, agent loops);
+	// nil unless both runs have records with sessions (a note says so when
+	// only one has them).
+	Sessions *SessionComparison
 	// UserView says what the differences mean for users, one sentence each.
 	UserView []string
 	// Notes are caveats: summaries without intervals, differing conditions.
@@ -308,8 +319,11 @@ func Compare(a, b Run, o Options) (*Comparison, error) {
 		plainDelta("output_throughput", "", "tok/s", sa.figs.OutputThroughput, sb.figs.OutputThroughput, false),
 	}
 	c.Goodput, c.Notes = goodput(sa, sb, o, c.Notes)
+	var sessionNotes []string
+	c.Sessions, sessionNotes = compareSessions(a, b, o)
+	c.Notes = append(c.Notes, sessionNotes...)
 	c.Notes = append(c.Notes, conditionNotes(sa, sb)...)
-	c.UserView = userView(c, sa, sb)
+	c.UserView = append(userView(c, sa, sb), sessionView(c)...)
 	return c, nil
 }
 
@@ -442,35 +456,8 @@ func goodput(sa, sb *side, o Options, notes []string) (*Goodput, []string) {
 			return nil, append(notes, "no --goodput SLO given: goodput not compared")
 		}
 		g := &Goodput{SLO: o.SLO.String(), GoodA: sa.good, GoodB: sb.good, RequestsA: sa.reqs, RequestsB: sb.reqs}
-		pa, pb := frac(sa.good, sa.reqs), frac(sb.good, sb.reqs)
-		g.Attainment = plainDelta("slo_attainment", "", UnitShare, pa, pb, false)
-		g.Goodput = plainDelta("goodput", "", "req/s", rate(sa.good, sa.dur), rate(sb.good, sb.dur), false)
-		if sa.reqs > 0 && sb.reqs > 0 {
-			// Resampling requests makes the good count binomial with the
-			// observed share; the duration stays the run's.
-			rng := seedFor(o.Seed, "goodput", "")
-			att := make([]float64, o.Resamples)
-			gp := make([]float64, o.Resamples)
-			for k := range att {
-				ka, kb := binomial(rng, sa.reqs, pa), binomial(rng, sb.reqs, pb)
-				att[k] = frac(kb, sb.reqs) - frac(ka, sa.reqs)
-				gp[k] = rate(kb, sb.dur) - rate(ka, sa.dur)
-			}
-			g.Attainment.HasCI, g.Goodput.HasCI = true, sa.dur > 0 && sb.dur > 0
-			g.Attainment.Lo, g.Attainment.Hi = interval(att, o.Confidence)
-			g.Goodput.Lo, g.Goodput.Hi = interval(gp, o.Confidence)
-		}
-		g.Attainment.NA, g.Attainment.NB = sa.reqs, sb.reqs
-		g.Goodput.NA, g.Goodput.NB = sa.reqs, sb.reqs
-		judge(&g.Attainment)
-		judge(&g.Goodput)
-		// Only the attainment is resampled; the durations (throughput) are
-		// one figure per run with no interval. A goodput change that the
-		// attainment does not carry is a throughput change, which this
-		// comparison cannot call significant.
-		if g.Attainment.Verdict == NoSignificant && (g.Goodput.Verdict == Better || g.Goodput.Verdict == Worse) {
-			g.Goodput.Verdict = NoSignificant
-		}
+		g.Attainment, g.Goodput = goodDeltas("slo_attainment", "goodput", "req/s",
+			sa.good, sa.reqs, sa.dur, sb.good, sb.reqs, sb.dur, o, seedFor(o.Seed, "goodput", ""))
 		return g, notes
 	}
 	fa, fb := sa.figs, sb.figs

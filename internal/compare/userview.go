@@ -169,3 +169,42 @@ func userView(c *Comparison, sa, sb *side) []string {
 	}
 	return out
 }
+
+// sessionView says what the session comparison means for the users of
+// multi-turn conversations and agent loops: the slowest turn's wait for an
+// answer, how fast that wait grows with the history, and how many sessions
+// get the service promised.
+func sessionView(c *Comparison) []string {
+	s := c.Sessions
+	if s == nil {
+		return nil
+	}
+	conf := c.Options.Confidence
+	var out []string
+	if d, ok := s.Delta(MetricSessionTTP, "p95"); ok {
+		if changed(d) {
+			out = append(out, fmt.Sprintf("In sessions, the slowest turn's wait for a visible answer (P95 over sessions) goes from %s to %s ms (%s ms%s): users of conversations and agent loops wait %s for their slowest answer.",
+				Num(d.A), Num(d.B), Signed(d.Diff), ciText(d, conf, "ms"), moreLess(d.Diff, "longer", "less")))
+		} else {
+			out = append(out, fmt.Sprintf("Session TTP (the slowest turn's wait for a visible answer, P95 over sessions) shows no significant change (%s → %s ms%s).",
+				Num(d.A), Num(d.B), ciText(d, conf, "ms")))
+		}
+	}
+	if d, ok := s.Delta(MetricTTFTPer1KHistory, ""); ok && !math.IsNaN(d.Diff) && changed(d) {
+		out = append(out, fmt.Sprintf("Each 1,000 tokens of history adds %s ms of TTFT in A and %s ms in B: later turns of long conversations wait %s.",
+			Num(d.A), Num(d.B), moreLess(d.Diff, "longer", "less")))
+	}
+	if d, ok := s.Delta(MetricSessionGoodput, ""); ok {
+		att, _ := s.Delta(MetricSessionAttainment, "")
+		line := fmt.Sprintf("Under the session SLO %s, B completes %s sessions/s within it against A's %s (%s %% → %s %% of sessions met it)",
+			s.SLO, strconv.FormatFloat(d.B, 'f', 2, 64), strconv.FormatFloat(d.A, 'f', 2, 64), Num(100*att.A), Num(100*att.B))
+		switch att.Verdict {
+		case Better, Worse:
+			line += ": a significant change in how many sessions get the service promised"
+		case NoSignificant:
+			line += ": no significant change in how many sessions get the service promised"
+		}
+		out = append(out, line+".")
+	}
+	return out
+}

@@ -43,6 +43,9 @@ type chartData struct {
 	// failed requests, at most maxFailSamples per class, each shortened to
 	// maxFailMessage bytes.
 	failSamples map[int]map[runlog.ErrorClass][]string
+	// sessionRecs are deep copies of the records of sessions, for the
+	// sessions section (the iterator may reuse its records).
+	sessionRecs []runlog.Record
 }
 
 // maxFailSamples and maxFailMessage bound the failure samples shown.
@@ -137,6 +140,11 @@ func collect(recs iter.Seq[*runlog.Record], slo stats.SLO, nLevels int) *chartDa
 			sp.hasServer, sp.queue, sp.prefill = true, s.QueueNs, s.PrefillNs
 		}
 		cd.spans = append(cd.spans, sp)
+		if r.SessionID != "" {
+			var c runlog.Record
+			r.CopyTo(&c)
+			cd.sessionRecs = append(cd.sessionRecs, c)
+		}
 		if !r.OK() {
 			cd.addFailure(lvl, r)
 			continue

@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -265,5 +266,88 @@ func sortedCopy(vals []float64) []float64 {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// band is a P50 line with a shaded band between two percentiles, over a
+// shared x (turn numbers).
+type band struct {
+	name, bandName string
+	mid, lo, hi    plotter.XYs // lo and hi have mid's x values
+	color          color.RGBA
+}
+
+// bandChart draws each band's shaded region (lo to hi) under its line
+// (mid); integerX puts a tick at every whole x when there are few.
+func bandChart(title, xLabel, yLabel string, bs []band, integerX bool) (template.HTML, error) {
+	p := newPlot(title, xLabel, yLabel)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
+	any := false
+	for _, b := range bs {
+		lo, hi := finite(b.lo), finite(b.hi)
+		if len(lo) > 0 && len(lo) == len(hi) {
+			ring := append(plotter.XYs{}, lo...)
+			for i := len(hi) - 1; i >= 0; i-- {
+				ring = append(ring, hi[i])
+			}
+			poly, err := plotter.NewPolygon(ring)
+			if err != nil {
+				return "", fmt.Errorf("chart %q: %w", title, err)
+			}
+			c := b.color
+			poly.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 60}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+			if b.bandName != "" {
+				p.Legend.Add(b.bandName, poly)
+			}
+		}
+	}
+	for _, b := range bs {
+		mid := finite(b.mid)
+		if len(mid) == 0 {
+			continue
+		}
+		any = true
+		l, sc, err := plotter.NewLinePoints(mid)
+		if err != nil {
+			return "", fmt.Errorf("chart %q: %w", title, err)
+		}
+		l.LineStyle.Color, l.LineStyle.Width = b.color, vg.Points(1.5)
+		sc.Color, sc.Radius = b.color, vg.Points(2.5)
+		p.Add(l, sc)
+		if b.name != "" {
+			p.Legend.Add(b.name, l)
+		}
+	}
+	if !any {
+		return "", nil
+	}
+	p.Y.Min = 0
+	if integerX {
+		// Half a turn of margin, so the first and last points are not on
+		// the frame.
+		p.X.Tick.Marker = integerTicks{}
+		p.X.Min, p.X.Max = p.X.Min-0.5, p.X.Max+0.5
+	}
+	return renderSVG(p, chartW, chartH*0.8, title)
+}
+
+// integerTicks marks every whole number of the axis range, at most 20 of
+// them (then every k-th).
+type integerTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (integerTicks) Ticks(lo, hi float64) []plot.Tick {
+	first, last := math.Ceil(lo), math.Floor(hi)
+	if !(last >= first) || math.IsInf(last-first, 0) {
+		return nil
+	}
+	step := math.Max(1, math.Ceil((last-first+1)/20))
+	var out []plot.Tick
+	for v := first; v <= last; v += step {
+		out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', 0, 64)})
+	}
 	return out
 }

@@ -52,7 +52,8 @@ func shareText(v float64) string { return strconv.FormatFloat(100*v, 'f', 2, 64)
 
 // CompareTerminal writes the comparison as text: the runs, a table of
 // deltas (B − A) with intervals and verdicts, throughput, goodput under the
-// common SLO, the user's view and the notes. It returns the writer's error.
+// common SLO, the sessions' deltas when both runs had sessions, the user's
+// view and the notes. It returns the writer's error.
 func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 	t := &term{}
 	b := &t.b
@@ -83,6 +84,20 @@ func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 				changeText(g.Attainment), g.GoodA, g.RequestsA, g.GoodB, g.RequestsB, verdictSuffix(g.Attainment))
 		}
 	}
+	if sc := c.Sessions; sc != nil {
+		t.header("Sessions", '-')
+		fmt.Fprintf(b, "Sessions: %d → %d", sc.SessionsA, sc.SessionsB)
+		if sc.SLO != "" {
+			fmt.Fprintf(b, "; session SLO (ms) %s: %d → %d met", sc.SLO, sc.MetA, sc.MetB)
+		}
+		b.WriteString("\n")
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "Figure\tStat\tA\tB\tB − A\tChange\tCI\tVerdict")
+		for _, d := range sc.Deltas {
+			fmt.Fprintln(tw, strings.Join(sessionDeltaCells(d), "\t"))
+		}
+		_ = tw.Flush()
+	}
 	if len(c.UserView) > 0 {
 		t.header("What users feel", '-')
 		for _, s := range c.UserView {
@@ -98,6 +113,52 @@ func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 	b.WriteString(strings.Repeat("=", width) + "\n")
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// sessionLabels name the session metrics of a comparison.
+var sessionLabels = map[string]string{
+	compare.MetricSessionGoodput:    "Session goodput (sessions/s)",
+	compare.MetricSessionAttainment: "Session SLO attainment",
+	compare.MetricSessionDuration:   "Session duration (ms)",
+	compare.MetricTurnTTFT:          "Turn TTFT (ms)",
+	compare.MetricSessionTTP:        "Session TTP (ms)",
+	compare.MetricTTFTPer1KHistory:  "TTFT per 1K history tokens (ms)",
+	compare.MetricCachedShare:       "Cached share",
+}
+
+// sessionDeltaCells renders a session Delta: label, stat, A, B, B − A,
+// change, CI, verdict; a share in percent and its changes in points.
+func sessionDeltaCells(d compare.Delta) []string {
+	label := sessionLabels[d.Metric]
+	if label == "" {
+		label = d.Metric
+	}
+	val := func(v float64) string {
+		switch {
+		case math.IsNaN(v):
+			return "–"
+		case d.Unit == compare.UnitShare:
+			return shareText(v)
+		case d.Metric == compare.MetricSessionGoodput:
+			return f2(v)
+		}
+		return compare.Num(v)
+	}
+	diff, ci := "–", ciCell(d)
+	if !math.IsNaN(d.Diff) {
+		diff = compare.Signed(d.Diff)
+	}
+	if d.Unit == compare.UnitShare {
+		if !math.IsNaN(d.Diff) {
+			diff = compare.Signed(d.Points()) + " pp"
+		}
+		ci = shareCI(d)
+	}
+	st := statLabel(d.Stat)
+	if st == "" {
+		st = "–"
+	}
+	return []string{label, st, val(d.A), val(d.B), diff, changeText(d), ci, string(d.Verdict)}
 }
 
 func verdictSuffix(d compare.Delta) string {
@@ -138,6 +199,7 @@ type comparePage struct {
 	UserView []string
 	Deltas   table
 	Overall  table
+	Sessions *table
 	Charts   []chartBlock
 	SideA    []table
 	SideB    []table
@@ -156,8 +218,9 @@ func pooled(cd *chartData, m string) []float64 {
 
 // CompareHTML writes a self-contained side-by-side report of a comparison
 // (no script, nothing fetched): the user's view, the deltas with intervals
-// and verdicts, throughput and goodput, CDFs of both runs overlaid (when
-// both have records), and each run's own latency tables.
+// and verdicts, throughput and goodput, the sessions' deltas (when both
+// had sessions), CDFs of both runs overlaid (when both have records), and
+// each run's own latency tables.
 func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 	c := in.Comparison
 	if c == nil {
@@ -187,6 +250,23 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 				{Text: ciCell(g.Goodput)}, {Text: string(g.Goodput.Verdict), Class: verdictClass(g.Goodput.Verdict)}},
 			[]cell{{Text: "SLO attainment"}, {Text: shareText(g.Attainment.A)}, {Text: shareText(g.Attainment.B)}, {Text: changeText(g.Attainment)},
 				{Text: shareCI(g.Attainment)}, {Text: string(g.Attainment.Verdict), Class: verdictClass(g.Attainment.Verdict)}})
+	}
+	if sc := c.Sessions; sc != nil {
+		t := &table{Caption: fmt.Sprintf("%d → %d sessions", sc.SessionsA, sc.SessionsB),
+			Head: []string{"figure", "stat", "A", "B", "B − A", "change", "CI", "verdict"}}
+		if sc.SLO != "" {
+			t.Caption += fmt.Sprintf("; session SLO (ms) %s: %d → %d met", sc.SLO, sc.MetA, sc.MetB)
+		}
+		for _, x := range sc.Deltas {
+			cs := sessionDeltaCells(x)
+			row := make([]cell, len(cs))
+			for i, s := range cs {
+				row[i] = cell{Text: s}
+			}
+			row[len(row)-1].Class = verdictClass(x.Verdict)
+			t.Rows = append(t.Rows, row)
+		}
+		d.Sessions = t
 	}
 	if in.A.Records != nil && in.B.Records != nil {
 		ca := collect(Records(in.A.Records), stats.SLO{}, 1)
@@ -266,6 +346,8 @@ const compareHTML = `<!DOCTYPE html>
 <p class="sub">{{.Method}}</p>
 {{template "table" .Deltas}}
 {{template "table" .Overall}}
+{{with .Sessions}}<h2>Sessions</h2>
+{{template "table" .}}{{end}}
 {{if .Charts}}<h2>Distributions</h2>
 <div class="grid">{{range .Charts}}{{template "chart" .}}{{end}}</div>{{end}}
 {{if or .SideA .SideB}}<h2>Side by side (ms)</h2>

@@ -58,6 +58,11 @@ type HTMLInput struct {
 	// Generated is when the report was made, shown in the footer (zero:
 	// not shown, which keeps golden files stable).
 	Generated time.Time
+	// Sessions is the run's session summary (run.Result.Sessions), for the
+	// sessions section: by-turn table and charts, and with Records the
+	// session timeline. nil computes it from the records' sessions, judged
+	// by no session SLO; a run without sessions has no such section.
+	Sessions *stats.SessionSummary
 }
 
 // chartBlock is one chart with its caption.
@@ -96,6 +101,7 @@ type pageData struct {
 	Dist       []chartBlock
 	Timeline   *chartBlock
 	OverTime   []chartBlock
+	Sessions   *sessionView
 	Sweep      []chartBlock
 	Conditions [][2]string
 	Warnings   []string
@@ -138,7 +144,9 @@ func metricLabel(name string) string {
 // inlined. It shows the SLA sentence and findings, a summary per level, the
 // latency tables and input-length buckets, CDFs of TTFT, TTP, TPOT and E2E,
 // an ITL histogram, the per-request timeline, throughput and in-flight
-// requests over time, and for several levels the sweep curves. Charts stay
+// requests over time, the sessions (by turn, and a timeline of the first
+// 50 sessions) when the run had any, and for several levels the sweep
+// curves. Charts stay
 // small at any run size: CDFs are downsampled to 400 points, the timeline to
 // 400 requests, the ITL histogram drawn from a sample of 200,000 gaps.
 func HTML(w io.Writer, in HTMLInput) error {
@@ -188,9 +196,10 @@ func HTML(w io.Writer, in HTMLInput) error {
 		}
 	}
 	var cdSamples map[int]map[runlog.ErrorClass][]string
+	var sessionRecs []runlog.Record
 	if in.Records != nil {
 		cd := collect(in.Records, slo, len(in.Levels))
-		cdSamples = cd.failSamples
+		cdSamples, sessionRecs = cd.failSamples, cd.sessionRecs
 		byIndex := map[int]LevelSummary{}
 		for _, l := range in.Levels {
 			byIndex[l.Index] = l
@@ -250,6 +259,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 		d.Notes = append(d.Notes, "No per-request records were given: distributions, timeline and over-time charts are left out.")
 	}
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
+	d.Sessions = sessionsView(in.Sessions, sessionRecs, in.Levels[0].Summary.Options.Percentiles)
 	if len(in.Levels) > 1 {
 		sweepCharts(&d, in, add)
 	}
@@ -611,6 +621,14 @@ const pageHTML = `<!DOCTYPE html>
 {{template "chart" .}}{{end}}
 {{if .OverTime}}<h2>Over time</h2>
 <div class="grid">{{range .OverTime}}{{template "chart" .}}{{end}}</div>{{end}}
+{{with .Sessions}}<h2>Sessions</h2>
+{{template "table" .Summary}}
+{{template "table" .Turns}}
+{{if .Charts}}<div class="grid">{{range .Charts}}{{template "chart" .}}{{end}}</div>{{end}}
+{{with .Timeline}}<h3>{{.Title}}</h3>
+{{template "chart" .}}{{end}}
+{{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>
+{{end}}</ul>{{end}}{{end}}
 {{if .Sweep}}<h2>Load sweep</h2>
 <div class="grid">{{range .Sweep}}{{template "chart" .}}{{end}}</div>{{end}}
 <h2>Latency (ms)</h2>

@@ -276,6 +276,9 @@ func loadText(lv *runlog.Level) string {
 	if lv.MaxConcurrency > 0 {
 		conc = strconv.Itoa(lv.MaxConcurrency)
 	}
+	if strings.HasPrefix(lv.Label, "sessions ") {
+		return lv.Label // a session load says its own (sessions/s, not requests/s)
+	}
 	if strings.HasPrefix(lv.Label, "trace") {
 		// A trace's arrivals are its own: no rate, no burstiness.
 		return lv.Label + ", max concurrency " + conc

@@ -149,8 +149,8 @@ func (c *Config) check() error {
 		return configErr("Duration", "duration %vs: want ≥ 0", l.DurationS)
 	case c.Target.Open == nil && !c.Virtual:
 		return configErr("Target", "no backend to open")
-	case c.Sessions != nil && (c.Virtual || c.Sweep != nil):
-		return configErr("Sessions", "sessions run over HTTP, one level: not in virtual time or a sweep yet")
+	case c.Sessions != nil && c.Sweep != nil:
+		return configErr("Sessions", "sessions run one level: not in a sweep yet")
 	case c.Sessions != nil && (c.Sessions.Set == nil || c.Sessions.Set.Len() == 0):
 		return configErr("Sessions", "no sessions to run")
 	}
@@ -175,7 +175,12 @@ func (r *runner) open() error {
 	}
 	label := c.Output.Label
 	if r.virt != nil {
-		m.Target, m.Backend, m.Dataset, m.Simulated = "virtual-time", "sim", r.virt.ds.Name(), r.virt.desc
+		m.Target, m.Backend, m.Simulated = "virtual-time", "sim", r.virt.desc
+		if c.Sessions != nil {
+			m.Dataset = c.Sessions.Set.Name()
+		} else {
+			m.Dataset = r.virt.ds.Name()
+		}
 		m.Model = fmt.Sprint(r.virt.desc["model"])
 		if label == "" {
 			label = "sim"

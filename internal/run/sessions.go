@@ -50,6 +50,23 @@ type SessionLoad struct {
 	ToolLatency, ToolResultLen workload.Dist
 }
 
+// label describes the load for a level's Label: "sessions NAME: ...".
+func (s *SessionLoad) label() string {
+	rate := "all due at once"
+	if s.Rate > 0 {
+		b := s.Burstiness
+		if b <= 0 {
+			b = 1
+		}
+		rate = fmt.Sprintf("%s sessions/s, burstiness %s", strconv.FormatFloat(s.Rate, 'f', -1, 64), strconv.FormatFloat(b, 'f', -1, 64))
+	}
+	conc := "no cap on sessions in progress"
+	if s.MaxConcurrent > 0 {
+		conc = fmt.Sprintf("at most %d in progress", s.MaxConcurrent)
+	}
+	return fmt.Sprintf("sessions %s: %s, %s", s.Set.Name(), rate, conc)
+}
+
 // sessionsRun is what the sessions of one run share: the text of turns
 // that give only a length (the same for a seed, session and turn, whatever
 // runs before), token counting, the progress watch and a note given once.
@@ -69,6 +86,25 @@ func (sr *sessionsRun) text(session, turn, n int) string {
 // runSessions runs the sessions of s over the wall target as level 0.
 func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, error) {
 	c, w := r.cfg, r.wall
+	if r.virt != nil {
+		col := newCollector(c.Stats, false, nil, nil)
+		r.fan.setLevel(col)
+		defer r.fan.setLevel()
+		res, err := r.virt.runSessions(ctx, s, r.fan)
+		switch {
+		case err != nil && r.interrupted(ctx):
+			r.cancelled = true
+		case err != nil && r.fan.error() != nil:
+			// A sink failed: finish reports it; the records so far count.
+		case err != nil:
+			return levelData{}, fmt.Errorf("simulation: %w", err)
+		}
+		r.sent += res.Sent
+		lv := c.Load
+		lv.Label = s.label()
+		lv.DelayedArrivals = res.DelayedArrivals
+		return col.data(0, lv), nil
+	}
 	n := s.NumSessions
 	if n <= 0 {
 		n = s.Set.Len()
@@ -152,7 +188,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	wg.Wait()
 	r.sent += sent
 	lv := c.Load
-	lv.Label = fmt.Sprintf("sessions %s", s.Set.Name())
+	lv.Label = s.label()
 	lv.ClientCPU, lv.DelayedArrivals = cpu.share(), delayed
 	if ctx.Err() != nil && r.fan.error() == nil {
 		r.cancelled = true

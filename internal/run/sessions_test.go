@@ -55,7 +55,7 @@ func (cs *chatServer) start(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func sessionConfig(t *testing.T, url string, set workload.SessionSet) Config {
+func sessionConfig(t testing.TB, url string, set workload.SessionSet) Config {
 	cfg := simConfig(t, 1)
 	cfg.Command, cfg.Virtual = "bench", false
 	cfg.Output.Records = "none"

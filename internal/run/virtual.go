@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -39,6 +40,9 @@ func openVirtual(cfg *Config, seed int64) (*virtual, error) {
 		return nil, engineError(err)
 	}
 	v := &virtual{cfg: cfg, desc: eng.Describe(), cur: -1}
+	if cfg.Sessions != nil {
+		return v, nil // the sessions are the workload
+	}
 	lv := &cfg.Load
 	wo := cfg.Workload.Options
 	wo.Seed = seed
@@ -92,4 +96,42 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	v.stats.Steps += res.Steps
 	lv.DelayedArrivals = res.DelayedArrivals
 	return lv, err
+}
+
+// runSessions runs the sessions of s on a fresh engine in virtual time as
+// level 0, every record through sink: the same records as over HTTP,
+// deterministic for the seed.
+func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (simrun.SessionResult, error) {
+	eng, err := sim.New(v.cfg.Engine)
+	if err != nil {
+		return simrun.SessionResult{}, engineError(err)
+	}
+	seed := v.cfg.Seed
+	// Tool calls the sessions do not time or size draw from the load's
+	// distributions, one stream per call, so a call's draw does not depend
+	// on the order the calls happen in.
+	draw := func(d workload.Dist, stream uint64, session, turn, call int) int {
+		rng := rand.New(rand.NewPCG(uint64(seed)^stream, uint64(session)<<32|uint64(turn)<<12|uint64(call)))
+		return max(d.Sample(rng), 0)
+	}
+	load := simrun.SessionLoad{Sessions: s.Set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
+		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
+		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS}
+	if d := s.ToolLatency; d != nil {
+		load.ToolLatency = func(session, turn, call int) time.Duration {
+			return time.Duration(draw(d, 0x6c6174, session, turn, call)) * time.Millisecond
+		}
+	}
+	if d := s.ToolResultLen; d != nil {
+		load.ToolResultTokens = func(session, turn, call int) int { return draw(d, 0x726573, session, turn, call) }
+	}
+	wall := time.Now()
+	res, err := simrun.RunSessions(ctx, eng, load, func(r *runlog.Record) error {
+		r.CopyTo(&v.buf)
+		return sink.Record(&v.buf)
+	})
+	v.stats.Wall += time.Since(wall)
+	v.stats.Simulated += time.Duration(res.End)
+	v.stats.Steps += res.Steps
+	return res, err
 }

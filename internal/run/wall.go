@@ -112,11 +112,16 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 	start := time.Now()
 	w.now = func() int64 { return int64(time.Since(start)) }
 	maxConns := max(lv.MaxConcurrency, maxConc)
+	n := lv.NumPrompts
 	if s := cfg.Sessions; s != nil {
-		maxConns = s.MaxConcurrent
+		// A session holds at most one request in flight.
+		maxConns, n = s.MaxConcurrent, s.NumSessions
+		if n <= 0 && s.Set != nil {
+			n = s.Set.Len()
+		}
 	}
 	if maxConns == 0 {
-		maxConns = min(max(lv.NumPrompts, 64), 16384)
+		maxConns = min(max(n, 64), 16384)
 	}
 	var err error
 	if w.backend, err = cfg.Target.Open(base, maxConns, w.now); err != nil {

@@ -3,6 +3,7 @@ package simrun_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
@@ -35,4 +36,39 @@ func ExampleRun() {
 	}
 	fmt.Println(res.Completed, "requests,", tokens, "tokens")
 	// Output: 50 requests, 5000 tokens
+}
+
+// RunSessions runs conversations in virtual time: each turn's prompt
+// carries the earlier turns, and the engine's prefix cache finds them.
+func ExampleRunSessions() {
+	eng, err := sim.New(sim.DefaultConfig())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	chat := workload.Session{ID: "chat", SystemTokens: 512, Turns: []workload.Turn{
+		{InputTokens: 64, OutputTokens: 32},
+		{InputTokens: 64, OutputTokens: 32, ThinkTime: 5 * time.Second},
+		{InputTokens: 64, OutputTokens: 32, ThinkTime: 5 * time.Second},
+	}}
+	set, err := workload.NewSessions("chats", []workload.Session{chat})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := simrun.RunSessions(context.Background(), eng, simrun.SessionLoad{Sessions: set},
+		func(r *runlog.Record) error {
+			fmt.Printf("%s: %d prompt tokens, %d cached\n", r.ID, r.PromptTokens, r.CachedTokens)
+			return nil
+		})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.SessionsCompleted, "session,", res.Completed, "requests")
+	// Output:
+	// s0-t1: 576 prompt tokens, 0 cached
+	// s0-t2: 672 prompt tokens, 576 cached
+	// s0-t3: 768 prompt tokens, 672 cached
+	// 1 session, 3 requests
 }

@@ -6,9 +6,14 @@
 // the engine's own truth (queue, prefill and decode time, preemptions). So
 // stats and reports treat a simulated run and a measured one alike.
 //
+// RunSessions does the same for sessions (conversations, agent loops):
+// closed-loop turns with think times and tool rounds, each turn's prompt
+// carrying the history, described to the engine's prefix cache block by
+// block.
+//
 // A run is deterministic: the same engine configuration, dataset, load and
-// seed give identical records. Run is synchronous and uses no goroutines;
-// it is safe to run several at once on different engines.
+// seed give identical records. Run and RunSessions are synchronous and use
+// no goroutines; it is safe to run several at once on different engines.
 package simrun
 
 import (
@@ -125,7 +130,7 @@ func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, e
 	}
 	if load.NumWarmups > 0 {
 		src := &source{closed: true, count: load.NumWarmups, first: n, warmup: true}
-		if err := r.phase(ctx, src); err != nil {
+		if err := r.phase(ctx, arrivalFeed{r, src}); err != nil {
 			return r.result(), err
 		}
 	}
@@ -140,7 +145,7 @@ func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, e
 	default:
 		src.arrivals = workload.NewArrivals(load.RequestRate, load.Burstiness, load.Seed)
 	}
-	err := r.phase(ctx, src)
+	err := r.phase(ctx, arrivalFeed{r, src})
 	return r.result(), err
 }
 
@@ -157,14 +162,17 @@ type runner struct {
 	// prevFlights[i] is the flight of the previous iteration's event i;
 	// curFlights is the spare buffer apply fills next.
 	prevFlights, curFlights []*flight
+	// sessions is RunSessions' state; nil in Run.
+	sessions *sessionFeed
 }
 
 // flight is a request in the engine.
 type flight struct {
 	rec     *runlog.Record
 	seq     int64
-	out     int  // output tokens asked of the engine
-	visible bool // last chunk's visibility, to merge same-time chunks
+	out     int    // output tokens asked of the engine
+	visible bool   // last chunk's visibility, to merge same-time chunks
+	conv    *convo // the session the request is a turn of; nil in Run
 }
 
 func (r *runner) result() Result {
@@ -226,6 +234,34 @@ func (s *source) take() int {
 	s.i++
 	s.peeked = false
 	return idx
+}
+
+// feed is what a phase sends, in order of due time: Run's arrival
+// schedule, or RunSessions' session starts and turns.
+type feed interface {
+	// next returns when the next send that may go now is due; false when
+	// none can (all sent, or the rest wait for a slot to free).
+	next() (int64, bool)
+	// admit sends every send due by `by` (strictly before when
+	// !inclusive) that may go, none before sendAt.
+	admit(by int64, inclusive bool, sendAt int64) error
+}
+
+// arrivalFeed is Run's feed: a source under the in-flight cap.
+type arrivalFeed struct {
+	r   *runner
+	src *source
+}
+
+var _ feed = arrivalFeed{}
+
+func (a arrivalFeed) next() (int64, bool) {
+	t, ok := a.src.peek()
+	return t, ok && a.r.slotFree()
+}
+
+func (a arrivalFeed) admit(by int64, inclusive bool, sendAt int64) error {
+	return a.r.admit(a.src, by, inclusive, sendAt)
 }
 
 // slotFree reports whether the in-flight cap admits one more request.
@@ -294,22 +330,39 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 		MaxTokens:             sh.OutputTokens,
 		FinishReason:          finish,
 	}
-	err := r.eng.Add(sent, sim.Request{
+	return r.add(&flight{rec: rec, out: out}, sim.Request{
 		ID:              id,
 		PromptTokens:    sh.PromptTokens,
 		OutputTokens:    out,
 		BlockHashes:     sh.BlockHashes,
 		HashBlockTokens: sh.HashBlockTokens,
 	})
-	if err != nil {
-		// The HTTP server answers such a request 400 at once.
+}
+
+// add submits q to the engine at f.rec.Sent and tracks it as f; a request
+// the engine refuses outright ends at once, answered 400 as the HTTP
+// server would.
+func (r *runner) add(f *flight, q sim.Request) error {
+	if err := r.eng.Add(f.rec.Sent, q); err != nil {
+		rec := f.rec
 		rec.Status, rec.ErrorClass, rec.Error = 400, runlog.ErrHTTP4xx, err.Error()
-		rec.End, rec.FinishReason = sent, ""
-		return r.finish(rec)
+		rec.End, rec.FinishReason = rec.Sent, ""
+		return r.end(f)
 	}
 	r.issued++
-	r.inflight[id] = &flight{rec: rec, seq: r.issued, out: out}
+	f.seq = r.issued
+	r.inflight[q.ID] = f
 	return nil
+}
+
+// end finishes f's record: a session's next request is scheduled (or the
+// session ends) before the record is emitted, so the record carries the
+// tool wait that follows it.
+func (r *runner) end(f *flight) error {
+	if f.conv != nil {
+		r.sessions.ended(f.conv, f.rec)
+	}
+	return r.finish(f.rec)
 }
 
 // finish emits a completed record.
@@ -328,17 +381,19 @@ func (r *runner) finish(rec *runlog.Record) error {
 // ctxCheckSteps is how many iterations run between context checks.
 const ctxCheckSteps = 256
 
-// phase runs src's arrivals to completion.
-func (r *runner) phase(ctx context.Context, src *source) error {
+// phase runs fd's sends to completion.
+func (r *runner) phase(ctx context.Context, fd feed) error {
 	var steps int
 	for {
 		// Arrivals due by now that have a slot (those due earlier waited
 		// for one, so they go out now).
-		if err := r.admit(src, r.now, true, r.now); err != nil {
+		if err := fd.admit(r.now, true, r.now); err != nil {
 			return err
 		}
 		if !r.eng.Busy() {
-			t, ok := src.peek()
+			// Nothing in the engine, so nothing holds a slot: a send not
+			// offered now is one of none left.
+			t, ok := fd.next()
 			if !ok {
 				return nil
 			}
@@ -357,8 +412,8 @@ func (r *runner) phase(ctx context.Context, src *source) error {
 		r.res.Steps++
 		if end == r.now && len(evs) == 0 {
 			// Nothing runnable now: let time pass to the next arrival.
-			t, ok := src.peek()
-			if !ok || !r.slotFree() {
+			t, ok := fd.next()
+			if !ok {
 				return fmt.Errorf("%w at %v with %d requests in flight", ErrStalled, time.Duration(r.now), len(r.inflight))
 			}
 			r.now = max(t, r.now)
@@ -367,7 +422,7 @@ func (r *runner) phase(ctx context.Context, src *source) error {
 		// Arrivals during the iteration: they reach the engine at their own
 		// time and wait for the next iteration. (Add leaves evs valid: it
 		// is only invalidated by the next Step.)
-		if err := r.admit(src, end, false, r.now); err != nil {
+		if err := fd.admit(end, false, r.now); err != nil {
 			return err
 		}
 		if err := r.apply(evs, end); err != nil {
@@ -434,7 +489,7 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 			if t.CachedTokens > 0 {
 				rec.CachedTokens = t.CachedTokens
 			}
-			if err := r.finish(rec); err != nil {
+			if err := r.end(f); err != nil {
 				return err
 			}
 		case sim.EventRejected:
@@ -443,7 +498,7 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 			rec.End = end
 			rec.Status, rec.ErrorClass, rec.Error = 429, runlog.ErrHTTP429, ev.Err
 			rec.FinishReason = ""
-			if err := r.finish(rec); err != nil {
+			if err := r.end(f); err != nil {
 				return err
 			}
 		}
@@ -465,7 +520,7 @@ func (r *runner) cancel(ctx context.Context) error {
 		r.eng.Abort(r.now, f.rec.ID)
 		f.rec.End = r.now
 		f.rec.ErrorClass, f.rec.Error, f.rec.FinishReason = runlog.ErrCancelled, "run cancelled", ""
-		if err := r.finish(f.rec); err != nil {
+		if err := r.end(f); err != nil {
 			return errors.Join(ctx.Err(), err)
 		}
 	}
