@@ -36,10 +36,10 @@ func SessionsTerminal(w io.Writer, s *stats.SessionSummary, o TermOptions) error
 	}
 	t.header("By turn", '-')
 	tw := tabwriter.NewWriter(&t.b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "Turn\tN\tTTFT P50\tTTFT P99\tTTP P50\tTTP P99\tPrompt P50\tCached %\t")
+	fmt.Fprintln(tw, "Turn\tN\tTTFT P50\tTTFT P99\tTTP P50\tTTP P99\tE2E P50\tPrompt P50\tCached %\t")
 	for _, ts := range s.Turns {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", ts.Turn, ts.N, pOrDash(ts.TTFT, 50), pOrDash(ts.TTFT, 99),
-			pOrDash(ts.TTP, 50), pOrDash(ts.TTP, 99), tok(ts.Prompt.Median), f1(100*ts.CachedShare))
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", ts.Turn, ts.N, pOrDash(ts.TTFT, 50), pOrDash(ts.TTFT, 99),
+			pOrDash(ts.TTP, 50), pOrDash(ts.TTP, 99), pOrDash(ts.E2E, 50), tok(ts.Prompt.Median), f1(100*ts.CachedShare))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -57,7 +57,7 @@ func SessionsJSON(s *stats.SessionSummary) map[string]any {
 	turns := make([]map[string]any, len(s.Turns))
 	for i, ts := range s.Turns {
 		turns[i] = map[string]any{"turn": ts.Turn, "sessions": ts.N, "ttft_ms": dist(ts.TTFT), "ttp_ms": dist(ts.TTP),
-			"prompt_tokens": dist(ts.Prompt), "cached_share": ts.CachedShare}
+			"e2e_ms": dist(ts.E2E), "prompt_tokens": dist(ts.Prompt), "cached_share": ts.CachedShare}
 	}
 	m := map[string]any{
 		"sessions": s.Sessions, "completed": s.Completed, "failed": s.Failed,

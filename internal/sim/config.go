@@ -107,6 +107,22 @@ type Config struct {
 // is 0: a function name and a short JSON object of arguments.
 const DefaultToolCallTokens = 24
 
+// ReasoningFor is the hidden reasoning length, in tokens, that the engine
+// gives a request of outputTokens tokens that names none
+// (Request.ReasoningTokens 0): ReasoningTokens as a count, or as a share of
+// outputTokens rounded, at most outputTokens; 0 when ReasoningTokens is 0.
+// A driver that builds block hashes over the output uses it to know where
+// the hidden part ends.
+func (c Config) ReasoningFor(outputTokens int) int {
+	switch {
+	case c.ReasoningTokens <= 0:
+		return 0
+	case c.ReasoningTokens >= 1:
+		return min(int(c.ReasoningTokens), outputTokens)
+	}
+	return min(int(math.Round(c.ReasoningTokens*float64(outputTokens))), outputTokens)
+}
+
 // DefaultConfig returns a small sensible setup: Llama-3.1-8B on one
 // H100-SXM in bf16 under vLLM V1's defaults.
 func DefaultConfig() Config {
@@ -132,7 +148,8 @@ type ConfigError struct {
 	// "max-num-seqs", "max-num-batched-tokens", "block-size",
 	// "gpu-memory-utilization", "max-model-len", "num-gpu-blocks-override",
 	// "scheduler", "max-waiting", "max-queue-time", "reasoning-tokens",
-	// "profile-table" (the field of the same name in CamelCase). The names
+	// "tool-call-share", "tool-call-tokens", "profile-table" (the field of
+	// the same name in CamelCase). The names
 	// are stable; the CLI maps each to its flag.
 	Field string
 	// Err says what is wrong.
@@ -195,6 +212,9 @@ func (c Config) resolve() (*resolved, error) {
 	}
 	if r.TP == 0 {
 		r.TP = 1
+	}
+	if r.ToolCallTokens == 0 {
+		r.ToolCallTokens = DefaultToolCallTokens
 	}
 	if r.BlockSize == 0 {
 		r.BlockSize = 16

@@ -36,9 +36,9 @@ type req struct {
 	everSched   bool // scheduled at least once (exempt from queue timeout)
 }
 
-// sharedTokens is the prompt prefix whose blocks have a shared identity
-// (described by Request.BlockHashes).
-func (r *req) sharedTokens() int { return min(r.prompt, len(r.srcHashes)*r.srcBlock) }
+// sharedTokens is the leading part of the sequence (prompt + output) whose
+// blocks have a shared identity, described by Request.BlockHashes.
+func (r *req) sharedTokens() int { return min(r.prompt+r.output, len(r.srcHashes)*r.srcBlock) }
 
 // tokens is the sequence length the engine knows: prompt + generated.
 func (r *req) tokens() int { return r.prompt + r.generated }
@@ -172,15 +172,10 @@ func (e *Engine) Add(now int64, r Request) error {
 	q := e.newReq()
 	e.serial++
 	q.id, q.serial, q.prompt, q.output, q.priority, q.arrival = r.ID, e.serial, r.PromptTokens, r.OutputTokens, r.Priority, now
-	q.reasoning = r.ReasoningTokens
-	if q.reasoning == 0 && e.cfg.ReasoningTokens > 0 {
-		if e.cfg.ReasoningTokens >= 1 {
-			q.reasoning = int(e.cfg.ReasoningTokens)
-		} else {
-			q.reasoning = int(math.Round(e.cfg.ReasoningTokens * float64(r.OutputTokens)))
-		}
+	q.reasoning = min(r.ReasoningTokens, q.output)
+	if q.reasoning == 0 {
+		q.reasoning = e.cfg.ReasoningFor(q.output)
 	}
-	q.reasoning = min(q.reasoning, q.output)
 	q.srcHashes = r.BlockHashes
 	q.srcBlock = r.HashBlockTokens
 	if q.srcBlock == 0 {
@@ -246,6 +241,14 @@ func (e *Engine) Abort(now int64, id string) {
 	}
 	e.recycle(q)
 }
+
+// Config returns the engine's configuration as New resolved it: zero fields
+// hold the defaults they stand for (BlockSize, MaxNumSeqs,
+// MaxNumBatchedTokens, MaxModelLen, Scheduler, ToolCallTokens, ...). A
+// driver reads from it the settings that shape its requests — the tool-call
+// share and length, the reasoning default, the block size of the hashes it
+// builds — so that they cannot disagree with the engine's.
+func (e *Engine) Config() Config { return e.cfg.Config }
 
 // Busy reports whether anything is waiting or running (or a rejection is
 // still to be reported).
@@ -314,10 +317,10 @@ func (c *resolved) chunked() bool {
 func mix(a, b uint64) uint64 { return Mix64(a ^ (b * 0x9e3779b97f4a7c15)) }
 
 // hashesUpTo extends q.hashes to cover its first n full blocks and returns
-// them. A block entirely inside the part of the prompt that
-// Request.BlockHashes describes takes its identity from those hashes (and
-// its position inside them), chained over the prefix as vLLM chains block
-// hashes; any other block is private to the request.
+// them. A block entirely inside the part of the sequence (prompt, then
+// output) that Request.BlockHashes describes takes its identity from those
+// hashes (and its position inside them), chained over the prefix as vLLM
+// chains block hashes; any other block is private to the request.
 func (e *Engine) hashesUpTo(q *req, n int) []uint64 {
 	known := q.sharedTokens()
 	for j := len(q.hashes); j < n; j++ {

@@ -19,9 +19,17 @@ type Request struct {
 	// reasoning (thinking models); 0 for none, in which case the engine's
 	// Config.ReasoningTokens default applies.
 	ReasoningTokens int
-	// BlockHashes optionally identifies consecutive prompt blocks for the
-	// prefix cache: hash i covers tokens [i*B, (i+1)*B) where
-	// B = HashBlockTokens. nil means the prompt shares nothing.
+	// BlockHashes optionally identifies consecutive blocks of the request's
+	// sequence for the prefix cache: hash i covers tokens [i*B, (i+1)*B) of
+	// the prompt followed by the output, where B = HashBlockTokens. They
+	// may stop inside the prompt (the rest is private to the request) or
+	// run on over the output the request will generate: as in vLLM, whose
+	// block hashes run over prompt and output token ids, a block of
+	// generated tokens joins the prefix cache once its tokens are computed,
+	// so a later prompt that resends this prompt and its answer (the next
+	// turn of a conversation) finds it. A hash whose block straddles the
+	// prompt's end names the output tokens in it too. Hashes past prompt +
+	// output are ignored; nil means the request shares nothing.
 	BlockHashes []uint64
 	// HashBlockTokens is the tokens per BlockHashes entry (512 for Mooncake
 	// traces); 0 means the engine's block size.

@@ -271,3 +271,46 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("two runs differ (-first +second):\n%s", diff)
 	}
 }
+
+// TestConfigResolved: Config reports the settings New resolved, defaults
+// filled in, so that drivers need not repeat them.
+func TestConfigResolved(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ToolCallShare, cfg.ReasoningTokens = 0.25, 0.5
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.Config()
+	if got.ToolCallShare != 0.25 || got.ToolCallTokens != DefaultToolCallTokens || got.BlockSize != 16 ||
+		got.MaxNumSeqs != 1024 || got.MaxNumBatchedTokens != 8192 || got.Scheduler != SchedVLLMV1 || got.MaxModelLen == 0 {
+		t.Errorf("Config() = %+v; want the settings with their defaults resolved", got)
+	}
+	if d := e.Describe(); d["max_model_len"] != got.MaxModelLen || d["block_size"] != got.BlockSize {
+		t.Errorf("Config() disagrees with Describe(): max_model_len %d vs %v, block_size %d vs %v",
+			got.MaxModelLen, d["max_model_len"], got.BlockSize, d["block_size"])
+	}
+}
+
+func TestReasoningFor(t *testing.T) {
+	tests := []struct {
+		name      string
+		reasoning float64
+		output    int
+		want      int
+	}{
+		{"none", 0, 100, 0},
+		{"count", 30, 100, 30},
+		{"count over output", 30, 10, 10},
+		{"share", 0.25, 10, 3}, // 2.5 rounds away from zero
+		{"small share", 0.01, 10, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{ReasoningTokens: tt.reasoning}
+			if got := c.ReasoningFor(tt.output); got != tt.want {
+				t.Errorf("Config{ReasoningTokens: %v}.ReasoningFor(%d) = %d; want %d", tt.reasoning, tt.output, got, tt.want)
+			}
+		})
+	}
+}

@@ -314,10 +314,15 @@ func (e *Engine) finishStep(end int64) {
 	for _, q := range e.scheduled {
 		q.computed += q.sched
 		q.sched = 0
-		// Blocks with a shared identity are registered as soon as they are
-		// full. Private blocks can only ever be found again by this same
-		// request after a preemption, so they are registered then (in
-		// preempt), which spares the hash map most of the traffic.
+		// Blocks with a shared identity are registered as soon as their
+		// tokens are computed, generated ones too: vLLM caches every full
+		// block of prompt + output (allocate_slots → cache_blocks), so a
+		// finished request leaves its answer findable for the next turn
+		// that resends it. The last generated token is never fed back, so
+		// a block it would fill is not cached (nor is it in vLLM). Private
+		// blocks can only ever be found again by this same request after a
+		// preemption, so they are registered then (in preempt), which
+		// spares the hash map most of the traffic.
 		if full := min(q.computed, q.sharedTokens()) / e.bs; full > q.committed && e.kv.PrefixCaching() {
 			e.kv.Commit(q.table, e.hashesUpTo(q, full), q.committed, full)
 			q.committed = full

@@ -39,7 +39,11 @@ func ExampleRun() {
 }
 
 // RunSessions runs conversations in virtual time: each turn's prompt
-// carries the earlier turns, and the engine's prefix cache finds them.
+// carries the earlier turns, and the engine's prefix cache finds them,
+// answers included. Turn 1 is 512 + 64 = 576 tokens; its 32-token answer
+// ends the sequence at 608, 607 of them computed (the last token's KV never
+// is), so turn 2, 576 + 32 + 64 = 672 tokens, finds ⌊607/16⌋·16 = 592; turn
+// 3, 768 tokens, finds ⌊(672 + 32 − 1)/16⌋·16 = 688.
 func ExampleRunSessions() {
 	eng, err := sim.New(sim.DefaultConfig())
 	if err != nil {
@@ -68,7 +72,7 @@ func ExampleRunSessions() {
 	fmt.Println(res.SessionsCompleted, "session,", res.Completed, "requests")
 	// Output:
 	// s0-t1: 576 prompt tokens, 0 cached
-	// s0-t2: 672 prompt tokens, 576 cached
-	// s0-t3: 768 prompt tokens, 672 cached
+	// s0-t2: 672 prompt tokens, 592 cached
+	// s0-t3: 768 prompt tokens, 688 cached
 	// 1 session, 3 requests
 }

@@ -96,25 +96,35 @@ func TestSessionsDeterministic(t *testing.T) {
 }
 
 // TestSessionPrefixCache works the cache hits of a conversation by hand,
-// with the engine's 16-token blocks. The engine registers the prompt blocks
-// the request's hashes describe, not the generated ones (those are private
-// to the request, as in sim), so a turn finds the earlier turn's whole
-// prompt and every answer before that one.
+// with the engine's 16-token blocks. A request's hashes run over its prompt
+// and its answer, and the engine caches generated blocks as vLLM does, so
+// a turn finds the earlier turn's prompt and answer: their full blocks,
+// less the one the answer's last token would fill (its KV is never
+// computed), ⌊(prompt + answer − 1)/16⌋.
 func TestSessionPrefixCache(t *testing.T) {
 	sess := workload.Session{ID: "a", Turns: turns([2]int{100, 50}, [2]int{30, 10}, [2]int{20, 5})}
 	tests := []struct {
-		name    string
-		caching bool
-		// prompts: 100; 100+50+30 = 180; 180+10+20 = 210.
-		// cached: 0; ⌊100/16⌋·16 = 96; ⌊180/16⌋·16 = 176.
-		prompts, cached []int
+		name      string
+		caching   bool
+		reasoning float64 // the engine's default reasoning tokens
+		prompts   []int
+		cached    []int
 	}{
-		{"caching", true, []int{100, 180, 210}, []int{0, 96, 176}},
-		{"no caching", false, []int{100, 180, 210}, []int{0, 0, 0}},
+		// prompts: 100; 100+50+30 = 180; 180+10+20 = 210.
+		// cached: 0; ⌊(150−1)/16⌋·16 = 144 (turn 1's prompt and answer);
+		// ⌊(190−1)/16⌋·16 = 176 (turn 2's).
+		{"caching", true, 0, []int{100, 180, 210}, []int{0, 144, 176}},
+		{"no caching", false, 0, []int{100, 180, 210}, []int{0, 0, 0}},
+		// 8 tokens of each answer are reasoning, not resent: prompts 100;
+		// 100+42+30 = 172; 172+2+20 = 194. The reasoning follows each
+		// prompt in the cache where the next prompt has the answer, so a
+		// turn finds only the earlier prompt's full blocks:
+		// ⌊100/16⌋·16 = 96, ⌊172/16⌋·16 = 160.
+		{"reasoning", true, 8, []int{100, 172, 194}, []int{0, 96, 160}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng := newEngine(t, func(c *sim.Config) { c.EnablePrefixCaching = tt.caching })
+			eng := newEngine(t, func(c *sim.Config) { c.EnablePrefixCaching, c.ReasoningTokens = tt.caching, tt.reasoning })
 			recs, _ := collectSessions(t, eng, SessionLoad{Sessions: sessionSet(t, sess)})
 			var prompts, cached []int
 			for _, r := range recs {
@@ -160,8 +170,10 @@ func TestSessionSystemPromptShared(t *testing.T) {
 // TestSessionsSharedSystemConversation is 20 ten-turn conversations behind
 // one 512-token system prompt: turns of 64 tokens in, 32 out. Turn k's
 // prompt is 512 + (k−1)·96 + 64 = 576 + 96(k−1) tokens, a whole number of
-// blocks, and it finds at least turn k−1's whole prompt cached, 576 +
-// 96(k−2): a share from 576/672 = 86% at turn 2 to 1344/1440 = 93% at turn
+// blocks, and it finds at least turn k−1's prompt and answer cached, 576 +
+// 96(k−2) + 32 = 608 + 96(k−2) tokens, a whole number of blocks too, less
+// the last block (the answer's last token is never computed): 592 +
+// 96(k−2), a share from 592/672 = 88% at turn 2 to 1360/1440 = 94% at turn
 // 10, and 512/576 for the first turn of every session after the first. So
 // TTFT stays flat while, without the cache, it rises with the history.
 func TestSessionsSharedSystemConversation(t *testing.T) {
@@ -190,7 +202,7 @@ func TestSessionsSharedSystemConversation(t *testing.T) {
 			switch {
 			case !caching:
 			case k > 1:
-				want = 576 + 96*(k-2)
+				want = 592 + 96*(k-2)
 			case r.SessionID != "c0":
 				want = 512
 			}
@@ -304,9 +316,11 @@ func TestSessionToolRounds(t *testing.T) {
 			t.Errorf("tool-call answer has a visible chunk %+v; want hidden tokens only", c)
 		}
 	}
-	// The results extend the prompt: each request finds the one before's
-	// whole blocks, ⌊100/16⌋·16 = 96, ⌊178/16⌋·16 = 176, ⌊207/16⌋·16 = 192.
-	for i, want := range []int{0, 96, 176, 192} {
+	// Each request resends the one before's prompt and output (calls or
+	// answer, hashed with it) and finds their full blocks, the answer's
+	// last token uncomputed: ⌊(100+48−1)/16⌋·16 = 144,
+	// ⌊(178+24−1)/16⌋·16 = 192, ⌊(207+40−1)/16⌋·16 = 240.
+	for i, want := range []int{0, 144, 192, 240} {
 		if recs[i].CachedTokens != want {
 			t.Errorf("%s: cached tokens %d; want %d", recs[i].ID, recs[i].CachedTokens, want)
 		}

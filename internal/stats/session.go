@@ -110,9 +110,11 @@ type SessionStats struct {
 type TurnSummary struct {
 	// Turn is the turn number (from 1); N the sessions that reached it.
 	Turn, N int
-	// TTFT and TTP are the turn TTFT and TTP over those sessions; Prompt
-	// the first request's prompt tokens (the history grows with the turn).
-	TTFT, TTP MetricSummary
+	// TTFT and TTP are the turn TTFT and TTP over those sessions, E2E the
+	// turn's first send to its last request's end (tool rounds included,
+	// turns whose last request failed left out); Prompt the first request's
+	// prompt tokens (the history grows with the turn).
+	TTFT, TTP, E2E MetricSummary
 	Prompt    MetricSummary
 	// CachedShare is the share of the prompt tokens of the turn's first
 	// requests served from the prefix cache.
@@ -171,8 +173,8 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 		bySession[r.SessionID] = append(bySession[r.SessionID], r)
 	}
 	type turnAcc struct {
-		ttft, ttp, prompt []float64
-		tokens, cached    int
+		ttft, ttp, e2e, prompt []float64
+		tokens, cached         int
 	}
 	turns := map[int]*turnAcc{}
 	var durations, turnTTFTs, turnTTPs, turnCounts []float64
@@ -217,6 +219,9 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 			if t.ttpOK {
 				a.ttp = append(a.ttp, t.ttp)
 			}
+			if t.last.OK() {
+				a.e2e = append(a.e2e, float64(t.end-t.start)/1e6)
+			}
 			a.prompt = append(a.prompt, float64(t.prompt))
 			a.tokens += t.prompt
 			a.cached += t.cached
@@ -226,7 +231,7 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 	for _, k := range slices.Sorted(maps.Keys(turns)) {
 		a := turns[k]
 		ts := TurnSummary{Turn: k, N: len(a.prompt), TTFT: valuesSummary(MetricTTFT, ps, a.ttft),
-			TTP: valuesSummary(MetricTTP, ps, a.ttp), Prompt: valuesSummary("prompt_tokens", ps, a.prompt)}
+			TTP: valuesSummary(MetricTTP, ps, a.ttp), E2E: valuesSummary(MetricE2E, ps, a.e2e), Prompt: valuesSummary("prompt_tokens", ps, a.prompt)}
 		if a.tokens > 0 {
 			ts.CachedShare = float64(a.cached) / float64(a.tokens)
 		}

@@ -35,6 +35,11 @@ func TestSummarizeSessions(t *testing.T) {
 	if t1.N != 2 || t1.TTFT.N != 1 || !near(t1.TTFT.Median, 100) || !near(t1.TTP.Median, 450) || t1.CachedShare != 0 {
 		t.Errorf("turn 1 = n %d, TTFT %+v, TTP %+v, cached %v", t1.N, t1.TTFT, t1.TTP, t1.CachedShare)
 	}
+	// Turn E2E: A's turn 1 from its send at 0 to its tool round's end at
+	// 500 ms; B's failed turn 1 has none; A's turn 2 1500 → 1750 ms.
+	if t1.E2E.N != 1 || !near(t1.E2E.Median, 500) || t2.E2E.N != 1 || !near(t2.E2E.Median, 250) {
+		t.Errorf("turn E2E %+v, %+v; want 500 ms (A only) and 250 ms", t1.E2E, t2.E2E)
+	}
 	if t2.N != 1 || !near(t2.TTFT.Median, 200) || !near(t2.TTP.Median, 200) || !near(t2.CachedShare, 0.55) {
 		t.Errorf("turn 2 = n %d, TTFT %+v, TTP %+v, cached %v", t2.N, t2.TTFT, t2.TTP, t2.CachedShare)
 	}
