@@ -25,7 +25,9 @@ type BenchOptions struct {
 	sessions sessionFlags
 	// metricsListen serves live Prometheus metrics of the run (bench only).
 	metricsListen string
-	args          []string
+	// backendSet says --backend was given (sessions default to chat).
+	backendSet bool
+	args       []string
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
@@ -49,6 +51,7 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
+			o.backendSet = cmd.Flags().Changed("backend")
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },
@@ -88,6 +91,17 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
 	if err != nil {
 		return nil, err
+	}
+	if sessions != nil {
+		// A session is a conversation: its history goes as chat messages.
+		switch api, _, err := o.target.backend(); {
+		case err != nil:
+			return nil, err
+		case !o.backendSet:
+			o.target.Backend = "openai-chat"
+		case api != "openai-chat":
+			return nil, usagef("--backend %s: sessions send their history as chat messages; use --backend openai-chat (the default for sessions)", o.target.Backend)
+		}
 	}
 	cfg, err := o.runConfig(env, "bench")
 	if err != nil {
