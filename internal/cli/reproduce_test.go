@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -113,5 +114,42 @@ func TestConversationTTFTByTurn(t *testing.T) {
 	}
 	if !(slope[false] > 20) || !(slope[true] < 10) {
 		t.Errorf("TTFT per 1K tokens of history: %.1f ms without prefix caching, %.1f with; want it rising without and flat with", slope[false], slope[true])
+	}
+}
+
+// A 10-turn conversation with a shared 512-token system prompt, 64-token
+// messages and 32-token answers, two sessions one after the other: the
+// prefix cache hit share of every turn is worked out by hand, and the
+// embedded simulator gives exactly it over HTTP (bench) and in virtual
+// time (sim). Turn k's prompt is 576 + 96(k−1) tokens. Turn 1 of the second
+// session finds the system prompt (512 of 576; the first finds nothing).
+// Turn k ≥ 2 finds turn k−1's prompt and answer but its last token, whose
+// KV is never computed: ⌊(576 + 96(k−2) + 32 − 1)/16⌋·16 = 592 + 96(k−2).
+func TestConversationCacheShareByHand(t *testing.T) {
+	want := []float64{512.0 / (2 * 576)}
+	for k := 2; k <= 10; k++ {
+		want = append(want, float64(592+96*(k-2))/float64(576+96*(k-1)))
+	}
+	for _, cmd := range []string{"sim", "bench"} {
+		t.Run(cmd, func(t *testing.T) {
+			dir := t.TempDir()
+			r := runCLI(t, t.Context(), nil, cmd, "--dataset-name", "conversations", "--num-sessions", "2", "--turns", "fixed:10",
+				"--shared-prefix-len", "512", "--random-input-len", "64", "--random-output-len", "32", "--ignore-eos",
+				"--max-concurrent-sessions", "1", "--quiet", "--save-result", "--result-filename", "r.json", "--result-dir", dir, "--records", "none")
+			if r.code != ExitOK {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			s, _ := readJSON(t, filepath.Join(dir, "r.json"))["sessions"].(map[string]any)
+			turns, _ := s["turns"].([]any)
+			if len(turns) != 10 {
+				t.Fatalf("%d turns in %v; want 10", len(turns), s)
+			}
+			for k, tv := range turns {
+				got, _ := tv.(map[string]any)["cached_share"].(float64)
+				if math.Abs(got-want[k]) > 1e-9 {
+					t.Errorf("turn %d cached share %.4f; want %.4f by hand", k+1, got, want[k])
+				}
+			}
+		})
 	}
 }

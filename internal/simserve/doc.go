@@ -8,10 +8,10 @@
 // completion_tokens_details.reasoning_tokens; stream_options.include_usage
 // and continuous_usage_stats; max_tokens / max_completion_tokens,
 // ignore_eos, min_tokens; a thinking model's hidden tokens as
-// delta.reasoning_content, or inline <think>…</think> on completions), GET
-// /v1/models, GET /health, POST /tokenize (vLLM's shape) and GET /metrics
-// with vLLM V1's metric names, labels and histogram buckets, on a registry
-// passed in (never the global one).
+// delta.reasoning_content, or inline <think>…</think> on completions; tool
+// calls, see below), GET /v1/models, GET /health, POST /tokenize (vLLM's
+// shape) and GET /metrics with vLLM V1's metric names, labels and histogram
+// buckets, on a registry passed in (never the global one).
 //
 // # What the simulated model says
 //
@@ -27,6 +27,24 @@
 // Prompt blocks of the engine's block size are hashed (chained, as vLLM's
 // prefix-cache keys are), so requests that share a prefix hit the simulated
 // prefix cache.
+//
+// # Tool calls
+//
+// Chat requests may declare tools (OpenAI's "tools", "tool_choice"), resend
+// assistant messages with "tool_calls" and answer them with "tool" messages
+// (which need "tool_call_id"); the calls' names and arguments and the tool
+// results count into the prompt's tokens and block hashes like any text, so
+// an agent loop that resends its history hits the prefix cache. The answer
+// is tool calls when the request header [ToolCallsHeader] names them
+// (exactly those, in parallel), or else, when the last message is the
+// user's and tool_choice is not "none", with probability
+// sim.Config.ToolCallShare decided by the prompt's hash ("required" and a
+// named function always call). Each call is sim.Config.ToolCallTokens
+// hidden tokens (sim.DefaultToolCallTokens when 0): the first carries the
+// call's id and name, each later one a fragment of its arguments, a JSON
+// object {"<first parameter>":"word word ..."}; finish_reason is
+// "tool_calls" and usage counts the calls' tokens as reasoning_tokens, the
+// hidden part of completion_tokens.
 //
 // # Timing and flow control
 //

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -127,13 +128,20 @@ type plan struct {
 	g            *genRequest
 	info         promptInfo
 	outputTokens int
-	finish       string // "length" or "stop"
+	finish       string // "length", "stop" or "tool_calls"
+	// A tool-call answer: the declared tools called (indices into g.tools),
+	// in order, each callTokens long, all hidden; and the calls built from
+	// them once the response id is known.
+	callTools  []int
+	callTokens int
+	calls      []toolCall
 }
 
 // planRequest validates g against the model's limits and decides its
 // output length: max_tokens (or what is left of max_model_len) with
 // ignore_eos, else the natural length (see sim.NaturalLength) capped by it and
-// raised to min_tokens.
+// raised to min_tokens. An answer with tool calls (see decideCalls) is
+// callTokens per call instead, capped by the same limit.
 func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
 	p := &plan{g: g}
 	p.info = analyzePrompt(g.text, g.tokenIDs, s.opt.ChatTokensPerMessage, s.blockTokens, g.chat)
@@ -164,6 +172,18 @@ func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
 	if g.minTokens > limit {
 		return nil, badRequest("min_tokens", "must be at most %d (what max_model_len leaves), got %d", limit, g.minTokens)
 	}
+	idx, aerr := decideCalls(g, p.info.hash, s.toolShare)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if idx != nil {
+		p.callTools, p.callTokens = idx, s.toolTokens
+		p.outputTokens, p.finish = len(idx)*s.toolTokens, "tool_calls"
+		if p.outputTokens > limit {
+			p.outputTokens, p.finish = limit, "length"
+		}
+		return p, nil
+	}
 	p.outputTokens, p.finish = limit, "length"
 	if !g.ignoreEOS {
 		median := s.opt.NaturalOutputMedian
@@ -193,6 +213,12 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		writeError(w, s.modelNotFound(g.model))
 		return
 	}
+	if v := r.Header.Values(ToolCallsHeader); len(v) > 0 {
+		if g.forcedCalls, err = parseToolCallsHeader(strings.Join(v, ",")); err != nil {
+			writeError(w, err.(*apiError))
+			return
+		}
+	}
 	p, aerr := s.planRequest(g)
 	if aerr != nil {
 		writeError(w, aerr)
@@ -201,6 +227,9 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 	id, seq := s.nextID()
 	st := newStream(id, seq, arrival)
 	st.finishReason = p.finish
+	if p.finish == "tool_calls" {
+		st.finishReason = "stop" // the engine's reason, which vLLM's metrics count
+	}
 	req := sim.Request{
 		ID:              id,
 		PromptTokens:    p.info.tokens,
@@ -209,12 +238,24 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		HashBlockTokens: s.blockTokens,
 		Priority:        g.priority,
 	}
+	if chat && s.opt.ChatTokensPerMessage == 0 && p.callTools == nil && s.eng.Config().ReasoningFor(p.outputTokens) == 0 {
+		// The answer's blocks get the identity they will have when the
+		// client resends it (hidden reasoning is not resent, nor does a
+		// template's per-message header line up: then only the prompt's).
+		req.BlockHashes = answerHashes(p.info, seq, p.outputTokens, s.blockTokens)
+	}
+	respID := responseID(chat, r.Header.Get("X-Request-Id"), seq)
+	if p.callTools != nil {
+		// Tool calls are generated but hidden: the first one's first
+		// token is the TTFT, and no visible token comes.
+		req.ReasoningTokens = p.outputTokens
+		p.calls = makeCalls(g.tools, p.callTools, respID, p.info.hash)
+	}
 	if !s.submit(r.Context(), st, req) {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, message: "server is not running"})
 		return
 	}
-	rs := &response{s: s, w: w, st: st, p: p, chat: chat, created: time.Now().Unix()}
-	rs.respID = responseID(chat, r.Header.Get("X-Request-Id"), seq)
+	rs := &response{s: s, w: w, st: st, p: p, chat: chat, created: time.Now().Unix(), respID: respID}
 	if !rs.run(r) {
 		s.abort(st)
 	}
@@ -375,6 +416,10 @@ func (rs *response) usage() usage {
 // <think> markers a thinking model's raw output has).
 func (rs *response) pieceText(d delivery) {
 	rs.text = rs.text[:0]
+	if rs.p.calls != nil {
+		rs.text = appendToolDelta(rs.text, rs.p.calls, rs.st.seq, rs.p.callTokens, rs.generated, d.tokens)
+		return
+	}
 	if !rs.chat {
 		if d.hidden && rs.generated == 0 {
 			rs.text = append(rs.text, "<think>"...)
@@ -397,7 +442,10 @@ func (rs *response) writePiece(d delivery, last bool) bool {
 	rs.pieceText(d)
 	rs.count(d)
 	kind := chunkContent
-	if d.hidden && rs.chat {
+	switch {
+	case rs.p.calls != nil:
+		kind = chunkToolCalls
+	case d.hidden && rs.chat:
 		kind = chunkReasoning
 	}
 	finish := ""
@@ -429,6 +477,10 @@ func (rs *response) endStream() {
 }
 
 func (rs *response) accumulate(d delivery) {
+	if rs.p.calls != nil {
+		rs.count(d) // the calls are built whole at the end
+		return
+	}
 	rs.pieceText(d)
 	if d.hidden && rs.chat {
 		rs.thinking = append(rs.thinking, rs.text...)
@@ -441,8 +493,15 @@ func (rs *response) accumulate(d delivery) {
 func (rs *response) writeWhole() {
 	u := rs.usage()
 	if rs.chat {
-		msg := chatMessage{Role: "assistant", Content: string(rs.content)}
-		if rs.reasoning > 0 {
+		msg := chatMessage{Role: "assistant"}
+		if rs.p.calls != nil {
+			// content null, as OpenAI answers a call
+			msg.ToolCalls = wholeToolCalls(rs.p.calls, rs.st.seq, rs.p.callTokens, rs.generated)
+		} else {
+			c := string(rs.content)
+			msg.Content = &c
+		}
+		if rs.reasoning > 0 && rs.p.calls == nil {
 			t := string(rs.thinking)
 			msg.ReasoningContent = &t
 		}

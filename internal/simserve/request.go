@@ -41,13 +41,17 @@ type wireRequest struct {
 		IncludeUsage         bool `json:"include_usage"`
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
-	N        *int `json:"n"`
-	Priority *int `json:"priority"`
+	N          *int            `json:"n"`
+	Priority   *int            `json:"priority"`
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`   // assistant: the calls it made
+	ToolCallID *string         `json:"tool_call_id"` // tool: the call it answers
 }
 
 // genRequest is a parsed, validated generation request.
@@ -63,6 +67,12 @@ type genRequest struct {
 	includeUsage    bool
 	continuousUsage bool
 	priority        int
+	// Chat with tools.
+	tools          []toolDef
+	toolChoice     toolChoiceKind
+	toolChoiceName string   // choiceNamed: the function named
+	lastRole       string   // the last message's role
+	forcedCalls    []string // ToolCallsHeader's tool names (set by the handler); nil: none
 }
 
 // maxBodyBytes bounds a request body: 64 MiB holds a million-token prompt.
@@ -84,15 +94,20 @@ func parseGenRequest(body []byte, chat bool) (*genRequest, error) {
 		if len(w.Messages) == 0 {
 			return nil, badRequest("messages", "must not be empty")
 		}
-		for i, m := range w.Messages {
+		for i := range w.Messages {
+			m := &w.Messages[i]
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "required")
 			}
-			text, err := messageText(m.Content)
+			text, err := messagePiece(i, m)
 			if err != nil {
-				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "%v", err)
+				return nil, err
 			}
 			g.text = append(g.text, text)
+		}
+		g.lastRole = w.Messages[len(w.Messages)-1].Role
+		if err := g.parseTools(&w); err != nil {
+			return nil, err
 		}
 	} else {
 		if len(w.Prompt) == 0 || string(w.Prompt) == "null" {
@@ -147,6 +162,24 @@ func parseGenRequest(body []byte, chat bool) (*genRequest, error) {
 		g.priority = *w.Priority
 	}
 	return g, nil
+}
+
+// parseTools reads tools and tool_choice (chat only).
+func (g *genRequest) parseTools(w *wireRequest) error {
+	var err error
+	if g.tools, err = parseTools(w.Tools); err != nil {
+		return err
+	}
+	if g.toolChoice, g.toolChoiceName, err = parseToolChoice(w.ToolChoice); err != nil {
+		return err
+	}
+	switch {
+	case g.toolChoice == choiceRequired && len(g.tools) == 0:
+		return badRequest("tool_choice", `"required" needs tools`)
+	case g.toolChoice == choiceNamed && g.toolIndex(g.toolChoiceName) < 0:
+		return badRequest("tool_choice.function.name", "%q is not a declared tool", g.toolChoiceName)
+	}
+	return nil
 }
 
 // decodeJSON decodes body into v, turning decoder errors into 400s that
@@ -282,10 +315,10 @@ func parseTokenizeRequest(body []byte) (model string, text []string, ids []int, 
 		if len(t.Messages) == 0 {
 			return "", nil, nil, false, badRequest("messages", "must not be empty")
 		}
-		for i, m := range t.Messages {
-			s, err := messageText(m.Content)
+		for i := range t.Messages {
+			s, err := messagePiece(i, &t.Messages[i])
 			if err != nil {
-				return "", nil, nil, false, badRequest(fmt.Sprintf("messages[%d].content", i), "%v", err)
+				return "", nil, nil, false, err
 			}
 			text = append(text, s)
 		}

@@ -29,7 +29,7 @@ func TestParseGenRequest(t *testing.T) {
 			want: genRequest{text: []string{"x"}, maxTokens: 20}},
 		{name: "chat parts and null content", chat: true,
 			body: `{"messages":[{"role":"system","content":"a"},{"role":"user","content":[{"type":"text","text":"b"},{"type":"image_url","image_url":{}},{"type":"text","text":"c"}]},{"role":"assistant","content":null}]}`,
-			want: genRequest{chat: true, text: []string{"a", "b\nc", ""}}},
+			want: genRequest{chat: true, text: []string{"a", "b\nc", ""}, lastRole: "assistant"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,6 +51,9 @@ func FuzzParseGenRequest(f *testing.F) {
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"max_completion_tokens":1}`,
 		`{"prompt":[[1]],"min_tokens":2,"max_tokens":1}`,
 		`{"prompt":null}`, `[]`, ``, `{"n":2}`,
+		`{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}],"tool_choice":"required"}`,
+		`{"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}}}`,
+		`{"messages":[{"role":"tool","content":"r"}],"tools":[{"type":"function","function":{}}],"tool_choice":5}`,
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -75,6 +78,15 @@ func FuzzParseGenRequest(f *testing.F) {
 			t.Fatal("completion without a prompt accepted")
 		case !g.stream && (g.includeUsage || g.continuousUsage):
 			t.Fatal("stream options accepted without stream")
+		case g.toolChoice == choiceNamed && g.toolIndex(g.toolChoiceName) < 0:
+			t.Fatalf("tool_choice names %q, which is not declared", g.toolChoiceName)
+		case g.toolChoice == choiceRequired && len(g.tools) == 0:
+			t.Fatal(`tool_choice "required" accepted without tools`)
+		}
+		for i, td := range g.tools {
+			if td.name == "" || td.argKey == "" || g.toolIndex(td.name) != i {
+				t.Fatalf("tool %d = %+v; want a unique name and an argument key", i, td)
+			}
 		}
 		// Whatever parses can be planned without panicking.
 		info := analyzePrompt(g.text, g.tokenIDs, 2, 16, chat)

@@ -75,6 +75,8 @@ type Server struct {
 	aliases     []string
 	maxModelLen int
 	blockTokens int
+	toolShare   float64 // sim.Config.ToolCallShare
+	toolTokens  int     // tokens per tool call
 	describe    map[string]any
 	m           *metrics
 	gatherer    prometheus.Gatherer
@@ -186,6 +188,10 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 	}
 	s.maxModelLen = engineMaxModelLen(cfg, s.describe)
 	s.blockTokens = engineBlockSize(cfg, s.describe)
+	s.toolShare, s.toolTokens = cfg.ToolCallShare, cfg.ToolCallTokens
+	if s.toolTokens <= 0 {
+		s.toolTokens = sim.DefaultToolCallTokens
+	}
 	reg := opt.Registerer
 	gat := opt.Gatherer
 	if reg == nil {

@@ -324,7 +324,7 @@ func TestNonStreaming(t *testing.T) {
 		}
 		m := got.Choices[0].Message
 		var tok tokenize.Approx
-		if m.ReasoningContent == nil || tok.Count(*m.ReasoningContent) != 2 || tok.Count(m.Content) != 4 {
+		if m.ReasoningContent == nil || tok.Count(*m.ReasoningContent) != 2 || m.Content == nil || tok.Count(*m.Content) != 4 {
 			t.Errorf("message = %+v; want 2 reasoning and 4 content tokens", m)
 		}
 	})

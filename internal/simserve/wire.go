@@ -74,10 +74,11 @@ const (
 	chunkContent   chunkKind = iota // visible tokens
 	chunkReasoning                  // hidden reasoning tokens
 	chunkRole                       // chat's first, role-only chunk
+	chunkToolCalls                  // tool-call entries: text is the inside of delta.tool_calls
 )
 
 // appendChunk appends one streamed chunk. text is the tokens' text (JSON
-// safe); finish is "" or the finish reason; u, when non-nil, is the
+// safe), or for chunkToolCalls the entries of delta.tool_calls; finish is "" or the finish reason; u, when non-nil, is the
 // continuous usage to attach.
 func appendChunk(dst, head []byte, chat bool, kind chunkKind, text []byte, finish string, u *usage) []byte {
 	dst = append(dst, head...)
@@ -86,6 +87,10 @@ func appendChunk(dst, head []byte, chat bool, kind chunkKind, text []byte, finis
 		switch kind {
 		case chunkRole:
 			dst = append(dst, `"role":"assistant","content":""`...)
+		case chunkToolCalls:
+			dst = append(dst, `"tool_calls":[`...)
+			dst = append(dst, text...)
+			dst = append(dst, ']')
 		case chunkReasoning:
 			dst = append(dst, `"reasoning_content":"`...)
 			dst = append(dst, text...)
@@ -166,9 +171,10 @@ type chatChoice struct {
 }
 
 type chatMessage struct {
-	Role             string  `json:"role"`
-	Content          string  `json:"content"`
-	ReasoningContent *string `json:"reasoning_content"`
+	Role             string         `json:"role"`
+	Content          *string        `json:"content"` // null with tool calls
+	ReasoningContent *string        `json:"reasoning_content"`
+	ToolCalls        []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 // errorBody is the OpenAI error object.

@@ -115,7 +115,7 @@ type TurnSummary struct {
 	// turns whose last request failed left out); Prompt the first request's
 	// prompt tokens (the history grows with the turn).
 	TTFT, TTP, E2E MetricSummary
-	Prompt    MetricSummary
+	Prompt         MetricSummary
 	// CachedShare is the share of the prompt tokens of the turn's first
 	// requests served from the prefix cache.
 	CachedShare float64
