@@ -316,27 +316,9 @@ func turnKnee(s *stats.SessionSummary) (Finding, bool) {
 }
 
 // fitLine is the least-squares line y = a + b·x through xs, ys and the
-// largest |y − (a + b·x)| of its points (b = 0 and a the mean when xs do
-// not vary).
+// largest |y − (a + b·x)| of its points.
 func fitLine(xs, ys []float64) (a, b, maxResid float64) {
-	n := float64(len(xs))
-	if n == 0 {
-		return 0, 0, 0
-	}
-	var mx, my float64
-	for i := range xs {
-		mx, my = mx+xs[i], my+ys[i]
-	}
-	mx, my = mx/n, my/n
-	var sxy, sxx float64
-	for i := range xs {
-		sxy += (xs[i] - mx) * (ys[i] - my)
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-	}
-	if sxx > 0 {
-		b = sxy / sxx
-	}
-	a = my - b*mx
+	a, b = stats.LinearFit(xs, ys)
 	for i := range xs {
 		maxResid = max(maxResid, math.Abs(ys[i]-(a+b*xs[i])))
 	}

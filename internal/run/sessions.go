@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/simrun"
 	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -322,8 +323,8 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 
 // DefaultMaxToolRounds caps the tool rounds of one turn when
 // SessionLoad.MaxToolRounds is 0: an agent whose model keeps calling tools
-// is cut off, as real agent loops are.
-const DefaultMaxToolRounds = 8
+// is cut off, as real agent loops are. It is the virtual-time driver's.
+const DefaultMaxToolRounds = simrun.DefaultMaxToolRounds
 
 // minToolRoundTokens is the least max_tokens a request that the workload
 // expects to be answered with tool calls asks for.
@@ -443,8 +444,8 @@ func assistantCalls(calls []runlog.ToolCall) workload.Message {
 }
 
 // DefaultToolResultTokens is the length of a tool result the workload does
-// not give (SessionLoad.ToolResultLen nil).
-const DefaultToolResultTokens = 64
+// not give (SessionLoad.ToolResultLen nil), the same in virtual time.
+const DefaultToolResultTokens = simrun.DefaultToolResultTokens
 
 // toolResults runs the tools of one answer's calls: they run concurrently,
 // so the wait is the longest call's latency. A call the workload planned

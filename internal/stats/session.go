@@ -244,7 +244,8 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 	if all := model + tool + think; all > 0 {
 		out.ModelShare, out.ToolShare, out.ThinkShare = float64(model)/float64(all), float64(tool)/float64(all), float64(think)/float64(all)
 	}
-	out.TTFTPer1KHistory = 1000 * slope(xs, ys)
+	_, perToken := LinearFit(xs, ys)
+	out.TTFTPer1KHistory = 1000 * perToken
 	if out.Sessions > 0 {
 		out.Attainment = float64(out.Met) / float64(out.Sessions)
 		if span := float64(last-first) / 1e9; span > 0 {
@@ -344,11 +345,12 @@ func valuesSummary(name string, ps []float64, vals []float64) MetricSummary {
 	return fillSummary(MetricSummary{Name: name, N: len(v)}, ps, func(k int) float64 { return v[k] }, mom)
 }
 
-// slope is the least-squares slope of ys on xs (0 when xs do not vary).
-func slope(xs, ys []float64) float64 {
+// LinearFit is the least-squares line y = a + b·x through xs, ys (b = 0
+// and a the mean when xs do not vary; both 0 with no points).
+func LinearFit(xs, ys []float64) (a, b float64) {
 	n := float64(len(xs))
-	if n < 2 {
-		return 0
+	if n == 0 {
+		return 0, 0
 	}
 	var mx, my float64
 	for i := range xs {
@@ -360,10 +362,10 @@ func slope(xs, ys []float64) float64 {
 		sxy += (xs[i] - mx) * (ys[i] - my)
 		sxx += (xs[i] - mx) * (xs[i] - mx)
 	}
-	if sxx == 0 {
-		return 0
+	if sxx > 0 {
+		b = sxy / sxx
 	}
-	return sxy / sxx
+	return my - b*mx, b
 }
 
 func toMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

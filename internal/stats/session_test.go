@@ -93,3 +93,21 @@ func FuzzParseSessionSLO(f *testing.F) {
 		}
 	})
 }
+
+func TestLinearFit(t *testing.T) {
+	for _, tc := range []struct {
+		xs, ys []float64
+		a, b   float64
+	}{
+		{[]float64{0, 1, 2}, []float64{1, 3, 5}, 1, 2},           // y = 1 + 2x exactly
+		{[]float64{0, 2}, []float64{0, 1}, 0, 0.5},               // two points
+		{[]float64{1, 1, 1}, []float64{2, 4, 6}, 4, 0},           // xs do not vary: the mean
+		{[]float64{0, 1, 2, 3}, []float64{0, 2, 2, 4}, 0.2, 1.2}, // mean x 1.5, y 2; sxy 6, sxx 5
+		{nil, nil, 0, 0},
+	} {
+		a, b := LinearFit(tc.xs, tc.ys)
+		if !near(a, tc.a) || !near(b, tc.b) {
+			t.Errorf("LinearFit(%v, %v) = %v, %v; want %v, %v", tc.xs, tc.ys, a, b, tc.a, tc.b)
+		}
+	}
+}
