@@ -84,7 +84,7 @@ func TestConversationTTFTByTurn(t *testing.T) {
 	slope := map[bool]float64{}
 	for _, caching := range []bool{true, false} {
 		dir := t.TempDir()
-		args := []string{"bench", "--dataset-name", "conversations", "--num-sessions", "2", "--turns", "fixed:8", "--shared-prefix-len", "1024",
+		args := []string{"bench", "--dataset-name", "conversations", "--num-sessions", "2", "--turns", "fixed:10", "--shared-prefix-len", "1024",
 			"--random-input-len", "300", "--random-output-len", "20", "--max-concurrent-sessions", "1", "--backend", "openai-chat", "--quiet",
 			"--save-result", "--result-filename", "r.json", "--result-dir", dir, "--records", "none"}
 		if !caching {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runlog/runlogtest"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -369,5 +370,26 @@ func TestSessionsOrder(t *testing.T) {
 	want := []string{"history-growth", "turn-ttft-knee", "tool-time-dominates"}
 	if got := ids(Sessions(s)); !slices.Equal(got, want) {
 		t.Errorf("Sessions = %v; want %v", got, want)
+	}
+}
+
+// The sessions' SLA sentence on the shared fixture, every figure by hand:
+// A (turns 1 and 2, met) and B (failed at turn 1); turn TTPs 450 and 200
+// ms (P95 200 + 0.95·250 = 437.5), turn TTFTs 100 and 200 (P95 195),
+// durations 1,750 and 50 ms (P95 50 + 0.95·1,700 = 1,665), 100 ms of TTFT
+// per 1K tokens of history, one of two sessions met in 1.75 s.
+func TestSessionSLASentence(t *testing.T) {
+	slo, err := stats.ParseSessionSLO("ttp:500 turn_ttft_p95:300 duration:2000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stats.SummarizeSessions(runlogtest.Sessions(), nil, slo)
+	want := "2 sessions, 1.5 turns each on average (1 failed); turn TTP P95 438 ms, turn TTFT P95 195 ms, session duration P95 1.7 s; " +
+		"TTFT +100.0 ms per 1K tokens of history; SLO per session TTP <= 500 ms, turn TTFT P95 <= 300 ms, duration <= 2 s: met by 50 % of sessions, 0.57 sessions/s"
+	if got := SessionSLASentence(&s); got != want {
+		t.Errorf("SessionSLASentence =\n%s\nwant\n%s", got, want)
+	}
+	if got := SessionSLASentence(nil); got != "" {
+		t.Errorf("no sessions: %q; want none", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -173,3 +174,56 @@ func tokens(n float64) string {
 }
 
 func trim(s string) string { return strings.TrimSuffix(s, ".0") }
+
+// SessionSLASentence states a run's sessions in one line a contract could
+// quote, as SLASentence does its requests:
+//
+//	20 sessions, 8 turns each on average (0 failed); turn TTP P95 1.1 s, turn TTFT P95 40 ms, session duration P95 18 s; TTFT +0.6 ms per 1K tokens of history; SLO per session TTP <= 60 s, turn TTFT P95 <= 2 s: met by 95 % of sessions, 0.88 sessions/s
+//
+// The percentile is P95 when the summary has it, else P99, else the
+// median. It returns "" without sessions.
+func SessionSLASentence(s *stats.SessionSummary) string {
+	if s == nil || s.Sessions == 0 {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("%d sessions, %s turns each on average (%d failed)", s.Sessions, num(s.TurnsPerSession.Mean), s.Failed)}
+	var lat []string
+	for _, m := range []struct {
+		name string
+		v    stats.MetricSummary
+	}{{"turn TTP", s.TurnTTP}, {"turn TTFT", s.TurnTTFT}, {"session duration", s.Duration}} {
+		if m.v.N == 0 {
+			continue
+		}
+		p, v := "P50", m.v.Median
+		for _, q := range []float64{95, 99} {
+			if x, ok := m.v.P(q); ok {
+				p, v = "P"+stats.PercentileName(q), x
+				break
+			}
+		}
+		lat = append(lat, fmt.Sprintf("%s %s %s", m.name, p, dur(v)))
+	}
+	if len(lat) > 0 {
+		parts = append(parts, strings.Join(lat, ", "))
+	}
+	if len(s.Turns) > 1 {
+		parts = append(parts, fmt.Sprintf("TTFT %+.1f ms per 1K tokens of history", s.TTFTPer1KHistory))
+	}
+	if !s.SLO.IsZero() {
+		var bounds []string
+		for _, b := range []struct {
+			name  string
+			limit float64
+		}{{"TTP", toMs(s.SLO.TTP)}, {"turn TTFT P95", toMs(s.SLO.TurnTTFTP95)}, {"duration", toMs(s.SLO.Duration)}} {
+			if b.limit > 0 {
+				bounds = append(bounds, fmt.Sprintf("%s <= %s", b.name, dur(b.limit)))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("SLO per session %s: met by %s %% of sessions, %s sessions/s",
+			strings.Join(bounds, ", "), num(100*s.Attainment), num(s.Goodput)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func toMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

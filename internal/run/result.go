@@ -207,10 +207,12 @@ func sessionSummary(meta *runlog.Meta, data []levelData, o sessionOptions) (*sta
 }
 
 // withSessionFindings adds the session rules' findings on s and its records
-// to fs (a copy), before the closing SLA sentence.
+// to fs (a copy), before the closing SLA sentence, and the sessions' own
+// SLA sentence after it.
 func withSessionFindings(fs []findings.Finding, s *stats.SessionSummary, recs []runlog.Record) []findings.Finding {
 	more := findings.SessionsWithRecords(s, recs)
-	if len(more) == 0 {
+	sla := findings.SessionSLASentence(s)
+	if len(more) == 0 && sla == "" {
 		return fs
 	}
 	out := slices.Clone(fs)
@@ -218,7 +220,11 @@ func withSessionFindings(fs []findings.Finding, s *stats.SessionSummary, recs []
 	if at > 0 && out[at-1].ID == "sla" {
 		at--
 	}
-	return slices.Insert(out, at, more...)
+	out = slices.Insert(out, at, more...)
+	if sla != "" {
+		out = append(out, findings.Finding{ID: "session-sla", Severity: findings.Info, Message: sla})
+	}
+	return out
 }
 
 // sweepConfig is the sweep logic's configuration from the stored spec.
