@@ -65,7 +65,7 @@ func TestReportAndCompareCommands(t *testing.T) {
 		{"sweep of two files", []string{"report", "a.jsonl", "b.jsonl", "--html", "r.html", "--csv", "csv", "--json", "r.json"}, ExitOK,
 			[]string{"# level 0: 10 req/s", "# level 1: 20 req/s"}, nil, []string{"r.html", "csv/summary.csv", "csv/requests.csv", "r.json"}},
 		{"per-request csv", []string{"report", "a.jsonl", "--per-request", "csv"}, ExitOK,
-			[]string{"request_id,level,input_tokens", "r0,0,100,4,0,100.000,100.000,10.000,130.000,130.000,200,\n"}, nil, nil},
+			[]string{"request_id,level,input_tokens", "r0,0,100,4,0,100.000,100.000,10.000,130.000,130.000,200,,,,\n"}, nil, nil},
 		{"incompatible", []string{"report", "a.jsonl", "other.jsonl"}, ExitUsage, nil,
 			[]string{"a.jsonl and other.jsonl differ in model (m vs other-model); use --force to merge them anyway"}, nil},
 		{"forced", []string{"report", "a.jsonl", "other.jsonl", "--force"}, ExitOK, nil, []string{"differ in model (m vs other-model): merged anyway, as forced"}, nil},

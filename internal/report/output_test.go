@@ -34,13 +34,25 @@ func TestPerRequestGolden(t *testing.T) {
 	golden(t, "requests.golden.csv", c.Bytes())
 	golden(t, "requests.golden.jsonl", j.Bytes())
 	for _, want := range []string{
-		"r2,0,2000,4,5,200.000,220.000,13.333,240.000,250.000,200,\n",
-		"r3,0,10000,1,0,1000.000,1000.000,,1000.000,1000.000,200,\n", // one token: no TPOT
-		"r4,0,500,0,0,,,,,,500,http_5xx\n",
+		"r2,0,2000,4,5,200.000,220.000,13.333,240.000,250.000,200,,,,\n",
+		"r3,0,10000,1,0,1000.000,1000.000,,1000.000,1000.000,200,,,,\n", // one token: no TPOT
+		"r4,0,500,0,0,,,,,,500,http_5xx,,,\n",                           // not in a session: no session cells
 	} {
 		if !strings.Contains(c.String(), want) {
 			t.Errorf("per-request CSV lacks %q:\n%s", want, c.String())
 		}
+	}
+	// A turn of a session carries its session, turn and tool round.
+	var sc bytes.Buffer
+	turn := runlog.Record{ID: "t", SessionID: "chat-1", Turn: 2, ToolRound: 1, Sent: 0, End: 1e6, Status: 200}
+	if err := WritePerRequestJSONL(&sc, Records([]runlog.Record{turn})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(sc.String(), `"session_id":"chat-1","turn":2,"tool_round":1}`+"\n") {
+		t.Errorf("per-request JSONL of a turn: %s", sc.String())
+	}
+	if !strings.HasSuffix(j.String(), `"session_id":null,"turn":null,"tool_round":null}`+"\n") {
+		t.Errorf("per-request JSONL outside a session: %s", j.String())
 	}
 	if strings.Contains(c.String(), "\nw,") {
 		t.Error("per-request CSV contains the warm-up")

@@ -19,6 +19,7 @@ import (
 var PerRequestColumns = []string{
 	"request_id", "level", "input_tokens", "output_tokens", "cached_tokens",
 	"ttft_ms", "ttp_ms", "tpot_ms", "e2el_ms", "response_ms", "status", "error_class",
+	"session_id", "turn", "tool_round",
 }
 
 // Records returns an iterator over recs by pointer, the form HTML and the
@@ -66,7 +67,19 @@ func rowCells(r *runlog.Record) []string {
 		msCell(r.ResponseTime()),
 		strconv.Itoa(r.Status),
 		string(r.ErrorClass),
+		r.SessionID,
+		sessionCell(r, r.Turn),
+		sessionCell(r, r.ToolRound),
 	}
+}
+
+// sessionCell is a session field of a record in a session; "" (null in
+// JSONL) outside one.
+func sessionCell(r *runlog.Record, v int) string {
+	if r.SessionID == "" {
+		return ""
+	}
+	return strconv.Itoa(v)
 }
 
 // WritePerRequestCSV writes a header and one CSV row per non-warm-up record
@@ -107,7 +120,9 @@ func WritePerRequestJSONL(w io.Writer, recs iter.Seq[*runlog.Record]) error {
 			fmt.Fprintf(&b, "%q:", col)
 			v := cells[i]
 			switch {
-			case col == "request_id" || col == "error_class":
+			case col == "session_id" && v == "":
+				b.WriteString("null")
+			case col == "request_id" || col == "error_class" || col == "session_id":
 				if err := encode(&b, v); err != nil {
 					return err
 				}
