@@ -1,0 +1,41 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// The preset table, one preset with its sources, and the JSON, as golden
+// files: what `goodput slo list` and `goodput slo show` print.
+func TestPresetsGolden(t *testing.T) {
+	var list, listSources, show, js bytes.Buffer
+	if err := PresetsTerminal(&list, stats.Presets(), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := PresetsTerminal(&listSources, stats.Presets(), true); err != nil {
+		t.Fatal(err)
+	}
+	chat, err := stats.LookupPreset("chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PresetTerminal(&show, chat); err != nil {
+		t.Fatal(err)
+	}
+	if err := PresetsJSON(&js, stats.Presets()); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "presets.golden", list.Bytes())
+	golden(t, "presets_sources.golden", listSources.Bytes())
+	golden(t, "preset_chat.golden", show.Bytes())
+	var doc []map[string]any
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || len(doc) != len(stats.Presets()) {
+		t.Fatalf("PresetsJSON: %v, %d presets: %s", err, len(doc), js.String())
+	}
+	if ms, _ := doc[0]["request_ms"].(map[string]any); doc[0]["name"] != "chat" || ms["ttft"] != 450.0 {
+		t.Errorf("first preset %v; want chat with ttft 450 ms", doc[0])
+	}
+}
