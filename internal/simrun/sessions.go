@@ -42,6 +42,9 @@ type SessionLoad struct {
 	// shape of the gaps (0: 1, Poisson). Sessions with their own arrival
 	// (Session.HasArrival, traces) keep it.
 	Rate, Burstiness float64
+	// Sample and SampleEvery sample the engine's state as Load's do.
+	Sample      func(at int64, s sim.Snapshot)
+	SampleEvery time.Duration
 	// MaxConcurrent caps the sessions in progress (0: none). A session the
 	// cap holds back starts when one ends; its records' Intended keep the
 	// arrival (it counts in Result.DelayedArrivals), except without a
@@ -136,7 +139,9 @@ func RunSessions(ctx context.Context, eng *sim.Engine, load SessionLoad, emit fu
 	case math.IsNaN(load.Rate) || math.IsInf(load.Rate, 0) || load.Rate < 0:
 		return SessionResult{}, fmt.Errorf("simrun: session rate %v must be ≥ 0 (0: all at once)", load.Rate)
 	}
-	r := &runner{eng: eng, load: Load{Seed: load.Seed, Index: load.Index}, emit: emit, inflight: map[string]*flight{}}
+	r := &runner{eng: eng, load: Load{Seed: load.Seed, Index: load.Index, Sample: load.Sample, SampleEvery: load.SampleEvery},
+		emit: emit, inflight: map[string]*flight{}}
+	defer r.sampleEnd()
 	cfg := eng.Config()
 	f := &sessionFeed{r: r, load: &load, cfg: cfg, n: load.NumSessions, maxRounds: load.MaxToolRounds}
 	r.sessions = f

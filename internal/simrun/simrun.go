@@ -63,6 +63,11 @@ type Load struct {
 	NaturalStopRecorded bool
 	// Index is copied into every Record (the sweep level index).
 	Index int
+	// Sample, when set, is called with the engine's state every
+	// SampleEvery of virtual time from 0 (what a scraper polling the
+	// server's /metrics would read), and once at the run's end.
+	Sample      func(at int64, s sim.Snapshot)
+	SampleEvery time.Duration
 }
 
 // Result summarizes a run; the Records carry the detail.
@@ -121,6 +126,7 @@ func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, e
 		return Result{}, errors.New("simrun: a closed-loop run bounded only by duration needs a max concurrency (or a request rate, or num prompts)")
 	}
 	r := &runner{eng: eng, ds: ds, load: load, emit: emit, inflight: map[string]*flight{}}
+	defer r.sampleEnd()
 	n := load.NumPrompts
 	if n == 0 && load.DurationS == 0 {
 		n = ds.Len()
@@ -164,6 +170,9 @@ type runner struct {
 	prevFlights, curFlights []*flight
 	// sessions is RunSessions' state; nil in Run.
 	sessions *sessionFeed
+	// nextSample is the virtual time of the next Load.Sample call,
+	// lastSample that of the last one.
+	nextSample, lastSample int64
 }
 
 // flight is a request in the engine.
@@ -385,6 +394,7 @@ const ctxCheckSteps = 256
 func (r *runner) phase(ctx context.Context, fd feed) error {
 	var steps int
 	for {
+		r.sampleTo(r.now)
 		// Arrivals due by now that have a slot (those due earlier waited
 		// for one, so they go out now).
 		if err := fd.admit(r.now, true, r.now); err != nil {
@@ -402,6 +412,7 @@ func (r *runner) phase(ctx context.Context, fd feed) error {
 				// cap must be held by requests that ended; cannot happen.
 				return fmt.Errorf("%w: arrival due with %d in flight and an idle engine", ErrStalled, len(r.inflight))
 			}
+			r.sampleTo(t - 1) // the idle engine, until the arrival
 			r.now = t
 			continue
 		}
@@ -525,4 +536,31 @@ func (r *runner) cancel(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// sampleTo calls Load.Sample for every sample time up to at (ns) with the
+// engine's state now: the state holds between iterations, so a sample time
+// during an iteration reads the state the iteration ended with.
+func (r *runner) sampleTo(at int64) {
+	every := int64(r.load.SampleEvery)
+	if r.load.Sample == nil || every <= 0 {
+		return
+	}
+	for r.nextSample <= at {
+		r.load.Sample(r.nextSample, r.eng.Snapshot())
+		r.lastSample, r.nextSample = r.nextSample, r.nextSample+every
+	}
+}
+
+// sampleEnd calls Load.Sample at the run's end too (unless a sample time
+// fell on it), so the last window closes on the final state.
+func (r *runner) sampleEnd() {
+	if r.load.Sample == nil || r.load.SampleEvery <= 0 {
+		return
+	}
+	r.sampleTo(r.now)
+	if r.lastSample != r.now {
+		r.load.Sample(r.now, r.eng.Snapshot())
+		r.lastSample = r.now
+	}
 }
