@@ -19,11 +19,11 @@ const module = "github.com/goodput/goodput/"
 // so a new one must be placed before it can import anything.
 var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
-	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering"},
+	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics"},
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/runlog/runlogtest"},
 	// The wire, the drivers of the engine, and the judgements of one run.
-	{"internal/openai", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
+	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
 	// Judging a curve; watching live traffic; test servers.
 	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
 	// Rendering every output.
