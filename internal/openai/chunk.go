@@ -3,6 +3,8 @@ package openai
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -20,6 +22,62 @@ type Usage struct {
 	ReasoningTokens int
 	// CachedTokens is usage.prompt_tokens_details.cached_tokens.
 	CachedTokens int
+}
+
+// Timing is the per-request timing a server reported about itself, read
+// from the top-level objects two servers send (typically only in a
+// stream's last chunk, and in a whole response):
+//
+//   - vLLM's "metrics" (--enable-per-request-metrics; the PerRequestMetrics
+//     of vllm/entrypoints/generate/base): queue_time_ms (queued to first
+//     scheduled), time_to_first_token_ms (first scheduled to first token:
+//     despite its name it excludes the queue) and generation_time_ms (first
+//     to last token). vLLM attaches it to a stream's usage chunk.
+//   - llama.cpp's "timings" (tools/server result_timings): prompt_ms
+//     (prompt processing, ending with the first token), predicted_ms (first
+//     to last token) and cache_n (prompt tokens reused from its cache).
+//
+// Durations are ns, converted from the servers' milliseconds (rounded to
+// the nearest ns); a field is -1 when no object gave it (a null, a
+// negative or a non-number counts as not given). Where both objects give a
+// duration, vLLM's is used.
+type Timing struct {
+	// Present is true when the chunk had a "metrics" or "timings" object,
+	// whatever it held.
+	Present bool
+	// QueueNs is the time before first being scheduled (vLLM
+	// queue_time_ms); llama.cpp reports none.
+	QueueNs int64
+	// PrefillNs is from first being scheduled to the first generated token
+	// (vLLM time_to_first_token_ms, else llama.cpp prompt_ms).
+	PrefillNs int64
+	// DecodeNs is from the first to the last generated token (vLLM
+	// generation_time_ms, else llama.cpp predicted_ms).
+	DecodeNs int64
+	// CachedTokens is the prompt tokens served from the server's cache
+	// (llama.cpp cache_n; vLLM reports them in usage instead).
+	CachedTokens int
+}
+
+// noTiming is the Timing of a chunk that reported none.
+var noTiming = Timing{QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}
+
+// Given reports whether t holds at least one reported value.
+func (t Timing) Given() bool {
+	return t.QueueNs >= 0 || t.PrefillNs >= 0 || t.DecodeNs >= 0 || t.CachedTokens >= 0
+}
+
+// maxServerMs bounds a believable reported duration (ms): a year. Above it
+// a value is taken as not given rather than overflowing a count of ns.
+const maxServerMs = 365 * 24 * 3600 * 1e3
+
+// msToNs converts a reported duration in ms to ns; -1 for a value that
+// cannot be a duration (negative, NaN, beyond maxServerMs).
+func msToNs(ms float64) int64 {
+	if !(ms >= 0 && ms <= maxServerMs) {
+		return -1
+	}
+	return int64(math.Round(ms * 1e6))
 }
 
 // Chunk is what goodput needs from one streamed chunk (the JSON payload of a
@@ -56,6 +114,9 @@ type Chunk struct {
 	HasChoices bool
 	// Usage is the chunk's usage object, if any.
 	Usage Usage
+	// Timing is the server's per-request timing, if the chunk carried one
+	// (every field -1 when it did not).
+	Timing Timing
 	// ErrMessage is non-empty when the payload is an error: an "error"
 	// member that is an object or a string, or vLLM's
 	// {"object":"error","message":...}.
@@ -159,6 +220,7 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 		content, text, reasoningContent, reasoning, finish span
 		errMsg, topMsg                                     span
 		isErr, objectIsError                               bool
+		vllmTiming, llamaTiming                            = noTiming, noTiming
 	)
 	p.ws()
 	if p.pos >= len(data) || data[p.pos] != '{' {
@@ -187,6 +249,10 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 			}
 		case "usage":
 			c.Usage, err = p.usage()
+		case "metrics":
+			vllmTiming, err = p.timing(vllmTimingKeys)
+		case "timings":
+			llamaTiming, err = p.timing(llamaTimingKeys)
 		case "error":
 			isErr, errMsg, err = p.errorValue()
 		case "object":
@@ -209,6 +275,7 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 		return p.syntax("after top-level value")
 	}
 
+	c.Timing = mergeTiming(vllmTiming, llamaTiming)
 	c.Content = d.bytes(content)
 	if len(c.Content) == 0 {
 		c.Content = d.bytes(text)
@@ -876,6 +943,84 @@ func (p *parser) usage() (Usage, error) {
 		return err
 	})
 	return u, err
+}
+
+// timingKeys names the members of one server's timing object that hold
+// each Timing field ("" where it has none).
+type timingKeys struct{ queue, prefill, decode, cached string }
+
+var (
+	vllmTimingKeys  = timingKeys{queue: "queue_time_ms", prefill: "time_to_first_token_ms", decode: "generation_time_ms"}
+	llamaTimingKeys = timingKeys{prefill: "prompt_ms", decode: "predicted_ms", cached: "cache_n"}
+)
+
+// timing parses a server's timing object named by keys; null or a
+// non-object gives noTiming. A repeated key's last value counts, as in
+// encoding/json.
+func (p *parser) timing(keys timingKeys) (Timing, error) {
+	t := noTiming
+	var err error
+	t.Present, err = p.members(func(k []byte) (err error) {
+		if len(k) == 0 {
+			return p.value() // the keys a server lacks are ""
+		}
+		switch string(k) {
+		case keys.queue:
+			t.QueueNs, err = p.millis()
+		case keys.prefill:
+			t.PrefillNs, err = p.millis()
+		case keys.decode:
+			t.DecodeNs, err = p.millis()
+		case keys.cached:
+			var n int64
+			var ok bool
+			t.CachedTokens = -1
+			if n, ok, err = p.intOrSkip(); ok && n >= 0 && n <= maxUsageTokens {
+				t.CachedTokens = int(n)
+			}
+		default:
+			err = p.value()
+		}
+		return err
+	})
+	if !t.Present {
+		return noTiming, err
+	}
+	return t, err
+}
+
+// millis returns a number of milliseconds as ns, or -1 for any other value
+// or one that cannot be a duration.
+func (p *parser) millis() (int64, error) {
+	if c := p.peek(); c != '-' && (c < '0' || c > '9') {
+		return -1, p.value()
+	}
+	start := p.pos
+	if _, _, err := p.number(); err != nil {
+		return -1, err
+	}
+	// A number literal is short: the conversion of a slice this small to a
+	// string that does not escape stays on the stack.
+	v, err := strconv.ParseFloat(string(p.data[start:p.pos]), 64)
+	if err != nil {
+		return -1, nil // out of float64's range: valid JSON, no duration
+	}
+	return msToNs(v), nil
+}
+
+// mergeTiming combines the two servers' objects field by field, vLLM's
+// first (a server sending both is a proxy or a simulator of both).
+func mergeTiming(vllm, llama Timing) Timing {
+	t := vllm
+	t.Present = vllm.Present || llama.Present
+	if t.PrefillNs < 0 {
+		t.PrefillNs = llama.PrefillNs
+	}
+	if t.DecodeNs < 0 {
+		t.DecodeNs = llama.DecodeNs
+	}
+	t.CachedTokens = llama.CachedTokens
+	return t
 }
 
 // count returns an integer literal as an int, or 0 for any other value.

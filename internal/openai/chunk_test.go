@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,6 +27,9 @@ type flatChunk struct {
 	ToolCalls                                    []flatCall
 	Role, HasChoices                             bool
 	Usage                                        Usage
+	// Timing is nil when the chunk reported none (noTiming), so cases
+	// without a timing object need not spell it out.
+	Timing *Timing
 }
 
 type flatCall struct {
@@ -38,6 +42,10 @@ func flatten(c *Chunk) flatChunk {
 		Content: string(c.Content), Reasoning: string(c.Reasoning),
 		FinishReason: string(c.FinishReason), ErrMessage: string(c.ErrMessage),
 		ToolArgs: c.ToolArgs, Role: c.Role, HasChoices: c.HasChoices, Usage: c.Usage,
+	}
+	if c.Timing != noTiming {
+		t := c.Timing
+		f.Timing = &t
 	}
 	for _, d := range c.ToolCalls {
 		f.ToolCalls = append(f.ToolCalls, flatCall{d.Index, string(d.ID), string(d.Name), string(d.Arguments)})
@@ -79,7 +87,53 @@ func TestDecode(t *testing.T) {
 		{
 			name: "llama.cpp final chunk: usage and timings beside choices",
 			in:   `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"usage":{"completion_tokens":24,"prompt_tokens":42,"total_tokens":66},"timings":{"prompt_n":26,"prompt_ms":31.5,"predicted_per_second":60.58}}`,
-			want: flatChunk{FinishReason: "stop", HasChoices: true, Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 24}},
+			want: flatChunk{FinishReason: "stop", HasChoices: true, Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 24},
+				Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1}},
+		},
+		{
+			// As llama.cpp's tools/server writes it (result_timings::to_json).
+			name: "llama.cpp timings, every field",
+			in:   `{"choices":[],"timings":{"cache_n":16,"prompt_n":26,"prompt_ms":31.5,"prompt_per_token_ms":1.2115,"prompt_per_second":825.4,"predicted_n":24,"predicted_ms":412.7,"predicted_per_token_ms":16.508,"predicted_per_second":60.58,"draft_n":4,"draft_n_accepted":3}}`,
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16}},
+		},
+		{
+			// vLLM's usage chunk with --enable-per-request-metrics
+			// (PerRequestMetrics): time_to_first_token_ms starts at
+			// scheduling, so it is the prefill, not the TTFT.
+			name: "vLLM per-request metrics in the usage chunk",
+			in:   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":42,"total_tokens":170,"completion_tokens":128,"prompt_tokens_details":{"cached_tokens":16}},"metrics":{"time_to_first_token_ms":85.2,"generation_time_ms":1240.5,"queue_time_ms":12.3,"mean_itl_ms":9.1,"tokens_per_second":103.2}}`,
+			want: flatChunk{Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 128, CachedTokens: 16},
+				Timing: &Timing{Present: true, QueueNs: 12_300_000, PrefillNs: 85_200_000, DecodeNs: 1_240_500_000, CachedTokens: -1}},
+		},
+		{
+			name: "vLLM metrics with nulls (timestamps unavailable)",
+			in:   `{"choices":[],"metrics":{"time_to_first_token_ms":null,"generation_time_ms":0.0,"queue_time_ms":1e-05,"mean_itl_ms":null,"tokens_per_second":null}}`,
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 10, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1}},
+		},
+		{
+			name: "metrics null (n > 1) is no timing",
+			in:   `{"choices":[],"metrics":null,"timings":[]}`,
+			want: flatChunk{},
+		},
+		{
+			name: "empty metrics object: present, nothing given",
+			in:   `{"metrics":{}}`,
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}},
+		},
+		{
+			name: "impossible durations are not given",
+			in:   `{"metrics":{"queue_time_ms":-3,"time_to_first_token_ms":"85","generation_time_ms":1e400,"":4},"timings":{"prompt_ms":1e300,"predicted_ms":-0,"cache_n":-1,"":7}}`,
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1}},
+		},
+		{
+			name: "both shapes: vLLM's durations first, llama.cpp's fill in",
+			in:   `{"timings":{"prompt_ms":1,"predicted_ms":2,"cache_n":3},"metrics":{"time_to_first_token_ms":5,"queue_time_ms":0}}`,
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 0, PrefillNs: 5_000_000, DecodeNs: 2_000_000, CachedTokens: 3}},
+		},
+		{
+			name: "repeated timing key: the last counts",
+			in:   `{"metrics":{"queue_time_ms":4,"queue_time_ms":null},"metrics":{"generation_time_ms":0.000001}}`,
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 1, CachedTokens: -1}},
 		},
 		{
 			name: "SGLang nulls everywhere",
@@ -389,6 +443,45 @@ func refDecode(data []byte) (flatChunk, error) {
 		ctd, _ := u["completion_tokens_details"].(map[string]any)
 		c.Usage.ReasoningTokens = count(ctd["reasoning_tokens"])
 	}
+	// The timing objects: each field a JSON number of ms (converted as
+	// msToNs does), cache_n an integer; vLLM's durations win.
+	timing := func(v any, queue, prefill, decode, cached string) Timing {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return noTiming
+		}
+		t := Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}
+		ms := func(name string) int64 {
+			n, ok := m[name].(json.Number)
+			if name == "" || !ok {
+				return -1
+			}
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil || f < 0 || f > 365*24*3600*1e3 {
+				return -1
+			}
+			return int64(math.Round(f * 1e6))
+		}
+		t.QueueNs, t.PrefillNs, t.DecodeNs = ms(queue), ms(prefill), ms(decode)
+		if i, ok := integer(m[cached]); cached != "" && ok && i >= 0 && i <= maxUsageTokens {
+			t.CachedTokens = int(i)
+		}
+		return t
+	}
+	vt := timing(top["metrics"], "queue_time_ms", "time_to_first_token_ms", "generation_time_ms", "")
+	lt := timing(top["timings"], "", "prompt_ms", "predicted_ms", "cache_n")
+	if vt.Present || lt.Present {
+		t := vt
+		t.Present = true
+		if t.PrefillNs < 0 {
+			t.PrefillNs = lt.PrefillNs
+		}
+		if t.DecodeNs < 0 {
+			t.DecodeNs = lt.DecodeNs
+		}
+		t.CachedTokens = lt.CachedTokens
+		c.Timing = &t
+	}
 	isErr, msg := false, ""
 	switch e := top["error"].(type) {
 	case string:
@@ -467,8 +560,26 @@ func genChunk(rng *rand.Rand) []byte {
 	top = append(top,
 		member{"id", "chatcmpl-" + strconv.Itoa(rng.IntN(1e6))},
 		member{"created", 1767225600}, member{"model", "m"},
-		member{"timings", obj{{"prompt_ms", 31.5}, {"predicted_n", 3}}},
 	)
+	if rng.IntN(3) == 0 {
+		top = append(top, member{"metrics", g.pick(g.keep(
+			member{"time_to_first_token_ms", g.msOrOther()},
+			member{"generation_time_ms", g.msOrOther()},
+			member{"queue_time_ms", g.msOrOther()},
+			member{"mean_itl_ms", g.msOrOther()},
+			member{"tokens_per_second", g.msOrOther()},
+		), nil, 5)})
+	}
+	if rng.IntN(3) == 0 {
+		top = append(top, member{"timings", g.pick(g.keep(
+			member{"cache_n", g.intOrOther()},
+			member{"prompt_n", g.intOrOther()},
+			member{"prompt_ms", g.msOrOther()},
+			member{"predicted_n", g.intOrOther()},
+			member{"predicted_ms", g.msOrOther()},
+			member{"predicted_per_second", g.msOrOther()},
+		), nil, []any{})})
+	}
 	if rng.IntN(4) == 0 {
 		top = append(top, member{g.text(), g.random(3)})
 	}
@@ -532,6 +643,14 @@ func (g *gen) strOrOther() any { return g.pick(g.text(), g.text(), g.text(), nil
 
 func (g *gen) intOrOther() any {
 	return g.pick(g.rng.IntN(100000), g.rng.IntN(10), nil, 2.5, "3", json.Number("1e2"), json.Number("-0"), json.Number("99999999999999999999"))
+}
+
+// msOrOther returns a duration in ms as servers write them, or a value
+// that is none.
+func (g *gen) msOrOther() any {
+	return g.pick(31.5, float64(g.rng.IntN(100000))/8, g.rng.IntN(5000), 0, nil, -1, "12.5", true,
+		json.Number("1e-05"), json.Number("-0"), json.Number("1.2345678901234567e3"), json.Number("1e400"),
+		json.Number("99999999999999999999"), json.Number("3.1536e13"), json.Number("-0.0"))
 }
 
 func (g *gen) choice() any {
@@ -717,6 +836,8 @@ func TestDecodeNoAllocs(t *testing.T) {
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" token"},"logprobs":null,"finish_reason":null}]}`,
 		`{"choices":[{"index":0,"delta":{"content":"esc\u00e9\n\"q\""}}],"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}}`,
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`,
+		`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2},"metrics":{"time_to_first_token_ms":85.21234567890123,"generation_time_ms":1240.5,"queue_time_ms":1.2345678901234e-05,"mean_itl_ms":null,"tokens_per_second":103.2}}`,
+		`{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"timings":{"cache_n":16,"prompt_n":26,"prompt_ms":31.5,"predicted_n":24,"predicted_ms":412.7,"predicted_per_second":60.58}}`,
 	}
 	for i, in := range inputs {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {

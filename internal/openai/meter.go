@@ -41,6 +41,7 @@ type StreamMeter struct {
 	firstToken bool
 	events     int    // data events seen, for error messages
 	distrust   string // why continuous usage stopped being believed ("" while it is)
+	timing     Timing // the last per-request timing the server reported
 	// calls are the tool calls streamed so far, merged by index; their
 	// buffers are kept across Reset.
 	calls []callBuf
@@ -66,7 +67,7 @@ func (m *StreamMeter) Reset(rec *runlog.Record) {
 	finish := m.finish[:0]
 	dec := m.dec
 	calls := m.calls[:0]
-	*m = StreamMeter{rec: rec, dec: dec, finish: finish, firstToken: true, calls: calls}
+	*m = StreamMeter{rec: rec, dec: dec, finish: finish, firstToken: true, calls: calls, timing: noTiming}
 	rec.Chunks = rec.Chunks[:0]
 }
 
@@ -119,6 +120,11 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 	if ch.Usage.Present {
 		m.usage = ch.Usage
 		m.sawUsage = true
+	}
+	if ch.Timing.Given() {
+		// The last report counts: llama.cpp with timings_per_token sends
+		// its running timings in every chunk.
+		m.timing = ch.Timing
 	}
 	if vis+hid == 0 {
 		if ch.Usage.Present {
@@ -310,4 +316,28 @@ func (m *StreamMeter) Close(estPrompt int) {
 	if rec.PromptTokens == 0 {
 		rec.PromptTokens = estPrompt
 	}
+	setServer(rec, m.timing)
+}
+
+// setServer sets rec.Server from the timing the server reported, when it
+// reported any (rec.Server is left alone otherwise). Fields it did not give
+// are 0: vLLM gives no cache count in its timing, so the usage's
+// cached_tokens (rec.CachedTokens, once believed) stands in; llama.cpp gives
+// no queue time. Servers report durations only, never a time on a clock
+// goodput could map to its own, so ArrivalNs stays 0.
+func setServer(rec *runlog.Record, t Timing) {
+	if !t.Given() {
+		return
+	}
+	st := &runlog.ServerTiming{
+		QueueNs:      max(t.QueueNs, 0),
+		PrefillNs:    max(t.PrefillNs, 0),
+		DecodeNs:     max(t.DecodeNs, 0),
+		CachedTokens: t.CachedTokens,
+		QueueUnknown: t.QueueNs < 0,
+	}
+	if st.CachedTokens < 0 {
+		st.CachedTokens = rec.CachedTokens
+	}
+	rec.Server = st // a fresh one: rec's old one may be shared with a copy
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -23,6 +25,8 @@ func FuzzStreamMeter(f *testing.F) {
 	f.Add([]byte("{\n[DONE]\n"))
 	f.Add([]byte(`{"choices":[{"index":0,"text":"x"}],"usage":{"prompt_tokens":-50,"completion_tokens":1}}` + "\n" +
 		`{"choices":[{"index":0,"text":"y"}],"usage":{"prompt_tokens":3,"completion_tokens":3000000000}}`))
+	f.Add([]byte(content("a") + "\n" + `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1},"metrics":{"queue_time_ms":1.5,"time_to_first_token_ms":-2}}` +
+		"\n" + `{"choices":[],"timings":{"prompt_ms":1e308,"predicted_ms":3,"cache_n":-4}}` + "\n[DONE]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m StreamMeter
 		var rec runlog.Record
@@ -46,6 +50,9 @@ func FuzzStreamMeter(f *testing.F) {
 		}
 		if rec.CompletionTokens > maxUsageTokens || rec.PromptTokens > maxUsageTokens || rec.ReasoningTokens > rec.CompletionTokens {
 			t.Fatalf("unbelievable counts kept: %+v", rec)
+		}
+		if s := rec.Server; s != nil && (s.QueueNs < 0 || s.PrefillNs < 0 || s.DecodeNs < 0 || s.CachedTokens < 0 || s.ArrivalNs != 0) {
+			t.Fatalf("impossible server timing kept: %+v", *s)
 		}
 		// Whatever a server sends, the record stays readable.
 		rec.ID = "x"
@@ -119,3 +126,72 @@ func TestUsageNotBelieved(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestServerTiming checks that the timing a server reports about a request
+// (vLLM's "metrics", llama.cpp's "timings") becomes rec.Server, streamed
+// and whole, with the counts the server gave and nothing invented.
+func TestServerTiming(t *testing.T) {
+	const (
+		vllmUsage = `{"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}},` +
+			`"metrics":{"time_to_first_token_ms":85.2,"generation_time_ms":1240.5,"queue_time_ms":12.3,"mean_itl_ms":620.25,"tokens_per_second":2.3}}`
+		llamaFinal = `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"usage":{"completion_tokens":3,"prompt_tokens":12,"total_tokens":15},` +
+			`"timings":{"cache_n":4,"prompt_n":8,"prompt_ms":31.5,"prompt_per_token_ms":3.9375,"prompt_per_second":253.9,"predicted_n":3,"predicted_ms":40.25,"predicted_per_token_ms":13.4,"predicted_per_second":74.5}}`
+		// llama.cpp with timings_per_token: running timings in every chunk.
+		llamaRunning = `{"choices":[{"index":0,"delta":{"content":"b"}}],"timings":{"cache_n":4,"prompt_n":8,"prompt_ms":31.5,"predicted_n":2,"predicted_ms":20}}`
+	)
+	vllmWant := &runlog.ServerTiming{QueueNs: 12_300_000, PrefillNs: 85_200_000, DecodeNs: 1_240_500_000, CachedTokens: 8}
+	llamaWant := &runlog.ServerTiming{PrefillNs: 31_500_000, DecodeNs: 40_250_000, CachedTokens: 4, QueueUnknown: true} // llama.cpp reports no queue
+	for _, tc := range []struct {
+		name   string
+		events []string
+		want   *runlog.ServerTiming
+	}{
+		{"vLLM metrics in the usage chunk", []string{roleChunk, content("a"), content("b"), content("c"), vllmUsage}, vllmWant},
+		{"llama.cpp timings in the last chunk", []string{content("a"), content("b"), content("c"), llamaFinal}, llamaWant},
+		{"llama.cpp running timings: the last counts", []string{content("a"), llamaRunning, content("c"), llamaFinal}, llamaWant},
+		{"no timing", []string{roleChunk, content("a"), usageChunk}, nil},
+		{"null metrics", []string{content("a"), `{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1},"metrics":null}`}, nil},
+		{"queue only", []string{content("a"), `{"choices":[],"metrics":{"queue_time_ms":2,"time_to_first_token_ms":null}}`},
+			&runlog.ServerTiming{QueueNs: 2_000_000}},
+		// The cache count of vLLM's timing is the usage's, so usage not
+		// believed leaves it 0.
+		{"vLLM metrics, usage cached not believed", []string{content("a"),
+			`{"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":50}},"metrics":{"queue_time_ms":0,"time_to_first_token_ms":1,"generation_time_ms":0}}`},
+			&runlog.ServerTiming{PrefillNs: 1_000_000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m StreamMeter
+			rec := runlog.Record{ID: "r"}
+			m.Reset(&rec)
+			for i, e := range tc.events {
+				m.Event([]byte(e), int64(i+1)*1000, false)
+			}
+			m.Event([]byte("[DONE]"), 99_000, false)
+			m.Close(7)
+			if diff := cmp.Diff(tc.want, rec.Server); diff != "" {
+				t.Errorf("rec.Server mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	whole := []struct {
+		name, body string
+		want       *runlog.ServerTiming
+	}{
+		{"vLLM whole", `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"abc"},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}},` +
+			`"metrics":{"time_to_first_token_ms":85.2,"generation_time_ms":1240.5,"queue_time_ms":12.3,"mean_itl_ms":620.25,"tokens_per_second":2.3}}`, vllmWant},
+		{"llama.cpp whole", `{"choices":[{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"abc"}}],"usage":{"completion_tokens":3,"prompt_tokens":12,"total_tokens":15},` +
+			`"timings":{"cache_n":4,"prompt_n":8,"prompt_ms":31.5,"predicted_n":3,"predicted_ms":40.25}}`, llamaWant},
+		{"no timing", `{"choices":[{"message":{"content":"abc"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":3}}`, nil},
+	}
+	for _, tc := range whole {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := runlog.Record{ID: "w", Status: 200}
+			MeasureWhole(&rec, []byte(tc.body), 500, 9)
+			if diff := cmp.Diff(tc.want, rec.Server); diff != "" {
+				t.Errorf("MeasureWhole: rec.Server mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

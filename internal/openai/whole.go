@@ -16,6 +16,8 @@ import (
 // checked as a stream's is: a count that cannot be true (negative, beyond any
 // model's, reasoning above completion, far above max_tokens) is not used,
 // and the record says why. estPrompt is the prompt length to fall back on.
+// The server's own per-request timing, when the body carries one (vLLM's
+// "metrics", llama.cpp's "timings"), goes to rec.Server, as a stream's does.
 // It returns the answer's visible text (a copy), for callers that keep it.
 // The bench client (--no-stream, or a server ignoring "stream") and the
 // proxy both measure whole answers with it.
@@ -72,6 +74,7 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 	if n > 0 {
 		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(min(n, maxUsageTokens)), Visible: vis > 0})
 	}
+	setServer(rec, ch.Timing)
 	return string(ch.Content)
 }
 

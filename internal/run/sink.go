@@ -144,7 +144,7 @@ func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func())
 func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
 	c.tracker.Add(r)
-	if !r.Warmup && r.OK() && r.Server != nil {
+	if !r.Warmup && r.OK() && r.Server != nil && !r.Server.QueueUnknown {
 		c.queue = append(c.queue, r.Server.QueueNs)
 	}
 	if r.SessionID != "" && !r.Warmup {

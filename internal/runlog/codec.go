@@ -138,6 +138,9 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = strconv.AppendInt(dst, int64(s.Preemptions), 10)
 		dst = append(dst, `,"cached_tokens":`...)
 		dst = strconv.AppendInt(dst, int64(s.CachedTokens), 10)
+		if s.QueueUnknown {
+			dst = append(dst, `,"queue_unknown":true`...)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "}\n"...)
@@ -397,6 +400,8 @@ type RunInfo struct {
 	Line int
 	// Records counts the records read so far that belong to the run.
 	Records int
+	// Scrapes are the run's scrapes of the server's metrics, in file order.
+	Scrapes []Scrape
 }
 
 // Reader reads a records file line by line. It is not safe for concurrent
@@ -594,6 +599,16 @@ func (r *Reader) parse(line []byte, no int, rec *Record) error {
 			return errors.New("empty meta line")
 		}
 		r.startRun(ml.Meta, no)
+		return errMetaLine
+	}
+	if bytes.HasPrefix(line, []byte(`{"scrape"`)) {
+		sc, err := parseScrape(line)
+		if err != nil {
+			return err
+		}
+		r.ensureRun(no)
+		run := &r.runs[len(r.runs)-1]
+		run.Scrapes = append(run.Scrapes, *sc)
 		return errMetaLine
 	}
 	if bytes.HasPrefix(line, []byte(`{"end"`)) {

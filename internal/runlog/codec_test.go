@@ -30,6 +30,11 @@ func sampleRecords() []Record {
 			Server: &ServerTiming{ArrivalNs: 1, QueueNs: 2, PrefillNs: 3, DecodeNs: 4, Preemptions: 1, CachedTokens: 64},
 		},
 		{
+			ID: "llamacpp-1", Sent: 1, End: 9, PromptTokens: 10, CompletionTokens: 2, TokenSource: TokensUsage, Status: 200,
+			Chunks: []Chunk{{T: 5, Tokens: 1, Visible: true}, {T: 9, Tokens: 1, Visible: true}},
+			Server: &ServerTiming{PrefillNs: 3e6, DecodeNs: 4e6, CachedTokens: 8, QueueUnknown: true},
+		},
+		{
 			ID: "text-1", Sent: 3, End: 9, PromptTokens: 5, CompletionTokens: 4, TokenSource: TokensUsage, Status: 200, WholeAnswer: true,
 			Chunks:        []Chunk{{T: 4, Tokens: 1, Visible: true}, {T: 9, Tokens: 3, Visible: true}},
 			GeneratedText: "Hello \"world\"\n\ttabbed <b>&amp;</b> 日本語 \u2028 end",
@@ -162,6 +167,7 @@ func FuzzReader(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"id":"x","chunks":[[1,2,3]]}`))
 	f.Add([]byte(`{"meta":null}`))
+	f.Add([]byte(`{"scrape":{"target":"server","at_ns":5,"sample":{"values":{"running":1}}}}` + "\n" + `{"scrape":{"target":""}}`))
 	f.Add([]byte(`{"meta":{"tool":"goodput"}}` + "\n" + `{"end":{"levels":[{"request_rate":2}]}}` + "\n" + `{"end":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, recs, _, err := ReadAll(bytes.NewReader(data), "fuzz")

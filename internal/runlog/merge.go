@@ -26,6 +26,8 @@ type RecordsFile struct {
 	Meta *Meta
 	// Records are every record of the run, warm-ups included.
 	Records []Record
+	// Scrapes are the run's scrapes of the server's metrics.
+	Scrapes []Scrape
 }
 
 // ErrNoRecords is wrapped by the error for a file without a single record.
@@ -67,7 +69,7 @@ func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []
 		return nil, warns, fmt.Errorf("%s: %w: %s", name, ErrNoRecords, why)
 	}
 	if len(kept) == 1 {
-		return []RecordsFile{{Name: name, Meta: kept[0].Meta, Records: kept[0].Records}}, warns, nil
+		return []RecordsFile{{Name: name, Meta: kept[0].Meta, Records: kept[0].Records, Scrapes: kept[0].Scrapes}}, warns, nil
 	}
 	if !o.Merge {
 		diff := "meta line (none vs one)"
@@ -80,7 +82,7 @@ func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []
 	out := make([]RecordsFile, len(kept))
 	lines := make([]string, len(kept))
 	for i, run := range kept {
-		out[i] = RecordsFile{Name: fmt.Sprintf("%s:%d", name, run.Line), Meta: run.Meta, Records: run.Records}
+		out[i] = RecordsFile{Name: fmt.Sprintf("%s:%d", name, run.Line), Meta: run.Meta, Records: run.Records, Scrapes: run.Scrapes}
 		lines[i] = strconv.Itoa(run.Line)
 	}
 	if len(lines) > 6 {

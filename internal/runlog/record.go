@@ -89,8 +89,10 @@ type Chunk struct {
 	Visible bool
 }
 
-// ServerTiming is the server-side truth a simulated engine knows about a
-// request; nil for records measured from the outside.
+// ServerTiming is the server's own view of a request: the simulated
+// engine's truth, or what a real server reported with its answer (vLLM's
+// per-request metrics, llama.cpp's timings); nil when the server said
+// nothing.
 type ServerTiming struct {
 	// ArrivalNs is when the engine received the request, ns from run start.
 	ArrivalNs int64 `json:"arrival_ns"`
@@ -104,6 +106,10 @@ type ServerTiming struct {
 	Preemptions int `json:"preemptions"`
 	// CachedTokens is the prompt tokens served from the prefix cache.
 	CachedTokens int `json:"cached_tokens"`
+	// QueueUnknown says the server reported no queue time (llama.cpp's
+	// timings have none): QueueNs is 0 for want of a figure, not a
+	// measured 0.
+	QueueUnknown bool `json:"queue_unknown,omitempty"`
 }
 
 // HistorySource says where a session turn's earlier answers came from.
@@ -209,7 +215,8 @@ type Record struct {
 	// request; 0 when it made none or the session ended there.
 	ToolLatencyNs int64 `json:"tool_latency_ns,omitempty"`
 
-	// Server is the simulated engine's own view; nil when measured remotely.
+	// Server is the server's own view of the request (see ServerTiming);
+	// nil when it reported none.
 	Server *ServerTiming `json:"server,omitempty"`
 }
 

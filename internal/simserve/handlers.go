@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sse"
 )
@@ -26,6 +27,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /tokenize", s.serveTokenize)
+	// The families shaped by the engine's limits are registered here, once:
+	// New builds the metrics knowing only the model name.
+	s.m.bindEngine(s.log, s.maxModelLen, s.blockTokens, s.describe)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -290,6 +294,7 @@ type response struct {
 	reasoning  int // of which hidden
 	cached     int
 	finishSent bool
+	timing     *runlog.ServerTiming // the engine's, once the request finished
 	// non-streaming accumulation
 	content, thinking []byte
 }
@@ -309,6 +314,9 @@ func (rs *response) run(r *http.Request) bool {
 		snap := rs.st.take(rs.dbuf)
 		rs.dbuf = snap.deliveries
 		rs.cached = snap.cached
+		if snap.timing != nil {
+			rs.timing = snap.timing
+		}
 		select {
 		case <-rs.s.stopped:
 			if snap.state == stateLive {
@@ -325,6 +333,7 @@ func (rs *response) run(r *http.Request) bool {
 				rs.accumulate(d)
 			}
 			if snap.state == stateFinished {
+				rs.finished()
 				rs.writeWhole()
 				return true
 			}
@@ -350,6 +359,7 @@ func (rs *response) run(r *http.Request) bool {
 		}
 		switch snap.state {
 		case stateFinished:
+			rs.finished()
 			if !rs.finishSent {
 				// Finished without a token in this batch: an empty chunk
 				// carries the finish reason.
@@ -374,6 +384,15 @@ func (rs *response) run(r *http.Request) bool {
 }
 
 func (rs *response) g() *genRequest { return rs.p.g }
+
+// finished counts the finished request's token histograms. The handler
+// does it, not the engine goroutine, because it holds the counts vLLM
+// observes (prompt, and every token generated, now all taken from the
+// mailbox), and it does so before writing the answer's end, so a client
+// holding its answer finds it counted.
+func (rs *response) finished() {
+	rs.s.m.observeFinished(rs.p.info.tokens, rs.generated)
+}
 
 func (rs *response) writeFailure(snap snapshot) {
 	e := &apiError{status: snap.status, message: snap.errMsg}
@@ -470,7 +489,7 @@ func (rs *response) writePiece(d delivery, last bool) bool {
 
 func (rs *response) endStream() {
 	if rs.g().includeUsage {
-		rs.buf = appendUsageChunk(rs.buf[:0], rs.head, rs.usage())
+		rs.buf = appendUsageChunk(rs.buf[:0], rs.head, rs.usage(), makeMetrics(rs.timing, rs.generated))
 		_ = rs.sw.WriteEvent("", "", rs.buf)
 	}
 	_ = rs.sw.WriteEvent("", "", []byte("[DONE]"))
@@ -508,11 +527,13 @@ func (rs *response) writeWhole() {
 		writeJSON(rs.w, http.StatusOK, chatResponse{
 			ID: rs.respID, Object: "chat.completion", Created: rs.created, Model: rs.s.model,
 			Choices: []chatChoice{{Message: msg, FinishReason: rs.p.finish}}, Usage: u,
+			Metrics: makeMetrics(rs.timing, rs.generated),
 		})
 		return
 	}
 	writeJSON(rs.w, http.StatusOK, completionResponse{
 		ID: rs.respID, Object: "text_completion", Created: rs.created, Model: rs.s.model,
 		Choices: []completionChoice{{Text: string(rs.content), FinishReason: rs.p.finish}}, Usage: u,
+		Metrics: makeMetrics(rs.timing, rs.generated),
 	})
 }

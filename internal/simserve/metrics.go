@@ -2,6 +2,9 @@ package simserve
 
 import (
 	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,7 +35,23 @@ var (
 		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
 		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
 	}
+	// iterationTokensBuckets are vllm:iteration_tokens_total's (tokens).
+	iterationTokensBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 )
+
+// buckets125 is vLLM's build_1_2_5_buckets(max): 1, 2, 5, 10, 20, 50, …
+// up to max, the buckets of its per-request token histograms.
+func buckets125(max int) []float64 {
+	var b []float64
+	for p := 1; ; p *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			if m*p > max {
+				return b
+			}
+			b = append(b, float64(m*p))
+		}
+	}
+}
 
 // metrics are the server's Prometheus series, bound to one (model_name,
 // engine) label pair. They are updated in place by the engine goroutine
@@ -43,6 +62,14 @@ type metrics struct {
 	prefixQueries, prefixHits, promptTokens, genTokens, preemptions prometheus.Counter
 	ttft, itl, e2e, queue, prefill, decode                          prometheus.Observer
 	success                                                         map[string]prometheus.Counter // by finished_reason
+	iterTokens                                                      prometheus.Observer
+
+	// The per-request token histograms, whose buckets follow the engine's
+	// max_model_len, and the cache config info; set once by bindEngine.
+	reg                           prometheus.Registerer
+	labels                        prometheus.Labels
+	bind                          sync.Once
+	reqPromptTokens, reqGenTokens prometheus.Observer
 
 	last sim.Snapshot // counters already exported, for deltas
 }
@@ -80,7 +107,10 @@ func newMetrics(reg prometheus.Registerer, model string) (*metrics, error) {
 		queue:         hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", requestLatencyBuckets),
 		prefill:       hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", requestLatencyBuckets),
 		decode:        hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", requestLatencyBuckets),
+		iterTokens:    hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", iterationTokensBuckets),
 		success:       map[string]prometheus.Counter{},
+		reg:           reg,
+		labels:        labels,
 	}
 	sv := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "vllm:request_success_total", Help: "Count of successfully processed requests.", ConstLabels: labels,
@@ -98,8 +128,91 @@ func newMetrics(reg prometheus.Registerer, model string) (*metrics, error) {
 	return m, nil
 }
 
-// observeSnapshot sets the gauges and advances the counters to s.
+// bindEngine registers, once, the families shaped by the engine:
+// vllm:request_prompt_tokens and vllm:request_generation_tokens (buckets
+// up to maxModelLen) and vllm:cache_config_info. A registration error (the
+// names already taken on a shared registry) is logged, not fatal: serving
+// goes on without them.
+func (m *metrics) bindEngine(log *slog.Logger, maxModelLen, blockSize int, describe map[string]any) {
+	m.bind.Do(func() {
+		b := buckets125(maxModelLen)
+		pt := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "vllm:request_prompt_tokens",
+			Help: "Number of prefill tokens processed.", Buckets: b, ConstLabels: m.labels})
+		gt := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "vllm:request_generation_tokens",
+			Help: "Number of generation tokens processed.", Buckets: b, ConstLabels: m.labels})
+		info := cacheConfigInfo(blockSize, describe)
+		for _, c := range []prometheus.Collector{pt, gt, info} {
+			if err := m.reg.Register(c); err != nil {
+				log.Warn("simserve: some vLLM metrics are not exported", "err", err)
+				return
+			}
+		}
+		m.reqPromptTokens, m.reqGenTokens = pt, gt
+	})
+}
+
+// cacheConfigInfo is vllm:cache_config_info: a gauge set to 1 whose labels
+// are the cache config, as vLLM's log_metrics_info emulates an info metric.
+// vLLM labels it with every CacheConfig field (str() of each: True, None,
+// 0.9) plus engine, and no model_name; the simulator gives the fields it
+// models, in vLLM's spelling: cache_dtype is "fp8" for an fp8 KV cache and
+// vLLM's default "auto" (the model's dtype) otherwise.
+func cacheConfigInfo(blockSize int, d map[string]any) prometheus.Collector {
+	pyBool := func(b bool) string {
+		if b {
+			return "True"
+		}
+		return "False"
+	}
+	pyFloat := func(f float64) string {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if f == float64(int64(f)) {
+			s += ".0" // Python's str(1.0)
+		}
+		return s
+	}
+	dtype := "auto"
+	if kv, _ := d["kv_cache_dtype"].(string); kv == "fp8" {
+		dtype = "fp8"
+	}
+	prefix, _ := d["enable_prefix_caching"].(bool)
+	util, _ := d["gpu_memory_utilization"].(float64)
+	blocks, _ := d["num_gpu_blocks"].(int)
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig",
+		ConstLabels: prometheus.Labels{
+			"block_size":             strconv.Itoa(blockSize),
+			"cache_dtype":            dtype,
+			"enable_prefix_caching":  pyBool(prefix),
+			"gpu_memory_utilization": pyFloat(util),
+			"num_gpu_blocks":         strconv.Itoa(blocks),
+			"engine":                 "0",
+		},
+	})
+	g.Set(1)
+	return g
+}
+
+// observeFinished counts one finished request's prompt and generated
+// tokens.
+func (m *metrics) observeFinished(prompt, generated int) {
+	if m.reqPromptTokens == nil {
+		return // not bound (registration failed)
+	}
+	m.reqPromptTokens.Observe(float64(prompt))
+	m.reqGenTokens.Observe(float64(generated))
+}
+
+// observeSnapshot sets the gauges and advances the counters to s. It is
+// called once per engine iteration, so the iteration's tokens are the
+// counters' growth: as vLLM counts an iteration's prompt tokens (those of
+// the requests whose prefill it completed) plus its generated tokens. An
+// iteration that completed neither (a chunk of a prefill, an idle poll) is
+// not observed.
 func (m *metrics) observeSnapshot(s sim.Snapshot) {
+	if n := (s.PromptTokens - m.last.PromptTokens) + (s.GenerationTokens - m.last.GenerationTokens); n > 0 {
+		m.iterTokens.Observe(float64(n))
+	}
 	m.running.Set(float64(s.Running))
 	m.waiting.Set(float64(s.Waiting))
 	m.kvUsage.Set(s.KVUsage)

@@ -3,6 +3,8 @@ package simserve
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // The streamed chunks are built by appending to a reused buffer rather than
@@ -127,11 +129,84 @@ func appendFinish(dst []byte, finish string) []byte {
 }
 
 // appendUsageChunk appends the final usage-only chunk (choices empty), sent
-// when stream_options.include_usage is set.
-func appendUsageChunk(dst, head []byte, u usage) []byte {
+// when stream_options.include_usage is set; m, when non-nil, is the
+// request's timing, which vLLM attaches to this chunk.
+func appendUsageChunk(dst, head []byte, u usage, m *perRequestMetrics) []byte {
 	dst = append(dst, head...)
 	dst = append(dst, `"choices":[],"usage":`...)
 	dst = appendUsage(dst, u)
+	if m != nil {
+		dst = append(dst, `,"metrics":`...)
+		dst = appendMetrics(dst, m)
+	}
+	return append(dst, '}')
+}
+
+// perRequestMetrics is vLLM's per-request "metrics" object, which vLLM
+// sends with --enable-per-request-metrics (PerRequestMetrics, built by
+// build_per_request_timing_metrics in vllm/entrypoints/generate/base):
+// milliseconds, null where unknown. The simulator always sends it, from the
+// engine's own timing of the request, so a client can set what it measured
+// beside what the server spent. Names and meanings are vLLM's:
+// time_to_first_token_ms runs from first scheduled (not from arrival) to the
+// first token, the queue being queue_time_ms; generation_time_ms is the
+// first to the last token; mean_itl_ms is that over the output tokens − 1
+// (null for one token); tokens_per_second is the output tokens over first
+// scheduled to last token.
+type perRequestMetrics struct {
+	TimeToFirstTokenMs *float64 `json:"time_to_first_token_ms"`
+	GenerationTimeMs   *float64 `json:"generation_time_ms"`
+	QueueTimeMs        *float64 `json:"queue_time_ms"`
+	MeanITLMs          *float64 `json:"mean_itl_ms"`
+	TokensPerSecond    *float64 `json:"tokens_per_second"`
+}
+
+// makeMetrics builds the metrics object from the engine's timing of a
+// request that generated n tokens; nil without a timing.
+func makeMetrics(t *runlog.ServerTiming, n int) *perRequestMetrics {
+	if t == nil {
+		return nil
+	}
+	ms := func(ns int64) *float64 { v := float64(ns) / 1e6; return &v }
+	m := &perRequestMetrics{
+		TimeToFirstTokenMs: ms(t.PrefillNs),
+		GenerationTimeMs:   ms(t.DecodeNs),
+		QueueTimeMs:        ms(t.QueueNs),
+	}
+	if n > 1 {
+		v := float64(t.DecodeNs) / 1e6 / float64(n-1)
+		m.MeanITLMs = &v
+	}
+	if inference := t.PrefillNs + t.DecodeNs; inference > 0 {
+		v := float64(n) / (float64(inference) / 1e9)
+		m.TokensPerSecond = &v
+	}
+	return m
+}
+
+// appendMetrics appends m as JSON in vLLM's field order. Durations are
+// written in full ('f', shortest exact), so ns survive the trip through ms.
+func appendMetrics(dst []byte, m *perRequestMetrics) []byte {
+	field := func(dst []byte, name string, v *float64, last bool) []byte {
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, `":`...)
+		if v == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = strconv.AppendFloat(dst, *v, 'f', -1, 64)
+		}
+		if !last {
+			dst = append(dst, ',')
+		}
+		return dst
+	}
+	dst = append(dst, '{')
+	dst = field(dst, "time_to_first_token_ms", m.TimeToFirstTokenMs, false)
+	dst = field(dst, "generation_time_ms", m.GenerationTimeMs, false)
+	dst = field(dst, "queue_time_ms", m.QueueTimeMs, false)
+	dst = field(dst, "mean_itl_ms", m.MeanITLMs, false)
+	dst = field(dst, "tokens_per_second", m.TokensPerSecond, true)
 	return append(dst, '}')
 }
 
@@ -143,6 +218,7 @@ type completionResponse struct {
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
 	Usage   usage              `json:"usage"`
+	Metrics *perRequestMetrics `json:"metrics,omitempty"`
 }
 
 type completionChoice struct {
@@ -155,12 +231,13 @@ type completionChoice struct {
 
 // chatResponse is a non-streamed /v1/chat/completions answer.
 type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   usage        `json:"usage"`
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []chatChoice       `json:"choices"`
+	Usage   usage              `json:"usage"`
+	Metrics *perRequestMetrics `json:"metrics,omitempty"`
 }
 
 type chatChoice struct {
