@@ -60,6 +60,7 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 	group(fs, "Target flags", func(fs *pflag.FlagSet) {
 		o.target.register(fs)
 		o.target.registerBench(fs)
+		o.target.registerScrape(fs)
 	})
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)

@@ -31,6 +31,10 @@ func fakeServer(t *testing.T, status int, first, gap time.Duration, n int) (*htt
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-model","owned_by":"test"}]}`)
 			return
 		}
+		if r.URL.Path == "/metrics" {
+			http.NotFound(w, r) // a server without metrics
+			return
+		}
 		if r.URL.Path == "/tokenize" {
 			http.NotFound(w, r)
 			return
@@ -469,6 +473,9 @@ func vllmServer(t *testing.T, listed []string, listStatus int, serves func(model
 	var bodies []map[string]any
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
+		case "/metrics":
+			http.NotFound(w, r) // a server without metrics
+			return
 		case "/v1/models":
 			if listStatus != http.StatusOK {
 				http.Error(w, `{"detail":"no"}`, listStatus)

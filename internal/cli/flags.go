@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -11,7 +12,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -56,6 +59,10 @@ type targetFlags struct {
 	TokenizerMode   string
 	// NoStream measures non-streamed requests (bench only).
 	NoStream bool
+	// ServerMetrics are --server-metrics: metrics endpoints to scrape
+	// during the run besides the target's own ("none": not even that).
+	ServerMetrics  []string
+	ScrapeInterval time.Duration
 }
 
 // requestModel is the model id sent in requests.
@@ -100,6 +107,37 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 }
 
 // registerBench adds the target flags only bench has.
+// registerScrape adds the flags of scraping the server's metrics.
+func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&t.ServerMetrics, "server-metrics", nil, "also scrape this Prometheus /metrics endpoint during the run, URL or NAME=URL (a DCGM exporter, a second replica; repeatable); the target's own /metrics is scraped when it answers; none: scrape nothing")
+	fs.DurationVar(&t.ScrapeInterval, "scrape-interval", time.Second, "time between scrapes of the server's metrics")
+}
+
+// scrapeConfig is what --server-metrics and --scrape-interval ask.
+func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
+	cfg := &run.ScrapeConfig{Auto: true, Interval: t.ScrapeInterval}
+	if t.ScrapeInterval < time.Millisecond {
+		return nil, usagef("--scrape-interval %v: want at least 1ms", t.ScrapeInterval)
+	}
+	for i, v := range t.ServerMetrics {
+		if strings.EqualFold(strings.TrimSpace(v), "none") {
+			if len(t.ServerMetrics) > 1 {
+				return nil, usagef("--server-metrics none: scrape nothing, so give no other --server-metrics")
+			}
+			return nil, nil
+		}
+		name, url, ok := strings.Cut(v, "=")
+		if !ok || strings.Contains(name, "/") {
+			name, url = fmt.Sprintf("metrics-%d", i+1), v
+		}
+		if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+			return nil, usagef("--server-metrics %q: want an http(s) URL, NAME=URL, or none", v)
+		}
+		cfg.Targets = append(cfg.Targets, scrape.Target{Name: name, URL: url})
+	}
+	return cfg, nil
+}
+
 func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 }

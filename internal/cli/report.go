@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -154,6 +155,8 @@ type ReportOptions struct {
 
 	sloWords []string
 	flags    *pflag.FlagSet
+	// scrapes are the server scrapes of the one run read (Analyze's).
+	scrapes []runlog.Scrape
 }
 
 func newReportCmd(env Env) *cobra.Command {
@@ -279,6 +282,13 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	if err != nil {
 		return err
 	}
+	o.scrapes = nil
+	switch {
+	case len(files) == 1:
+		o.scrapes = files[0].Scrapes
+	case slices.ContainsFunc(files, func(f runlog.RecordsFile) bool { return len(f.Scrapes) > 0 }):
+		fmt.Fprintln(env.Stderr, "goodput: warning: the server scrapes of several runs are not merged yet: the report has no server side")
+	}
 	res, err := o.Analyze(meta, recs)
 	if err != nil {
 		return err
@@ -373,7 +383,7 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 			return nil, err
 		}
 	}
-	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed}
+	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: o.scrapes}
 	if o.changed("session-goodput") || o.changed("slo-preset") {
 		slo, err := o.Summary.sessionSLO(o.SessionGoodput)
 		if err != nil {

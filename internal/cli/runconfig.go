@@ -117,6 +117,10 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if cal != "auto" && cal != "" && cal != "off" {
 		return run.Config{}, usagef("--calibrate %q: want auto or off", o.work.calibrate)
 	}
+	scrapes, err := o.target.scrapeConfig()
+	if err != nil {
+		return run.Config{}, err
+	}
 	if o.target.TrustRemoteCode {
 		fmt.Fprintln(env.Stderr, "goodput: --trust-remote-code has no effect: goodput runs no model code")
 	}
@@ -127,7 +131,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		Command: command, Version: Version, Started: env.Now(), Target: target,
 		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
 		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
-		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet),
+		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -29,7 +30,10 @@ type SimOptions struct {
 	out         outputFlags
 	verdict     verdictFlags
 	sessions    sessionFlags
-	args        []string
+	// scrapeInterval samples the engine's state as a scraper of its
+	// /metrics would (0: not).
+	scrapeInterval time.Duration
+	args           []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -63,6 +67,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
 		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
+		fs.DurationVar(&o.scrapeInterval, "scrape-interval", time.Second, "sample the engine's state (running, waiting, KV usage, token counters) this often in virtual time, as a scraper of its /metrics would (0: not)")
 		fs.BoolVar(&o.NaturalStop, "natural-stop", false, "let requests stop early at a natural length even where the dataset recorded their output length (a trace, ShareGPT replies)")
 	})
 	group(fs, "Session flags (--dataset-name conversations or mooncake-sessions)", o.sessions.register)
@@ -93,6 +98,12 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return nil, err
 	}
 	cfg.Sessions, cfg.SessionSLO = sessions, sessionSLO
+	switch {
+	case o.scrapeInterval < 0:
+		return nil, usagef("--scrape-interval %v: want ≥ 0 (0: not sampled)", o.scrapeInterval)
+	case o.scrapeInterval > 0:
+		cfg.Scrape = &run.ScrapeConfig{Interval: o.scrapeInterval}
+	}
 	res, err := run.Run(ctx, cfg)
 	return res, runError(err, nil, "--model")
 }

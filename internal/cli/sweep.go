@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/gate"
@@ -82,7 +83,10 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), env, o) },
 	}
 	fs := cmd.Flags()
-	group(fs, "Target flags", o.target.register)
+	group(fs, "Target flags", func(fs *pflag.FlagSet) {
+		o.target.register(fs)
+		o.target.registerScrape(fs)
+	})
 	group(fs, "Load flags", o.load.register)
 	group(fs, "Workload flags", o.work.register)
 	group(fs, "Output flags", o.out.register)

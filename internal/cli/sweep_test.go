@@ -168,6 +168,10 @@ func TestSweepAutoProbeOwnPrompts(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.NotFound(w, r) // a server without metrics
+			return
+		}
 		if r.URL.Path == "/v1/models" {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
 			return
@@ -285,6 +289,10 @@ func TestSweepUsage(t *testing.T) {
 // streaming server and checks the records file tags both levels.
 func TestSweepWallClock(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.NotFound(w, r) // a server without metrics
+			return
+		}
 		if r.URL.Path == "/v1/models" {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
 			return
@@ -348,6 +356,10 @@ func TestSweepWallClockSaturationStop(t *testing.T) {
 	// instead of draining for 6 s.
 	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.NotFound(w, r) // a server without metrics
+			return
+		}
 		if r.URL.Path == "/v1/models" {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
 			return

@@ -66,6 +66,9 @@ type Config struct {
 	// Sessions, when set, runs sessions (conversations) over HTTP instead
 	// of independent requests; Load then gives only its label.
 	Sessions *SessionLoad
+	// Scrape, when set, polls the server's metrics endpoints during a
+	// wall-clock run (the records file keeps every scrape).
+	Scrape *ScrapeConfig
 	// Output names the files the run writes.
 	Output Output
 	// Metadata is the user's key/values, stored with the run.

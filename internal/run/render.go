@@ -52,6 +52,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.Terminal(w, &r.Levels[0].Summary, r.Meta, o.TermOptions); err != nil {
 			return err
 		}
+		if err := serverTerminal(w, r.Levels[0].Server); err != nil {
+			return err
+		}
 		if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
 			return err
 		}
@@ -77,6 +80,9 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 		if err := report.Terminal(w, &r.Levels[i].Summary, r.Meta, o); err != nil {
 			return err
 		}
+		if err := serverTerminal(w, l.Server); err != nil {
+			return err
+		}
 		if fs {
 			if err := report.FindingsTerminal(w, l.Findings); err != nil {
 				return err
@@ -84,6 +90,34 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 		}
 	}
 	return nil
+}
+
+// serverTerminal prints what each scraped endpoint saw during a level,
+// named when it is not the target itself.
+func serverTerminal(w io.Writer, ws []ServerWindow) error {
+	for i := range ws {
+		if ws[i].Target != "server" {
+			fmt.Fprintf(w, "(%s)\n", ws[i].Target)
+		}
+		if err := report.ServerTerminal(w, &ws[i].Window); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverJSON is the levels' server side for the result JSON: the target's
+// own under "server", other endpoints under "server_<name>".
+func serverJSON(extra map[string]any, ws []ServerWindow) {
+	for i := range ws {
+		key := "server"
+		if ws[i].Target != "server" {
+			key = "server_" + ws[i].Target
+		}
+		if m := report.ServerJSON(&ws[i].Window); m != nil {
+			extra[key] = m
+		}
+	}
 }
 
 // JSONOptions add to the result JSON.
@@ -106,6 +140,7 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	for i := range r.Levels {
 		l := &r.Levels[i]
 		extra := map[string]any{"findings": nonNil(l.Findings), "level_label": l.Level.Label}
+		serverJSON(extra, l.Server)
 		if r.Sweep != nil {
 			extra["saturated"], extra["median_queue_ms"], extra["median_queue_from_server"] = l.Saturated, l.MedianQueueMs, l.QueueFromServer
 		}
@@ -150,6 +185,7 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	l := &r.Levels[0]
 	extra := map[string]any{"records_file": r.RecordsPath, "findings": nonNil(r.Findings)}
+	serverJSON(extra, l.Server)
 	if r.TokenizerID != "" {
 		extra["tokenizer_id"] = r.TokenizerID
 	}

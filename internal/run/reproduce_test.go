@@ -32,11 +32,11 @@ func reanalyze(t *testing.T, res *Result) *Result {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	meta, recs, warns, err := runlog.ReadAll(f, res.RecordsPath)
+	files, warns, err := runlog.ReadRecordsFile(f, res.RecordsPath, runlog.ReadOptions{})
 	if err != nil || len(warns) > 0 {
 		t.Fatalf("reading the records: %v %v", err, warns)
 	}
-	again, err := AnalyzeRecords(meta, recs, AnalyzeOptions{})
+	again, err := AnalyzeRecords(files[0].Meta, files[0].Records, AnalyzeOptions{Scrapes: files[0].Scrapes})
 	if err != nil {
 		t.Fatal(err)
 	}

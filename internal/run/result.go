@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
 )
@@ -65,6 +66,9 @@ type LevelResult struct {
 	QueueFromServer bool
 	// Saturated says why a sweep counts the level saturated ("" if not).
 	Saturated string
+	// Server is what each scraped metrics endpoint saw during the level
+	// (none when nothing was scraped, or too little: two scrapes at least).
+	Server []ServerWindow
 }
 
 // SweepResult is a sweep's verdict.
@@ -92,6 +96,10 @@ type levelData struct {
 	tracker  *findings.Tracker
 	queue    []int64
 	sessions []runlog.Record
+	// start and end span the level's measured requests (first send, last
+	// end, ns); spanned says there was one.
+	start, end int64
+	spanned    bool
 }
 
 // point is the level as the sweep logic sees it.
@@ -127,15 +135,19 @@ func medianNs(xs []int64) float64 {
 // findings and, for a sweep (meta.Analysis.Sweep), the curve's verdict —
 // replayed through the sweep logic as the run drove it, so the knee, the
 // peaks, the search and an early stop come out as the run found them.
-func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions) *Result {
+func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions, srv serverData) *Result {
 	res := &Result{Meta: meta, Focus: -1}
 	points := make([]sweep.Point, len(data))
 	for i := range data {
 		d := &data[i]
 		p := d.point()
 		points[i] = p
-		res.Levels = append(res.Levels, LevelResult{Index: d.index, Level: d.level, Summary: d.summary,
-			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer})
+		lr := LevelResult{Index: d.index, Level: d.level, Summary: d.summary,
+			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer}
+		if d.spanned {
+			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
+		}
+		res.Levels = append(res.Levels, lr)
 	}
 	var spec *runlog.SweepSpec
 	if meta != nil && meta.Analysis != nil {
@@ -334,6 +346,15 @@ type AnalyzeOptions struct {
 	ReadingSpeedMs float64
 	// SessionSLO judges the sessions; nil takes the run's.
 	SessionSLO *stats.SessionSLO
+	// Scrapes are the run's scrapes of its server's metrics (the records
+	// file's scrape lines), for the levels' server side.
+	Scrapes []runlog.Scrape
+}
+
+// serverData is a run's scrapes, by endpoint in first-seen order.
+type serverData struct {
+	order []string
+	snaps map[string][]servermetrics.Snapshot
 }
 
 // StoredOptions are the summary options and reading speed a run stored
@@ -391,7 +412,8 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 		}
 		data = append(data, d)
 	}
-	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO})
+	order, snaps := decodeScrapes(o.Scrapes)
+	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO}, serverData{order, snaps})
 	res.Records = recs
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
@@ -67,6 +68,8 @@ type runner struct {
 	meta *runlog.Meta
 	file *recordsFile
 	keep *keeper
+	// srv polls the server's metrics during a wall-clock run (nil: not).
+	srv  *serverScrapes
 	data []levelData
 	sent int
 	// resultPath and recordsPath are the files' names, free ones.
@@ -110,6 +113,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if err := r.open(); err != nil {
 		return nil, err
+	}
+	var scrapeFile func(*runlog.Scrape) error
+	if r.file != nil {
+		scrapeFile = r.file.w.WriteScrape
+	}
+	switch {
+	case r.wall != nil:
+		if r.srv, err = startScrapes(ctx, c.Scrape, r.wall.base, r.wall.now, scrapeFile, func(s string) { c.note("%s", s) }); err != nil {
+			return nil, err
+		}
+		defer r.srv.close()
+	case c.Scrape != nil:
+		// Virtual time: the engine's state, sampled as a scraper would.
+		r.srv = newServerStore(scrapeFile)
+		r.virt.srv, r.virt.sampleEvery = r.srv, c.Scrape.Interval
+		if r.virt.sampleEvery <= 0 {
+			r.virt.sampleEvery = time.Second
+		}
 	}
 	var runErr error
 	switch {
@@ -399,6 +420,7 @@ func roundRate(r float64) float64 {
 // finish writes the end line and analyses the levels.
 func (r *runner) finish(ctx context.Context, runErr error) (*Result, error) {
 	m := r.meta
+	r.srv.close() // every scrape is in the file before its end line
 	m.Levels = make([]runlog.Level, len(r.data))
 	for _, d := range r.data {
 		if d.index >= 0 && d.index < len(m.Levels) {
@@ -422,7 +444,8 @@ func (r *runner) finish(ctx context.Context, runErr error) (*Result, error) {
 		}
 		return nil, runErr
 	}
-	res := analyze(m, r.data, r.cfg.ReadingSpeedMs, sessionOptions{})
+	order, snaps := r.srv.snapshots()
+	res := analyze(m, r.data, r.cfg.ReadingSpeedMs, sessionOptions{}, serverData{order, snaps})
 	res.RecordsPath, res.ResultPath, res.RecordsWritten = r.recordsPath, r.resultPath, r.written()
 	res.Sent = r.sent
 	res.Interrupted = r.cancelled || (errors.Is(runErr, context.Canceled) && r.interrupted(ctx))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goodput/goodput/internal/servermetrics"
+
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/runlog"
@@ -79,8 +81,32 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 	meta := schemaMeta(metadata)
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
-	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings()}},
+	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
+		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
+}
+
+// schemaServerWindow is a server window holding every figure of the
+// vocabulary (one GPU included), so the schema has every server key.
+func schemaServerWindow() servermetrics.Window {
+	w := servermetrics.Window{StartNS: 0, EndNS: 1e9, Scrapes: 2, Kind: servermetrics.KindVLLM,
+		Increase: map[servermetrics.Name]float64{}, Rate: map[servermetrics.Name]float64{}, Resets: map[servermetrics.Name]int{},
+		Gauges: map[servermetrics.Name]servermetrics.GaugeStats{}, Histograms: map[servermetrics.Name]servermetrics.HistogramStats{},
+		GPUs: map[string]map[servermetrics.Name]servermetrics.GaugeStats{"0": {}}, PrefixHitRate: 0.5,
+		PromptTokensPerSec: 1, GenerationTokensPerSec: 1}
+	one := servermetrics.GaugeStats{N: 2, Mean: 1, Min: 1, Max: 1, Last: 1}
+	for _, d := range servermetrics.Vocabulary() {
+		switch d.Type {
+		case servermetrics.TypeCounter:
+			w.Increase[d.Name], w.Rate[d.Name], w.Resets[d.Name] = 1, 1, 1
+		case servermetrics.TypeGauge:
+			w.Gauges[d.Name] = one
+			w.GPUs["0"][d.Name] = one
+		case servermetrics.TypeHistogram:
+			w.Histograms[d.Name] = servermetrics.HistogramStats{Count: 1, Mean: 1, P50: 1, P90: 1, P99: 1}
+		}
+	}
+	return w
 }
 
 // ResultSchema is the result JSON a single-level run writes for a run summarised

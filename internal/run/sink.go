@@ -126,6 +126,10 @@ type collector struct {
 	sessions []runlog.Record
 	stopped  string
 	stop     func() // ends the level early (the monitor's verdict)
+	// start and end span the measured requests seen (first send, last
+	// end); spanned says one was.
+	start, end int64
+	spanned    bool
 }
 
 // newCollector starts a level's collector; mon may be nil. The same
@@ -144,6 +148,15 @@ func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func())
 func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
 	c.tracker.Add(r)
+	if !r.Warmup {
+		if !c.spanned || r.Sent < c.start {
+			c.start = r.Sent
+		}
+		if !c.spanned || r.End > c.end {
+			c.end = r.End
+		}
+		c.spanned = true
+	}
 	if !r.Warmup && r.OK() && r.Server != nil && !r.Server.QueueUnknown {
 		c.queue = append(c.queue, r.Server.QueueNs)
 	}
@@ -169,7 +182,8 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 	if c.stopped != "" {
 		lv.Stopped = c.stopped
 	}
-	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions}
+	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
+		start: c.start, end: c.end, spanned: c.spanned}
 }
 
 // filtered is w through the output filter, if any.

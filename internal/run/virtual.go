@@ -30,6 +30,10 @@ type virtual struct {
 	cur          int
 	buf          runlog.Record
 	stats        VirtualStats
+	// srv keeps the engine's state sampled every sampleEvery of virtual
+	// time, as scrapes of its /metrics (nil: not sampled).
+	srv         *serverScrapes
+	sampleEvery time.Duration
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
@@ -77,9 +81,21 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 		return lv, engineError(err)
 	}
 	wall := time.Now()
-	res, err := simrun.Run(ctx, eng, v.ds, simrun.Load{
+	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
-	}, func(r *runlog.Record) error {
+	}
+	if v.srv != nil {
+		// The level's records are shifted to follow the last level's;
+		// its samples by the same offset.
+		off := v.off
+		if v.cur >= 0 && v.cur != idx {
+			off = v.lastEnd + int64(time.Second)
+		}
+		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
+			v.srv.addSnapshot("server", engineSnapshot(at+off, s))
+		}
+	}
+	res, err := simrun.Run(ctx, eng, v.ds, load, func(r *runlog.Record) error {
 		if r.Level != v.cur {
 			if v.cur >= 0 {
 				v.off = v.lastEnd + int64(time.Second)
@@ -117,6 +133,9 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	load := simrun.SessionLoad{Sessions: s.Set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
 		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
 		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS}
+	if v.srv != nil {
+		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) { v.srv.addSnapshot("server", engineSnapshot(at, s)) }
+	}
 	if d := s.ToolLatency; d != nil {
 		load.ToolLatency = func(session, turn, call int) time.Duration {
 			return time.Duration(draw(d, 0x6c6174, session, turn, call)) * time.Millisecond

@@ -34,6 +34,9 @@ type wall struct {
 	tokenizer, tokenizerID string
 	simulated              map[string]any
 	targetName             string
+	// base is the target's root URL (the embedded simulator's when none
+	// was given).
+	base string
 }
 
 // embeddedInfo describes the embedded simulator once it is up.
@@ -124,6 +127,7 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 		maxConns = min(max(n, 64), 16384)
 	}
 	var err error
+	w.base = base
 	if w.backend, err = cfg.Target.Open(base, maxConns, w.now); err != nil {
 		w.close()
 		return nil, err

@@ -278,6 +278,36 @@ func Run(ctx context.Context, cfg Config, emit func(Sample)) error {
 	return nil
 }
 
+// Once scrapes every target once, now, concurrently, and emits the samples
+// (Intended is the scrape's start): the closing scrape of a run, so that
+// its last window ends after its last request.
+func Once(ctx context.Context, cfg Config, emit func(Sample)) error {
+	if emit == nil {
+		return errors.New("scrape: emit is nil")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	client := cfg.Client
+	if client == nil {
+		tr := newTransport(len(cfg.Targets))
+		defer tr.CloseIdleConnections()
+		client = &http.Client{Transport: tr}
+	}
+	var wg sync.WaitGroup
+	for _, t := range cfg.Targets {
+		wg.Go(func() {
+			at := cfg.Now()
+			smp := fetch(ctx, client, t.URL, cfg.Timeout, cfg.MaxBody, 0, cfg.Now)
+			smp.Target, smp.Intended = t.Name, at
+			emit(smp)
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
 // newTransport is a connection pool for scrapes alone, so that they never
 // take a connection from, or queue behind, the benchmark's requests.
 func newTransport(targets int) *http.Transport {
@@ -511,7 +541,7 @@ func Probe(ctx context.Context, url string, timeout time.Duration, client *http.
 		return smp.Err
 	}
 	ct := strings.ToLower(smp.ContentType)
-	if strings.HasPrefix(ct, "text/html") || strings.HasPrefix(ct, "application/json") {
+	if strings.HasPrefix(ct, "text/html") || strings.HasPrefix(ct, "application/json") || strings.HasPrefix(ct, "text/event-stream") {
 		return fmt.Errorf("%w: Content-Type %s", ErrNotMetrics, smp.ContentType)
 	}
 	return nil

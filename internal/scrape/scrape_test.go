@@ -517,6 +517,12 @@ func TestProbe(t *testing.T) {
 		fmt.Fprint(w, "<!doctype html><title>chat UI</title>")
 	}))
 	defer web.Close()
+	// A server that streams an answer to every path (a toy OpenAI server).
+	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {}\n\ndata: [DONE]\n\n")
+	}))
+	defer stream.Close()
 	missing := httptest.NewServer(http.NotFoundHandler())
 	defer missing.Close()
 	hung := httptest.NewServer(http.HandlerFunc(hang))
@@ -532,6 +538,7 @@ func TestProbe(t *testing.T) {
 	}{
 		{"metrics", t.Context(), metrics.URL + "/metrics", nil},
 		{"a web UI", t.Context(), web.URL + "/metrics", ErrNotMetrics},
+		{"an event stream", t.Context(), stream.URL + "/metrics", ErrNotMetrics},
 		{"no such path", t.Context(), missing.URL + "/metrics", &StatusError{Code: 404}},
 		{"hung", t.Context(), hung.URL + "/metrics", ErrTimeout},
 		{"refused", t.Context(), "http://" + closedPort(t) + "/metrics", syscall.ECONNREFUSED},
@@ -669,5 +676,30 @@ func TestReadBody(t *testing.T) {
 				t.Errorf("cap = %d; want %d", cap(b), tc.wantCap)
 			}
 		})
+	}
+}
+
+// Once scrapes every target a single time, at once, and fails a dead one
+// without holding up the live one.
+func TestOnce(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "up 1\n")
+	}))
+	defer srv.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	var mu sync.Mutex
+	got := map[string]Sample{}
+	err := Once(t.Context(), Config{Targets: []Target{{Name: "live", URL: srv.URL}, {Name: "dead", URL: deadURL}}, Timeout: time.Second},
+		func(s Sample) { mu.Lock(); got[s.Target] = s; mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got["live"]; s.Err != nil || string(s.Body) != "up 1\n" {
+		t.Errorf("live: %+v", s)
+	}
+	if s := got["dead"]; s.Err == nil {
+		t.Errorf("dead: no error: %+v", s)
 	}
 }

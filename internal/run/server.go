@@ -1,0 +1,260 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/scrape"
+	"github.com/goodput/goodput/internal/servermetrics"
+	"github.com/goodput/goodput/internal/sim"
+)
+
+// ScrapeConfig says which metrics endpoints a wall-clock run polls while it
+// measures, so the report can say what the server saw: running and waiting
+// requests, KV cache usage, queue vs prefill time, cache hits, GPU power.
+type ScrapeConfig struct {
+	// Targets are the endpoints to poll (a DCGM exporter, a second replica).
+	Targets []scrape.Target
+	// Auto adds the target's own /metrics, as "server", when it answers.
+	Auto bool
+	// Interval is the time between scrapes (0: scrape.DefaultInterval).
+	Interval time.Duration
+}
+
+// ServerWindow is what one scraped endpoint saw during one level.
+type ServerWindow struct {
+	Target string
+	servermetrics.Window
+}
+
+// serverScrapes holds a run's scrapes as they come: parsed off the request
+// path (on the scraper's goroutines) and written to the records file.
+type serverScrapes struct {
+	mu     sync.Mutex
+	snaps  map[string][]servermetrics.Snapshot
+	order  []string // targets in first-seen order
+	failed map[string]string
+	file   func(*runlog.Scrape) error
+	note   func(string)
+	stop   context.CancelFunc
+	done   chan struct{}
+	// cfg is the scrapers' configuration, for the closing scrape.
+	cfg       scrape.Config
+	closeOnce sync.Once
+}
+
+// startScrapes starts polling cfg's endpoints on the run clock now; base is
+// the target's root URL (for Auto, probed in the background so that the
+// run's start never waits on it). It returns nil when nothing is to be
+// scraped.
+func startScrapes(ctx context.Context, cfg *ScrapeConfig, base string, now func() int64, file func(*runlog.Scrape) error,
+	note func(string)) (*serverScrapes, error) {
+	if cfg == nil || (len(cfg.Targets) == 0 && (!cfg.Auto || base == "")) {
+		return nil, nil
+	}
+	sc := scrape.Config{Targets: cfg.Targets, Interval: cfg.Interval, Now: now}
+	if len(sc.Targets) > 0 {
+		if err := checkScrape(sc); err != nil {
+			return nil, err
+		}
+	}
+	s := &serverScrapes{snaps: map[string][]servermetrics.Snapshot{}, failed: map[string]string{}, file: file, note: note,
+		done: make(chan struct{})}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	go func() {
+		defer close(s.done)
+		targets := slices.Clone(cfg.Targets)
+		if cfg.Auto && base != "" {
+			url := strings.TrimSuffix(base, "/") + "/metrics"
+			if err := scrape.Probe(sctx, url, 2*time.Second, nil); err == nil {
+				targets = append([]scrape.Target{{Name: "server", URL: url}}, targets...)
+			} else if sctx.Err() == nil {
+				note(fmt.Sprintf("the server's /metrics did not answer (%v): its side of the run is not scraped (--server-metrics URL to name one)", err))
+			}
+		}
+		if len(targets) == 0 {
+			return
+		}
+		run := sc
+		run.Targets = targets
+		s.mu.Lock()
+		s.cfg = run
+		s.mu.Unlock()
+		_ = scrape.Run(sctx, run, s.add)
+	}()
+	return s, nil
+}
+
+// checkScrape validates the scrape configuration before the run starts.
+func checkScrape(sc scrape.Config) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a cancelled context: Run only validates
+	err := scrape.Run(ctx, sc, func(scrape.Sample) {})
+	var ce *scrape.ConfigError
+	if errors.As(err, &ce) {
+		return &ConfigError{Field: "Scrape." + ce.Field, Err: err}
+	}
+	return nil
+}
+
+// newServerStore keeps snapshots that come from elsewhere than scrapers
+// (the virtual-time engine's state), written to file as scrape lines.
+func newServerStore(file func(*runlog.Scrape) error) *serverScrapes {
+	s := &serverScrapes{snaps: map[string][]servermetrics.Snapshot{}, failed: map[string]string{}, file: file,
+		note: func(string) {}, stop: func() {}, done: make(chan struct{})}
+	close(s.done)
+	s.closeOnce.Do(func() {}) // nothing to stop, nothing to scrape last
+	return s
+}
+
+// addSnapshot keeps a snapshot taken at snap.TimeNS and writes its line.
+func (s *serverScrapes) addSnapshot(target string, snap servermetrics.Snapshot) {
+	line := runlog.Scrape{Target: target, At: snap.TimeNS}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return
+	}
+	line.Sample = b
+	s.mu.Lock()
+	if _, seen := s.snaps[target]; !seen {
+		s.order = append(s.order, target)
+	}
+	s.snaps[target] = append(s.snaps[target], snap)
+	s.mu.Unlock()
+	if s.file != nil {
+		_ = s.file(&line)
+	}
+}
+
+// engineSnapshot is the simulated engine's state as its /metrics would
+// say it (goodput serve exports the same figures under vLLM's names).
+func engineSnapshot(at int64, e sim.Snapshot) servermetrics.Snapshot {
+	return servermetrics.Snapshot{TimeNS: at, Kind: servermetrics.KindVLLM, Values: map[servermetrics.Name]float64{
+		servermetrics.Running: float64(e.Running), servermetrics.Waiting: float64(e.Waiting), servermetrics.KVUsage: e.KVUsage,
+		servermetrics.PrefixQueries: float64(e.PrefixQueryTokens), servermetrics.PrefixHits: float64(e.PrefixHitTokens),
+		servermetrics.Preemptions: float64(e.Preemptions), servermetrics.PromptTokens: float64(e.PromptTokens),
+		servermetrics.GenerationTokens: float64(e.GenerationTokens), servermetrics.RequestsFinished: float64(e.Finished),
+	}}
+}
+
+// add parses one scrape and keeps it; a failed scrape is a gap, noted once
+// per endpoint.
+func (s *serverScrapes) add(sm scrape.Sample) {
+	line := runlog.Scrape{Target: sm.Target, At: sm.At, LatencyNs: int64(sm.Latency), Skipped: sm.Skipped}
+	var snap servermetrics.Snapshot
+	err := sm.Err
+	if err == nil {
+		snap, err = servermetrics.Parse(bytes.NewReader(sm.Body), sm.At)
+	}
+	if err == nil {
+		line.Sample, err = json.Marshal(snap)
+	}
+	s.mu.Lock()
+	if err != nil {
+		line.Error = err.Error()
+		if _, seen := s.failed[sm.Target]; !seen {
+			s.failed[sm.Target] = line.Error
+			s.note(fmt.Sprintf("server metrics %q: %v (a gap in its record, not a stall; later failures are in the records file)", sm.Target, err))
+		}
+	} else {
+		if _, seen := s.snaps[sm.Target]; !seen {
+			s.order = append(s.order, sm.Target)
+		}
+		s.snaps[sm.Target] = append(s.snaps[sm.Target], snap)
+	}
+	s.mu.Unlock()
+	if s.file != nil {
+		_ = s.file(&line)
+	}
+}
+
+// close stops the scrapers, waits for them, and scrapes once more, so the
+// last level's window ends after its last request.
+func (s *serverScrapes) close() {
+	if s == nil {
+		return
+	}
+	s.closeOnce.Do(func() {
+		s.stop()
+		<-s.done
+		s.mu.Lock()
+		cfg := s.cfg
+		s.mu.Unlock()
+		if len(cfg.Targets) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = scrape.Once(ctx, cfg, s.add)
+	})
+}
+
+// snapshots returns the scrapes kept, by endpoint, in first-seen order.
+func (s *serverScrapes) snapshots() ([]string, map[string][]servermetrics.Snapshot) {
+	if s == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]servermetrics.Snapshot, len(s.snaps))
+	for k, v := range s.snaps {
+		out[k] = append([]servermetrics.Snapshot(nil), v...)
+	}
+	return append([]string(nil), s.order...), out
+}
+
+// decodeScrapes turns a records file's scrape lines back into snapshots.
+func decodeScrapes(lines []runlog.Scrape) ([]string, map[string][]servermetrics.Snapshot) {
+	var order []string
+	out := map[string][]servermetrics.Snapshot{}
+	for _, l := range lines {
+		if l.Error != "" || len(l.Sample) == 0 {
+			continue
+		}
+		var s servermetrics.Snapshot
+		if json.Unmarshal(l.Sample, &s) != nil {
+			continue
+		}
+		s.TimeNS = l.At
+		if _, seen := out[l.Target]; !seen {
+			order = append(order, l.Target)
+		}
+		out[l.Target] = append(out[l.Target], s)
+	}
+	return order, out
+}
+
+// serverWindows is what each endpoint saw over [start, end] (ns): its
+// scrapes in the span plus the last one before it and the first after, so
+// that the counters' increase covers the whole span.
+func serverWindows(order []string, snaps map[string][]servermetrics.Snapshot, start, end int64) []ServerWindow {
+	var out []ServerWindow
+	for _, t := range order {
+		ss := snaps[t]
+		before, after := start, end
+		haveBefore, haveAfter := false, false
+		for _, s := range ss {
+			if s.TimeNS <= start && (!haveBefore || s.TimeNS > before) {
+				before, haveBefore = s.TimeNS, true
+			}
+			if s.TimeNS >= end && (!haveAfter || s.TimeNS < after) {
+				after, haveAfter = s.TimeNS, true
+			}
+		}
+		w, err := servermetrics.Compute(servermetrics.Between(ss, before, after))
+		if err != nil {
+			continue // fewer than two scrapes: nothing to say
+		}
+		out = append(out, ServerWindow{Target: t, Window: w})
+	}
+	return out
+}

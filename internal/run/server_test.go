@@ -1,0 +1,98 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/scrape"
+	"github.com/goodput/goodput/internal/servermetrics"
+)
+
+// A virtual-time run sampled every second: the level's server side is the
+// engine's own counters, and a report of the records file (its scrape
+// lines) says the same.
+func TestServerSideVirtual(t *testing.T) {
+	cfg := simConfig(t, 400)
+	cfg.Command, cfg.Load.RequestRate = "sim", 10
+	cfg.Output.Records = ""
+	cfg.Scrape = &ScrapeConfig{Interval: time.Second}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := res.Levels[0].Server
+	if len(ws) != 1 || ws[0].Target != "server" {
+		t.Fatalf("server windows %+v; want the engine's", ws)
+	}
+	w := ws[0].Window
+	sum := res.Levels[0].Summary
+	// Every request finished inside the window, and the engine's token
+	// counters are the records' totals.
+	if got, want := w.Increase[servermetrics.RequestsFinished], float64(sum.Completed); got != want {
+		t.Errorf("requests finished %v; want the %v completed", got, want)
+	}
+	if got, want := w.Increase[servermetrics.GenerationTokens], float64(sum.OutputTokens); got != want {
+		t.Errorf("generation tokens %v; want the records' %v", got, want)
+	}
+	if g := w.Gauges[servermetrics.Running]; g.Max <= 0 || w.Scrapes < 30 {
+		t.Errorf("running %+v over %d scrapes; want requests running, a scrape a second", g, w.Scrapes)
+	}
+	sameVerdict(t, res, reanalyze(t, res))
+}
+
+// A metrics endpoint that hangs, or answers garbage, is a noted gap: the
+// run neither waits on it nor loses a request.
+func TestServerSideBadEndpoint(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	t.Cleanup(hang.Close)
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "this is { not metrics\n")
+	}))
+	t.Cleanup(garbage.Close)
+	cfg := simConfig(t, 20)
+	cfg.Command, cfg.Virtual = "bench", false
+	cfg.Output.Records = ""
+	cfg.Load.MaxConcurrency = 4
+	cfg.Workload.Options.RandomInputLen, cfg.Workload.Options.RandomOutputLen = 64, 16
+	cfg.Target = Target{API: "openai", Endpoint: "/v1/completions",
+		Open: func(base string, conns int, now func() int64) (Backend, error) {
+			return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "meta-llama/Llama-3.1-8B", MaxConns: conns, Now: now})
+		}}
+	var notes []string
+	cfg.Hooks.Note = func(s string) { notes = append(notes, s) }
+	cfg.Scrape = &ScrapeConfig{Auto: true, Interval: 50 * time.Millisecond, Targets: []scrape.Target{
+		{Name: "hung", URL: hang.URL + "/metrics"}, {Name: "junk", URL: garbage.URL + "/metrics"}}}
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Levels[0].Summary.Completed != 20 {
+		t.Errorf("%d completed; want all 20", res.Levels[0].Summary.Completed)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("the run took %v: it waited on the hung endpoint", d)
+	}
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{`server metrics "hung"`, `server metrics "junk"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("notes %q lack %q", all, want)
+		}
+	}
+	// The embedded simulator's own /metrics was scraped all the same.
+	if ws := res.Levels[0].Server; len(ws) != 1 || ws[0].Target != "server" {
+		t.Errorf("server windows %+v; want the embedded simulator's only", ws)
+	}
+}

@@ -1,0 +1,45 @@
+package servermetrics
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// A snapshot stored and read back keeps its values, histograms (the +Inf
+// bucket restored from the count) and GPUs; raw families are not stored.
+func TestSnapshotJSONRoundTrip(t *testing.T) {
+	for _, name := range []string{"vllm.txt", "dcgm.txt"} {
+		f, err := os.Open("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Parse(f, 5e9)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Snapshot
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		back.TimeNS = s.TimeNS
+		s.Raw = nil
+		if diff := cmp.Diff(s, back, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: round trip (-want +got):\n%s", name, diff)
+		}
+	}
+	var s Snapshot
+	for _, bad := range []string{`{"histograms":{"ttft":{"le":[1,2],"counts":[1]}}}`, `{"histograms":{"ttft":{"le":[2,1],"counts":[1,1]}}}`, `{"gpus":[{}]}`, `[`} {
+		if err := json.Unmarshal([]byte(bad), &s); err == nil {
+			t.Errorf("Unmarshal(%s) = nil; want an error", bad)
+		}
+	}
+}
