@@ -55,6 +55,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := serverTerminal(w, r.Levels[0].Server); err != nil {
 			return err
 		}
+		if err := report.TTFTSplitTerminal(w, r.Levels[0].TTFTSplit); err != nil {
+			return err
+		}
 		if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
 			return err
 		}
@@ -81,6 +84,9 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			return err
 		}
 		if err := serverTerminal(w, l.Server); err != nil {
+			return err
+		}
+		if err := report.TTFTSplitTerminal(w, l.TTFTSplit); err != nil {
 			return err
 		}
 		if fs {
@@ -141,6 +147,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 		l := &r.Levels[i]
 		extra := map[string]any{"findings": nonNil(l.Findings), "level_label": l.Level.Label}
 		serverJSON(extra, l.Server)
+		if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
+			extra["ttft_split"] = m
+		}
 		if r.Sweep != nil {
 			extra["saturated"], extra["median_queue_ms"], extra["median_queue_from_server"] = l.Saturated, l.MedianQueueMs, l.QueueFromServer
 		}
@@ -186,6 +195,9 @@ func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	l := &r.Levels[0]
 	extra := map[string]any{"records_file": r.RecordsPath, "findings": nonNil(r.Findings)}
 	serverJSON(extra, l.Server)
+	if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
+		extra["ttft_split"] = m
+	}
 	if r.TokenizerID != "" {
 		extra["tokenizer_id"] = r.TokenizerID
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
@@ -69,6 +70,9 @@ type LevelResult struct {
 	// Server is what each scraped metrics endpoint saw during the level
 	// (none when nothing was scraped, or too little: two scrapes at least).
 	Server []ServerWindow
+	// TTFTSplit splits the client's TTFT by the server's per-request
+	// timing (nil when no request carried one).
+	TTFTSplit *report.TTFTSplit
 }
 
 // SweepResult is a sweep's verdict.
@@ -100,6 +104,7 @@ type levelData struct {
 	// end, ns); spanned says there was one.
 	start, end int64
 	spanned    bool
+	split      *report.TTFTSplit
 }
 
 // point is the level as the sweep logic sees it.
@@ -147,6 +152,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		if d.spanned {
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
 		}
+		lr.TTFTSplit = d.split
 		res.Levels = append(res.Levels, lr)
 	}
 	var spec *runlog.SweepSpec

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/servermetrics"
 
 	"github.com/goodput/goodput/internal/findings"
@@ -82,8 +83,14 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
 	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
-		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}}},
+		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so)}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
+}
+
+// schemaSplit is a TTFT split of one request, at so's percentiles.
+func schemaSplit(so stats.Options) *report.TTFTSplit {
+	one := stats.SummarizeValues("x", so.Percentiles, []float64{1})
+	return &report.TTFTSplit{N: 1, QueueKnown: true, Client: one, Queue: one, Prefill: one, Rest: one}
 }
 
 // schemaServerWindow is a server window holding every figure of the

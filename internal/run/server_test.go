@@ -43,6 +43,12 @@ func TestServerSideVirtual(t *testing.T) {
 	if g := w.Gauges[servermetrics.Running]; g.Max <= 0 || w.Scrapes < 30 {
 		t.Errorf("running %+v over %d scrapes; want requests running, a scrape a second", g, w.Scrapes)
 	}
+	// In virtual time the client is the engine: its TTFT is the server's
+	// queue plus prefill exactly, nothing left for a network.
+	sp := res.Levels[0].TTFTSplit
+	if sp == nil || sp.N != sum.Completed || !sp.QueueKnown || sp.Rest.Max != 0 || sp.Rest.N != sp.N {
+		t.Errorf("TTFT split %+v; want every request, no remainder", sp)
+	}
 	sameVerdict(t, res, reanalyze(t, res))
 }
 
@@ -90,6 +96,11 @@ func TestServerSideBadEndpoint(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("notes %q lack %q", all, want)
 		}
+	}
+	// Over loopback the remainder (network, HTTP, client) is never
+	// negative and small beside the server's part.
+	if sp := res.Levels[0].TTFTSplit; sp == nil || sp.N != 20 || sp.Rest.N != 20 || sp.Rest.Median < 0 || sp.Rest.Median > sp.Client.Median {
+		t.Errorf("TTFT split %+v; want 20 requests, a remainder in [0, client TTFT]", sp)
 	}
 	// The embedded simulator's own /metrics was scraped all the same.
 	if ws := res.Levels[0].Server; len(ws) != 1 || ws[0].Target != "server" {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
@@ -130,13 +131,56 @@ type collector struct {
 	// end); spanned says one was.
 	start, end int64
 	spanned    bool
+	// split holds the TTFT of the requests the server timed, beside the
+	// server's queue and prefill (ms), summarised at percentiles.
+	split       ttftSplit
+	percentiles []float64
+}
+
+// ttftSplit collects a level's TTFTs against the server's own timing.
+type ttftSplit struct {
+	client, queue, prefill, rest []float64
+	queueUnknown                 bool
+}
+
+func (s *ttftSplit) add(r *runlog.Record) {
+	d, ok := r.TTFT()
+	if !ok || r.Server == nil || r.Server.PrefillNs <= 0 {
+		return
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	server := r.Server.PrefillNs
+	if r.Server.QueueUnknown {
+		s.queueUnknown = true
+	} else {
+		server += r.Server.QueueNs
+		s.queue = append(s.queue, ms(r.Server.QueueNs))
+	}
+	s.client = append(s.client, ms(int64(d)))
+	s.prefill = append(s.prefill, ms(r.Server.PrefillNs))
+	s.rest = append(s.rest, ms(int64(d)-server))
+}
+
+// summary is the split for the report (nil without timed requests).
+func (s *ttftSplit) summary(ps []float64) *report.TTFTSplit {
+	if len(s.client) == 0 {
+		return nil
+	}
+	out := &report.TTFTSplit{N: len(s.client), QueueKnown: !s.queueUnknown,
+		Client:  stats.SummarizeValues(stats.MetricTTFT, ps, s.client),
+		Prefill: stats.SummarizeValues("server_prefill", ps, s.prefill),
+		Rest:    stats.SummarizeValues("rest", ps, s.rest)}
+	if out.QueueKnown {
+		out.Queue = stats.SummarizeValues("server_queue", ps, s.queue)
+	}
+	return out
 }
 
 // newCollector starts a level's collector; mon may be nil. The same
 // collector type serves a run as it goes and a report of its records, so
 // both reach the same verdict.
 func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func()) *collector {
-	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop}
+	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop, percentiles: so.Percentiles}
 	if exact {
 		c.acc = stats.NewExactAccumulator(so)
 	} else {
@@ -159,6 +203,9 @@ func (c *collector) Record(r *runlog.Record) error {
 	}
 	if !r.Warmup && r.OK() && r.Server != nil && !r.Server.QueueUnknown {
 		c.queue = append(c.queue, r.Server.QueueNs)
+	}
+	if !r.Warmup && r.OK() {
+		c.split.add(r)
 	}
 	if r.SessionID != "" && !r.Warmup {
 		var k runlog.Record
@@ -183,7 +230,7 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 		lv.Stopped = c.stopped
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned}
+		start: c.start, end: c.end, spanned: c.spanned, split: c.split.summary(c.percentiles)}
 }
 
 // filtered is w through the output filter, if any.

@@ -369,3 +369,12 @@ func LinearFit(xs, ys []float64) (a, b float64) {
 }
 
 func toMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// SummarizeValues summarises plain values (ms, tokens) as a metric named
+// name, at percentiles ps (nil: the defaults).
+func SummarizeValues(name string, ps []float64, vals []float64) MetricSummary {
+	if ps == nil {
+		ps = DefaultPercentiles
+	}
+	return valuesSummary(name, ps, vals)
+}
