@@ -67,29 +67,40 @@ const (
 //     preemption in the window.
 //   - gpu-idle-while-queueing (warning): mean GPU utilisation < 50 % while
 //     requests waited (mean > 0.5): a scheduler or batching limit.
-//   - client-side-latency (warning): the client's mean TTFT ≥ 50 ms and
-//     ≥ 30 % above the server's (its TTFT histogram, else queue + prefill
-//     time).
+//   - client-side-latency (warning): the client's mean TTFT exceeds the
+//     server's (its TTFT histogram, else queue + prefill time) by ≥ 50 ms
+//     and by ≥ 30 % of the client's.
 //   - server-prefix-cache-low (info): prefix-cache hit rate < 10 % over at
 //     least 1,000 prompt tokens looked up.
 //
 // s may be nil (the rules that need the client's TTFT then stay quiet); a
 // nil w yields nil, and so does a window where no rule holds. It is pure
 // and safe for concurrent use.
-func ServerEvidence(s *stats.Summary, w *servermetrics.Window) []Finding {
+func ServerEvidence(s *stats.Summary, w *servermetrics.Window, o ServerOptions) []Finding {
 	if w == nil {
 		return nil
 	}
 	v := serverView{s: s, w: w}
 	var fs []Finding
-	for _, rule := range []func(serverView) (Finding, bool){
-		serverQueueing, serverKVPressure, gpuIdleWhileQueueing, clientSideLatency, serverPrefixCacheLow,
-	} {
+	rules := []func(serverView) (Finding, bool){serverQueueing, serverKVPressure, gpuIdleWhileQueueing, clientSideLatency}
+	if o.SharedPrefixes {
+		rules = append(rules, serverPrefixCacheLow)
+	}
+	for _, rule := range rules {
 		if f, ok := rule(v); ok {
 			fs = append(fs, f)
 		}
 	}
 	return fs
+}
+
+// ServerOptions say what ServerEvidence knows of the workload.
+type ServerOptions struct {
+	// SharedPrefixes says the prompts share prefixes (sessions resending
+	// their history, a shared system prompt), so that a low prefix-cache
+	// hit rate is a fault to report; random prompts share nothing, and a
+	// low rate says nothing about them.
+	SharedPrefixes bool
 }
 
 // serverView is what the server-evidence rules read.

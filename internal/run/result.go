@@ -164,10 +164,22 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 	for i := range data {
 		d := &data[i]
 		lv := d.level
-		res.Levels[i].Findings = findings.Analyze(findings.Input{
+		fs := findings.Analyze(findings.Input{
 			Summary: &d.summary, Meta: meta, Level: &lv, Levels: len(data), Requests: d.tracker,
 			ReadingSpeedMs: readingSpeedMs, ClientCPU: lv.ClientCPU,
 		})
+		if w := evidenceWindow(res.Levels[i].Server); w != nil {
+			// The server's own account, before the closing SLA sentence.
+			at := len(fs)
+			if at > 0 && fs[at-1].ID == "sla" {
+				at--
+			}
+			// Only prompts that share prefixes (sessions resending their
+			// history) make a low hit rate worth saying.
+			o := findings.ServerOptions{SharedPrefixes: len(d.sessions) > 0}
+			fs = slices.Insert(fs, at, findings.ServerEvidence(&d.summary, w, o)...)
+		}
+		res.Levels[i].Findings = fs
 	}
 	if spec == nil {
 		if len(data) == 1 {

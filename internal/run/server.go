@@ -258,3 +258,27 @@ func serverWindows(order []string, snaps map[string][]servermetrics.Snapshot, st
 	}
 	return out
 }
+
+// evidenceWindow is the window the server-evidence findings judge: the
+// inference server's, with the GPUs of a separate DCGM exporter's window
+// when it has none of its own; nil without an inference server's.
+func evidenceWindow(ws []ServerWindow) *servermetrics.Window {
+	var w *servermetrics.Window
+	var gpus map[string]map[servermetrics.Name]servermetrics.GaugeStats
+	for i := range ws {
+		if ws[i].Kind == servermetrics.KindDCGM {
+			if gpus == nil {
+				gpus = ws[i].GPUs
+			}
+			continue
+		}
+		if w == nil {
+			c := ws[i].Window
+			w = &c
+		}
+	}
+	if w != nil && len(w.GPUs) == 0 {
+		w.GPUs = gpus
+	}
+	return w
+}
