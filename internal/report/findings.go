@@ -58,6 +58,12 @@ func termValue(v any) string {
 			m[k] = x
 		}
 		return "{" + termEvidence(m) + "}"
+	case map[string]string:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = x
+		}
+		return "{" + termEvidence(m) + "}"
 	}
 	return fmt.Sprint(v)
 }

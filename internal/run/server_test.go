@@ -107,3 +107,43 @@ func TestServerSideBadEndpoint(t *testing.T) {
 		t.Errorf("server windows %+v; want the embedded simulator's only", ws)
 	}
 }
+
+// Against the embedded simulator over HTTP, the level's queue and prefill
+// times from the server's scraped histograms (their exact means: sum over
+// count) agree with the per-request timing the server returned with each
+// answer: two views of the engine's truth.
+func TestServerSideSplitMatchesEngine(t *testing.T) {
+	cfg := simConfig(t, 60)
+	cfg.Command, cfg.Virtual = "bench", false
+	cfg.Output.Records = "none"
+	cfg.Load.RequestRate = 40
+	cfg.Workload.Options.RandomInputLen, cfg.Workload.Options.RandomOutputLen = 256, 16
+	cfg.Target = Target{API: "openai", Endpoint: "/v1/completions",
+		Open: func(base string, conns int, now func() int64) (Backend, error) {
+			return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "meta-llama/Llama-3.1-8B", MaxConns: conns, Now: now})
+		}}
+	cfg.Scrape = &ScrapeConfig{Auto: true, Interval: 100 * time.Millisecond}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.Levels[0]
+	if len(l.Server) != 1 || l.TTFTSplit == nil || l.TTFTSplit.N != 60 {
+		t.Fatalf("server windows %d, split %+v; want the scraped server and 60 timed requests", len(l.Server), l.TTFTSplit)
+	}
+	w := l.Server[0].Window
+	for _, c := range []struct {
+		name  string
+		hist  servermetrics.Name
+		split float64
+	}{{"queue", servermetrics.QueueTime, l.TTFTSplit.Queue.Mean}, {"prefill", servermetrics.PrefillTime, l.TTFTSplit.Prefill.Mean}} {
+		h, ok := w.Histograms[c.hist]
+		if !ok || h.Count != 60 {
+			t.Errorf("%s histogram %+v; want the 60 requests", c.name, h)
+			continue
+		}
+		if got := 1000 * h.Mean; got < c.split-0.01 || got > c.split+0.01 {
+			t.Errorf("%s mean from /metrics %.3f ms; the per-request timing says %.3f ms", c.name, got, c.split)
+		}
+	}
+}
