@@ -174,7 +174,7 @@ awk -v v="$att" 'BEGIN { exit !(v != "" && v + 0 >= 0 && v + 0 <= 1) }' ||
 n=0
 while IFS= read -r expr; do
 	expr=${expr//'$__rate_interval'/1m}
-	for v in '$job' '$model' '$route' '$input_bucket'; do expr=${expr//"$v"/.*}; done
+	for v in '$server_job' '$server_model' '$job' '$model' '$route' '$input_bucket'; do expr=${expr//"$v"/.*}; done
 	query_raw "$expr" | grep -q '"status":"success"' || fail "dashboard query failed: $expr"
 	n=$((n + 1))
 done < <(grep -o '"expr": "\([^"\\]\|\\.\)*"' deploy/grafana/goodput-dashboard.json |

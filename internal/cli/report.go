@@ -28,6 +28,10 @@ type summaryFlags struct {
 	// --session-goodput override it constraint by constraint.
 	SLOPreset         string
 	PercentileMetrics string
+	// GPUCostPerHour and NumGPUs price and count the GPUs (per-GPU
+	// goodput, cost per 1M output tokens).
+	GPUCostPerHour    float64
+	NumGPUs           int
 	MetricPercentiles string
 	Buckets           string
 }
@@ -68,6 +72,17 @@ func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 	return slo, nil
 }
 
+// cost is --gpu-cost-per-hour and --num-gpus, checked.
+func (s *summaryFlags) cost() (run.Cost, error) {
+	switch {
+	case !(s.GPUCostPerHour >= 0) || s.GPUCostPerHour > 1e9:
+		return run.Cost{}, usagef("--gpu-cost-per-hour %v: want a cost ≥ 0", s.GPUCostPerHour)
+	case s.NumGPUs < 0 || s.NumGPUs > 1<<20:
+		return run.Cost{}, usagef("--num-gpus %d: want ≥ 1 (0: the engine's, else 1)", s.NumGPUs)
+	}
+	return run.Cost{GPUCostPerHour: s.GPUCostPerHour, NumGPUs: s.NumGPUs}, nil
+}
+
 // preset is --slo-preset's preset; nil when none was given.
 func (s *summaryFlags) preset() (*stats.Preset, error) {
 	if s.SLOPreset == "" {
@@ -84,6 +99,8 @@ func (s *summaryFlags) preset() (*stats.Preset, error) {
 func (s *summaryFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&s.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
 	fs.StringVar(&s.SLOPreset, "slo-preset", "", "a product's SLO ("+strings.Join(stats.PresetNames(), ", ")+"; goodput slo list); --goodput and --session-goodput override it constraint by constraint")
+	fs.Float64Var(&s.GPUCostPerHour, "gpu-cost-per-hour", 0, "what one GPU costs an hour (any currency): adds the cost of 1M output tokens and, with scraped GPU power, the energy per token")
+	fs.IntVar(&s.NumGPUs, "num-gpus", 0, "GPUs serving the run, for per-GPU goodput and cost (default: the simulated engine's tensor parallelism, else 1)")
 	fs.StringVar(&s.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&s.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&s.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
@@ -384,6 +401,13 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 		}
 	}
 	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: o.scrapes}
+	if o.changed("gpu-cost-per-hour") || o.changed("num-gpus") {
+		c, err := o.Summary.cost()
+		if err != nil {
+			return nil, err
+		}
+		ao.Cost = &c
+	}
 	if o.changed("session-goodput") || o.changed("slo-preset") {
 		slo, err := o.Summary.sessionSLO(o.SessionGoodput)
 		if err != nil {

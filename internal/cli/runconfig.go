@@ -121,6 +121,10 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
+	cost, err := o.out.cost()
+	if err != nil {
+		return run.Config{}, err
+	}
 	if o.target.TrustRemoteCode {
 		fmt.Fprintln(env.Stderr, "goodput: --trust-remote-code has no effect: goodput runs no model code")
 	}
@@ -131,7 +135,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		Command: command, Version: Version, Started: env.Now(), Target: target,
 		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
 		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
-		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes,
+		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
 	}, nil
 }
 

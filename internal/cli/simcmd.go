@@ -144,9 +144,13 @@ func virtualConfig(env Env, command string, l *loadFlags, rate string, w *worklo
 	if err != nil {
 		return run.Config{}, err
 	}
+	cost, err := out.cost()
+	if err != nil {
+		return run.Config{}, err
+	}
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: w.o},
-		Load: lv, Seed: l.Seed, Virtual: true, Stats: so, Output: out.runOutput(env), Metadata: meta,
+		Load: lv, Seed: l.Seed, Virtual: true, Stats: so, Output: out.runOutput(env), Metadata: meta, Cost: cost,
 		Hooks: terminalHooks(env, out.Quiet),
 	}, nil
 }

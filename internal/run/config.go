@@ -66,6 +66,9 @@ type Config struct {
 	// Sessions, when set, runs sessions (conversations) over HTTP instead
 	// of independent requests; Load then gives only its label.
 	Sessions *SessionLoad
+	// Cost prices the run's GPUs and counts them, for the per-GPU and
+	// cost figures of each level (zero: none).
+	Cost Cost
 	// Scrape, when set, polls the server's metrics endpoints during a
 	// wall-clock run (the records file keeps every scrape).
 	Scrape *ScrapeConfig
@@ -194,4 +197,13 @@ func (c *Config) note(format string, args ...any) {
 	if c.Hooks.Note != nil {
 		c.Hooks.Note(fmt.Sprintf(format, args...))
 	}
+}
+
+// Cost is what the GPUs serving a run cost and how many there are.
+type Cost struct {
+	// GPUCostPerHour is one GPU's hourly cost (any currency; 0: not
+	// priced); NumGPUs the GPUs (0: the simulated engine's tensor
+	// parallelism, else 1, and only when priced).
+	GPUCostPerHour float64
+	NumGPUs        int
 }

@@ -58,6 +58,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.TTFTSplitTerminal(w, r.Levels[0].TTFTSplit); err != nil {
 			return err
 		}
+		if err := report.CostTerminal(w, r.Levels[0].Cost); err != nil {
+			return err
+		}
 		if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
 			return err
 		}
@@ -87,6 +90,9 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			return err
 		}
 		if err := report.TTFTSplitTerminal(w, l.TTFTSplit); err != nil {
+			return err
+		}
+		if err := report.CostTerminal(w, l.Cost); err != nil {
 			return err
 		}
 		if fs {
@@ -150,6 +156,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 		if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
 			extra["ttft_split"] = m
 		}
+		if m := report.CostJSON(l.Cost); m != nil {
+			extra["cost"] = m
+		}
 		if r.Sweep != nil {
 			extra["saturated"], extra["median_queue_ms"], extra["median_queue_from_server"] = l.Saturated, l.MedianQueueMs, l.QueueFromServer
 		}
@@ -197,6 +206,9 @@ func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	serverJSON(extra, l.Server)
 	if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
 		extra["ttft_split"] = m
+	}
+	if m := report.CostJSON(l.Cost); m != nil {
+		extra["cost"] = m
 	}
 	if r.TokenizerID != "" {
 		extra["tokenizer_id"] = r.TokenizerID

@@ -73,6 +73,9 @@ type LevelResult struct {
 	// TTFTSplit splits the client's TTFT by the server's per-request
 	// timing (nil when no request carried one).
 	TTFTSplit *report.TTFTSplit
+	// Cost is the level per GPU and in money and energy (nil when the run
+	// asked for neither a price nor a GPU count).
+	Cost *report.LevelCost
 }
 
 // SweepResult is a sweep's verdict.
@@ -153,6 +156,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
 		}
 		lr.TTFTSplit = d.split
+		lr.Cost = levelCost(meta, &d.summary, lr.Server)
 		res.Levels = append(res.Levels, lr)
 	}
 	var spec *runlog.SweepSpec
@@ -367,6 +371,8 @@ type AnalyzeOptions struct {
 	// Scrapes are the run's scrapes of its server's metrics (the records
 	// file's scrape lines), for the levels' server side.
 	Scrapes []runlog.Scrape
+	// Cost, when set, replaces the run's stored GPU price and count.
+	Cost *Cost
 }
 
 // serverData is a run's scrapes, by endpoint in first-seen order.
@@ -429,6 +435,16 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 			d.summary.Level = i // an empty level: still say which it is
 		}
 		data = append(data, d)
+	}
+	if o.Cost != nil && meta != nil {
+		m := *meta
+		a := runlog.Analysis{}
+		if meta.Analysis != nil {
+			a = *meta.Analysis
+		}
+		a.GPUCostPerHour, a.NumGPUs = o.Cost.GPUCostPerHour, o.Cost.NumGPUs
+		m.Analysis = &a
+		meta = &m
 	}
 	order, snaps := decodeScrapes(o.Scrapes)
 	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO}, serverData{order, snaps})

@@ -83,7 +83,8 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
 	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
-		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so)}},
+		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so),
+		Cost: &report.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
 }
 

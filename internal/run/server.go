@@ -11,10 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // ScrapeConfig says which metrics endpoints a wall-clock run polls while it
@@ -281,4 +283,46 @@ func evidenceWindow(ws []ServerWindow) *servermetrics.Window {
 		w.GPUs = gpus
 	}
 	return w
+}
+
+// levelCost is a level's per-GPU and cost figures, from the analysis
+// settings the run stored (nil when the run asked for none: no price and
+// no GPU count given, and nothing simulated to count its GPUs).
+func levelCost(meta *runlog.Meta, s *stats.Summary, ws []ServerWindow) *report.LevelCost {
+	if meta == nil || meta.Analysis == nil {
+		return nil
+	}
+	a := meta.Analysis
+	n := a.NumGPUs
+	if n <= 0 {
+		if a.GPUCostPerHour <= 0 {
+			return nil
+		}
+		n = 1
+		if tp, ok := meta.Simulated["tensor_parallel_size"].(float64); ok && tp >= 1 {
+			n = int(tp)
+		} else if tp, ok := meta.Simulated["tensor_parallel_size"].(int); ok && tp >= 1 {
+			n = tp
+		}
+	}
+	good := s.RequestThroughput // no SLO: every successful request counts
+	if s.SLO.Set {
+		good = s.SLO.Goodput
+	}
+	c := &report.LevelCost{NumGPUs: n, GoodputPerGPU: good / float64(n), OutputPerGPU: s.OutputThroughput / float64(n),
+		CostPerHour: a.GPUCostPerHour}
+	if a.GPUCostPerHour > 0 && s.OutputThroughput > 0 {
+		// n GPUs for an hour produce 3,600 × throughput tokens.
+		c.CostPerMOutput = a.GPUCostPerHour * float64(n) / (s.OutputThroughput * 3600) * 1e6
+	}
+	for _, w := range ws {
+		if g, ok := w.Gauges[servermetrics.GPUPowerWatts]; ok && g.N > 0 && g.Mean > 0 {
+			c.PowerWatts = g.Mean
+			if s.OutputThroughput > 0 {
+				c.JoulesPerOutput = g.Mean / s.OutputThroughput
+			}
+			break
+		}
+	}
+	return c
 }

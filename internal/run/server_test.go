@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // A virtual-time run sampled every second: the level's server side is the
@@ -145,5 +147,27 @@ func TestServerSideSplitMatchesEngine(t *testing.T) {
 		if got := 1000 * h.Mean; got < c.split-0.01 || got > c.split+0.01 {
 			t.Errorf("%s mean from /metrics %.3f ms; the per-request timing says %.3f ms", c.name, got, c.split)
 		}
+	}
+}
+
+// levelCost by hand: 2 GPUs (the simulated engine's TP) at 3.00 an hour,
+// 1,200 output tokens/s: 6.00 an hour buys 4,320,000 tokens, so 1M cost
+// 1.3889; 800 W of DCGM power over 1,200 tok/s is 0.6667 J a token; no SLO,
+// so goodput per GPU is the request throughput (10 req/s) over 2.
+func TestLevelCostByHand(t *testing.T) {
+	meta := &runlog.Meta{Simulated: map[string]any{"tensor_parallel_size": 2.0}, Analysis: &runlog.Analysis{GPUCostPerHour: 3}}
+	s := &stats.Summary{OutputThroughput: 1200, RequestThroughput: 10}
+	dcgm := ServerWindow{Target: "dcgm", Window: servermetrics.Window{Kind: servermetrics.KindDCGM,
+		Gauges: map[servermetrics.Name]servermetrics.GaugeStats{servermetrics.GPUPowerWatts: {N: 5, Mean: 800}}}}
+	c := levelCost(meta, s, []ServerWindow{dcgm})
+	near := func(a, b float64) bool { return a > b-1e-4 && a < b+1e-4 }
+	if c == nil || c.NumGPUs != 2 || !near(c.CostPerMOutput, 1.3889) || !near(c.JoulesPerOutput, 0.6667) || c.GoodputPerGPU != 5 || c.OutputPerGPU != 600 {
+		t.Errorf("levelCost = %+v", c)
+	}
+	if c := levelCost(&runlog.Meta{Analysis: &runlog.Analysis{}}, s, nil); c != nil {
+		t.Errorf("neither priced nor counted: %+v; want none", c)
+	}
+	if c := levelCost(&runlog.Meta{Analysis: &runlog.Analysis{NumGPUs: 4}}, s, nil); c == nil || c.NumGPUs != 4 || c.CostPerMOutput != 0 || c.OutputPerGPU != 300 {
+		t.Errorf("counted, not priced: %+v", c)
 	}
 }

@@ -108,6 +108,11 @@ type Analysis struct {
 	ReadingSpeedMs float64 `json:"reading_speed_ms,omitempty"`
 	// SessionSLO is the session SLO, as --session-goodput writes it.
 	SessionSLO string `json:"session_slo,omitempty"`
+	// GPUCostPerHour is what one GPU costs an hour (--gpu-cost-per-hour,
+	// any currency; 0: not priced) and NumGPUs how many served the run
+	// (--num-gpus; 0: the simulated engine's, else 1).
+	GPUCostPerHour float64 `json:"gpu_cost_per_hour,omitempty"`
+	NumGPUs        int     `json:"num_gpus,omitempty"`
 	// Sweep holds a sweep's criteria; nil for a single level.
 	Sweep *SweepSpec `json:"sweep,omitempty"`
 }

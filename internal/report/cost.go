@@ -1,0 +1,63 @@
+package report
+
+import (
+	"fmt"
+	"io"
+)
+
+// LevelCost is what a level's output cost, per GPU and in money and
+// energy: goodput and throughput normalised by the GPUs that served them
+// (capacity planners compare configurations per GPU), the price of a
+// million output tokens at the GPUs' hourly cost, and the energy of one
+// output token from the power the GPUs drew (scraped from DCGM).
+type LevelCost struct {
+	// NumGPUs served the level.
+	NumGPUs int
+	// GoodputPerGPU and OutputPerGPU are requests/s meeting the SLO and
+	// output tokens/s, per GPU.
+	GoodputPerGPU, OutputPerGPU float64
+	// CostPerHour is one GPU's hourly cost (0: not priced); CostPerMOutput
+	// the cost of 1,000,000 output tokens at the level's throughput.
+	CostPerHour, CostPerMOutput float64
+	// PowerWatts is the GPUs' mean total power draw (0: not scraped);
+	// JoulesPerOutput the energy of one output token.
+	PowerWatts, JoulesPerOutput float64
+}
+
+// CostTerminal writes the level's cost lines; nothing for nil.
+func CostTerminal(w io.Writer, c *LevelCost) error {
+	if c == nil {
+		return nil
+	}
+	t := &term{}
+	t.header(" Per GPU and cost ", '=')
+	t.line("GPUs:", fmt.Sprint(c.NumGPUs))
+	t.line("Goodput per GPU (req/s):", f2(c.GoodputPerGPU))
+	t.line("Output throughput per GPU (tok/s):", f2(c.OutputPerGPU))
+	if c.CostPerHour > 0 {
+		t.line("Cost per 1M output tokens:", f2(c.CostPerMOutput)+fmt.Sprintf(" (at %s per GPU-hour)", f2(c.CostPerHour)))
+	}
+	if c.PowerWatts > 0 {
+		t.line("GPU power, mean total (W):", f2(c.PowerWatts))
+		t.line("Energy per output token (J):", f2(c.JoulesPerOutput))
+	}
+	t.b.WriteString(center("", '=') + "\n")
+	_, err := w.Write(t.b.Bytes())
+	return err
+}
+
+// CostJSON is the level's cost for the result JSON; nil for nil. Absent
+// figures (no price, no power) are left out.
+func CostJSON(c *LevelCost) map[string]any {
+	if c == nil {
+		return nil
+	}
+	m := map[string]any{"num_gpus": c.NumGPUs, "goodput_per_gpu": c.GoodputPerGPU, "output_throughput_per_gpu": c.OutputPerGPU}
+	if c.CostPerHour > 0 {
+		m["gpu_cost_per_hour"], m["cost_per_1m_output_tokens"] = c.CostPerHour, c.CostPerMOutput
+	}
+	if c.PowerWatts > 0 {
+		m["gpu_power_watts_mean"], m["joules_per_output_token"] = c.PowerWatts, c.JoulesPerOutput
+	}
+	return m
+}
