@@ -63,6 +63,10 @@ type HTMLInput struct {
 	// session timeline. nil computes it from the records' sessions, judged
 	// by no session SLO; a run without sessions has no such section.
 	Sessions *stats.SessionSummary
+	// Server is what each scraped /metrics endpoint said during the run,
+	// one entry per endpoint, for the "Server side" section's charts on the
+	// timeline's time axis; nil or no snapshots leaves the section out.
+	Server []ServerSeries
 }
 
 // chartBlock is one chart with its caption.
@@ -101,6 +105,7 @@ type pageData struct {
 	Dist       []chartBlock
 	Timeline   *chartBlock
 	OverTime   []chartBlock
+	Server     []chartBlock
 	Sessions   *sessionView
 	Sweep      []chartBlock
 	Conditions [][2]string
@@ -258,6 +263,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	} else {
 		d.Notes = append(d.Notes, "No per-request records were given: distributions, timeline and over-time charts are left out.")
 	}
+	serverCharts(&d, in.Server, add)
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
 	d.Sessions = sessionsView(in.Sessions, sessionRecs, in.Levels[0].Summary.Options.Percentiles)
 	if len(in.Levels) > 1 {
@@ -621,6 +627,8 @@ const pageHTML = `<!DOCTYPE html>
 {{template "chart" .}}{{end}}
 {{if .OverTime}}<h2>Over time</h2>
 <div class="grid">{{range .OverTime}}{{template "chart" .}}{{end}}</div>{{end}}
+{{if .Server}}<h2>Server side</h2>
+<div class="grid">{{range .Server}}{{template "chart" .}}{{end}}</div>{{end}}
 {{with .Sessions}}<h2>Sessions</h2>
 {{template "table" .Summary}}
 {{template "table" .Turns}}

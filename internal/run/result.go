@@ -31,6 +31,9 @@ type Result struct {
 	Focus    int
 	// SLA is a single level's SLA sentence ("" for a sweep).
 	SLA string
+	// Server holds every scrape of each metrics endpoint, for the HTML
+	// report's time series (none when nothing was scraped).
+	Server []report.ServerSeries
 	// Sweep is the sweep's verdict; nil for a single level.
 	Sweep *SweepResult
 	// Records are every record, when Output.KeepRecords (else nil).
@@ -145,6 +148,9 @@ func medianNs(xs []int64) float64 {
 // peaks, the search and an early stop come out as the run found them.
 func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions, srv serverData) *Result {
 	res := &Result{Meta: meta, Focus: -1}
+	for _, t := range srv.order {
+		res.Server = append(res.Server, report.ServerSeries{Target: t, Snapshots: srv.snaps[t]})
+	}
 	points := make([]sweep.Point, len(data))
 	for i := range data {
 		d := &data[i]
