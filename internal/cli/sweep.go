@@ -215,6 +215,10 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		if cfg, err = virtualConfig(env, "sweep", &o.load, "inf", &o.work, &o.out, o.args); err != nil {
 			return nil, err
 		}
+		// The engine's state, sampled as a scraper of its /metrics would.
+		if cfg.Scrape, err = o.target.scrapeConfig(); err != nil {
+			return nil, err
+		}
 	} else {
 		rates := o.load.RequestRate
 		o.load.RequestRate = "inf" // the list is the plan's; each level sets its own
