@@ -115,6 +115,8 @@ func (e *OptionError) ValueText() string {
 		return ""
 	case string:
 		return fmt.Sprintf("%q", v)
+	case []string:
+		return fmt.Sprintf("%q", strings.Join(v, ","))
 	default:
 		return fmt.Sprint(v)
 	}
