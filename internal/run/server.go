@@ -98,9 +98,7 @@ func startScrapes(ctx context.Context, cfg *ScrapeConfig, base string, now func(
 
 // checkScrape validates the scrape configuration before the run starts.
 func checkScrape(sc scrape.Config) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // a cancelled context: Run only validates
-	err := scrape.Run(ctx, sc, func(scrape.Sample) {})
+	err := sc.Check()
 	var ce *scrape.ConfigError
 	if errors.As(err, &ce) {
 		return &ConfigError{Field: "Scrape." + ce.Field, Err: err}

@@ -278,6 +278,13 @@ func Run(ctx context.Context, cfg Config, emit func(Sample)) error {
 	return nil
 }
 
+// Check validates cfg as Run would, without scraping: the error is a
+// *ConfigError naming the field.
+func (cfg Config) Check() error {
+	_, err := cfg.withDefaults()
+	return err
+}
+
 // Once scrapes every target once, now, concurrently, and emits the samples
 // (Intended is the scrape's start): the closing scrape of a run, so that
 // its last window ends after its last request.

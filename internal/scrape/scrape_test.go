@@ -703,3 +703,14 @@ func TestOnce(t *testing.T) {
 		t.Errorf("dead: no error: %+v", s)
 	}
 }
+
+// Check validates as Run does, without scraping.
+func TestCheck(t *testing.T) {
+	if err := (Config{Targets: []Target{{Name: "a", URL: "http://127.0.0.1:9/metrics"}}}).Check(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+	var ce *ConfigError
+	if err := (Config{Targets: []Target{{Name: "a", URL: "localhost:9/metrics"}}}).Check(); !errors.As(err, &ce) || ce.Field != "Targets[0].URL" {
+		t.Errorf("bad URL: %v; want a ConfigError on Targets[0].URL", err)
+	}
+}
