@@ -262,12 +262,8 @@ func Run(ctx context.Context, cfg Config, emit func(Sample)) error {
 	if err != nil {
 		return err
 	}
-	client := cfg.Client
-	if client == nil {
-		tr := newTransport(len(cfg.Targets))
-		defer tr.CloseIdleConnections() // after wg.Wait: no scrape is left
-		client = &http.Client{Transport: tr}
-	}
+	client, done := cfg.client()
+	defer done() // after wg.Wait: no scrape is left
 	start := cfg.Now()
 	var wg sync.WaitGroup
 	for _, t := range cfg.Targets {
@@ -296,12 +292,8 @@ func Once(ctx context.Context, cfg Config, emit func(Sample)) error {
 	if err != nil {
 		return err
 	}
-	client := cfg.Client
-	if client == nil {
-		tr := newTransport(len(cfg.Targets))
-		defer tr.CloseIdleConnections()
-		client = &http.Client{Transport: tr}
-	}
+	client, done := cfg.client()
+	defer done()
 	var wg sync.WaitGroup
 	for _, t := range cfg.Targets {
 		wg.Go(func() {
@@ -313,6 +305,16 @@ func Once(ctx context.Context, cfg Config, emit func(Sample)) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// client is cfg's HTTP client, or one of the scrapes' own with the
+// function that closes its idle connections once no scrape is left.
+func (cfg Config) client() (*http.Client, func()) {
+	if cfg.Client != nil {
+		return cfg.Client, func() {}
+	}
+	tr := newTransport(len(cfg.Targets))
+	return &http.Client{Transport: tr}, tr.CloseIdleConnections
 }
 
 // newTransport is a connection pool for scrapes alone, so that they never
