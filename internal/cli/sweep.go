@@ -40,7 +40,10 @@ type SweepOptions struct {
 	ReadingSpeedMs   float64
 	FailIf           []string
 	LevelReports     bool
-	gate             gate.Gate
+	// Pareto is --pareto: input:output length pairs to cross with the
+	// concurrencies.
+	Pareto string
+	gate   gate.Gate
 }
 
 func newSweepCmd(env Env) *cobra.Command { return sweepCommand(env, &SweepOptions{}) }
@@ -94,6 +97,7 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 	groupedUsage(cmd, "Sweep flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Simulator flags (--sim, or no --base-url)")
 	fs.Lookup("request-rate").Usage = "arrival rates to sweep, requests/s, e.g. 1,2,4,8 (or one rate with --concurrency)"
 	fs.StringVar(&o.Concurrency, "concurrency", "", "concurrencies to sweep, e.g. 1,8,16,32,64")
+	fs.StringVar(&o.Pareto, "pareto", "", "with --sim and --concurrency: also sweep these input:output length pairs (tokens), e.g. 1024:128,4096:512, and judge the levels' Pareto frontier of output tokens/s per GPU against tokens/s per user")
 	fs.Float64Var(&o.TargetRate, "target-rate", 0, "target rate in requests/s that --levels multiplies")
 	fs.StringVar(&o.Levels, "levels", "", "multiples of --target-rate, e.g. 0.5x,1x,1.5x,2x (default 0.25x,0.5x,0.75x,1x,1.25x,1.5x,2x)")
 	fs.BoolVar(&o.Sim, "sim", false, "run every level on the simulated engine in virtual time (engine flags: --sim-model, --gpu, ...)")
@@ -119,6 +123,26 @@ type sweepPlan struct {
 	auto bool
 }
 
+// paretoLevels crosses the concurrency levels with --pareto's length
+// pairs, pair by pair.
+func paretoLevels(spec string, levels []runlog.Level) ([]runlog.Level, error) {
+	var out []runlog.Level
+	for _, pair := range strings.Split(spec, ",") {
+		in, outLen, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		i, err1 := strconv.Atoi(in)
+		o, err2 := strconv.Atoi(outLen)
+		if !ok || err1 != nil || err2 != nil || i < 1 || o < 1 || i > 1<<24 || o > 1<<24 {
+			return nil, usagef("--pareto %q: want input:output token pairs, e.g. 1024:128,4096:512", pair)
+		}
+		for _, l := range levels {
+			l.InputLen, l.OutputLen = i, o
+			l.Label = fmt.Sprintf("%s in=%d out=%d", l.Label, i, o)
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
 // plan reads the level flags.
 func (o *SweepOptions) plan(base runlog.Level) (sweepPlan, error) {
 	rateText := strings.TrimSpace(o.load.RequestRate)
@@ -141,7 +165,13 @@ func (o *SweepOptions) plan(base runlog.Level) (sweepPlan, error) {
 		if err != nil {
 			return sweepPlan{}, usagef("--request-rate %q: with --concurrency give one rate (or inf)", o.load.RequestRate)
 		}
-		return sweepPlan{axis: sweep.AxisConcurrency, levels: sweep.Levels(sweep.AxisConcurrency, cs, atRate(base, rate))}, nil
+		levels := sweep.Levels(sweep.AxisConcurrency, cs, atRate(base, rate))
+		if o.Pareto != "" {
+			if levels, err = paretoLevels(o.Pareto, levels); err != nil {
+				return sweepPlan{}, err
+			}
+		}
+		return sweepPlan{axis: sweep.AxisConcurrency, levels: levels}, nil
 	case o.TargetRate > 0:
 		if rateSet {
 			return sweepPlan{}, usagef("--target-rate and --request-rate: give one")
@@ -234,8 +264,19 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	cfg.ReadingSpeedMs = o.ReadingSpeedMs
 	sat := sweep.Saturation{MaxErrorRate: o.MaxErrorRate, Off: !o.SaturationStop}
 	crit := sweep.Criteria{Attainment: o.SLOAttainment, MaxMedianQueueMs: o.MaxMedianQueueMs}
+	if o.Pareto != "" {
+		switch {
+		case !o.Sim:
+			return nil, usagef("--pareto runs in virtual time: add --sim")
+		case o.Concurrency == "":
+			return nil, usagef("--pareto crosses --concurrency levels with length pairs: give --concurrency")
+		case o.Search:
+			return nil, usagef("--pareto and --search: a frontier has no one load to bisect for; give one")
+		}
+		sat.Off = true // a saturated pair must not end the other pairs' levels
+	}
 	cfg.Sweep = &run.Sweep{Axis: pl.axis, Levels: pl.levels, KneeK: o.KneeK, Criteria: crit, Saturation: sat,
-		Search: o.Search, Precision: o.Precision}
+		Search: o.Search, Precision: o.Precision, Pareto: o.Pareto != ""}
 	if pl.auto {
 		cfg.Sweep.Fractions = run.AutoFractions
 		fmt.Fprintf(env.Stdout, "goodput sweep: no levels given: measuring capacity first, then sweeping %s of it\n", fractionsText(run.AutoFractions))

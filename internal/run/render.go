@@ -40,6 +40,11 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 				fmt.Fprintln(w)
 			}
 		}
+		if r.Pareto != nil {
+			// Concurrencies × length pairs are no one curve: no knee, no
+			// peaks; the frontier is the verdict.
+			return report.ParetoTerminal(w, r.Pareto, r.ParetoGPUs)
+		}
 		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {
 			return err
 		}
@@ -177,7 +182,10 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	if r.Sessions != nil {
 		doc["sessions"] = report.SessionsJSON(r.Sessions)
 	}
-	if r.Sweep != nil {
+	switch {
+	case r.Pareto != nil:
+		doc["pareto"] = report.ParetoJSON(r.Pareto, r.ParetoGPUs)
+	case r.Sweep != nil:
 		doc["sweep"] = report.SweepJSON(&r.Sweep.Result, r.Sweep.Search)
 		doc["capacity_probe"] = r.Sweep.Probe
 	}

@@ -24,6 +24,11 @@ type Result struct {
 	Meta *runlog.Meta
 	// Levels are the levels in run order.
 	Levels []LevelResult
+	// Pareto is a Pareto sweep's points (its levels placed by per-GPU
+	// throughput against interactivity, the frontier marked) over
+	// ParetoGPUs GPUs; nil for any other run.
+	Pareto     []report.ParetoPoint
+	ParetoGPUs int
 	// Findings are the run's: a single level's, or a sweep's own followed
 	// by those of the level they speak for (Focus, an index in Levels; -1
 	// none).
@@ -206,6 +211,13 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		}
 	}
 	res.Sweep = sr
+	if spec.Pareto {
+		// No one curve: the sweep's knee, peaks and recommendation would
+		// mix workloads. The frontier is the verdict; each level keeps its
+		// own findings.
+		res.Pareto, res.ParetoGPUs = paretoPoints(res.Levels, meta, sr.Criteria.Attainment)
+		return res
+	}
 	levelFs := make([][]findings.Finding, len(res.Levels))
 	for i := range res.Levels {
 		levelFs[i] = res.Levels[i].Findings

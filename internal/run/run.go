@@ -33,6 +33,10 @@ type Sweep struct {
 	// load within SLO, to Precision (0: 1/32 of the range).
 	Search    bool
 	Precision float64
+	// Pareto runs Levels as concurrencies × length pairs (each level's
+	// InputLen and OutputLen) in virtual time and judges their Pareto
+	// frontier instead of a curve.
+	Pareto bool
 }
 
 // Plan is what a sweep is about to run, told to Hooks.Sweep: its levels
@@ -170,6 +174,8 @@ func (c *Config) check() error {
 		return configErr("Duration", "duration %vs: want ≥ 0", l.DurationS)
 	case c.Target.Open == nil && !c.Virtual:
 		return configErr("Target", "no backend to open")
+	case c.Sweep != nil && c.Sweep.Pareto && (!c.Virtual || c.Sweep.Search || c.Sweep.Axis != sweep.AxisConcurrency):
+		return configErr("Sweep", "a Pareto sweep runs concurrencies × length pairs in virtual time: no search, no rate axis")
 	case c.Sessions != nil && c.Sweep != nil:
 		return configErr("Sessions", "sessions run one level: not in a sweep yet")
 	case c.Sessions != nil && (c.Sessions.Set == nil || c.Sessions.Set.Len() == 0):
@@ -224,7 +230,7 @@ func (r *runner) open() error {
 		// The criteria now, the levels chosen (after a probe) at the end.
 		m.Analysis.Sweep = &runlog.SweepSpec{Axis: string(s.Axis), Search: s.Search, Precision: s.Precision, KneeK: s.KneeK,
 			Attainment: s.Criteria.Attainment, MaxMedianQueueMs: s.Criteria.MaxMedianQueueMs,
-			MaxErrorRate: s.Saturation.MaxErrorRate, SaturationStop: !s.Saturation.Off, Planned: len(s.Levels)}
+			MaxErrorRate: s.Saturation.MaxErrorRate, SaturationStop: !s.Saturation.Off, Planned: len(s.Levels), Pareto: s.Pareto}
 	}
 	// The planned levels, so a killed run's file still states its load;
 	// the end line replaces them with what happened.

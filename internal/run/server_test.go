@@ -14,6 +14,7 @@ import (
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/sweep"
 )
 
 // A virtual-time run sampled every second: the level's server side is the
@@ -169,5 +170,62 @@ func TestLevelCostByHand(t *testing.T) {
 	}
 	if c := levelCost(&runlog.Meta{Analysis: &runlog.Analysis{NumGPUs: 4}}, s, nil); c == nil || c.NumGPUs != 4 || c.CostPerMOutput != 0 || c.OutputPerGPU != 300 {
 		t.Errorf("counted, not priced: %+v", c)
+	}
+}
+
+// A Pareto sweep: each level runs its own lengths, the points and the
+// frontier come out of the analysis, and a report of the records reaches
+// the same (result JSON, terminal and findings alike).
+func TestParetoSweep(t *testing.T) {
+	cfg := simConfig(t, 30)
+	cfg.Output.Records = ""
+	levels := []runlog.Level{}
+	for _, pair := range [][2]int{{256, 32}, {1024, 128}} {
+		for _, c := range []int{1, 8} {
+			levels = append(levels, runlog.Level{MaxConcurrency: c, NumPrompts: 30, Burstiness: 1, InputLen: pair[0], OutputLen: pair[1],
+				Label: fmt.Sprintf("c=%d in=%d out=%d", c, pair[0], pair[1])})
+		}
+	}
+	cfg.Sweep = &Sweep{Axis: sweep.AxisConcurrency, Levels: levels, Pareto: true, Saturation: sweep.Saturation{Off: true},
+		Criteria: sweep.Criteria{Attainment: 0.9}}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pareto) != 4 || res.ParetoGPUs != 1 {
+		t.Fatalf("pareto points %+v over %d GPUs; want 4 over 1", res.Pareto, res.ParetoGPUs)
+	}
+	for i, p := range res.Pareto {
+		l := res.Levels[i]
+		// The level sent its own lengths: the prompts are its input length.
+		if in := l.Summary.InputLen.Median; in < float64(p.InputLen)*0.5 || in > float64(p.InputLen)*1.5 {
+			t.Errorf("level %d: median input %v tokens; want about %d", i, in, p.InputLen)
+		}
+		if p.Interactivity <= 0 || p.ThroughputPerGPU <= 0 {
+			t.Errorf("point %d = %+v", i, p)
+		}
+	}
+	// More concurrency: more tokens per GPU, fewer per user, in each pair.
+	for _, k := range []int{0, 2} {
+		a, b := res.Pareto[k], res.Pareto[k+1]
+		if !(b.ThroughputPerGPU > a.ThroughputPerGPU && b.Interactivity < a.Interactivity) {
+			t.Errorf("pair at %d: c=1 %+v, c=8 %+v; want the trade-off", k, a, b)
+		}
+	}
+	if res.Findings != nil {
+		t.Errorf("a Pareto sweep's own findings %v; want none (each level keeps its own)", res.Findings)
+	}
+	again := reanalyze(t, res)
+	again.RecordsPath = res.RecordsPath
+	lj, err := res.JSON(JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aj, err := again.JSON(JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(lj) != string(aj) || !strings.Contains(string(lj), `"pareto"`) {
+		t.Errorf("a report of the records judges the Pareto sweep otherwise:\nrun:    %.400s\nreport: %.400s", lj, aj)
 	}
 }

@@ -34,6 +34,10 @@ type virtual struct {
 	// time, as scrapes of its /metrics (nil: not sampled).
 	srv         *serverScrapes
 	sampleEvery time.Duration
+	// wo built ds; byLengths holds the datasets of levels with lengths of
+	// their own (a Pareto sweep), by (input, output).
+	wo        workload.Options
+	byLengths map[[2]int]workload.Dataset
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
@@ -57,6 +61,7 @@ func openVirtual(cfg *Config, seed int64) (*virtual, error) {
 	if v.ds, err = buildDataset(cfg, wo); err != nil {
 		return nil, err
 	}
+	v.wo = wo
 	if wo.NoOversample && isFileDataset(wo.DatasetName) && lv.NumPrompts+lv.NumWarmups > v.ds.Len() {
 		// Each row once: as many requests as the file has.
 		lv.NumPrompts = max(v.ds.Len()-lv.NumWarmups, 1)
@@ -95,7 +100,11 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 			v.srv.addSnapshot("server", engineSnapshot(at+off, s))
 		}
 	}
-	res, err := simrun.Run(ctx, eng, v.ds, load, func(r *runlog.Record) error {
+	ds, err := v.dataset(lv)
+	if err != nil {
+		return lv, err
+	}
+	res, err := simrun.Run(ctx, eng, ds, load, func(r *runlog.Record) error {
 		if r.Level != v.cur {
 			if v.cur >= 0 {
 				v.off = v.lastEnd + int64(time.Second)
@@ -153,4 +162,34 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
 	return res, err
+}
+
+// dataset is the requests of level lv: the run's, or, for a level with
+// lengths of its own, random prompts of those lengths (the run's seed, so
+// levels of one pair send the same requests).
+func (v *virtual) dataset(lv runlog.Level) (workload.Dataset, error) {
+	if lv.InputLen <= 0 && lv.OutputLen <= 0 {
+		return v.ds, nil
+	}
+	key := [2]int{lv.InputLen, lv.OutputLen}
+	if ds, ok := v.byLengths[key]; ok {
+		return ds, nil
+	}
+	wo := v.wo
+	wo.DatasetName, wo.DatasetPath, wo.InputLenDist, wo.OutputLenDist = "random", "", "", ""
+	if lv.InputLen > 0 {
+		wo.RandomInputLen = lv.InputLen
+	}
+	if lv.OutputLen > 0 {
+		wo.RandomOutputLen = lv.OutputLen
+	}
+	ds, err := buildDataset(v.cfg, wo)
+	if err != nil {
+		return nil, err
+	}
+	if v.byLengths == nil {
+		v.byLengths = map[[2]int]workload.Dataset{}
+	}
+	v.byLengths[key] = ds
+	return ds, nil
 }

@@ -65,6 +65,11 @@ type Level struct {
 	NumWarmups int `json:"num_warmups,omitempty"`
 	// Label is a human name for the level, e.g. "rate=4" or "c=16".
 	Label string `json:"label,omitempty"`
+	// InputLen and OutputLen are the level's own request lengths in tokens,
+	// when a sweep varies them (a Pareto sweep over length pairs); 0: the
+	// workload's.
+	InputLen  int `json:"input_len,omitempty"`
+	OutputLen int `json:"output_len,omitempty"`
 	// DelayedArrivals counts arrivals that were due but could not be sent
 	// on time because the in-flight cap was full (their wait shows in
 	// response time). Known only at the end of the level.
@@ -129,6 +134,10 @@ type SweepSpec struct {
 	Lo        float64 `json:"lo,omitempty"`
 	Hi        float64 `json:"hi,omitempty"`
 	Precision float64 `json:"precision,omitempty"`
+	// Pareto says the levels are concurrencies × length pairs, judged by
+	// their Pareto frontier of per-GPU throughput against per-user
+	// interactivity rather than as one curve.
+	Pareto bool `json:"pareto,omitempty"`
 	// KneeK, Attainment, MaxMedianQueueMs, MaxErrorRate and SaturationStop
 	// are the sweep's criteria.
 	KneeK            float64 `json:"knee_k"`

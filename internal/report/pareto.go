@@ -1,0 +1,114 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// ParetoPoint is one level of a Pareto sweep: a concurrency and a length
+// pair, placed by what a user of it feels (interactivity: output tokens/s
+// of one request, 1000 / median TPOT) against what a GPU of it yields
+// (output tokens/s and goodput per GPU), as capacity planners compare
+// configurations.
+type ParetoPoint struct {
+	Index                int
+	Concurrency          int
+	InputLen, OutputLen  int
+	Interactivity        float64 // tokens/s per request
+	ThroughputPerGPU     float64 // output tokens/s per GPU
+	GoodputPerGPU        float64 // requests/s meeting the SLO, per GPU
+	Attainment           float64 // share of requests meeting the SLO
+	WithinSLO            bool    // attainment at least the sweep's target
+	Frontier             bool    // no other point within SLO beats it on both axes
+	TTFTP99Ms, TPOTP50Ms float64
+	SLOSet               bool
+}
+
+// ParetoFrontier marks, for each length pair (one workload), the points
+// within SLO that no other point of the pair within SLO dominates (at
+// least as interactive and as productive per GPU, and better in one);
+// points outside the SLO are never on it. Pairs are not compared: a long
+// prompt is another workload, not a worse configuration.
+func ParetoFrontier(ps []ParetoPoint) {
+	for i := range ps {
+		ps[i].Frontier = false
+		if !ps[i].WithinSLO {
+			continue
+		}
+		dominated := false
+		for j := range ps {
+			if i == j || !ps[j].WithinSLO || ps[j].InputLen != ps[i].InputLen || ps[j].OutputLen != ps[i].OutputLen {
+				continue
+			}
+			a, b := ps[j], ps[i]
+			if a.Interactivity >= b.Interactivity && a.ThroughputPerGPU >= b.ThroughputPerGPU &&
+				(a.Interactivity > b.Interactivity || a.ThroughputPerGPU > b.ThroughputPerGPU) {
+				dominated = true
+				break
+			}
+		}
+		ps[i].Frontier = !dominated
+	}
+}
+
+// ParetoTerminal writes the sweep's points, most interactive first, the
+// frontier marked, with the SLO line: which points meet the SLO.
+func ParetoTerminal(w io.Writer, ps []ParetoPoint, gpus int) error {
+	var b strings.Builder
+	b.WriteString(center(" Pareto: per-GPU throughput vs interactivity ", '=') + "\n")
+	fmt.Fprintf(&b, "%d GPU(s); interactivity = output tokens/s of one request (1000 / TPOT P50);\n* = on its length pair's frontier within SLO; ✗ = SLO missed\n", gpus)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tLevel\tConc\tIn:Out\tTok/s/user\tTok/s/GPU\tGoodput/GPU\tSLO met\tTTFT P99\t")
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	// By length pair, then most interactive first: each pair's frontier
+	// reads as its trade-off.
+	before := func(a, b ParetoPoint) bool {
+		if a.InputLen != b.InputLen || a.OutputLen != b.OutputLen {
+			return a.InputLen < b.InputLen || (a.InputLen == b.InputLen && a.OutputLen < b.OutputLen)
+		}
+		return a.Interactivity > b.Interactivity
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && before(ps[order[j]], ps[order[j-1]]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	for _, k := range order {
+		p := ps[k]
+		mark, slo := "", "-"
+		if p.Frontier {
+			mark = "*"
+		}
+		if p.SLOSet {
+			slo = fmt.Sprintf("%.1f %%", 100*p.Attainment)
+			if !p.WithinSLO {
+				slo += " ✗"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d:%d\t%s\t%s\t%s\t%s\t%s\t\n", mark, p.Index, p.Concurrency, p.InputLen, p.OutputLen,
+			f1(p.Interactivity), f1(p.ThroughputPerGPU), f2(p.GoodputPerGPU), slo, f1(p.TTFTP99Ms))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString(center("", '=') + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ParetoJSON is the sweep's points for the result JSON.
+func ParetoJSON(ps []ParetoPoint, gpus int) map[string]any {
+	pts := make([]map[string]any, len(ps))
+	for i, p := range ps {
+		pts[i] = map[string]any{"level": p.Index, "concurrency": p.Concurrency, "input_len": p.InputLen, "output_len": p.OutputLen,
+			"tokens_per_s_per_user": p.Interactivity, "output_tokens_per_s_per_gpu": p.ThroughputPerGPU,
+			"goodput_per_gpu": p.GoodputPerGPU, "slo_attainment": p.Attainment, "within_slo": p.WithinSLO, "frontier": p.Frontier,
+			"p99_ttft_ms": p.TTFTP99Ms, "p50_tpot_ms": p.TPOTP50Ms}
+	}
+	return map[string]any{"num_gpus": gpus, "points": pts}
+}
