@@ -324,3 +324,40 @@ func levelCost(meta *runlog.Meta, s *stats.Summary, ws []ServerWindow) *report.L
 	}
 	return c
 }
+
+// engineHistograms are the per-request histograms a vLLM server exports
+// (queue, prefill, decode, end-to-end and first-token time), built in
+// virtual time from each finished request's engine timing as the engine
+// would observe it, so the samples carry what a scrape would.
+type engineHistograms map[servermetrics.Name]*servermetrics.HistogramBuilder
+
+func newEngineHistograms() engineHistograms {
+	h := engineHistograms{servermetrics.TTFT: servermetrics.NewHistogramBuilder(servermetrics.VLLMTTFTBuckets)}
+	for _, n := range []servermetrics.Name{servermetrics.QueueTime, servermetrics.PrefillTime, servermetrics.DecodeTime, servermetrics.E2E} {
+		h[n] = servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets)
+	}
+	return h
+}
+
+// observe adds a finished request's engine timing.
+func (h engineHistograms) observe(r *runlog.Record) {
+	t := r.Server
+	if t == nil || !r.OK() || r.Warmup {
+		return
+	}
+	s := func(ns int64) float64 { return float64(ns) / 1e9 }
+	h[servermetrics.QueueTime].Observe(s(t.QueueNs))
+	h[servermetrics.PrefillTime].Observe(s(t.PrefillNs))
+	h[servermetrics.DecodeTime].Observe(s(t.DecodeNs))
+	h[servermetrics.TTFT].Observe(s(t.QueueNs + t.PrefillNs))
+	h[servermetrics.E2E].Observe(s(t.QueueNs + t.PrefillNs + t.DecodeNs))
+}
+
+// attach gives snap the histograms as they stand.
+func (h engineHistograms) attach(snap servermetrics.Snapshot) servermetrics.Snapshot {
+	snap.Histograms = make(map[servermetrics.Name]servermetrics.Histogram, len(h))
+	for n, b := range h {
+		snap.Histograms[n] = b.Histogram()
+	}
+	return snap
+}

@@ -89,6 +89,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
 	}
+	hist := newEngineHistograms() // a fresh engine: its histograms start empty
 	if v.srv != nil {
 		// The level's records are shifted to follow the last level's;
 		// its samples by the same offset.
@@ -97,7 +98,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 			off = v.lastEnd + int64(time.Second)
 		}
 		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
-			v.srv.addSnapshot("server", engineSnapshot(at+off, s))
+			v.srv.addSnapshot("server", hist.attach(engineSnapshot(at+off, s)))
 		}
 	}
 	ds, err := v.dataset(lv)
@@ -105,6 +106,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 		return lv, err
 	}
 	res, err := simrun.Run(ctx, eng, ds, load, func(r *runlog.Record) error {
+		hist.observe(r)
 		if r.Level != v.cur {
 			if v.cur >= 0 {
 				v.off = v.lastEnd + int64(time.Second)
@@ -142,8 +144,11 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	load := simrun.SessionLoad{Sessions: s.Set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
 		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
 		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS}
+	hist := newEngineHistograms()
 	if v.srv != nil {
-		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) { v.srv.addSnapshot("server", engineSnapshot(at, s)) }
+		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
+			v.srv.addSnapshot("server", hist.attach(engineSnapshot(at, s)))
+		}
 	}
 	if d := s.ToolLatency; d != nil {
 		load.ToolLatency = func(session, turn, call int) time.Duration {
@@ -155,6 +160,7 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	}
 	wall := time.Now()
 	res, err := simrun.RunSessions(ctx, eng, load, func(r *runlog.Record) error {
+		hist.observe(r)
 		r.CopyTo(&v.buf)
 		return sink.Record(&v.buf)
 	})

@@ -43,3 +43,16 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A built histogram by hand: bounds 1, 2; observations 0.5, 1, 1.5, 3 give
+// cumulative counts 2, 3, then 4 at +Inf, sum 6.
+func TestHistogramBuilder(t *testing.T) {
+	b := NewHistogramBuilder([]float64{1, 2})
+	for _, v := range []float64{0.5, 1, 1.5, 3} {
+		b.Observe(v)
+	}
+	h := b.Histogram()
+	if len(h.Buckets) != 3 || h.Buckets[0].Count != 2 || h.Buckets[1].Count != 3 || h.Buckets[2].Count != 4 || h.Count != 4 || h.Sum != 6 {
+		t.Errorf("histogram %+v", h)
+	}
+}

@@ -1,5 +1,7 @@
 package servermetrics
 
+import "math"
+
 // Name is a canonical metric name: one word for one quantity, whichever
 // server reported it, so a report can put vLLM and SGLang side by side.
 type Name string
@@ -339,4 +341,61 @@ func kindOf(family string) Kind {
 		}
 	}
 	return KindUnknown
+}
+
+// vLLM V1's histogram bucket layouts (upper bounds), for producers of
+// vLLM-shaped metrics: goodput serve exports them, and the virtual-time
+// engine's samples use them, so both read like a vLLM server's scrape.
+var (
+	// VLLMTTFTBuckets are vllm:time_to_first_token_seconds' (seconds).
+	VLLMTTFTBuckets = []float64{
+		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+		0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+	}
+	// VLLMRequestLatencyBuckets are shared by the e2e, queue, prefill and
+	// decode time histograms (seconds).
+	VLLMRequestLatencyBuckets = []float64{
+		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+	}
+)
+
+// HistogramBuilder accumulates observations into a cumulative Histogram
+// over fixed bounds, as a server's histogram does.
+type HistogramBuilder struct {
+	bounds []float64
+	counts []float64 // per bound, not cumulative
+	inf    float64
+	sum    float64
+}
+
+// NewHistogramBuilder starts an empty histogram over bounds (ascending).
+func NewHistogramBuilder(bounds []float64) *HistogramBuilder {
+	return &HistogramBuilder{bounds: bounds, counts: make([]float64, len(bounds))}
+}
+
+// Observe adds one observation.
+func (h *HistogramBuilder) Observe(v float64) {
+	h.sum += v
+	for i, b := range h.bounds {
+		if v <= b {
+			h.counts[i]++
+			return
+		}
+	}
+	h.inf++
+}
+
+// Histogram is the state so far: cumulative buckets ending in +Inf.
+func (h *HistogramBuilder) Histogram() Histogram {
+	out := Histogram{Buckets: make([]Bucket, 0, len(h.bounds)+1), Sum: h.sum}
+	var c float64
+	for i, b := range h.bounds {
+		c += h.counts[i]
+		out.Buckets = append(out.Buckets, Bucket{UpperBound: b, Count: c})
+	}
+	c += h.inf
+	out.Buckets = append(out.Buckets, Bucket{UpperBound: math.Inf(1), Count: c})
+	out.Count = c
+	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/sim"
 )
 
@@ -20,10 +21,7 @@ import (
 
 var (
 	// ttftBuckets are vllm:time_to_first_token_seconds' buckets (seconds).
-	ttftBuckets = []float64{
-		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
-		0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-	}
+	ttftBuckets = servermetrics.VLLMTTFTBuckets
 	// itlBuckets are vllm:inter_token_latency_seconds' buckets (seconds).
 	itlBuckets = []float64{
 		0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
@@ -31,10 +29,7 @@ var (
 	}
 	// requestLatencyBuckets are shared by the e2e, queue, prefill and decode
 	// histograms (seconds).
-	requestLatencyBuckets = []float64{
-		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
-		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
-	}
+	requestLatencyBuckets = servermetrics.VLLMRequestLatencyBuckets
 	// iterationTokensBuckets are vllm:iteration_tokens_total's (tokens).
 	iterationTokensBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 )
