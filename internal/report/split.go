@@ -18,6 +18,11 @@ type TTFTSplit struct {
 	// Queue is then empty and Rest includes it).
 	QueueKnown                   bool
 	Client, Queue, Prefill, Rest stats.MetricSummary
+	// E2E is the client's end-to-end latency of the same requests, Decode
+	// the server's decode time, RestE2E E2E minus the server's queue,
+	// prefill and decode: what the network and the client added to the
+	// whole answer.
+	E2E, Decode, RestE2E stats.MetricSummary
 }
 
 // TTFTSplitTerminal writes the split as lines of the server block; nothing
@@ -27,7 +32,7 @@ func TTFTSplitTerminal(w io.Writer, s *TTFTSplit) error {
 		return nil
 	}
 	t := &term{}
-	t.header(" TTFT, split by the server's timing ", '-')
+	t.header(" Split by the server's own timing ", '-')
 	t.line("Requests with server timing:", fmt.Sprint(s.N))
 	t.line("Client TTFT (ms) P50/P99:", p50p99(s.Client))
 	if s.QueueKnown {
@@ -39,6 +44,11 @@ func TTFTSplitTerminal(w io.Writer, s *TTFTSplit) error {
 		rest = "Queue + network + client (ms) P50/P99:"
 	}
 	t.line(rest, p50p99(s.Rest))
+	if s.E2E.N > 0 {
+		t.line("Client E2E (ms) P50/P99:", p50p99(s.E2E))
+		t.line("Server decode (ms) P50/P99:", p50p99(s.Decode))
+		t.line("E2E outside the server (ms) P50/P99:", p50p99(s.RestE2E))
+	}
 	t.b.WriteString(center("", '=') + "\n")
 	_, err := w.Write(t.b.Bytes())
 	return err
@@ -53,6 +63,9 @@ func TTFTSplitJSON(s *TTFTSplit) map[string]any {
 	m := map[string]any{"requests": s.N, "client_ttft_ms": dist(s.Client), "server_prefill_ms": dist(s.Prefill), "rest_ms": dist(s.Rest)}
 	if s.QueueKnown {
 		m["server_queue_ms"] = dist(s.Queue)
+	}
+	if s.E2E.N > 0 {
+		m["client_e2e_ms"], m["server_decode_ms"], m["rest_e2e_ms"] = dist(s.E2E), dist(s.Decode), dist(s.RestE2E)
 	}
 	return m
 }

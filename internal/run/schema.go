@@ -91,7 +91,7 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 // schemaSplit is a TTFT split of one request, at so's percentiles.
 func schemaSplit(so stats.Options) *report.TTFTSplit {
 	one := stats.SummarizeValues("x", so.Percentiles, []float64{1})
-	return &report.TTFTSplit{N: 1, QueueKnown: true, Client: one, Queue: one, Prefill: one, Rest: one}
+	return &report.TTFTSplit{N: 1, QueueKnown: true, Client: one, Queue: one, Prefill: one, Rest: one, E2E: one, Decode: one, RestE2E: one}
 }
 
 // schemaServerWindow is a server window holding every figure of the

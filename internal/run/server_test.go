@@ -49,8 +49,8 @@ func TestServerSideVirtual(t *testing.T) {
 	// In virtual time the client is the engine: its TTFT is the server's
 	// queue plus prefill exactly, nothing left for a network.
 	sp := res.Levels[0].TTFTSplit
-	if sp == nil || sp.N != sum.Completed || !sp.QueueKnown || sp.Rest.Max != 0 || sp.Rest.N != sp.N {
-		t.Errorf("TTFT split %+v; want every request, no remainder", sp)
+	if sp == nil || sp.N != sum.Completed || !sp.QueueKnown || sp.Rest.Max != 0 || sp.Rest.N != sp.N || sp.RestE2E.N != sp.N || sp.RestE2E.Max != 0 {
+		t.Errorf("TTFT split %+v; want every request, no remainder before the first token or after", sp)
 	}
 	sameVerdict(t, res, reanalyze(t, res))
 }

@@ -140,6 +140,7 @@ type collector struct {
 // ttftSplit collects a level's TTFTs against the server's own timing.
 type ttftSplit struct {
 	client, queue, prefill, rest []float64
+	e2e, decode, restE2E         []float64
 	queueUnknown                 bool
 }
 
@@ -159,6 +160,11 @@ func (s *ttftSplit) add(r *runlog.Record) {
 	s.client = append(s.client, ms(int64(d)))
 	s.prefill = append(s.prefill, ms(r.Server.PrefillNs))
 	s.rest = append(s.rest, ms(int64(d)-server))
+	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 && !r.Server.QueueUnknown {
+		s.e2e = append(s.e2e, ms(int64(e)))
+		s.decode = append(s.decode, ms(r.Server.DecodeNs))
+		s.restE2E = append(s.restE2E, ms(int64(e)-server-r.Server.DecodeNs))
+	}
 }
 
 // summary is the split for the report (nil without timed requests).
@@ -172,6 +178,11 @@ func (s *ttftSplit) summary(ps []float64) *report.TTFTSplit {
 		Rest:    stats.SummarizeValues("rest", ps, s.rest)}
 	if out.QueueKnown {
 		out.Queue = stats.SummarizeValues("server_queue", ps, s.queue)
+	}
+	if len(s.e2e) > 0 {
+		out.E2E = stats.SummarizeValues(stats.MetricE2E, ps, s.e2e)
+		out.Decode = stats.SummarizeValues("server_decode", ps, s.decode)
+		out.RestE2E = stats.SummarizeValues("rest_e2e", ps, s.restE2E)
 	}
 	return out
 }
