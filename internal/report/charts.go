@@ -140,6 +140,8 @@ type series struct {
 	dashed bool
 	color  color.RGBA
 	points bool
+	// scatter draws the points alone, unjoined.
+	scatter bool
 }
 
 // Where a chart's legend goes: CDFs rise to the top left, so theirs goes
@@ -166,6 +168,18 @@ func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks 
 		any = true
 		var l *plotter.Line
 		var err error
+		if s.scatter {
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return "", fmt.Errorf("chart %q: %w", title, err)
+			}
+			sc.Color, sc.Radius = s.color, vg.Points(2.5)
+			p.Add(sc)
+			if s.name != "" {
+				p.Legend.Add(s.name, sc)
+			}
+			continue
+		}
 		if s.points {
 			var sc *plotter.Scatter
 			l, sc, err = plotter.NewLinePoints(xys)

@@ -52,6 +52,9 @@ type HTMLInput struct {
 	// its requests met every SLO constraint (findings.SLOTarget), neutral
 	// without an SLO or with several levels.
 	SLAVerdict string
+	// Pareto is a Pareto sweep's points, drawn per length pair (nil: not
+	// one).
+	Pareto []ParetoPoint
 	// Sweep marks the knee and goodput peak on the sweep curves; nil means
 	// the goodput peak is taken from the summaries and no knee is marked.
 	Sweep *SweepMarks
@@ -266,7 +269,11 @@ func HTML(w io.Writer, in HTMLInput) error {
 	serverCharts(&d, in.Server, add)
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
 	d.Sessions = sessionsView(in.Sessions, sessionRecs, in.Levels[0].Summary.Options.Percentiles)
-	if len(in.Levels) > 1 {
+	if len(in.Pareto) > 0 {
+		svg, err := paretoChart(in.Pareto)
+		add(&d.Sweep, "Pareto: output tokens/s per GPU against tokens/s per user", svg,
+			"Each length pair's frontier (joined) among its levels within the SLO; its other levels as points (beaten by a frontier level, or missing the SLO).", err)
+	} else if len(in.Levels) > 1 {
 		sweepCharts(&d, in, add)
 	}
 	for _, e := range errs {

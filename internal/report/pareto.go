@@ -2,9 +2,13 @@ package report
 
 import (
 	"fmt"
+	"html/template"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 // ParetoPoint is one level of a Pareto sweep: a concurrency and a length
@@ -111,4 +115,43 @@ func ParetoJSON(ps []ParetoPoint, gpus int) map[string]any {
 			"p99_ttft_ms": p.TTFTP99Ms, "p50_tpot_ms": p.TPOTP50Ms}
 	}
 	return map[string]any{"num_gpus": gpus, "points": pts}
+}
+
+// paretoChart draws each length pair's frontier as a line through its
+// points and the pair's other levels as points (interactivity on x,
+// output per GPU on y).
+func paretoChart(ps []ParetoPoint) (template.HTML, error) {
+	type pair struct{ in, out int }
+	var order []pair
+	byPair := map[pair][]ParetoPoint{}
+	for _, p := range ps {
+		k := pair{p.InputLen, p.OutputLen}
+		if _, ok := byPair[k]; !ok {
+			order = append(order, k)
+		}
+		byPair[k] = append(byPair[k], p)
+	}
+	var ss []series
+	for i, k := range order {
+		var front, rest plotter.XYs
+		pts := byPair[k]
+		sort.Slice(pts, func(a, b int) bool { return pts[a].Interactivity < pts[b].Interactivity })
+		for _, p := range pts {
+			xy := plotter.XY{X: p.Interactivity, Y: p.ThroughputPerGPU}
+			if p.Frontier {
+				front = append(front, xy)
+			} else {
+				rest = append(rest, xy)
+			}
+		}
+		name := fmt.Sprintf("%d:%d", k.in, k.out)
+		c := seriesColor(i)
+		if len(front) > 0 {
+			ss = append(ss, series{name: name + " frontier", xys: front, color: c, points: true})
+		}
+		if len(rest) > 0 {
+			ss = append(ss, series{name: name + " other", xys: rest, color: c, scatter: true})
+		}
+	}
+	return lineChart("Pareto: throughput per GPU vs interactivity", "output tokens/s per user", "output tokens/s per GPU", ss, true, nil, legendTopLeft)
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,28 @@ func TestParetoFrontier(t *testing.T) {
 	pts := m["points"].([]map[string]any)
 	if m["num_gpus"] != 2 || len(pts) != 6 || pts[2]["frontier"] != false || pts[1]["tokens_per_s_per_user"] != 80.0 {
 		t.Errorf("ParetoJSON = %v", m)
+	}
+}
+
+// The Pareto chart draws a frontier line per pair and the other levels as
+// points; no points, no chart.
+func TestParetoChart(t *testing.T) {
+	ps := []ParetoPoint{
+		{InputLen: 1024, OutputLen: 128, Interactivity: 100, ThroughputPerGPU: 500, Frontier: true},
+		{InputLen: 1024, OutputLen: 128, Interactivity: 80, ThroughputPerGPU: 900, Frontier: true},
+		{InputLen: 1024, OutputLen: 128, Interactivity: 50, ThroughputPerGPU: 2000},
+		{InputLen: 4096, OutputLen: 512, Interactivity: 60, ThroughputPerGPU: 300, Frontier: true},
+	}
+	svg, err := paretoChart(ps)
+	if err != nil || !strings.Contains(string(svg), "<svg") {
+		t.Fatalf("paretoChart: %v, %.80q", err, svg)
+	}
+	for _, want := range []string{"1024:128 frontier", "1024:128 other", "4096:512 frontier"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("chart lacks the legend entry %q", want)
+		}
+	}
+	if svg, err := paretoChart(nil); err != nil || svg != "" {
+		t.Errorf("no points: %q, %v; want no chart", svg, err)
 	}
 }

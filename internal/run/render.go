@@ -268,7 +268,7 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 		levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 	}
 	in := report.HTMLInput{Title: title, Meta: r.Meta, Levels: levels, Records: report.Records(r.Records),
-		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server}
+		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server, Pareto: r.Pareto}
 	switch {
 	case r.Sweep != nil:
 		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1}
