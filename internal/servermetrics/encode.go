@@ -5,18 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // The stored form of a Snapshot (a records file's scrape line carries it):
-// the canonical values, histograms and GPUs. Raw families are left out —
-// a vLLM body holds hundreds of series, kept every second of a long run
-// they would dwarf the records — and a histogram's +Inf bucket, which JSON
-// cannot hold, is its Count.
+// the canonical values, histograms and GPUs, and the raw families' plain
+// series (counters, gauges, untyped; at most MaxStoredRawSeries, so that a
+// server exposing thousands cannot swell every line) — raw histograms and
+// summaries are left out. A histogram's +Inf bucket, which JSON cannot
+// hold, is its Count.
 type snapshotJSON struct {
 	Kind       Kind                   `json:"kind,omitempty"`
 	Values     map[Name]float64       `json:"values,omitempty"`
 	Histograms map[Name]histogramJSON `json:"histograms,omitempty"`
 	GPUs       []gpuJSON              `json:"gpus,omitempty"`
+	Raw        map[string]rawJSON     `json:"raw,omitempty"`
+}
+
+// MaxStoredRawSeries bounds the raw series a stored snapshot keeps.
+const MaxStoredRawSeries = 256
+
+type rawJSON struct {
+	Type    string          `json:"type"`
+	Samples []rawSampleJSON `json:"samples"`
+}
+
+type rawSampleJSON struct {
+	Labels map[string]string `json:"labels,omitempty"`
+	Value  float64           `json:"value"`
 }
 
 type histogramJSON struct {
@@ -57,6 +73,30 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	for _, g := range s.GPUs {
 		out.GPUs = append(out.GPUs, gpuJSON{ID: g.ID, UUID: g.UUID, Model: g.Model, Values: finite(g.Values)})
 	}
+	names := make([]string, 0, len(s.Raw))
+	for n := range s.Raw {
+		names = append(names, n)
+	}
+	sort.Strings(names) // which series fit under the cap must not depend on map order
+	kept := 0
+	for _, n := range names {
+		f := s.Raw[n]
+		var r rawJSON
+		for _, smp := range f.Samples {
+			if smp.Histogram != nil || math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0) || kept >= MaxStoredRawSeries {
+				continue
+			}
+			r.Samples = append(r.Samples, rawSampleJSON{Labels: smp.Labels, Value: smp.Value})
+			kept++
+		}
+		if len(r.Samples) > 0 {
+			if out.Raw == nil {
+				out.Raw = map[string]rawJSON{}
+			}
+			r.Type = f.Type
+			out.Raw[n] = r
+		}
+	}
 	return json.Marshal(out)
 }
 
@@ -89,6 +129,16 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 			return errors.New("a GPU without an id")
 		}
 		s.GPUs = append(s.GPUs, GPU(g))
+	}
+	for n, r := range in.Raw {
+		f := Family{Type: r.Type}
+		for _, smp := range r.Samples {
+			f.Samples = append(f.Samples, Sample{Labels: smp.Labels, Value: smp.Value})
+		}
+		if s.Raw == nil {
+			s.Raw = map[string]Family{}
+		}
+		s.Raw[n] = f
 	}
 	return nil
 }
