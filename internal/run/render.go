@@ -48,6 +48,14 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {
 			return err
 		}
+		if p := r.Sweep.GoodputPeak; p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost != nil {
+			// What the operating point costs: the figure a capacity plan
+			// multiplies.
+			fmt.Fprintf(w, "At the goodput peak (level %d, %s):\n", r.Levels[p.Index].Index, r.Levels[p.Index].Level.Label)
+			if err := report.CostTerminal(w, r.Levels[p.Index].Cost); err != nil {
+				return err
+			}
+		}
 		if f := r.Focus; f >= 0 && f < len(r.Sweep.Points) {
 			p := r.Sweep.Points[f]
 			fmt.Fprintf(w, "Findings for level %d (%s) and the sweep:\n", p.Index, p.Level.Label)
@@ -188,6 +196,11 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	case r.Sweep != nil:
 		doc["sweep"] = report.SweepJSON(&r.Sweep.Result, r.Sweep.Search)
 		doc["capacity_probe"] = r.Sweep.Probe
+		if p := r.Sweep.GoodputPeak; p != nil && p.Index >= 0 && p.Index < len(r.Levels) {
+			if m := report.CostJSON(r.Levels[p.Index].Cost); m != nil {
+				doc["goodput_peak_cost"] = m
+			}
+		}
 	}
 	if len(r.Levels) > 0 {
 		doc["slo"] = r.Levels[0].Summary.Options.SLO.String()
