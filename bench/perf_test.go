@@ -1,14 +1,17 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +20,8 @@ import (
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/scrape"
+	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -304,5 +309,64 @@ func BenchmarkAzureTraceReplay(b *testing.B) {
 		b.ReportMetric(float64(n), "requests")
 		b.ReportMetric(stats.Percentile(lags, 50), "p50_send_lag_ms")
 		b.ReportMetric(stats.Percentile(lags, 99), "p99_send_lag_ms")
+	}
+}
+
+// BenchmarkTimingAccuracyScraped is BenchmarkTimingAccuracy's 256 streams
+// while the server-metrics scraper polls, every 100 ms, an endpoint that
+// hangs for 5 s, one that answers garbage and a 200 KB metrics body: the
+// TTFT and TPOT error with and without it, which must agree within noise
+// (the scraper shares no lock, queue or connection with the streams).
+func BenchmarkTimingAccuracyScraped(b *testing.B) {
+	srv := startServer(b, 50*time.Millisecond, 10*time.Millisecond, 64)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	b.Cleanup(hang.Close)
+	big := strings.Repeat("vllm:num_requests_running{model_name=\"m\"} 3\n", 4500)
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/junk" {
+			fmt.Fprint(w, "{ not metrics")
+			return
+		}
+		fmt.Fprint(w, big)
+	}))
+	b.Cleanup(metrics.Close)
+	measure := func(conc int) (ttft, tpot float64) {
+		out := drive(b, srv.url, conc*4, conc, nil, true, nil)
+		if f, first := failures(out.recs); f > 0 {
+			b.Fatalf("%d failed: %s", f, first)
+		}
+		s := stats.Summarize(out.recs, stats.Options{Percentiles: []float64{50}})
+		tt, _ := s.Metric("ttft")
+		tp, _ := s.Metric("tpot")
+		return tt.Median, tp.Median
+	}
+	for b.Loop() {
+		measure(1)
+		t1, p1 := measure(1)
+		tc, pc := measure(256)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = scrape.Run(ctx, scrape.Config{Interval: 100 * time.Millisecond, Targets: []scrape.Target{
+				{Name: "hung", URL: hang.URL + "/metrics"}, {Name: "junk", URL: metrics.URL + "/junk"}, {Name: "big", URL: metrics.URL + "/metrics"}}},
+				func(s scrape.Sample) {
+					if s.Err == nil {
+						_, _ = servermetrics.Parse(bytes.NewReader(s.Body), s.At) // the parse runs as a run's would
+					}
+				})
+		}()
+		ts, ps := measure(256)
+		cancel()
+		<-done
+		b.ReportMetric(tc-t1, "ttft_err_ms@256")
+		b.ReportMetric(pc-p1, "tpot_err_ms@256")
+		b.ReportMetric(ts-t1, "ttft_err_ms@256_scraped")
+		b.ReportMetric(ps-p1, "tpot_err_ms@256_scraped")
 	}
 }
