@@ -83,7 +83,10 @@ func ServerEvidence(s *stats.Summary, w *servermetrics.Window, o ServerOptions) 
 	v := serverView{s: s, w: w}
 	var fs []Finding
 	rules := []func(serverView) (Finding, bool){serverQueueing, serverKVPressure, gpuIdleWhileQueueing, clientSideLatency}
-	if o.SharedPrefixes {
+	switch {
+	case o.SharedPrefixTokens > 0 && s != nil:
+		rules = append(rules, func(v serverView) (Finding, bool) { return prefixCacheBelowImplied(v, o.SharedPrefixTokens) })
+	case o.SharedPrefixes:
 		rules = append(rules, serverPrefixCacheLow)
 	}
 	for _, rule := range rules {
@@ -101,6 +104,11 @@ type ServerOptions struct {
 	// hit rate is a fault to report; random prompts share nothing, and a
 	// low rate says nothing about them.
 	SharedPrefixes bool
+	// SharedPrefixTokens is how many leading prompt tokens each request
+	// shares with others by the workload's design (a shared system prompt,
+	// --random-prefix-len, prefix repetition); with it the rule compares
+	// the hit rate with the share those tokens imply of the prompts.
+	SharedPrefixTokens int
 }
 
 // serverView is what the server-evidence rules read.
@@ -376,6 +384,45 @@ func serverPrefixCacheLow(v serverView) (Finding, bool) {
 	return Finding{ID: "server-prefix-cache-low", Severity: Info, Evidence: ev,
 		Message: fmt.Sprintf("The server's prefix cache hit %s %% of the prompt tokens it looked up (%s of %s, from %s / %s): prompts shared little reusable prefix, or it was evicted before reuse.",
 			num(100*v.w.PrefixHitRate), num(hits), num(queries), v.name(servermetrics.PrefixHits), v.name(servermetrics.PrefixQueries)),
+	}, true
+}
+
+// prefixImpliedMinShare is the least share of the prompts a workload's
+// shared prefix must be for a miss to matter; below it the cache saves
+// little whatever it does.
+const prefixImpliedMinShare = 0.1
+
+// prefixCacheBelowImplied compares the server's prefix-cache hit rate with
+// what the workload implies: each request shares shared tokens of its mean
+// prompt, so a working cache hits about that share (less the first request
+// of each prefix). Under half of it, the cache is not doing its job: off,
+// too small for the prefixes, or evicting them between uses.
+func prefixCacheBelowImplied(v serverView, shared int) (Finding, bool) {
+	queries := v.w.Increase[servermetrics.PrefixQueries]
+	// A server whose cache is off looks nothing up: its prompt tokens
+	// still grow, its cache queries do not.
+	off := queries == 0 && v.w.Increase[servermetrics.PromptTokens] >= serverPrefixMinQueries
+	if (queries < serverPrefixMinQueries && !off) || v.s.Completed == 0 || v.s.InputTokens <= 0 {
+		return Finding{}, false
+	}
+	meanPrompt := float64(v.s.InputTokens) / float64(v.s.Completed)
+	implied := min(float64(shared)/meanPrompt, 1)
+	if implied < prefixImpliedMinShare || (!off && v.w.PrefixHitRate >= implied/2) {
+		return Finding{}, false
+	}
+	ev := v.evidence(servermetrics.PrefixHits, servermetrics.PrefixQueries, servermetrics.PromptTokens)
+	ev["prefix_hit_pct"], ev["implied_hit_pct"] = round2(100*v.w.PrefixHitRate), round2(100*implied)
+	ev["shared_prefix_tokens"], ev["mean_prompt_tokens"] = shared, round2(meanPrompt)
+	if off {
+		ev["prefix_queries_tokens"] = 0
+		return Finding{ID: "server-prefix-cache-low", Severity: Warning, Evidence: ev,
+			Message: fmt.Sprintf("The server looked up no prompt tokens in a prefix cache (%s did not grow while %s did): prefix caching is off, while the workload shares %d leading tokens of a %s-token mean prompt, about %s %% it could serve from the cache. Enable it (vLLM --enable-prefix-caching).",
+				v.name(servermetrics.PrefixQueries), v.name(servermetrics.PromptTokens), shared, num(meanPrompt), num(100*implied)),
+		}, true
+	}
+	return Finding{ID: "server-prefix-cache-low", Severity: Warning, Evidence: ev,
+		Message: fmt.Sprintf("The server's prefix cache hit %s %% of the prompt tokens it looked up (%s / %s), while the workload shares %d leading tokens of a %s-token mean prompt, about %s %%: the cache is off, too small for the shared prefixes, or evicts them between uses. Enable prefix caching (vLLM --enable-prefix-caching), give the KV cache more memory, or route requests that share a prefix to the same replica.",
+			num(100*v.w.PrefixHitRate), v.name(servermetrics.PrefixHits), v.name(servermetrics.PrefixQueries), shared, num(meanPrompt), num(100*implied)),
 	}, true
 }
 

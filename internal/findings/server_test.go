@@ -439,3 +439,43 @@ func ExampleServerEvidence() {
 	// Output:
 	// server-queueing 600 200
 }
+
+// The hit rate against the share the workload's shared prefix implies, by
+// hand: 600 requests of 1,536 prompt tokens on average share 1,024, so a
+// working cache hits about 1024/1536 = 66.67 %. 40 % is not under half of
+// it; 20 % is; a server that looked nothing up while it processed prompts
+// has the cache off; a prefix of 100 tokens (6.5 %) is too little to judge.
+func TestPrefixCacheBelowImplied(t *testing.T) {
+	ids := func(s *stats.Summary, w *sm.Window, shared int) []string {
+		return serverIDs(findings.ServerEvidence(s, w, findings.ServerOptions{SharedPrefixTokens: shared}))
+	}
+	s, w := healthy()
+	s.InputTokens = 600 * 1536
+	if got := ids(s, w, 1024); slices.Contains(got, "server-prefix-cache-low") {
+		t.Errorf("40 %% of 66.67 %% implied: %v; want no finding", got)
+	}
+	w.PrefixHitRate, w.Increase[sm.PrefixHits] = 0.2, 20000
+	fs := findings.ServerEvidence(s, w, findings.ServerOptions{SharedPrefixTokens: 1024})
+	var f findings.Finding
+	for _, x := range fs {
+		if x.ID == "server-prefix-cache-low" {
+			f = x
+		}
+	}
+	if f.Severity != findings.Warning || f.Evidence["implied_hit_pct"] != 66.67 || f.Evidence["prefix_hit_pct"] != 20.0 {
+		t.Errorf("20 %% of 66.67 %% implied: %+v; want a warning with both shares", f)
+	}
+	if got := ids(s, w, 100); slices.Contains(got, "server-prefix-cache-low") {
+		t.Errorf("a 100-token prefix: %v; want no finding", got)
+	}
+	w.Increase[sm.PrefixQueries], w.Increase[sm.PrefixHits], w.PrefixHitRate = 0, 0, 0
+	w.Increase[sm.PromptTokens] = 600 * 1536
+	fs = findings.ServerEvidence(s, w, findings.ServerOptions{SharedPrefixTokens: 1024})
+	found := false
+	for _, x := range fs {
+		found = found || (x.ID == "server-prefix-cache-low" && strings.Contains(x.Message, "prefix caching is off"))
+	}
+	if !found {
+		t.Errorf("no lookups while prompts were processed: %v; want the cache called off", serverIDs(fs))
+	}
+}

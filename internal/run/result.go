@@ -192,6 +192,9 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			// Only prompts that share prefixes (sessions resending their
 			// history) make a low hit rate worth saying.
 			o := findings.ServerOptions{SharedPrefixes: len(d.sessions) > 0}
+			if meta != nil && meta.Analysis != nil {
+				o.SharedPrefixTokens = meta.Analysis.SharedPrefixTokens
+			}
 			fs = slices.Insert(fs, at, findings.ServerEvidence(&d.summary, w, o)...)
 		}
 		res.Levels[i].Findings = fs

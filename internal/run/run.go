@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
@@ -199,7 +200,7 @@ func (r *runner) open() error {
 		Seed: c.Seed, Metadata: c.Metadata,
 		Analysis: &runlog.Analysis{SLO: c.Stats.SLO.String(), Percentiles: c.Stats.Percentiles, Metrics: c.Stats.Metrics,
 			Buckets: c.Stats.Buckets, ReadingSpeedMs: c.ReadingSpeedMs, SessionSLO: c.SessionSLO.String(),
-			GPUCostPerHour: c.Cost.GPUCostPerHour, NumGPUs: c.Cost.NumGPUs},
+			GPUCostPerHour: c.Cost.GPUCostPerHour, NumGPUs: c.Cost.NumGPUs, SharedPrefixTokens: sharedPrefixTokens(c)},
 	}
 	label := c.Output.Label
 	if r.virt != nil {
@@ -494,4 +495,20 @@ func (r *runner) close() {
 	if r.wall != nil {
 		r.wall.close()
 	}
+}
+
+// sharedPrefixTokens is how many leading prompt tokens each request of the
+// run's workload shares with others by design (0 for sessions, whose
+// shared history the session findings judge, and for a cache-busted run).
+func sharedPrefixTokens(c *Config) int {
+	wo := c.Workload.Options
+	switch {
+	case c.Sessions != nil || wo.CacheBust:
+		return 0
+	case strings.EqualFold(wo.DatasetName, "prefix-repetition"):
+		return wo.PrefixRepetitionPrefixLen
+	case strings.EqualFold(wo.DatasetName, "random"):
+		return wo.RandomPrefixLen + wo.SharedPrefixLen
+	}
+	return wo.SharedPrefixLen
 }

@@ -118,6 +118,11 @@ type Analysis struct {
 	// (--num-gpus; 0: the simulated engine's, else 1).
 	GPUCostPerHour float64 `json:"gpu_cost_per_hour,omitempty"`
 	NumGPUs        int     `json:"num_gpus,omitempty"`
+	// SharedPrefixTokens is how many leading prompt tokens each request
+	// shares with others by the workload's design (a shared system prompt,
+	// a random or repeated prefix; 0: none or cache-busted), for judging
+	// the server's prefix-cache hit rate.
+	SharedPrefixTokens int `json:"shared_prefix_tokens,omitempty"`
 	// Sweep holds a sweep's criteria; nil for a single level.
 	Sweep *SweepSpec `json:"sweep,omitempty"`
 }
