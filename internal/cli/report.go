@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -299,12 +298,8 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	o.scrapes = nil
-	switch {
-	case len(files) == 1:
-		o.scrapes = files[0].Scrapes
-	case slices.ContainsFunc(files, func(f runlog.RecordsFile) bool { return len(f.Scrapes) > 0 }):
-		fmt.Fprintln(env.Stderr, "goodput: warning: the server scrapes of several runs are not merged yet: the report has no server side")
+	if o.scrapes, err = runlog.MergeScrapes(files); err != nil {
+		return err
 	}
 	res, err := o.Analyze(meta, recs)
 	if err != nil {

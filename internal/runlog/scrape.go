@@ -65,3 +65,28 @@ func parseScrape(line []byte) (*Scrape, error) {
 	}
 	return s, nil
 }
+
+// MergeScrapes puts the scrapes of files on the clock Merge puts their
+// records on (the same shift per file). The second and later files' targets
+// are named "<target>#<n>", so that two shards' servers, or two runs of one,
+// never mix their counters into one series.
+func MergeScrapes(files []RecordsFile) ([]Scrape, error) {
+	if len(files) == 1 {
+		return files[0].Scrapes, nil
+	}
+	shifts, _, _, err := placeRuns(files)
+	if err != nil {
+		return nil, err
+	}
+	var out []Scrape
+	for i, f := range files {
+		for _, s := range f.Scrapes {
+			s.At += shifts[i]
+			if i > 0 {
+				s.Target = fmt.Sprintf("%s#%d", s.Target, i+1)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

@@ -48,3 +48,33 @@ func TestScrapeRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Scrapes merge onto the records' clock: the second file, started 10 s
+// after the first, has its records and its scrapes shifted by 10 s alike,
+// and its server named apart.
+func TestMergeScrapes(t *testing.T) {
+	t0 := time.Unix(1700000000, 0).UTC()
+	mk := func(start time.Time, id string) RecordsFile {
+		return RecordsFile{Name: id, Meta: &Meta{Tool: "goodput", Command: "bench", Started: start, Levels: []Level{{MaxConcurrency: 1}}},
+			Records: []Record{{ID: id, Sent: 1e9, End: 2e9, Status: 200}},
+			Scrapes: []Scrape{{Target: "server", At: 1e9}}}
+	}
+	files := []RecordsFile{mk(t0, "a"), mk(t0.Add(10*time.Second), "b")}
+	_, recs, _, err := Merge(files, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := MergeScrapes(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc) != 2 || sc[0].Target != "server" || sc[1].Target != "server#2" {
+		t.Fatalf("merged scrapes %+v", sc)
+	}
+	if shift := recs[1].Sent - files[1].Records[0].Sent; sc[1].At-files[1].Scrapes[0].At != shift || shift != 10e9 {
+		t.Errorf("scrape shifted by %d, records by %d; want both 10 s", sc[1].At-files[1].Scrapes[0].At, shift)
+	}
+	if one, _ := MergeScrapes(files[:1]); len(one) != 1 || one[0].At != 1e9 {
+		t.Errorf("one file's scrapes %+v; want as they are", one)
+	}
+}
