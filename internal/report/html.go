@@ -271,7 +271,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	d.Sessions = sessionsView(in.Sessions, sessionRecs, in.Levels[0].Summary.Options.Percentiles)
 	if len(in.Pareto) > 0 {
 		svg, err := paretoChart(in.Pareto)
-		add(&d.Sweep, "Pareto: output tokens/s per GPU against tokens/s per user", svg,
+		add(&d.Sweep, "Pareto: goodput per GPU against tokens/s per user", svg,
 			"Each length pair's frontier (joined) among its levels within the SLO; its other levels as points (beaten by a frontier level, or missing the SLO).", err)
 	} else if len(in.Levels) > 1 {
 		sweepCharts(&d, in, add)

@@ -32,7 +32,7 @@ type ParetoPoint struct {
 
 // ParetoFrontier marks, for each length pair (one workload), the points
 // within SLO that no other point of the pair within SLO dominates (at
-// least as interactive and as productive per GPU, and better in one);
+// least as interactive and as much goodput per GPU, and better in one);
 // points outside the SLO are never on it. Pairs are not compared: a long
 // prompt is another workload, not a worse configuration.
 func ParetoFrontier(ps []ParetoPoint) {
@@ -47,8 +47,8 @@ func ParetoFrontier(ps []ParetoPoint) {
 				continue
 			}
 			a, b := ps[j], ps[i]
-			if a.Interactivity >= b.Interactivity && a.ThroughputPerGPU >= b.ThroughputPerGPU &&
-				(a.Interactivity > b.Interactivity || a.ThroughputPerGPU > b.ThroughputPerGPU) {
+			if a.Interactivity >= b.Interactivity && a.GoodputPerGPU >= b.GoodputPerGPU &&
+				(a.Interactivity > b.Interactivity || a.GoodputPerGPU > b.GoodputPerGPU) {
 				dominated = true
 				break
 			}
@@ -61,7 +61,7 @@ func ParetoFrontier(ps []ParetoPoint) {
 // frontier marked, with the SLO line: which points meet the SLO.
 func ParetoTerminal(w io.Writer, ps []ParetoPoint, gpus int) error {
 	var b strings.Builder
-	b.WriteString(center(" Pareto: per-GPU throughput vs interactivity ", '=') + "\n")
+	b.WriteString(center(" Pareto: per-GPU goodput vs interactivity ", '=') + "\n")
 	fmt.Fprintf(&b, "%d GPU(s); interactivity = output tokens/s of one request (1000 / TPOT P50);\n* = on its length pair's frontier within SLO; ✗ = SLO missed\n", gpus)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tLevel\tConc\tIn:Out\tTok/s/user\tTok/s/GPU\tGoodput/GPU\tSLO met\tTTFT P99\t")
@@ -119,7 +119,7 @@ func ParetoJSON(ps []ParetoPoint, gpus int) map[string]any {
 
 // paretoChart draws each length pair's frontier as a line through its
 // points and the pair's other levels as points (interactivity on x,
-// output per GPU on y).
+// goodput per GPU on y).
 func paretoChart(ps []ParetoPoint) (template.HTML, error) {
 	type pair struct{ in, out int }
 	var order []pair
@@ -137,7 +137,7 @@ func paretoChart(ps []ParetoPoint) (template.HTML, error) {
 		pts := byPair[k]
 		sort.Slice(pts, func(a, b int) bool { return pts[a].Interactivity < pts[b].Interactivity })
 		for _, p := range pts {
-			xy := plotter.XY{X: p.Interactivity, Y: p.ThroughputPerGPU}
+			xy := plotter.XY{X: p.Interactivity, Y: p.GoodputPerGPU}
 			if p.Frontier {
 				front = append(front, xy)
 			} else {
@@ -153,5 +153,5 @@ func paretoChart(ps []ParetoPoint) (template.HTML, error) {
 			ss = append(ss, series{name: name + " other", xys: rest, color: c, scatter: true})
 		}
 	}
-	return lineChart("Pareto: throughput per GPU vs interactivity", "output tokens/s per user", "output tokens/s per GPU", ss, true, nil, legendTopLeft)
+	return lineChart("Pareto: goodput per GPU vs interactivity", "output tokens/s per user", "goodput per GPU (requests/s meeting the SLO)", ss, true, nil, legendTopLeft)
 }

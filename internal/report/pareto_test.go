@@ -12,12 +12,12 @@ import (
 // compared with each other.
 func TestParetoFrontier(t *testing.T) {
 	ps := []ParetoPoint{
-		{Index: 0, InputLen: 1024, OutputLen: 128, Interactivity: 100, ThroughputPerGPU: 500, WithinSLO: true},  // frontier
-		{Index: 1, InputLen: 1024, OutputLen: 128, Interactivity: 80, ThroughputPerGPU: 900, WithinSLO: true},   // frontier
-		{Index: 2, InputLen: 1024, OutputLen: 128, Interactivity: 70, ThroughputPerGPU: 800, WithinSLO: true},   // dominated by 1
-		{Index: 3, InputLen: 1024, OutputLen: 128, Interactivity: 50, ThroughputPerGPU: 2000, WithinSLO: false}, // misses the SLO
-		{Index: 4, InputLen: 4096, OutputLen: 512, Interactivity: 60, ThroughputPerGPU: 300, WithinSLO: true},   // its pair's only point
-		{Index: 5, InputLen: 1024, OutputLen: 128, Interactivity: 80, ThroughputPerGPU: 900, WithinSLO: true},   // equal to 1: neither dominates
+		{Index: 0, InputLen: 1024, OutputLen: 128, Interactivity: 100, GoodputPerGPU: 5, WithinSLO: true},  // frontier
+		{Index: 1, InputLen: 1024, OutputLen: 128, Interactivity: 80, GoodputPerGPU: 9, WithinSLO: true},   // frontier
+		{Index: 2, InputLen: 1024, OutputLen: 128, Interactivity: 70, GoodputPerGPU: 8, WithinSLO: true},   // dominated by 1
+		{Index: 3, InputLen: 1024, OutputLen: 128, Interactivity: 50, GoodputPerGPU: 20, WithinSLO: false}, // misses the SLO
+		{Index: 4, InputLen: 4096, OutputLen: 512, Interactivity: 60, GoodputPerGPU: 3, WithinSLO: true},   // its pair's only point
+		{Index: 5, InputLen: 1024, OutputLen: 128, Interactivity: 80, GoodputPerGPU: 9, WithinSLO: true},   // equal to 1: neither dominates
 	}
 	ParetoFrontier(ps)
 	want := []bool{true, true, false, false, true, true}
@@ -46,10 +46,10 @@ func TestParetoFrontier(t *testing.T) {
 // points; no points, no chart.
 func TestParetoChart(t *testing.T) {
 	ps := []ParetoPoint{
-		{InputLen: 1024, OutputLen: 128, Interactivity: 100, ThroughputPerGPU: 500, Frontier: true},
-		{InputLen: 1024, OutputLen: 128, Interactivity: 80, ThroughputPerGPU: 900, Frontier: true},
-		{InputLen: 1024, OutputLen: 128, Interactivity: 50, ThroughputPerGPU: 2000},
-		{InputLen: 4096, OutputLen: 512, Interactivity: 60, ThroughputPerGPU: 300, Frontier: true},
+		{InputLen: 1024, OutputLen: 128, Interactivity: 100, GoodputPerGPU: 5, Frontier: true},
+		{InputLen: 1024, OutputLen: 128, Interactivity: 80, GoodputPerGPU: 9, Frontier: true},
+		{InputLen: 1024, OutputLen: 128, Interactivity: 50, GoodputPerGPU: 20},
+		{InputLen: 4096, OutputLen: 512, Interactivity: 60, GoodputPerGPU: 3, Frontier: true},
 	}
 	svg, err := paretoChart(ps)
 	if err != nil || !strings.Contains(string(svg), "<svg") {
