@@ -97,7 +97,7 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 	groupedUsage(cmd, "Sweep flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Simulator flags (--sim, or no --base-url)")
 	fs.Lookup("request-rate").Usage = "arrival rates to sweep, requests/s, e.g. 1,2,4,8 (or one rate with --concurrency)"
 	fs.StringVar(&o.Concurrency, "concurrency", "", "concurrencies to sweep, e.g. 1,8,16,32,64")
-	fs.StringVar(&o.Pareto, "pareto", "", "with --sim and --concurrency: also sweep these input:output length pairs (tokens), e.g. 1024:128,4096:512, and judge the levels' Pareto frontier of goodput per GPU against tokens/s per user")
+	fs.StringVar(&o.Pareto, "pareto", "", "with --concurrency: also sweep these input:output length pairs (tokens), e.g. 1024:128,4096:512, and judge the levels' Pareto frontier of goodput per GPU against tokens/s per user")
 	fs.Float64Var(&o.TargetRate, "target-rate", 0, "target rate in requests/s that --levels multiplies")
 	fs.StringVar(&o.Levels, "levels", "", "multiples of --target-rate, e.g. 0.5x,1x,1.5x,2x (default 0.25x,0.5x,0.75x,1x,1.25x,1.5x,2x)")
 	fs.BoolVar(&o.Sim, "sim", false, "run every level on the simulated engine in virtual time (engine flags: --sim-model, --gpu, ...)")
@@ -266,8 +266,6 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	crit := sweep.Criteria{Attainment: o.SLOAttainment, MaxMedianQueueMs: o.MaxMedianQueueMs}
 	if o.Pareto != "" {
 		switch {
-		case !o.Sim:
-			return nil, usagef("--pareto runs in virtual time: add --sim")
 		case o.Concurrency == "":
 			return nil, usagef("--pareto crosses --concurrency levels with length pairs: give --concurrency")
 		case o.Search:

@@ -175,8 +175,8 @@ func (c *Config) check() error {
 		return configErr("Duration", "duration %vs: want ≥ 0", l.DurationS)
 	case c.Target.Open == nil && !c.Virtual:
 		return configErr("Target", "no backend to open")
-	case c.Sweep != nil && c.Sweep.Pareto && (!c.Virtual || c.Sweep.Search || c.Sweep.Axis != sweep.AxisConcurrency):
-		return configErr("Sweep", "a Pareto sweep runs concurrencies × length pairs in virtual time: no search, no rate axis")
+	case c.Sweep != nil && c.Sweep.Pareto && (c.Sweep.Search || c.Sweep.Axis != sweep.AxisConcurrency):
+		return configErr("Sweep", "a Pareto sweep runs concurrencies × length pairs: no search, no rate axis")
 	case c.Sessions != nil && c.Sweep != nil:
 		return configErr("Sessions", "sessions run one level: not in a sweep yet")
 	case c.Sessions != nil && (c.Sessions.Set == nil || c.Sessions.Set.Len() == 0):
@@ -286,7 +286,11 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 		}
 		return col.data(idx, ran), nil
 	}
-	out, err := r.wall.runLevel(lctx, idx, lv, r.wall.ds, r.fan)
+	ds, err := r.wall.dataset(lv)
+	if err != nil {
+		return levelData{}, err
+	}
+	out, err := r.wall.runLevel(lctx, idx, lv, ds, r.fan)
 	if err != nil {
 		return levelData{}, err
 	}
