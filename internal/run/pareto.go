@@ -4,6 +4,7 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/workload"
 )
 
 // paretoPoints places each level of a Pareto sweep by interactivity (a
@@ -12,16 +13,7 @@ import (
 // sweep's target. gpus is the GPU count (the run's, else its engine's
 // tensor parallelism, else 1).
 func paretoPoints(levels []LevelResult, meta *runlog.Meta, attainment float64) ([]report.ParetoPoint, int) {
-	gpus := 1
-	if meta != nil && meta.Analysis != nil && meta.Analysis.NumGPUs > 0 {
-		gpus = meta.Analysis.NumGPUs
-	} else if meta != nil {
-		if tp, ok := meta.Simulated["tensor_parallel_size"].(float64); ok && tp >= 1 {
-			gpus = int(tp)
-		} else if tp, ok := meta.Simulated["tensor_parallel_size"].(int); ok && tp >= 1 {
-			gpus = tp
-		}
-	}
+	gpus := servingGPUs(meta)
 	ps := make([]report.ParetoPoint, len(levels))
 	for i, l := range levels {
 		s := &l.Summary
@@ -44,4 +36,60 @@ func paretoPoints(levels []LevelResult, meta *runlog.Meta, attainment float64) (
 	}
 	report.ParetoFrontier(ps)
 	return ps, gpus
+}
+
+// servingGPUs is the GPUs that served the run: the count stored with it
+// (--num-gpus), else the simulated engine's tensor parallelism, else 1.
+func servingGPUs(meta *runlog.Meta) int {
+	if meta == nil {
+		return 1
+	}
+	if a := meta.Analysis; a != nil && a.NumGPUs > 0 {
+		return a.NumGPUs
+	}
+	// A number read back from a records file is a float64; a live run's an int.
+	switch tp := meta.Simulated["tensor_parallel_size"].(type) {
+	case float64:
+		if tp >= 1 {
+			return int(tp)
+		}
+	case int:
+		if tp >= 1 {
+			return tp
+		}
+	}
+	return 1
+}
+
+// lengthDatasets builds, once each, the datasets of levels with request
+// lengths of their own (a Pareto sweep), by (input, output).
+type lengthDatasets map[[2]int]workload.Dataset
+
+// dataset is level lv's requests: def, or for a level with lengths of its
+// own random prompts of those lengths from the run's options wo (its seed
+// and, over HTTP, the calibration its prompts got).
+func (b *lengthDatasets) dataset(cfg *Config, wo workload.Options, lv runlog.Level, def workload.Dataset) (workload.Dataset, error) {
+	if lv.InputLen <= 0 && lv.OutputLen <= 0 {
+		return def, nil
+	}
+	key := [2]int{lv.InputLen, lv.OutputLen}
+	if ds, ok := (*b)[key]; ok {
+		return ds, nil
+	}
+	wo.DatasetName, wo.DatasetPath, wo.InputLenDist, wo.OutputLenDist = "random", "", "", ""
+	if lv.InputLen > 0 {
+		wo.RandomInputLen = lv.InputLen
+	}
+	if lv.OutputLen > 0 {
+		wo.RandomOutputLen = lv.OutputLen
+	}
+	ds, err := buildDataset(cfg, wo)
+	if err != nil {
+		return nil, err
+	}
+	if *b == nil {
+		*b = lengthDatasets{}
+	}
+	(*b)[key] = ds
+	return ds, nil
 }

@@ -118,17 +118,23 @@ func newServerStore(file func(*runlog.Scrape) error) *serverScrapes {
 
 // addSnapshot keeps a snapshot taken at snap.TimeNS and writes its line.
 func (s *serverScrapes) addSnapshot(target string, snap servermetrics.Snapshot) {
-	line := runlog.Scrape{Target: target, At: snap.TimeNS}
 	b, err := json.Marshal(snap)
 	if err != nil {
 		return
 	}
-	line.Sample = b
+	s.keep(runlog.Scrape{Target: target, At: snap.TimeNS, Sample: b}, &snap)
+}
+
+// keep records one scrape: its snapshot (nil for a gap) in memory, its
+// line in the records file.
+func (s *serverScrapes) keep(line runlog.Scrape, snap *servermetrics.Snapshot) {
 	s.mu.Lock()
-	if _, seen := s.snaps[target]; !seen {
-		s.order = append(s.order, target)
+	if snap != nil {
+		if _, seen := s.snaps[line.Target]; !seen {
+			s.order = append(s.order, line.Target)
+		}
+		s.snaps[line.Target] = append(s.snaps[line.Target], *snap)
 	}
-	s.snaps[target] = append(s.snaps[target], snap)
 	s.mu.Unlock()
 	if s.file != nil {
 		_ = s.file(&line)
@@ -158,23 +164,19 @@ func (s *serverScrapes) add(sm scrape.Sample) {
 	if err == nil {
 		line.Sample, err = json.Marshal(snap)
 	}
+	if err == nil {
+		s.keep(line, &snap)
+		return
+	}
+	line.Error = err.Error()
 	s.mu.Lock()
-	if err != nil {
-		line.Error = err.Error()
-		if _, seen := s.failed[sm.Target]; !seen {
-			s.failed[sm.Target] = line.Error
-			s.note(fmt.Sprintf("server metrics %q: %v (a gap in its record, not a stall; later failures are in the records file)", sm.Target, err))
-		}
-	} else {
-		if _, seen := s.snaps[sm.Target]; !seen {
-			s.order = append(s.order, sm.Target)
-		}
-		s.snaps[sm.Target] = append(s.snaps[sm.Target], snap)
-	}
+	_, seen := s.failed[sm.Target]
+	s.failed[sm.Target] = line.Error
 	s.mu.Unlock()
-	if s.file != nil {
-		_ = s.file(&line)
+	if !seen {
+		s.note(fmt.Sprintf("server metrics %q: %v (a gap in its record, not a stall; later failures are in the records file)", sm.Target, err))
 	}
+	s.keep(line, nil)
 }
 
 // close stops the scrapers, waits for them, and scrapes once more, so the
@@ -291,18 +293,10 @@ func levelCost(meta *runlog.Meta, s *stats.Summary, ws []ServerWindow) *report.L
 		return nil
 	}
 	a := meta.Analysis
-	n := a.NumGPUs
-	if n <= 0 {
-		if a.GPUCostPerHour <= 0 {
-			return nil
-		}
-		n = 1
-		if tp, ok := meta.Simulated["tensor_parallel_size"].(float64); ok && tp >= 1 {
-			n = int(tp)
-		} else if tp, ok := meta.Simulated["tensor_parallel_size"].(int); ok && tp >= 1 {
-			n = tp
-		}
+	if a.NumGPUs <= 0 && a.GPUCostPerHour <= 0 {
+		return nil
 	}
+	n := servingGPUs(meta)
 	good := s.RequestThroughput // no SLO: every successful request counts
 	if s.SLO.Set {
 		good = s.SLO.Goodput

@@ -37,7 +37,7 @@ type virtual struct {
 	// wo built ds; byLengths holds the datasets of levels with lengths of
 	// their own (a Pareto sweep), by (input, output).
 	wo        workload.Options
-	byLengths map[[2]int]workload.Dataset
+	byLengths lengthDatasets
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
@@ -170,32 +170,9 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	return res, err
 }
 
-// dataset is the requests of level lv: the run's, or, for a level with
-// lengths of its own, random prompts of those lengths (the run's seed, so
-// levels of one pair send the same requests).
+// dataset is the requests of level lv: the run's, or for a level with
+// lengths of its own, random prompts of them (the run's seed, so the levels
+// of one pair send the same requests).
 func (v *virtual) dataset(lv runlog.Level) (workload.Dataset, error) {
-	if lv.InputLen <= 0 && lv.OutputLen <= 0 {
-		return v.ds, nil
-	}
-	key := [2]int{lv.InputLen, lv.OutputLen}
-	if ds, ok := v.byLengths[key]; ok {
-		return ds, nil
-	}
-	wo := v.wo
-	wo.DatasetName, wo.DatasetPath, wo.InputLenDist, wo.OutputLenDist = "random", "", "", ""
-	if lv.InputLen > 0 {
-		wo.RandomInputLen = lv.InputLen
-	}
-	if lv.OutputLen > 0 {
-		wo.RandomOutputLen = lv.OutputLen
-	}
-	ds, err := buildDataset(v.cfg, wo)
-	if err != nil {
-		return nil, err
-	}
-	if v.byLengths == nil {
-		v.byLengths = map[[2]int]workload.Dataset{}
-	}
-	v.byLengths[key] = ds
-	return ds, nil
+	return v.byLengths.dataset(v.cfg, v.wo, lv, v.ds)
 }

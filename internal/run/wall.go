@@ -39,37 +39,13 @@ type wall struct {
 	base string
 	// byLengths holds the datasets of levels with lengths of their own (a
 	// Pareto sweep), by (input, output).
-	byLengths map[[2]int]workload.Dataset
+	byLengths lengthDatasets
 }
 
-// dataset is the requests of level lv: the run's, or, for a level with
-// lengths of its own, random prompts of those lengths, sized as the run's
-// prompts were (the same calibration to the server's tokenizer).
+// dataset is the requests of level lv: the run's, or for a level with
+// lengths of its own, prompts of them sized as the run's were.
 func (w *wall) dataset(lv runlog.Level) (workload.Dataset, error) {
-	if lv.InputLen <= 0 && lv.OutputLen <= 0 {
-		return w.ds, nil
-	}
-	key := [2]int{lv.InputLen, lv.OutputLen}
-	if ds, ok := w.byLengths[key]; ok {
-		return ds, nil
-	}
-	wo := w.probeOpts // the run's options, with the calibration found
-	wo.DatasetName, wo.DatasetPath, wo.InputLenDist, wo.OutputLenDist = "random", "", "", ""
-	if lv.InputLen > 0 {
-		wo.RandomInputLen = lv.InputLen
-	}
-	if lv.OutputLen > 0 {
-		wo.RandomOutputLen = lv.OutputLen
-	}
-	ds, err := buildDataset(w.cfg, wo)
-	if err != nil {
-		return nil, err
-	}
-	if w.byLengths == nil {
-		w.byLengths = map[[2]int]workload.Dataset{}
-	}
-	w.byLengths[key] = ds
-	return ds, nil
+	return w.byLengths.dataset(w.cfg, w.probeOpts, lv, w.ds)
 }
 
 // embeddedInfo describes the embedded simulator once it is up.
