@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # prometheus-check: a real Prometheus server scrapes "goodput proxy" and
-# answers a PromQL histogram_quantile over its TTFT histogram.
+# answers a PromQL histogram_quantile over its TTFT histogram; it also
+# scrapes "goodput watch" probing the same server, and runs every query of
+# both Grafana boards. promtool checks both alert rule files and runs their
+# unit tests.
 #
 #   goodput serve (simulated engine) <- goodput proxy <- goodput bench
-#                                           ^ /metrics
-#                                      prometheus (Debian's package)
+#         ^                                 ^ /metrics
+#         └── goodput watch (/metrics) ─> prometheus (Debian's package)
 #
 # Exits 0 with "skipped: prometheus not installed" when there is no
 # prometheus binary (apt-get install -y prometheus). Everything listens on
@@ -96,6 +99,8 @@ echo "prometheus-check: $(prometheus --version 2>&1 | head -n1)"
 if command -v promtool >/dev/null 2>&1; then
 	promtool check rules deploy/prometheus/goodput-alerts.yml >/dev/null || fail "promtool check rules"
 	(cd deploy/prometheus && promtool test rules goodput-alerts.test.yml >/dev/null) || fail "promtool test rules"
+	promtool check rules deploy/prometheus/goodput-watch-alerts.yml >/dev/null || fail "promtool check rules (watch)"
+	(cd deploy/prometheus && promtool test rules goodput-watch-alerts.test.yml >/dev/null) || fail "promtool test rules (watch)"
 	echo "prometheus-check: alert rules check and pass their unit tests"
 fi
 go build -o "$tmp/goodput" ./cmd/goodput
@@ -110,6 +115,18 @@ pids+=($!)
 proxy=$(wait_for "$tmp/proxy.log" 'proxying http://127\.0\.0\.1:[0-9]+' | sed 's/^proxying //')
 metrics=$(wait_for "$tmp/proxy.log" 'metrics at http://127\.0\.0\.1:[0-9]+' | sed 's|^metrics at http://||')
 
+# goodput watch probes the same simulated server as a vendor, every second.
+cat >"$tmp/watch.yaml" <<EOF
+interval: 1s
+slo: "ttft:2000 tpot:100 e2el:10000 ttp:2000"
+probe: {prompt_tokens: 64, max_tokens: 16}
+targets:
+  - {name: sim, base_url: "$upstream", backend: openai-chat}
+EOF
+"$tmp/goodput" watch --config "$tmp/watch.yaml" --listen 127.0.0.1:0 >"$tmp/watch.log" 2>&1 &
+pids+=($!)
+watch_metrics=$(wait_for "$tmp/watch.log" 'metrics at http://127\.0\.0\.1:[0-9]+' | sed 's|^metrics at http://||')
+
 prom_port=$(free_port)
 cat >"$tmp/prometheus.yml" <<EOF
 global:
@@ -119,6 +136,9 @@ scrape_configs:
   - job_name: goodput-proxy
     static_configs:
       - targets: ["$metrics"]
+  - job_name: goodput-watch
+    static_configs:
+      - targets: ["$watch_metrics"]
 EOF
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
 	--web.listen-address="127.0.0.1:$prom_port" >"$tmp/prometheus.log" 2>&1 &
@@ -181,4 +201,35 @@ done < <(grep -o '"expr": "\([^"\\]\|\\.\)*"' deploy/grafana/goodput-dashboard.j
 	sed 's/^"expr": "//; s/"$//; s/\\"/"/g')
 [ "$n" -gt 10 ] || fail "found only $n dashboard queries"
 echo "prometheus-check: $n dashboard queries run"
+
+# goodput watch: Prometheus has its probes, and every query of its board
+# runs and, but for those of failures, rate limits and missed probes (the
+# simulator answers every probe, in time), returns data.
+probes=""
+for _ in $(seq 100); do
+	probes=$(query 'sum(goodput_watch_probes_total{outcome="ok"})' || true)
+	awk -v v="$probes" 'BEGIN { exit !(v != "" && v + 0 >= 3) }' && break
+	sleep 0.1
+done
+awk -v v="$probes" 'BEGIN { exit !(v != "" && v + 0 >= 3) }' ||
+	fail "sum(goodput_watch_probes_total{outcome=\"ok\"}) = '$probes'; want 3 or more"
+# (bench loads the same server meanwhile, so some probes may miss the SLO.)
+burn=$(query 'goodput_watch_slo_burn_rate{vendor="sim",window="5m"}')
+awk -v v="$burn" 'BEGIN { exit !(v != "" && v + 0 >= 0) }' ||
+	fail "goodput_watch_slo_burn_rate{window=\"5m\"} = '$burn'; want a rate ≥ 0"
+n=0
+while IFS= read -r expr; do
+	expr=${expr//'$window'/1m}
+	for v in '$vendor' '$model'; do expr=${expr//"$v"/.*}; done
+	ans=$(query_raw "$expr")
+	echo "$ans" | grep -q '"status":"success"' || fail "watch dashboard query failed: $expr"
+	case $expr in
+	*rate_limit* | *missed* | *'outcome!~'*) ;;
+	*) echo "$ans" | grep -q '"value"' || fail "watch dashboard query returned nothing: $expr" ;;
+	esac
+	n=$((n + 1))
+done < <(grep -o '"expr": "\([^"\\]\|\\.\)*"' deploy/grafana/goodput-watch-dashboard.json |
+	sed 's/^"expr": "//; s/"$//; s/\\"/"/g')
+[ "$n" -gt 10 ] || fail "found only $n watch dashboard queries"
+echo "prometheus-check: goodput watch scraped ($probes ok probes, 5m burn rate $burn); $n watch dashboard queries run"
 echo "prometheus-check: ok (slo attainment 1m = $att)"

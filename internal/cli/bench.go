@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -95,13 +96,17 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	if sessions != nil {
 		// A session is a conversation: its history goes as chat messages.
-		switch api, _, err := o.target.backend(); {
+		switch _, proto, err := o.target.backend(); {
 		case err != nil:
 			return nil, err
+		case !o.backendSet && sessions.History == runlog.HistoryChained:
+			o.target.Backend = "openai-responses"
 		case !o.backendSet:
 			o.target.Backend = "openai-chat"
-		case api != "openai-chat":
-			return nil, usagef("--backend %s: sessions send their history as chat messages; use --backend openai-chat (the default for sessions)", o.target.Backend)
+		case !proto.Chat():
+			return nil, usagef("--backend %s: sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages", o.target.Backend)
+		case sessions.History == runlog.HistoryChained && proto != openai.Responses:
+			return nil, usagef("--history chained: only --backend openai-responses chains answers (previous_response_id); the others resend the history")
 		}
 	}
 	cfg, err := o.runConfig(env, "bench")

@@ -185,7 +185,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"bad sim gpu", []string{"--gpu", "tpu-v9"}, "--gpu"},
 		{"bad max tokens field", []string{"--max-tokens-field", "limit"}, "--max-tokens-field"},
 		// Server names are not API flavours: no silent aliases.
-		{"tgi backend", []string{"--backend", "tgi"}, "want openai (completions; vllm is its alias) or openai-chat"},
+		{"tgi backend", []string{"--backend", "tgi"}, "want openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"},
 		{"sglang backend", []string{"--backend", "sglang"}, "--backend \"sglang\""},
 		{"llama.cpp backend", []string{"--backend", "llama.cpp"}, "--backend \"llama.cpp\""},
 		{"ramp without rates", []string{"--ramp-up-strategy", "linear"}, "--ramp-up-start-rps"},

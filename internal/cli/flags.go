@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/anthropic"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -77,12 +78,12 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
-	fs.StringVar(&t.Backend, "backend", "openai", "API: openai (completions; vllm is vLLM's alias of it) or openai-chat; any OpenAI-compatible server speaks one of them")
-	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default /v1/completions, or /v1/chat/completions for openai-chat)")
+	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+backendNames+"; any OpenAI-compatible server speaks openai or openai-chat")
+	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default the backend's: /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings)")
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
 	fs.StringVar(&t.ExtraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.StringVar(&t.APIKeyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key (never printed or saved)")
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", defaultKeyEnv, "environment variable holding the API key, never printed or saved (ANTHROPIC_API_KEY when left at its default with --backend anthropic-messages)")
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
 	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
@@ -142,24 +143,51 @@ func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 }
 
-// backends maps each accepted --backend to its canonical name: vLLM's
-// "openai" (completions) and "openai-chat", and "vllm", vLLM's alias of
-// openai. Other servers (SGLang, TGI, llama.cpp, Ollama) speak one of
-// these two APIs; a name of theirs would say nothing more, so it is not
-// accepted.
-var backends = map[string]string{"openai": "openai", "vllm": "openai", "openai-chat": "openai-chat"}
+// backends are the wire APIs --backend names, by canonical name. Every
+// OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama) speaks
+// openai or openai-chat; vLLM and commercial APIs also speak Responses and
+// Anthropic's Messages. A server's name would say nothing more than its
+// API, so it is not accepted.
+var backends = map[string]openai.Protocol{
+	"openai": openai.Completions, "openai-chat": openai.ChatCompletions, "openai-responses": openai.Responses,
+	"anthropic-messages": anthropic.Messages, "openai-embeddings": openai.Embeddings,
+}
 
-// backend checks --backend and returns its canonical name and default
-// endpoint.
-func (t *targetFlags) backend() (name, endpoint string, err error) {
-	name, ok := backends[strings.ToLower(strings.TrimSpace(t.Backend))]
-	switch {
-	case !ok:
-		return "", "", usagef("--backend %q: want openai (completions; vllm is its alias) or openai-chat: every OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp) speaks one of them", t.Backend)
-	case name == "openai-chat":
-		return name, "/v1/chat/completions", nil
+// defaultKeyEnv is --api-key-env's default; anthropicKeyEnv stands in for
+// it with the Anthropic backend, as Anthropic's own tools read it.
+const (
+	defaultKeyEnv   = "OPENAI_API_KEY"
+	anthropicKeyEnv = "ANTHROPIC_API_KEY"
+)
+
+// keyEnv is the environment variable the API key is read from.
+func (t *targetFlags) keyEnv() string {
+	if t.APIKeyEnv == defaultKeyEnv {
+		if _, proto, err := t.backend(); err == nil && proto == anthropic.Messages {
+			return anthropicKeyEnv
+		}
 	}
-	return name, "/v1/completions", nil
+	return t.APIKeyEnv
+}
+
+// backendAliases are other names for a backend: vLLM's for openai.
+var backendAliases = map[string]string{"vllm": "openai"}
+
+// backendNames lists the accepted --backend values, for its help and error.
+const backendNames = "openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"
+
+// backend checks --backend and returns its canonical name, its protocol
+// and default endpoint.
+func (t *targetFlags) backend() (name string, proto openai.Protocol, err error) {
+	name = strings.ToLower(strings.TrimSpace(t.Backend))
+	if a, ok := backendAliases[name]; ok {
+		name = a
+	}
+	proto, ok := backends[name]
+	if !ok {
+		return "", nil, usagef("--backend %q: want %s", t.Backend, backendNames)
+	}
+	return name, proto, nil
 }
 
 // sampling returns the sampling parameters given, as body fields.
@@ -269,10 +297,21 @@ type loadFlags struct {
 	// RampUp* are vLLM's --ramp-up-strategy and its rates (bench only).
 	RampUpStrategy               string
 	RampUpStartRPS, RampUpEndRPS optFloat
+	// Shard is --shard I/N, Shards --shards N (the index from a Kubernetes
+	// Indexed Job's JOB_COMPLETION_INDEX), StartAt --start-at and
+	// Rendezvous --rendezvous: a run split over machines (bench only; see
+	// shardFlags).
+	Shard, StartAt, Rendezvous string
+	Shards                     int
 }
 
-// registerRamp adds vLLM's ramp-up flags (bench only).
+// registerRamp adds the load flags only bench has: vLLM's ramp-up flags
+// and those of a run split over machines.
 func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
+	fs.StringVar(&l.Shard, "shard", "", "send shard I's share (I from 0) of one schedule split over N machines, given as I/N: arrival k goes to shard k mod N, a --max-concurrency cap is split; merge the shards' records with goodput report")
+	fs.IntVar(&l.Shards, "shards", 0, "--shard with the index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's): N shards")
+	fs.StringVar(&l.StartAt, "start-at", "", "start the measured schedule at this wall-clock instant (RFC 3339, e.g. 2026-12-01T10:00:00Z), so that shards started apart share it; within 24 h")
+	fs.StringVar(&l.Rendezvous, "rendezvous", "", "with --shard(s): agree the start at shard 0's HOST:PORT (shard 0 listens there; the start is set once every shard has checked in), instead of --start-at")
 	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
 	fs.Var(&l.RampUpStartRPS, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
 	fs.Var(&l.RampUpEndRPS, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")

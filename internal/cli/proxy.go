@@ -43,8 +43,9 @@ func newProxyCmd(env Env) *cobra.Command {
 		Short: "Watch live traffic: a transparent streaming proxy with Prometheus metrics and SLO tracking",
 		Long: `Put goodput between clients and an OpenAI-compatible server. Every request
 and response passes through unchanged (status, headers, body; streams are
-flushed event by event), while each streamed /v1/completions and
-/v1/chat/completions request is measured as "goodput bench" measures its own:
+flushed event by event), while each streamed /v1/completions,
+/v1/chat/completions, /v1/responses and /v1/messages (Anthropic) request, and
+each /v1/embeddings request, is measured as "goodput bench" measures its own:
 TTFT, time to publish, ITL, TPOT, end-to-end latency, tokens, error class.
 
 Measurements go to Prometheus metrics on --metrics-listen (histograms with

@@ -391,7 +391,7 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 	}
 	if meta != nil && meta.NoStream {
 		// Not streamed: only E2E and response time were measured.
-		if err := noStreamStats(&so, o.changed("percentile-metrics")); err != nil {
+		if err := noStreamStats(&so, o.changed("percentile-metrics"), "a run of whole answers"); err != nil {
 			return nil, err
 		}
 	}

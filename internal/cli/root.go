@@ -155,8 +155,9 @@ loopback and benchmarks it, so it runs with no GPU and no network.`,
 	// Every subcommand, listed here rather than registered from its file.
 	root.AddCommand(
 		newBenchCmd(env), newSweepCmd(env), newServeCmd(env), newSimCmd(env),
-		newProxyCmd(env), newReportCmd(env), newCompareCmd(env), newSLOCmd(env), newVersionCmd(env),
+		newProxyCmd(env), newReportCmd(env), newCompareCmd(env), newSLOCmd(env), newVersionCmd(env), newK8sCmd(env),
 	)
+	root.AddCommand(newWatchCmd(env))
 	// cobra's help and completion commands, added now (Execute would add
 	// them later) so that their arguments are checked as ours are.
 	root.InitDefaultHelpCmd()

@@ -82,8 +82,8 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
-	if o.target.NoStream {
-		if err := noStreamStats(&so, o.out.metricsSet); err != nil {
+	if why := o.target.wholeAnswers(); why != "" {
+		if err := noStreamStats(&so, o.out.metricsSet, why); err != nil {
 			return run.Config{}, err
 		}
 	}
@@ -100,6 +100,10 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	}
 	if lv.DurationS == 0 && !o.load.numSet && strings.EqualFold(o.work.o.DatasetName, "trace") {
 		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
+	}
+	shard, startAt, err := o.load.shardFlags(env)
+	if err != nil {
+		return run.Config{}, err
 	}
 	meta, err := parseKV("--metadata", o.out.Metadata)
 	if err != nil {
@@ -136,6 +140,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
 		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
 		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
+		Shard: shard, StartAt: startAt,
 	}, nil
 }
 
@@ -162,10 +167,11 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	if f := t.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
 		return run.Target{}, usagef("--max-tokens-field %q: want max_tokens or max_completion_tokens", f)
 	}
-	api, endpoint, err := t.backend()
+	api, proto, err := t.backend()
 	if err != nil {
 		return run.Target{}, err
 	}
+	endpoint := proto.Path()
 	if t.Endpoint != "" {
 		endpoint = t.Endpoint
 	}
@@ -186,8 +192,8 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 		env.secrets.AddURL(u)
 	}
 	apiKey := ""
-	if t.APIKeyEnv != "" && env.Getenv != nil {
-		apiKey = env.Getenv(t.APIKeyEnv)
+	if k := t.keyEnv(); k != "" && env.Getenv != nil {
+		apiKey = env.Getenv(k)
 	}
 	hdr := http.Header{}
 	for k, v := range headers {
@@ -205,10 +211,10 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	}
 	return run.Target{
 		BaseURL: base, Name: name, API: api, Endpoint: endpoint, Model: model, ModelName: modelFlag(t),
-		NoStream: t.NoStream, ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
+		NoStream: t.NoStream || !proto.Streams(), ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
 		Open: func(baseURL string, maxConns int, now func() int64) (run.Backend, error) {
 			c, err := openai.NewClient(openai.Config{
-				BaseURL: baseURL, Endpoint: endpoint, Model: t.requestModel(), APIKey: apiKey, Headers: hdr,
+				BaseURL: baseURL, Protocol: proto, Endpoint: endpoint, Model: t.requestModel(), APIKey: apiKey, Headers: hdr,
 				ExtraBody: extra, IgnoreEOS: t.IgnoreEOS, MaxTokensField: t.MaxTokensField, Timeout: t.Timeout,
 				IdleTimeout: t.IdleTimeout, MaxConns: maxConns, Now: now, ContinuousUsage: usageOn, AutoUsage: usageAuto,
 				ReadyPoll: readyPoll, NoStream: t.NoStream, KeepText: keepText, Insecure: t.Insecure,
@@ -275,6 +281,7 @@ var runFieldFlags = map[string]string{
 	"Ramp": "--ramp-up-strategy", "DatasetName": "--dataset-name", "Tokenizer": "--tokenizer",
 	"Records": "--records", "Search": "--search", "RequestRate": "--request-rate", "Burstiness": "--burstiness",
 	"MaxConcurrency": "--max-concurrency", "NumPrompts": "--num-prompts", "NumWarmups": "--num-warmups", "Duration": "--duration",
+	"Shard": "--shard", "StartAt": "--start-at", "Rendezvous": "--rendezvous", "MaxConcurrent": "--max-concurrent-sessions",
 }
 
 // runError turns a run's typed error into the line a user reads: a
@@ -316,15 +323,28 @@ func runError(err error, t *targetFlags, simModel string) error {
 	return err
 }
 
-// noStreamStats fits the summary to --no-stream, where only E2E (and
+// wholeAnswers names what makes the run's answers whole, not streamed
+// (--no-stream, or a backend that never streams); "" when they stream.
+func (t *targetFlags) wholeAnswers() string {
+	if t.NoStream {
+		return "--no-stream"
+	}
+	if _, proto, err := t.backend(); err == nil && !proto.Streams() {
+		return "--backend " + proto.Name()
+	}
+	return ""
+}
+
+// noStreamStats fits the summary to whole answers (why names their
+// cause: --no-stream, an embeddings backend), where only E2E (and
 // response time) is measured: the streaming metrics are dropped rather than
 // reported from the one chunk a whole answer makes (TTFT would equal E2E,
 // TPOT be 0). Asking for them, or for an SLO on them, is a usage error.
-func noStreamStats(so *stats.Options, metricsSet bool) error {
+func noStreamStats(so *stats.Options, metricsSet bool, why string) error {
 	streaming := []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricITL, stats.MetricTTP}
 	for i, limit := range []time.Duration{so.SLO.TTFT, so.SLO.TPOT, so.SLO.TTP} {
 		if limit > 0 {
-			return usagef("--goodput %s: --no-stream measures E2E only (use e2el)", []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricTTP}[i])
+			return usagef("--goodput %s: %s measures E2E only (use e2el)", []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricTTP}[i], why)
 		}
 	}
 	ms := so.Metrics
@@ -337,7 +357,7 @@ func noStreamStats(so *stats.Options, metricsSet bool) error {
 		case !slices.Contains(streaming, m):
 			kept = append(kept, m)
 		case metricsSet:
-			return usagef("--percentile-metrics %s: --no-stream measures E2E only (e2el, response)", m)
+			return usagef("--percentile-metrics %s: %s measures E2E only (e2el, response)", m, why)
 		}
 	}
 	if len(kept) == 0 {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +22,12 @@ type ServeOptions struct {
 	Port            int
 	ServedModelName string
 	Engine          sim.Config
+	// Slowdown is the factor every engine iteration is stretched by from
+	// SlowdownAfter on (a vendor degraded on purpose); 0 means none.
+	Slowdown float64
+	// SlowdownAfter is how long after the start the slowdown begins; 0
+	// means at once.
+	SlowdownAfter time.Duration
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -29,11 +37,18 @@ func newServeCmd(env Env) *cobra.Command {
 		Short: "Serve a simulated LLM engine over an OpenAI-compatible HTTP API, in real time",
 		Long: `Serve a simulated LLM engine (continuous batching, chunked prefill, paged KV
 cache, prefix caching) over an OpenAI-compatible API: /v1/completions,
-/v1/chat/completions (streaming or not), /v1/models, /tokenize, /health and
+/v1/chat/completions, Anthropic's /v1/messages and OpenAI's /v1/responses
+(streaming or not), /v1/embeddings, /v1/models, /tokenize, /health and
 /metrics with vLLM's metric names. Tokens leave at the times the engine
-computes, so any benchmark client sees a GPU-less stand-in for vLLM.`,
+computes, so any benchmark client sees a GPU-less stand-in for vLLM.
+
+To degrade the simulated vendor on purpose, --slowdown F stretches every
+engine iteration F times (TTFT, TPOT and E2E all grow), from the start or
+--slowdown-after a while; POST /goodput/slowdown?factor=F changes it live
+(1 restores full speed).`,
 		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
-  goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3`,
+  goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
+  goodput serve --slowdown-after 5m --slowdown 3`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
 	}
@@ -42,6 +57,8 @@ computes, so any benchmark client sees a GPU-less stand-in for vLLM.`,
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0 picks a free one)")
 	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
 	fs.StringVar(&o.ServedModelName, "served-model-name", "", "model id the server answers to (default: the model's HF id)")
+	fs.Float64Var(&o.Slowdown, "slowdown", 0, "stretch every engine iteration by this factor (3: three times as slow), from --slowdown-after on; 0: none")
+	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")
 	registerEngineFlags(fs, &o.Engine)
 	return cmd
 }
@@ -51,8 +68,17 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	if o.Port < 0 || o.Port > 65535 {
 		return usagef("--port %d: want 0-65535", o.Port)
 	}
+	switch {
+	case math.IsNaN(o.Slowdown) || o.Slowdown < 0 || o.Slowdown > simserve.MaxSlowdown:
+		return usagef("--slowdown %v: want a factor above 0 and at most %d (1 is full speed)", o.Slowdown, simserve.MaxSlowdown)
+	case o.SlowdownAfter < 0:
+		return usagef("--slowdown-after %v: want ≥ 0", o.SlowdownAfter)
+	case o.SlowdownAfter > 0 && o.Slowdown == 0:
+		return usagef("--slowdown-after %v: needs --slowdown FACTOR", o.SlowdownAfter)
+	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := simserve.New(o.Engine, simserve.Options{ServedModelName: o.ServedModelName, Logger: log})
+	srv, err := simserve.New(o.Engine, simserve.Options{ServedModelName: o.ServedModelName, Logger: log,
+		Slowdown: o.Slowdown, SlowdownAfter: o.SlowdownAfter})
 	if err != nil {
 		return flagError(err, "--model")
 	}
@@ -61,6 +87,10 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		return err
 	}
 	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", run.DescribeEngine(srv.Describe()), srv.Model(), url)
+	if o.Slowdown != 0 && o.Slowdown != 1 {
+		fmt.Fprintf(env.Stderr, "goodput: every engine iteration runs %v× as long from %v after the start (POST %s/goodput/slowdown?factor=1 restores full speed)\n",
+			o.Slowdown, o.SlowdownAfter, url)
+	}
 	<-ctx.Done()
 	return stop()
 }

@@ -42,7 +42,7 @@ func (s *sessionFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&s.NumSessions, "num-sessions", 0, "sessions: how many to run (0: the dataset's; synthetic conversations: 20)")
 	fs.StringVar(&s.Turns, "turns", "", "synthetic conversations: turns per session, a distribution (fixed:N, uniform:A,B, ...; default fixed:4)")
 	fs.StringVar(&s.ThinkTime, "think-time", "", "synthetic conversations: the user's think time before each later turn, ms, a distribution (default fixed:0)")
-	fs.StringVar(&s.History, "history", "server", "sessions: what later turns resend as the earlier answers: server (what the server answered) or recorded (the dataset's replies)")
+	fs.StringVar(&s.History, "history", "server", "sessions: what later turns resend as the earlier answers: server (what the server answered), recorded (the dataset's replies) or chained (nothing: each request names the previous response, --backend openai-responses)")
 	fs.IntVar(&s.MaxContext, "max-context", 0, "sessions: cap a turn's request (history + the reply asked) at this many tokens by leaving out the earliest turns, counted in the records (0: no cap)")
 	fs.IntVar(&s.MaxToolRounds, "max-tool-rounds", 0, "sessions: most tool rounds in one turn; a model still calling tools after them ends the turn (0: 8)")
 	fs.StringVar(&s.ToolLatency, "tool-latency", "", "sessions: each tool's latency in ms, a distribution, for calls the dataset does not time (default fixed:0)")
@@ -86,8 +86,8 @@ func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlag
 	}
 	history := runlog.HistorySource(strings.ToLower(s.History))
 	switch {
-	case history != runlog.HistoryServer && history != runlog.HistoryRecorded:
-		return nil, slo, usagef("--history %q: want server or recorded", s.History)
+	case history != runlog.HistoryServer && history != runlog.HistoryRecorded && history != runlog.HistoryChained:
+		return nil, slo, usagef("--history %q: want server, recorded or chained", s.History)
 	case s.Rate < 0 || s.MaxConcurrent < 0 || s.NumSessions < 0 || s.MaxContext < 0 || s.MaxToolRounds < 0:
 		return nil, slo, usagef("--session-rate, --max-concurrent-sessions, --num-sessions, --max-context and --max-tool-rounds: want ≥ 0")
 	case !(s.Burstiness > 0):

@@ -182,10 +182,15 @@ func failures(in Input) []Finding {
 		if advice == "" {
 			advice = "requests failed with this class"
 		}
+		ev := map[string]any{"class": string(c), "failed": n, "requests": s.Requests, "failed_pct": pctOf(float64(n), float64(s.Requests))}
+		if r := s.RetryAfter; c == runlog.ErrHTTP429 && r.N > 0 {
+			ev["retry_after_p50_ms"], ev["retry_after_max_ms"], ev["retry_after_given"] = round2(r.Median), round2(r.Max), r.N
+			advice += fmt.Sprintf("; %d answers advertised a wait, P50 %s ms and at most %s ms, so back off that long rather than retry at once", r.N, num(r.Median), num(r.Max))
+		}
 		out = append(out, Finding{
 			ID: "failures-" + string(c), Severity: sev,
 			Message:  fmt.Sprintf("%d of %d requests (%s %%) failed with %s: %s.", n, s.Requests, num(100*share), c, advice),
-			Evidence: map[string]any{"class": string(c), "failed": n, "requests": s.Requests, "failed_pct": pctOf(float64(n), float64(s.Requests))},
+			Evidence: ev,
 		})
 	}
 	return out

@@ -19,17 +19,21 @@ const module = "github.com/goodput/goodput/"
 // so a new one must be placed before it can import anything.
 var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
-	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics"},
+	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan"},
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/runlog/runlogtest"},
 	// The wire, the drivers of the engine, and the judgements of one run.
 	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
+	// Further wire protocols, each over the openai client's machinery.
+	{"internal/anthropic"},
 	// Judging a curve; watching live traffic; test servers.
 	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
 	// Rendering every output.
 	{"internal/report"},
 	// The run lifecycle: the middle floor.
 	{"internal/run"},
+	// Synthetic monitoring over run's backends: probes on a schedule.
+	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.
 	{"internal/cli", "bench"},
 	{"cmd/goodput"},
@@ -156,15 +160,16 @@ func TestImportsPointDownstream(t *testing.T) {
 
 // prometheusImporters are the packages that may import the Prometheus
 // client: the two servers that expose /metrics, promexport (the Records →
-// metrics exporter that the proxy and bench's --metrics-listen share), and
-// cli, which wires them.
-var prometheusImporters = []string{"internal/simserve", "internal/proxy", "internal/promexport", "internal/cli"}
+// metrics exporter that the proxy and bench's --metrics-listen share),
+// watch (whose probe metrics and scrape-time burn rates are its output),
+// and cli, which wires them.
+var prometheusImporters = []string{"internal/simserve", "internal/proxy", "internal/promexport", "internal/watch", "internal/cli"}
 
 func TestPrometheusOnlyAtTheEdges(t *testing.T) {
 	for _, f := range sources(t) {
 		for _, im := range f.imports {
 			if strings.HasPrefix(im, "github.com/prometheus/client_golang") && !contains(prometheusImporters, f.pkg) {
-				t.Errorf("%s/%s imports %s: only simserve, proxy, promexport (and cli, to wire them) may", f.pkg, f.name, im)
+				t.Errorf("%s/%s imports %s: only simserve, proxy, promexport, watch (and cli, to wire them) may", f.pkg, f.name, im)
 			}
 		}
 	}

@@ -73,6 +73,26 @@ type Config struct {
 	// preciseSpan per arrival; leave it off under testing/synctest, whose
 	// fake clock an OS sleep does not advance.
 	Precise bool
+	// Shard and Shards make the level one shard's share of a load split
+	// over several processes: of its requests in order (the warm-ups, then
+	// the measured arrivals) it sends those whose place k in their phase
+	// has k mod Shards == Shard, and skips the others without waiting for
+	// them. Every shard draws the whole Schedule and numbers the requests
+	// as one process would, the skipped indexes being the other shards',
+	// so the shards together send what one process sends, at the same
+	// times. Shards ≤ 1: every request.
+	Shard, Shards int
+	// StartAt, when Synced, is when the measured phase begins, ns on the
+	// Now clock: Run waits for it after the warm-ups, and the schedule's
+	// offsets count from it rather than from the warm-ups' end, so that
+	// processes agreeing on the instant share one schedule. An instant
+	// already past starts at once, the arrivals due meanwhile late (their
+	// send lag shows it).
+	StartAt int64
+	Synced  bool
+	// OnStart, when set, is called once, from Run's goroutine, as the
+	// measured phase begins: after the warm-ups and the wait for StartAt.
+	OnStart func()
 	// OnRecord receives every finished record, from the request's goroutine
 	// (so it must be safe for concurrent use). The record is reused after
 	// OnRecord returns: copy what you keep.
@@ -92,6 +112,9 @@ type Result struct {
 	Start, End int64
 	// Stopped says why sending stopped early ("" when it ran to the end).
 	Stopped StopReason
+	// Next is the request index after the last one the level sent or, as
+	// another shard's, skipped (FirstIndex + Sent for a whole level).
+	Next int
 }
 
 // StopReason says why a run stopped sending before its last request.
@@ -109,16 +132,18 @@ var recPool = sync.Pool{New: func() any { return new(runlog.Record) }}
 // could not be prepared (a workload problem); per-request failures are
 // records. When ctx is cancelled, in-flight requests are cancelled and
 // recorded, and Run returns the partial Result with a nil error.
-func Run(ctx context.Context, cfg Config, t Target) (Result, error) {
+func Run(ctx context.Context, cfg Config, t Target) (res Result, err error) {
 	if cfg.Now == nil {
 		return Result{}, errors.New("loadgen: Config.Now is nil")
 	}
 	if cfg.NumPrompts <= 0 && cfg.Duration <= 0 {
 		return Result{}, errors.New("loadgen: need NumPrompts or Duration")
 	}
-	var res Result
 	g := &group{onRecord: cfg.OnRecord, now: cfg.Now}
 	idx := cfg.FirstIndex
+	defer func() { res.Next = idx }()
+	// mine says whether the k-th request of a phase is this shard's.
+	mine := func(k int) bool { return cfg.Shards <= 1 || k%cfg.Shards == cfg.Shard }
 
 	// Warm-ups: closed loop at the level's concurrency (or all at once).
 	if cfg.NumWarmups > 0 {
@@ -127,6 +152,10 @@ func Run(ctx context.Context, cfg Config, t Target) (Result, error) {
 			slots = make(chan struct{}, cfg.MaxConcurrency)
 		}
 		for w := 0; w < cfg.NumWarmups && ctx.Err() == nil; w++ {
+			if !mine(w) {
+				idx++
+				continue
+			}
 			call, err := t.Prepare(idx)
 			if err != nil {
 				g.wait()
@@ -154,6 +183,16 @@ func Run(ctx context.Context, cfg Config, t Target) (Result, error) {
 		slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 	res.Start = cfg.Now()
+	if cfg.Synced {
+		if !waitUntil(ctx, cfg, cfg.StartAt) {
+			res.Stopped, res.End = StopCancelled, cfg.Now()
+			return res, nil
+		}
+		res.Start = cfg.StartAt
+	}
+	if cfg.OnStart != nil {
+		cfg.OnStart()
+	}
 	var deadline <-chan time.Time
 	if cfg.Duration > 0 {
 		tm := time.NewTimer(cfg.Duration)
@@ -168,6 +207,14 @@ loop:
 		if ctx.Err() != nil {
 			res.Stopped = StopCancelled
 			break
+		}
+		if !mine(n) {
+			// Another shard's arrival: its place in the schedule passes.
+			if cfg.Schedule != nil {
+				cfg.Schedule.Next()
+			}
+			idx++
+			continue
 		}
 		call, err := t.Prepare(idx)
 		if err != nil {
@@ -240,6 +287,30 @@ loop:
 	g.wait()
 	res.End = cfg.Now()
 	return res, nil
+}
+
+// waitUntil waits until the Now clock reads at (ns), finishing with an OS
+// sleep when cfg.Precise; false when ctx ended first.
+func waitUntil(ctx context.Context, cfg Config, at int64) bool {
+	wait := at - cfg.Now()
+	if cfg.Precise {
+		wait -= int64(preciseSpan)
+	}
+	if wait > 0 {
+		t := time.NewTimer(time.Duration(wait))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if cfg.Precise {
+		if rest := at - cfg.Now(); rest > 0 {
+			osSleep(time.Duration(rest))
+		}
+	}
+	return ctx.Err() == nil
 }
 
 func newRecord(cfg Config, idx int, warm bool) *runlog.Record {

@@ -1,12 +1,10 @@
 package openai
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/goodput/goodput/internal/jsonscan"
 )
 
 // Usage is the token accounting a server reports in a chunk's "usage"
@@ -122,7 +120,33 @@ type Chunk struct {
 	// {"object":"error","message":...}.
 	// It holds the server's message, or "unknown error" when it gave none.
 	ErrMessage []byte
+	// End is set by protocols whose stream ends with an event of their own
+	// (Anthropic's message_stop, Responses' response.completed) rather than
+	// OpenAI's [DONE]: the answer is complete.
+	End bool
+	// ResponseID is the server's id of the answer when the protocol lets a
+	// later request continue from it (Responses' previous_response_id).
+	ResponseID []byte
+	// Inputs is the number of inputs a non-generating answer covers (the
+	// vectors of an embeddings answer); 0 for generated answers.
+	Inputs int
 }
+
+// EventDecoder reads one wire protocol's answers into Chunks: Decode one
+// streamed event's data, DecodeResponse a whole (non-streamed) body. A
+// decoder may keep state across the events of one stream (the kind of each
+// content block, the prompt counts of a start event); Reset forgets it
+// before the next stream. ChunkDecoder is the OpenAI chat and completions
+// one; other protocols plug theirs into the same meter and client.
+type EventDecoder interface {
+	Decode(data []byte, c *Chunk) error
+	DecodeResponse(data []byte, c *Chunk) error
+	Reset()
+}
+
+// Reset implements EventDecoder: an OpenAI chunk stands on its own, so
+// there is nothing to forget.
+func (d *ChunkDecoder) Reset() {}
 
 // ToolCallDelta is one element of a delta's "tool_calls": a streamed call
 // arrives in pieces, the first with its id and function name, the next ones
@@ -138,11 +162,7 @@ type ToolCallDelta struct {
 
 // ErrMalformed is wrapped by every error Decode returns: the payload is not
 // valid JSON, or not a JSON object.
-var ErrMalformed = errors.New("malformed chunk")
-
-// maxDepth is the deepest nesting of arrays and objects accepted, the same
-// limit as encoding/json, so both agree on which documents are valid.
-const maxDepth = 10000
+var ErrMalformed = jsonscan.ErrMalformed
 
 var unknownError = []byte("unknown error")
 
@@ -152,9 +172,7 @@ var unknownError = []byte("unknown error")
 // reusable and allocates nothing per chunk once its buffer has grown; it is
 // not safe for concurrent use. The zero value is ready to use.
 type ChunkDecoder struct {
-	arena  []byte // unescaped string values for the current Decode
-	keyBuf []byte // unescaped object key, for keys that contain escapes
-	p      parser
+	p parser
 	// calls holds the tool_calls elements of every choice parsed in the
 	// current Decode (a choice keeps its range); out is Chunk.ToolCalls'
 	// storage.
@@ -165,27 +183,17 @@ type ChunkDecoder struct {
 // callSpans locates one tool_calls element's strings.
 type callSpans struct {
 	index          int
-	id, name, args span
+	id, name, args jsonscan.Span
 }
-
-// span locates a decoded string: data[off:end] of the payload, or of the
-// arena when unescaping was needed. Offsets (not slices) survive the arena
-// growing while later strings are unescaped.
-type span struct {
-	off, end int
-	arena    bool
-}
-
-func (s span) empty() bool { return s.end == s.off }
 
 // choiceState is one element of "choices" while it is being parsed; only
 // the first one whose index is 0 (or absent) is kept.
 type choiceState struct {
 	index             int64
-	content, text     span
-	reasoningContent  span
-	reasoning         span
-	finish            span
+	content, text     jsonscan.Span
+	reasoningContent  jsonscan.Span
+	reasoning         jsonscan.Span
+	finish            jsonscan.Span
 	toolArgs          int
 	role, hasIndexInt bool
 	// callsFrom and callsTo are the choice's range of the decoder's calls.
@@ -211,34 +219,27 @@ func (d *ChunkDecoder) DecodeResponse(data []byte, c *Chunk) error {
 
 func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 	*c = Chunk{}
-	d.arena = d.arena[:0]
 	d.calls = d.calls[:0]
 	var callsFrom, callsTo int
 	p := &d.p
-	*p = parser{data: data, d: d, whole: whole}
+	p.d, p.whole = d, whole
+	p.Reset(data)
 	var (
-		content, text, reasoningContent, reasoning, finish span
-		errMsg, topMsg                                     span
+		content, text, reasoningContent, reasoning, finish jsonscan.Span
+		errMsg, topMsg                                     jsonscan.Span
 		isErr, objectIsError                               bool
 		vllmTiming, llamaTiming                            = noTiming, noTiming
 	)
-	p.ws()
-	if p.pos >= len(data) || data[p.pos] != '{' {
-		if p.pos >= len(data) {
-			return fmt.Errorf("%w: empty payload", ErrMalformed)
-		}
-		if err := p.value(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: payload is not a JSON object", ErrMalformed)
+	if err := p.Object(); err != nil {
+		return err
 	}
-	_, err := p.members(func(k []byte) (err error) {
+	_, err := p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "choices":
 			var ch choiceState
 			var found bool
 			c.HasChoices, found, err = p.choices(&ch)
-			content, text, reasoningContent, reasoning, finish = span{}, span{}, span{}, span{}, span{}
+			content, text, reasoningContent, reasoning, finish = jsonscan.Span{}, jsonscan.Span{}, jsonscan.Span{}, jsonscan.Span{}, jsonscan.Span{}
 			c.ToolArgs, c.Role = 0, false
 			callsFrom, callsTo = 0, 0
 			if found {
@@ -256,23 +257,22 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 		case "error":
 			isErr, errMsg, err = p.errorValue()
 		case "object":
-			var s span
+			var s jsonscan.Span
 			var ok bool
-			s, ok, err = p.stringOrSkip()
+			s, ok, err = p.Str()
 			objectIsError = ok && string(d.bytes(s)) == "error"
 		case "message":
-			topMsg, _, err = p.stringOrSkip()
+			topMsg, _, err = p.Str()
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	p.ws()
-	if p.pos != len(data) {
-		return p.syntax("after top-level value")
+	if err := p.End(); err != nil {
+		return err
 	}
 
 	c.Timing = mergeTiming(vllmTiming, llamaTiming)
@@ -294,9 +294,9 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 	}
 	if isErr || objectIsError {
 		switch {
-		case !errMsg.empty():
+		case !errMsg.Empty():
 			c.ErrMessage = d.bytes(errMsg)
-		case objectIsError && !topMsg.empty():
+		case objectIsError && !topMsg.Empty():
 			c.ErrMessage = d.bytes(topMsg)
 		default:
 			c.ErrMessage = unknownError
@@ -306,485 +306,27 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 }
 
 // bytes materialises a span; nil when empty.
-func (d *ChunkDecoder) bytes(s span) []byte {
-	if s.empty() {
-		return nil
-	}
-	if s.arena {
-		return d.arena[s.off:s.end:s.end]
-	}
-	return d.p.data[s.off:s.end:s.end]
-}
+func (d *ChunkDecoder) bytes(s jsonscan.Span) []byte { return d.p.Bytes(s) }
 
 // parser is the scanning state of one Decode.
 type parser struct {
-	data  []byte
-	pos   int
-	depth int
+	jsonscan.Scanner
 	d     *ChunkDecoder
 	whole bool // a non-streamed response: read a choice's "message" as its delta
-}
-
-func (p *parser) syntax(what string) error {
-	if p.pos >= len(p.data) {
-		return fmt.Errorf("%w: unexpected end of JSON %s", ErrMalformed, what)
-	}
-	return fmt.Errorf("%w: invalid character %q at offset %d %s", ErrMalformed, p.data[p.pos], p.pos, what)
-}
-
-func (p *parser) ws() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
-
-// peek skips whitespace and returns the next byte (0 at the end).
-func (p *parser) peek() byte {
-	p.ws()
-	if p.pos >= len(p.data) {
-		return 0
-	}
-	return p.data[p.pos]
-}
-
-func (p *parser) push() error {
-	p.depth++
-	if p.depth > maxDepth {
-		return fmt.Errorf("%w: nested deeper than %d", ErrMalformed, maxDepth)
-	}
-	return nil
-}
-
-// openObject consumes '{' and reports whether a member follows.
-func (p *parser) openObject() (bool, error) {
-	if p.peek() != '{' {
-		return false, p.syntax("looking for beginning of object")
-	}
-	return p.open('}')
-}
-
-// nextMember consumes ',' (true: another member follows) or '}' (false).
-func (p *parser) nextMember() (bool, error) { return p.next('}', "after object member") }
-
-// open consumes the opening bracket the caller has checked and reports
-// whether the container holds anything (false: it closed at once).
-func (p *parser) open(closer byte) (bool, error) {
-	p.pos++
-	if err := p.push(); err != nil {
-		return false, err
-	}
-	if p.peek() == closer {
-		p.pos++
-		p.depth--
-		return false, nil
-	}
-	return true, nil
-}
-
-// next consumes ',' (true: another member or element follows) or closer
-// (false).
-func (p *parser) next(closer byte, what string) (bool, error) {
-	switch p.peek() {
-	case ',':
-		p.pos++
-		return true, nil
-	case closer:
-		p.pos++
-		p.depth--
-		return false, nil
-	}
-	return false, p.syntax(what)
-}
-
-// key parses a member name and its colon. The result aliases the payload
-// or the decoder's key buffer and is valid until the next key.
-func (p *parser) key() ([]byte, error) {
-	if p.peek() != '"' {
-		return nil, p.syntax("looking for object key")
-	}
-	s, err := p.str(true, true)
-	if err != nil {
-		return nil, err
-	}
-	var k []byte
-	if s.arena {
-		k = p.d.keyBuf[s.off:s.end]
-	} else {
-		k = p.data[s.off:s.end]
-	}
-	if p.peek() != ':' {
-		return nil, p.syntax("after object key")
-	}
-	p.pos++
-	return k, nil
-}
-
-// members walks the object at the cursor, calling member with each key and
-// the cursor at its value, which member must consume. Any other value is
-// skipped, and obj is false.
-func (p *parser) members(member func(k []byte) error) (obj bool, err error) {
-	if p.peek() != '{' {
-		return false, p.value()
-	}
-	more, err := p.openObject()
-	for ; more && err == nil; more, err = p.nextMember() {
-		var k []byte
-		if k, err = p.key(); err != nil {
-			return true, err
-		}
-		if err = member(k); err != nil {
-			return true, err
-		}
-	}
-	return true, err
-}
-
-// openArray consumes '[' (the caller has peeked it) and reports whether an
-// element follows.
-func (p *parser) openArray() (bool, error) { return p.open(']') }
-
-// nextElement consumes ',' (true: another element follows) or ']' (false).
-func (p *parser) nextElement() (bool, error) { return p.next(']', "after array element") }
-
-// value validates and skips any JSON value.
-func (p *parser) value() error {
-	switch c := p.peek(); {
-	case c == '"':
-		_, err := p.str(false, false)
-		return err
-	case c == '{':
-		more, err := p.openObject()
-		for ; more && err == nil; more, err = p.nextMember() {
-			if _, err = p.key(); err != nil {
-				return err
-			}
-			if err = p.value(); err != nil {
-				return err
-			}
-		}
-		return err
-	case c == '[':
-		more, err := p.openArray()
-		for ; more && err == nil; more, err = p.nextElement() {
-			if err = p.value(); err != nil {
-				return err
-			}
-		}
-		return err
-	case c == '-' || (c >= '0' && c <= '9'):
-		_, _, err := p.number()
-		return err
-	case c == 't':
-		return p.literal("true")
-	case c == 'f':
-		return p.literal("false")
-	case c == 'n':
-		return p.literal("null")
-	}
-	return p.syntax("looking for beginning of value")
-}
-
-func (p *parser) literal(lit string) error {
-	if len(p.data)-p.pos >= len(lit) && string(p.data[p.pos:p.pos+len(lit)]) == lit {
-		p.pos += len(lit)
-		return nil
-	}
-	for i := 0; i < len(lit) && p.pos < len(p.data) && p.data[p.pos] == lit[i]; i++ {
-		p.pos++ // point the error at the first wrong byte
-	}
-	return p.syntax("in literal " + lit)
-}
-
-// number validates a JSON number and returns its value when it is an
-// integer literal (no fraction or exponent) that fits in int64.
-func (p *parser) number() (n int64, isInt bool, err error) {
-	d := p.data
-	i := p.pos
-	neg := false
-	if d[i] == '-' {
-		neg = true
-		i++
-	}
-	if i >= len(d) || d[i] < '0' || d[i] > '9' {
-		p.pos = i
-		return 0, false, p.syntax("in numeric literal")
-	}
-	// Accumulate the magnitude; -(1<<63) is the one value whose magnitude
-	// does not fit in int64.
-	limit := uint64(1<<63 - 1)
-	if neg {
-		limit++
-	}
-	var u uint64
-	isInt = true
-	if d[i] == '0' {
-		i++
-	} else {
-		for ; i < len(d) && d[i] >= '0' && d[i] <= '9'; i++ {
-			v := uint64(d[i] - '0')
-			if u > (limit-v)/10 {
-				isInt = false // valid JSON, but not an int64
-			}
-			u = u*10 + v
-		}
-	}
-	if i < len(d) && d[i] == '.' {
-		isInt = false
-		i++
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			p.pos = i
-			return 0, false, p.syntax("after decimal point in numeric literal")
-		}
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
-		isInt = false
-		i++
-		if i < len(d) && (d[i] == '+' || d[i] == '-') {
-			i++
-		}
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			p.pos = i
-			return 0, false, p.syntax("in exponent of numeric literal")
-		}
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-	}
-	p.pos = i
-	if !isInt {
-		return 0, false, nil
-	}
-	if neg {
-		return int64(-u), true, nil // two's complement: also right for -(1<<63)
-	}
-	return int64(u), true, nil
-}
-
-// intOrSkip returns the value of an integer literal; any other value is
-// validated, skipped and reported as !ok.
-func (p *parser) intOrSkip() (int64, bool, error) {
-	if c := p.peek(); c == '-' || (c >= '0' && c <= '9') {
-		return p.number()
-	}
-	return 0, false, p.value()
-}
-
-// stringOrSkip returns a string value's span; any other value is validated,
-// skipped and reported as !ok.
-func (p *parser) stringOrSkip() (span, bool, error) {
-	if p.peek() == '"' {
-		s, err := p.str(true, false)
-		return s, err == nil, err
-	}
-	return span{}, false, p.value()
-}
-
-// str parses the string at p.pos (a '"'). With keep, it returns the span of
-// its unescaped value: the raw bytes when they need no change, else a copy
-// in the arena (or, for keys, in keyBuf) with escapes decoded and each
-// invalid UTF-8 byte replaced by U+FFFD, as encoding/json does.
-func (p *parser) str(keep, isKey bool) (span, error) {
-	d := p.data
-	start := p.pos + 1
-	i := start
-	ascii := true
-	for i < len(d) {
-		c := d[i]
-		if plainASCII[c] {
-			i++
-			continue
-		}
-		switch {
-		case c == '"':
-			p.pos = i + 1
-			if !keep || ascii || utf8.Valid(d[start:i]) {
-				return span{off: start, end: i}, nil
-			}
-			return p.unescape(start, isKey)
-		case c == '\\':
-			if keep {
-				return p.unescape(start, isKey)
-			}
-			n, err := p.escapeLen(i)
-			if err != nil {
-				return span{}, err
-			}
-			i += n
-		case c < 0x20:
-			p.pos = i
-			return span{}, p.syntax("in string literal")
-		default:
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
-			i++
-		}
-	}
-	p.pos = i
-	return span{}, p.syntax("in string literal")
-}
-
-// plainASCII marks the bytes a string can hold that need no attention:
-// printable ASCII other than '"' and '\\'. A table lookup keeps the scan of
-// skipped strings (ids, model names) to a load and a branch per byte.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// escapeLen validates the escape sequence at d[i] ('\\') and returns its
-// length.
-func (p *parser) escapeLen(i int) (int, error) {
-	d := p.data
-	if i+1 >= len(d) {
-		p.pos = len(d)
-		return 0, p.syntax("in string escape code")
-	}
-	switch d[i+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return 2, nil
-	case 'u':
-		for j := i + 2; j < i+6; j++ {
-			if j >= len(d) || unhex(d[j]) < 0 {
-				p.pos = min(j, len(d))
-				return 0, p.syntax("in \\u hexadecimal character escape")
-			}
-		}
-		return 6, nil
-	}
-	p.pos = i + 1
-	return 0, p.syntax("in string escape code")
-}
-
-func unhex(c byte) rune {
-	switch {
-	case c >= '0' && c <= '9':
-		return rune(c - '0')
-	case c >= 'a' && c <= 'f':
-		return rune(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return rune(c-'A') + 10
-	}
-	return -1
-}
-
-// u4 decodes the \uXXXX at d[i], or returns -1 when there is none.
-func u4(d []byte, i int) rune {
-	if i+6 > len(d) || d[i] != '\\' || d[i+1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range d[i+2 : i+6] {
-		h := unhex(c)
-		if h < 0 {
-			return -1
-		}
-		r = r<<4 | h
-	}
-	return r
-}
-
-// unescape decodes the string starting at d[start] (just after its opening
-// quote) into the arena or keyBuf.
-func (p *parser) unescape(start int, isKey bool) (span, error) {
-	d := p.data
-	var out []byte
-	if isKey {
-		out = p.d.keyBuf[:0]
-	} else {
-		out = p.d.arena
-	}
-	off := len(out)
-	i := start
-	for {
-		if i >= len(d) {
-			p.pos = i
-			return span{}, p.syntax("in string literal")
-		}
-		c := d[i]
-		switch {
-		case c == '"':
-			p.pos = i + 1
-			if isKey {
-				p.d.keyBuf = out
-			} else {
-				p.d.arena = out
-			}
-			return span{off: off, end: len(out), arena: true}, nil
-		case c == '\\':
-			n, err := p.escapeLen(i)
-			if err != nil {
-				return span{}, err
-			}
-			switch e := d[i+1]; e {
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := u4(d, i)
-				if utf16.IsSurrogate(r) {
-					// A high surrogate followed by a low one is one
-					// character; anything else becomes U+FFFD and the next
-					// escape is decoded on its own, as in encoding/json.
-					if dec := utf16.DecodeRune(r, u4(d, i+6)); dec != utf8.RuneError {
-						out = utf8.AppendRune(out, dec)
-						n += 6
-						break
-					}
-					r = utf8.RuneError
-				}
-				out = utf8.AppendRune(out, r)
-			default: // '"', '\\', '/'
-				out = append(out, e)
-			}
-			i += n
-		case c < 0x20:
-			p.pos = i
-			return span{}, p.syntax("in string literal")
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(d[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
-			} else {
-				out = append(out, d[i:i+size]...)
-			}
-			i += size
-		}
-	}
 }
 
 // choices parses the "choices" value. It reports whether it was a
 // non-empty array and whether a choice with index 0 (or no index) was found,
 // which is then in ch. A non-array value is skipped.
 func (p *parser) choices(ch *choiceState) (nonEmpty, found bool, err error) {
-	if p.peek() != '[' {
-		return false, false, p.value()
+	if p.Peek() != '[' {
+		return false, false, p.Skip()
 	}
-	more, err := p.openArray()
+	more, err := p.OpenArray()
 	nonEmpty = more
-	for ; more && err == nil; more, err = p.nextElement() {
-		if p.peek() != '{' || found {
-			if err = p.value(); err != nil {
+	for ; more && err == nil; more, err = p.NextElement() {
+		if p.Peek() != '{' || found {
+			if err = p.Skip(); err != nil {
 				return false, false, err
 			}
 			continue
@@ -800,24 +342,24 @@ func (p *parser) choices(ch *choiceState) (nonEmpty, found bool, err error) {
 
 // choice parses one element of "choices".
 func (p *parser) choice(ch *choiceState) error {
-	_, err := p.members(func(k []byte) (err error) {
+	_, err := p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "index":
-			ch.index, ch.hasIndexInt, err = p.intOrSkip()
+			ch.index, ch.hasIndexInt, err = p.Int()
 		case "delta", "message":
 			if string(k) == "message" && !p.whole {
-				return p.value()
+				return p.Skip()
 			}
-			ch.content, ch.reasoningContent, ch.reasoning = span{}, span{}, span{}
+			ch.content, ch.reasoningContent, ch.reasoning = jsonscan.Span{}, jsonscan.Span{}, jsonscan.Span{}
 			ch.toolArgs, ch.role = 0, false
 			ch.callsFrom, ch.callsTo = 0, 0
 			return p.delta(ch)
 		case "text":
-			ch.text, _, err = p.stringOrSkip()
+			ch.text, _, err = p.Str()
 		case "finish_reason":
-			ch.finish, _, err = p.stringOrSkip()
+			ch.finish, _, err = p.Str()
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
@@ -828,16 +370,16 @@ func (p *parser) choice(ch *choiceState) error {
 // its "message"); any other value is skipped.
 func (p *parser) delta(ch *choiceState) error {
 	var toolCalls, functionCall int
-	_, err := p.members(func(k []byte) (err error) {
+	_, err := p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "content":
-			ch.content, _, err = p.stringOrSkip()
+			ch.content, _, err = p.Str()
 		case "reasoning_content":
-			ch.reasoningContent, _, err = p.stringOrSkip()
+			ch.reasoningContent, _, err = p.Str()
 		case "reasoning":
-			ch.reasoning, _, err = p.stringOrSkip()
+			ch.reasoning, _, err = p.Str()
 		case "role":
-			_, ch.role, err = p.stringOrSkip()
+			_, ch.role, err = p.Str()
 		case "tool_calls":
 			ch.callsFrom = len(p.d.calls)
 			toolCalls, err = p.toolCalls()
@@ -845,7 +387,7 @@ func (p *parser) delta(ch *choiceState) error {
 		case "function_call":
 			functionCall, _, _, err = p.function()
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
@@ -856,12 +398,12 @@ func (p *parser) delta(ch *choiceState) error {
 // toolCalls sums the function text of every element of "tool_calls" and
 // records each object element's strings in the decoder's calls.
 func (p *parser) toolCalls() (int, error) {
-	if p.peek() != '[' {
-		return 0, p.value()
+	if p.Peek() != '[' {
+		return 0, p.Skip()
 	}
 	total := 0
-	more, err := p.openArray()
-	for pos := 0; more && err == nil; more, err = p.nextElement() {
+	more, err := p.OpenArray()
+	for pos := 0; more && err == nil; more, err = p.NextElement() {
 		var n int
 		if n, err = p.toolCall(pos); err != nil {
 			return 0, err
@@ -878,21 +420,21 @@ func (p *parser) toolCalls() (int, error) {
 func (p *parser) toolCall(pos int) (n int, err error) {
 	cs := callSpans{index: pos}
 	var isObject bool
-	isObject, err = p.members(func(k []byte) (err error) {
+	isObject, err = p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "function":
 			n, cs.name, cs.args, err = p.function()
 		case "id":
-			cs.id, _, err = p.stringOrSkip()
+			cs.id, _, err = p.Str()
 		case "index":
 			var i int64
 			var ok bool
 			cs.index = pos // a repeated key's last value counts, as in encoding/json
-			if i, ok, err = p.intOrSkip(); ok && i >= 0 && i <= maxCallIndex {
+			if i, ok, err = p.Int(); ok && i >= 0 && i <= maxCallIndex {
 				cs.index = int(i)
 			}
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
@@ -908,26 +450,26 @@ const maxCallIndex = 1 << 16
 
 // function returns the unescaped length of a function object's name plus
 // arguments, and their spans; a non-object value counts 0.
-func (p *parser) function() (n int, name, args span, err error) {
-	_, err = p.members(func(k []byte) (err error) {
+func (p *parser) function() (n int, name, args jsonscan.Span, err error) {
+	_, err = p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "name":
-			name, _, err = p.stringOrSkip()
+			name, _, err = p.Str()
 		case "arguments":
-			args, _, err = p.stringOrSkip()
+			args, _, err = p.Str()
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
-	return (name.end - name.off) + (args.end - args.off), name, args, err
+	return name.Len() + args.Len(), name, args, err
 }
 
 // usage parses the "usage" value; null or a non-object gives Present false.
 func (p *parser) usage() (Usage, error) {
 	var u Usage
 	var err error
-	u.Present, err = p.members(func(k []byte) (err error) {
+	u.Present, err = p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "prompt_tokens":
 			u.PromptTokens, err = p.count()
@@ -938,7 +480,7 @@ func (p *parser) usage() (Usage, error) {
 		case "completion_tokens_details":
 			u.ReasoningTokens, err = p.detail("reasoning_tokens")
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
@@ -960,9 +502,9 @@ var (
 func (p *parser) timing(keys timingKeys) (Timing, error) {
 	t := noTiming
 	var err error
-	t.Present, err = p.members(func(k []byte) (err error) {
+	t.Present, err = p.Members(func(k []byte) (err error) {
 		if len(k) == 0 {
-			return p.value() // the keys a server lacks are ""
+			return p.Skip() // the keys a server lacks are ""
 		}
 		switch string(k) {
 		case keys.queue:
@@ -975,11 +517,11 @@ func (p *parser) timing(keys timingKeys) (Timing, error) {
 			var n int64
 			var ok bool
 			t.CachedTokens = -1
-			if n, ok, err = p.intOrSkip(); ok && n >= 0 && n <= maxUsageTokens {
+			if n, ok, err = p.Int(); ok && n >= 0 && n <= maxUsageTokens {
 				t.CachedTokens = int(n)
 			}
 		default:
-			err = p.value()
+			err = p.Skip()
 		}
 		return err
 	})
@@ -992,16 +534,16 @@ func (p *parser) timing(keys timingKeys) (Timing, error) {
 // millis returns a number of milliseconds as ns, or -1 for any other value
 // or one that cannot be a duration.
 func (p *parser) millis() (int64, error) {
-	if c := p.peek(); c != '-' && (c < '0' || c > '9') {
-		return -1, p.value()
+	if c := p.Peek(); c != '-' && (c < '0' || c > '9') {
+		return -1, p.Skip()
 	}
-	start := p.pos
-	if _, _, err := p.number(); err != nil {
+	start := p.Pos()
+	if _, _, err := p.Number(); err != nil {
 		return -1, err
 	}
 	// A number literal is short: the conversion of a slice this small to a
 	// string that does not escape stays on the stack.
-	v, err := strconv.ParseFloat(string(p.data[start:p.pos]), 64)
+	v, err := strconv.ParseFloat(string(p.Data()[start:p.Pos()]), 64)
 	if err != nil {
 		return -1, nil // out of float64's range: valid JSON, no duration
 	}
@@ -1025,7 +567,7 @@ func mergeTiming(vllm, llama Timing) Timing {
 
 // count returns an integer literal as an int, or 0 for any other value.
 func (p *parser) count() (int, error) {
-	n, ok, err := p.intOrSkip()
+	n, ok, err := p.Int()
 	if !ok || int64(int(n)) != n {
 		return 0, err
 	}
@@ -1034,12 +576,12 @@ func (p *parser) count() (int, error) {
 
 // detail returns the integer member name of a details object (0 if absent).
 func (p *parser) detail(name string) (v int, err error) {
-	_, err = p.members(func(k []byte) (err error) {
+	_, err = p.Members(func(k []byte) (err error) {
 		if string(k) == name {
 			v, err = p.count()
 			return err
 		}
-		return p.value()
+		return p.Skip()
 	})
 	return v, err
 }
@@ -1047,20 +589,20 @@ func (p *parser) detail(name string) (v int, err error) {
 // errorValue parses a top-level "error" member: an object or a string means
 // an error (null, as some servers send in every chunk, does not); its
 // message is error.message for an object, or the string itself.
-func (p *parser) errorValue() (isErr bool, msg span, err error) {
-	switch p.peek() {
+func (p *parser) errorValue() (isErr bool, msg jsonscan.Span, err error) {
+	switch p.Peek() {
 	case '"':
-		msg, err = p.str(true, false)
+		msg, _, err = p.Str()
 		return true, msg, err
 	case '{':
-		_, err = p.members(func(k []byte) (err error) {
+		_, err = p.Members(func(k []byte) (err error) {
 			if string(k) == "message" {
-				msg, _, err = p.stringOrSkip()
+				msg, _, err = p.Str()
 				return err
 			}
-			return p.value()
+			return p.Skip()
 		})
 		return true, msg, err
 	}
-	return false, span{}, p.value()
+	return false, jsonscan.Span{}, p.Skip()
 }

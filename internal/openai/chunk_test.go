@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/jsonscan"
 	"github.com/goodput/goodput/internal/sse"
 )
 
@@ -330,7 +331,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"NaN", `{"a":NaN}`},
 		{"unclosed array", `{"choices":[{"index":0}}`},
 		{"mismatched bracket", `{"a":[1}`},
-		{"too deep", `{"a":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`},
+		{"too deep", `{"a":` + strings.Repeat("[", jsonscan.MaxDepth) + strings.Repeat("]", jsonscan.MaxDepth) + `}`},
 	}
 	var d ChunkDecoder
 	var c Chunk
@@ -346,7 +347,7 @@ func TestDecodeMalformed(t *testing.T) {
 
 // TestDecodeDepthLimit pins the nesting limit to encoding/json's.
 func TestDecodeDepthLimit(t *testing.T) {
-	for _, depth := range []int{maxDepth - 1, maxDepth, maxDepth + 1} {
+	for _, depth := range []int{jsonscan.MaxDepth - 1, jsonscan.MaxDepth, jsonscan.MaxDepth + 1} {
 		// depth counts the top-level object: 1 + (depth-1) arrays.
 		in := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
 		var d ChunkDecoder

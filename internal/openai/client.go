@@ -69,6 +69,11 @@ type Request struct {
 	Prompt string
 	// Messages is the chat conversation.
 	Messages []Message
+	// PreviousResponseID chains the request to an earlier answer of the
+	// Responses API (sent as previous_response_id; the server keeps the
+	// conversation), so Messages then hold only the turn's new messages.
+	// "" sends the whole conversation; other protocols ignore it.
+	PreviousResponseID string
 	// MaxTokens caps the output (sent as max_tokens); 0 sends none.
 	MaxTokens int
 	// PromptTokens is the prompt length the workload intended (0 unknown).
@@ -83,11 +88,16 @@ type Request struct {
 type Config struct {
 	// BaseURL is the server root, e.g. http://127.0.0.1:8000.
 	BaseURL string
-	// Endpoint is the path, e.g. /v1/completions or /v1/chat/completions.
+	// Protocol is the wire API (nil: the OpenAI one Endpoint implies, see
+	// ProtocolFor).
+	Protocol Protocol
+	// Endpoint is the path, e.g. /v1/completions or /v1/chat/completions
+	// ("": the protocol's own).
 	Endpoint string
 	// Model is the model id to request.
 	Model string
-	// APIKey is sent as a bearer token; it is never logged or recorded.
+	// APIKey is sent as the protocol sends it (a bearer token, Anthropic's
+	// x-api-key); it is never logged or recorded.
 	APIKey string
 	// Headers are extra request headers.
 	Headers http.Header
@@ -151,13 +161,13 @@ type Config struct {
 
 // Client sends streaming requests and measures them.
 type Client struct {
-	cfg     Config
-	base    *url.URL // the parsed BaseURL
-	url     string
-	chat    bool
-	hc      *http.Client
-	fresh   *http.Client // for a retry after a reused connection raced a closing server
-	authHdr string
+	cfg   Config
+	base  *url.URL // the parsed BaseURL
+	url   string
+	proto Protocol
+	hc    *http.Client
+	fresh *http.Client // for a retry after a reused connection raced a closing server
+	auth  http.Header  // the protocol's key header, made once
 	// closes is set once the server was seen closing a kept-alive
 	// connection under a request (llama.cpp does after every stream); from
 	// then on every request gets a fresh connection, as vLLM's client does.
@@ -200,8 +210,14 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &ConfigError{Field: "BaseURL", Value: cfg.BaseURL, Err: errors.New("want http(s)://host[:port]")}
 	}
+	if cfg.Protocol == nil {
+		cfg.Protocol = ProtocolFor(cfg.Endpoint)
+	}
 	if cfg.Endpoint == "" {
-		cfg.Endpoint = "/v1/completions"
+		cfg.Endpoint = cfg.Protocol.Path()
+	}
+	if !cfg.Protocol.Streams() {
+		cfg.NoStream = true // measured whole, whatever was asked
 	}
 	if !strings.HasPrefix(cfg.Endpoint, "/") {
 		cfg.Endpoint = "/" + cfg.Endpoint
@@ -211,16 +227,17 @@ func NewClient(cfg Config) (*Client, error) {
 		cfg.Now = func() int64 { return int64(time.Since(start)) }
 	}
 	c := &Client{
-		cfg:  cfg,
-		base: u,
-		url:  joinURL(u, cfg.Endpoint),
-		chat: strings.Contains(cfg.Endpoint, "chat"),
+		cfg:   cfg,
+		base:  u,
+		url:   joinURL(u, cfg.Endpoint),
+		proto: cfg.Protocol,
+		auth:  http.Header{},
 	}
-	if cfg.APIKey != "" {
-		c.authHdr = "Bearer " + cfg.APIKey
-	}
+	cfg.Protocol.Auth(c.auth, cfg.APIKey)
 	c.pool.New = func() any {
-		return &streamState{sr: sse.NewReader(nil, c.cfg.Now, sse.DefaultBufSize)}
+		st := &streamState{sr: sse.NewReader(nil, c.cfg.Now, sse.DefaultBufSize), dec: c.proto.NewDecoder()}
+		st.meter.SetDecoder(c.proto.NewDecoder())
+		return st
 	}
 	conns := max(cfg.MaxConns, 16)
 	c.hc = &http.Client{Transport: newTransport(conns, false, cfg.Insecure), CheckRedirect: c.checkRedirect}
@@ -323,8 +340,12 @@ func origin(u *url.URL) string {
 	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
-// Chat reports whether the endpoint is a chat endpoint.
-func (c *Client) Chat() bool { return c.chat }
+// Chat reports whether requests carry a conversation (chat completions,
+// Responses, Messages), so sessions can run over the client.
+func (c *Client) Chat() bool { return c.proto.Chat() }
+
+// Protocol is the client's wire API.
+func (c *Client) Protocol() Protocol { return c.proto }
 
 func newTransport(conns int, noKeepAlive, insecure bool) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -365,61 +386,15 @@ func (c *Client) Close() {
 	c.fresh.CloseIdleConnections()
 }
 
-// toolDecls declares each named tool as a function of one string argument:
-// a workload knows the tools' names, not their schemas, and a model needs
-// a schema to call them.
-func toolDecls(names []string) []map[string]any {
-	out := make([]map[string]any, len(names))
-	for i, n := range names {
-		out[i] = map[string]any{"type": "function", "function": map[string]any{
-			"name":        n,
-			"description": "The " + n + " tool. Call it when its result would help answer.",
-			"parameters": map[string]any{
-				"type":       "object",
-				"properties": map[string]any{"query": map[string]any{"type": "string", "description": "what to " + n}},
-				"required":   []string{"query"},
-			},
-		}}
-	}
-	return out
-}
-
 // Body encodes the JSON request body for r. It is separate from Stream so a
 // load generator can build bodies before their send time.
 func (c *Client) Body(r *Request) ([]byte, error) {
 	m := make(map[string]any, 8+len(c.cfg.ExtraBody))
 	m["model"] = c.cfg.Model
-	if c.chat {
-		msgs := r.Messages
-		if len(msgs) == 0 {
-			msgs = []Message{{Role: "user", Content: r.Prompt}}
-		}
-		m["messages"] = msgs
-		if len(r.Tools) > 0 {
-			m["tools"] = toolDecls(r.Tools)
-		}
-	} else {
-		m["prompt"] = r.Prompt
-	}
-	if r.MaxTokens > 0 {
-		field := c.cfg.MaxTokensField
-		if field == "" {
-			field = "max_tokens"
-		}
-		m[field] = r.MaxTokens
-	}
-	m["stream"] = !c.cfg.NoStream
-	if !c.cfg.NoStream {
-		// stream_options is allowed only with streaming (vLLM rejects it
-		// otherwise); a whole answer carries its usage anyway.
-		so := map[string]any{"include_usage": true}
-		if c.cfg.ContinuousUsage {
-			so["continuous_usage_stats"] = true
-		}
-		m["stream_options"] = so
-	}
-	if c.cfg.IgnoreEOS {
-		m["ignore_eos"] = true
+	err := c.proto.Body(m, r, BodyOptions{MaxTokensField: c.cfg.MaxTokensField, Stream: !c.cfg.NoStream,
+		ContinuousUsage: c.cfg.ContinuousUsage, IgnoreEOS: c.cfg.IgnoreEOS})
+	if err != nil {
+		return nil, fmt.Errorf("request %s: %w", r.ID, err)
 	}
 	for k, v := range c.cfg.ExtraBody {
 		m[k] = v
@@ -572,6 +547,9 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(rd, 4096))
 		rec.End = c.cfg.Now()
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			rec.RetryAfterNs = int64(RetryAfter(resp.Header, time.Now()))
+		}
 		c.fail(rec, runlog.StatusClass(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, errorText(msg)))
 		return false
 	}
@@ -760,6 +738,7 @@ func (c *Client) read(ctx context.Context, body io.Reader, rec *runlog.Record) (
 	st.sr.SetMaxEventSize(maxEvent)
 	m := &st.meter
 	m.Reset(rec)
+	st.dec.Reset()
 	keep := c.cfg.KeepText
 	st.text = st.text[:0]
 	var tokens int64
@@ -856,7 +835,7 @@ func (st *streamState) keepText(data []byte) {
 	if len(data) == 0 || bytes.Equal(data, doneMarker) {
 		return
 	}
-	if st.dec.Decode(data, &st.ch) == nil {
+	if st.dec.Decode(data, &st.ch) == nil && st.ch.Inputs == 0 {
 		st.text = append(st.text, st.ch.Content...)
 	}
 }
@@ -885,7 +864,13 @@ func (c *Client) readWhole(ctx context.Context, body io.Reader, rec *runlog.Reco
 		c.fail(rec, runlog.ErrMalformed, fmt.Sprintf("response body over %d MiB", maxWholeBody>>20))
 		return
 	}
-	text := MeasureWhole(rec, b, at, rec.RequestedPromptTokens)
+	st := c.pool.Get().(*streamState)
+	st.dec.Reset()
+	text := MeasureWholeWith(st.dec, rec, b, at, rec.RequestedPromptTokens)
+	c.pool.Put(st)
+	if !c.proto.Streams() && rec.Embeddings == 0 {
+		c.fail(rec, runlog.ErrBadResponse, "the answer holds no embedding")
+	}
 	if c.cfg.KeepText {
 		rec.GeneratedText = text
 	}
@@ -899,7 +884,7 @@ type streamState struct {
 	meter StreamMeter
 	// For KeepText and non-streamed answers: a decoder of their own, and
 	// the text kept so far.
-	dec  ChunkDecoder
+	dec  EventDecoder
 	ch   Chunk
 	text []byte
 }
@@ -1168,8 +1153,8 @@ func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }
 // setAuth puts the API key and the user's --header values on h (the user's
 // win, as they are set last).
 func (c *Client) setAuth(h http.Header) {
-	if c.authHdr != "" {
-		h["Authorization"] = []string{c.authHdr}
+	for k, v := range c.auth {
+		h[k] = v
 	}
 	for k, v := range c.cfg.Headers {
 		h[k] = v

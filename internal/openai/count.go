@@ -105,7 +105,7 @@ type Counter struct {
 // NewCounter returns a Counter for c's server and endpoint.
 func NewCounter(c *Client) *Counter {
 	k := &Counter{c: c, forms: completionForms}
-	if c.chat {
+	if c.Chat() {
 		k.forms = chatForms
 	}
 	return k

@@ -26,7 +26,7 @@ var doneMarker = []byte("[DONE]")
 type StreamMeter struct {
 	rec *runlog.Record
 
-	dec   ChunkDecoder
+	dec   EventDecoder // nil: an OpenAI ChunkDecoder, made on first use
 	ch    Chunk
 	think ThinkSplitter
 
@@ -69,7 +69,14 @@ func (m *StreamMeter) Reset(rec *runlog.Record) {
 	calls := m.calls[:0]
 	*m = StreamMeter{rec: rec, dec: dec, finish: finish, firstToken: true, calls: calls, timing: noTiming}
 	rec.Chunks = rec.Chunks[:0]
+	if dec != nil {
+		dec.Reset()
+	}
 }
+
+// SetDecoder makes m read another protocol's events (nil: OpenAI's). It
+// holds across Reset.
+func (m *StreamMeter) SetDecoder(d EventDecoder) { m.dec = d }
 
 // Event handles one dispatched event whose data arrived at at (ns);
 // truncated marks an event cut off by the end of the stream. It reports
@@ -87,6 +94,9 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 		return false
 	}
 	ch := &m.ch
+	if m.dec == nil {
+		m.dec = &ChunkDecoder{}
+	}
 	if err := m.dec.Decode(data, ch); err != nil {
 		m.stopped = true
 		rec.End = at
@@ -125,6 +135,14 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 		// The last report counts: llama.cpp with timings_per_token sends
 		// its running timings in every chunk.
 		m.timing = ch.Timing
+	}
+	if len(ch.ResponseID) > 0 {
+		rec.ResponseID = string(ch.ResponseID)
+	}
+	if ch.End {
+		// The protocol's own end event: what it carried (usage, a last
+		// delta) counts, then the stream is over as at [DONE].
+		defer func() { m.done, m.stopped, rec.End = true, true, at }()
 	}
 	if vis+hid == 0 {
 		if ch.Usage.Present {
@@ -227,7 +245,7 @@ func (m *StreamMeter) EOF(at int64) {
 	if !m.stopped {
 		m.rec.End = at
 		if !m.done && len(m.finish) == 0 {
-			m.fail(runlog.ErrStream, "stream ended without [DONE] or finish_reason")
+			m.fail(runlog.ErrStream, "stream ended without [DONE] (or its protocol's end event) or a finish reason")
 		}
 	}
 	m.stopped = true

@@ -22,6 +22,14 @@ import (
 // The bench client (--no-stream, or a server ignoring "stream") and the
 // proxy both measure whole answers with it.
 func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
+	return MeasureWholeWith(&ChunkDecoder{}, rec, body, at, estPrompt)
+}
+
+// MeasureWholeWith is MeasureWhole for another protocol's answer, read by
+// dec. An embeddings answer (Chunk.Inputs > 0) carries no token: the record
+// counts its inputs (Record.Embeddings) and its prompt tokens, and its
+// latency is the whole answer's.
+func MeasureWholeWith(dec EventDecoder, rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
 	rec.End = at
 	rec.Chunks = rec.Chunks[:0]
 	rec.WholeAnswer = true
@@ -31,7 +39,6 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 			rec.PromptTokens = max(estPrompt, 0)
 		}
 	}()
-	var dec ChunkDecoder
 	var ch Chunk
 	if err := dec.DecodeResponse(body, &ch); err != nil {
 		failRecord(rec, runlog.ErrMalformed, "response: "+err.Error())
@@ -42,6 +49,16 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 		return ""
 	}
 	rec.FinishReason = string(ch.FinishReason)
+	if len(ch.ResponseID) > 0 {
+		rec.ResponseID = string(ch.ResponseID)
+	}
+	if ch.Inputs > 0 {
+		rec.Embeddings = ch.Inputs
+		if u := ch.Usage; u.Present && u.PromptTokens > 0 && u.PromptTokens <= maxUsageTokens {
+			rec.PromptTokens, rec.TokenSource = u.PromptTokens, runlog.TokensUsage
+		}
+		return ""
+	}
 	if len(ch.ToolCalls) > 0 {
 		var m StreamMeter
 		for _, d := range ch.ToolCalls {

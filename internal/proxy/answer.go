@@ -108,7 +108,7 @@ func (a *answerBody) Close() error {
 		rec.ErrorClass, rec.Error = runlog.ErrMalformed, fmt.Sprintf("JSON answer over %d bytes not measured", a.keep)
 	default:
 		a.ex.whole = true
-		openai.MeasureWhole(rec, a.buf, rec.End, ri.promptTokens)
+		openai.MeasureWholeWith(decoderFor(a.ex.route), rec, a.buf, rec.End, ri.promptTokens)
 	}
 	a.p.finish(a.ex, rec)
 	if errors.Is(err, io.EOF) {

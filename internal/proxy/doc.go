@@ -2,8 +2,9 @@
 // clients and an OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, a
 // commercial API) and it passes every request and response through
 // unchanged, flushing streamed responses event by event, while it measures
-// each streamed /v1/completions and /v1/chat/completions request exactly as
-// goodput bench measures its own: TTFT, time to publish, inter-token
+// each streamed /v1/completions, /v1/chat/completions, /v1/responses and
+// /v1/messages (Anthropic) request, and each /v1/embeddings request,
+// exactly as goodput bench measures its own: TTFT, time to publish, inter-token
 // latency, TPOT, end-to-end latency, tokens from usage or counted, cached
 // tokens, error class.
 //

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/anthropic"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/redact"
@@ -99,7 +100,8 @@ type Options struct {
 // Proxy is a transparent reverse proxy for an OpenAI-compatible server. It
 // passes every request and response through unchanged (status, headers,
 // body), flushing streamed responses chunk by chunk, and measures each
-// streamed /v1/completions and /v1/chat/completions request the way
+// streamed completions, chat completions, Responses and Messages request
+// (and each embeddings request) the way
 // goodput bench measures its own: a runlog.Record per request, fed to
 // promexport.Metrics and to the records file.
 //
@@ -420,7 +422,7 @@ func (p *Proxy) prepareBody(ex *exchange, r *http.Request) error {
 	}
 	ex.body = b
 	ri := ex.info()
-	if ri.ok && ri.stream && !ri.includeUsage {
+	if ri.ok && ri.stream && !ri.includeUsage && openaiChunks(ex.route) {
 		if nb, err := injectUsage(b); err == nil {
 			b = nb
 			ex.injected = true
@@ -492,6 +494,26 @@ func isEventStream(h http.Header) bool {
 	return identityEncoded(h)
 }
 
+// openaiChunks reports whether a route streams OpenAI chat or completions
+// chunks, whose usage the proxy may ask for (stream_options) and strip.
+// The Messages and Responses APIs always send their usage.
+func openaiChunks(route string) bool {
+	return route == promexport.RouteChat || route == promexport.RouteCompletions
+}
+
+// decoderFor makes the decoder of a route's answers.
+func decoderFor(route string) openai.EventDecoder {
+	switch route {
+	case promexport.RouteMessages:
+		return anthropic.Messages.NewDecoder()
+	case promexport.RouteResponses:
+		return openai.Responses.NewDecoder()
+	case promexport.RouteEmbeddings:
+		return openai.Embeddings.NewDecoder()
+	}
+	return &openai.ChunkDecoder{}
+}
+
 // identityEncoded reports whether a response body is not compressed.
 func identityEncoded(h http.Header) bool {
 	enc := h.Get("Content-Encoding")
@@ -527,15 +549,19 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 		return nil
 	}
-	if resp.StatusCode == http.StatusOK && ex.info().stream && identityEncoded(resp.Header) {
+	measured := ex.info().stream || ex.route == promexport.RouteEmbeddings // embeddings are never streamed
+	if resp.StatusCode == http.StatusOK && measured && identityEncoded(resp.Header) {
 		// A streamed request answered with a whole JSON body (a server
 		// that ignores "stream") or with something else entirely (an
 		// HTML error page from a gateway): measured as it passes.
 		resp.Body = newAnswerBody(p, ex, resp.Body, resp.Header.Get("Content-Type"))
 		return nil
 	}
-	if resp.StatusCode != http.StatusOK && ex.info().stream {
+	if resp.StatusCode != http.StatusOK && measured {
 		rec := &runlog.Record{Status: resp.StatusCode, End: p.now(), TokenSource: runlog.TokensCounted}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			rec.RetryAfterNs = int64(openai.RetryAfter(resp.Header, time.Now()))
+		}
 		class := runlog.StatusClass(resp.StatusCode)
 		// The status only: an upstream's error text may quote the request
 		// (or its credentials), and the client gets the body anyway.
@@ -687,6 +713,7 @@ func (p *Proxy) putTap(t *tap) {
 	if t.maxEvent > maxPooledBytes {
 		// The decoder's buffer grew with the event: start afresh.
 		t.m = openai.StreamMeter{}
+		clear(t.decs)
 	}
 	t.maxEvent = 0
 	p.taps.Put(t)

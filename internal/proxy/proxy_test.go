@@ -464,14 +464,14 @@ func TestOtherRequestsPassUntouched(t *testing.T) {
 		io.Copy(w, r.Body)
 	})
 	h := newHarness(t, up, nil)
-	resp, body, err := h.post(context.Background(), "/v1/embeddings?x=1", []byte("raw bytes \x00\xff"), nil)
+	resp, body, err := h.post(context.Background(), "/v1/audio/speech?x=1", []byte("raw bytes \x00\xff"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if resp.StatusCode != 201 || string(body) != "raw bytes \x00\xff" || resp.Header.Get("X-Up") != "1" {
 		t.Errorf("response = %d %q X-Up=%q; want 201, the echoed body, X-Up=1", resp.StatusCode, body, resp.Header.Get("X-Up"))
 	}
-	if gotPath != "/v1/embeddings" || gotQuery != "x=1" || gotHost != h.up.Listener.Addr().String() {
+	if gotPath != "/v1/audio/speech" || gotQuery != "x=1" || gotHost != h.up.Listener.Addr().String() {
 		t.Errorf("upstream saw path %q query %q host %q", gotPath, gotQuery, gotHost)
 	}
 	if got := testutil.ToFloat64(h.p.unmeasured.WithLabelValues(promexport.RouteOther, "2xx")); got != 1 {

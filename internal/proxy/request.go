@@ -40,6 +40,11 @@ type wireRequest struct {
 	Messages []struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
+	// System is Anthropic's top-level system prompt; Input and
+	// Instructions are the Responses API's.
+	System       json.RawMessage `json:"system"`
+	Input        json.RawMessage `json:"input"`
+	Instructions json.RawMessage `json:"instructions"`
 }
 
 // inspect reads a request body. It never fails: a body it cannot read
@@ -58,7 +63,31 @@ func inspect(body []byte) reqInfo {
 	for _, m := range w.Messages {
 		ri.promptTokens += contentTokens(m.Content)
 	}
+	ri.promptTokens += contentTokens(w.System) + contentTokens(w.Instructions) + inputTokens(w.Input)
 	return ri
+}
+
+// inputTokens estimates a Responses input: a string, or items whose
+// content (a string or text parts), output (a tool result) or arguments
+// (a tool call) are counted.
+func inputTokens(raw json.RawMessage) int {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return contentTokens(raw)
+	}
+	var items []struct {
+		Content   json.RawMessage `json:"content"`
+		Output    json.RawMessage `json:"output"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return 0
+	}
+	n := 0
+	for _, it := range items {
+		n += contentTokens(it.Content) + contentTokens(it.Output) + contentTokens(it.Arguments)
+	}
+	return n
 }
 
 // promptTokens estimates a completions prompt: a string, an array of

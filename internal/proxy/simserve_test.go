@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/anthropic"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
@@ -27,9 +28,10 @@ func TestThroughSimulator(t *testing.T) {
 		}
 	}()
 	h := newHarness(t, nil, func(o *Options) { o.Upstream = upURL })
-	for _, endpoint := range []string{"/v1/completions", "/v1/chat/completions"} {
+	for _, proto := range []openai.Protocol{openai.Completions, openai.ChatCompletions, openai.Responses, anthropic.Messages, openai.Embeddings} {
+		endpoint := proto.Path()
 		t.Run(endpoint, func(t *testing.T) {
-			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Endpoint: endpoint, ContinuousUsage: true, IgnoreEOS: true})
+			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Protocol: proto, ContinuousUsage: true, IgnoreEOS: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,12 +49,19 @@ func TestThroughSimulator(t *testing.T) {
 			}
 			var client runlog.Record
 			c.Stream(ctx, req, body, &client)
-			if !client.OK() || client.CompletionTokens != 12 {
-				t.Fatalf("client record: %s %s, %d tokens; want ok, 12", client.ErrorClass, client.Error, client.CompletionTokens)
+			want := 12
+			if !proto.Streams() {
+				want = 0 // embeddings generate nothing
+			}
+			if !client.OK() || client.CompletionTokens != want {
+				t.Fatalf("client record: %s %s, %d tokens; want ok, %d", client.ErrorClass, client.Error, client.CompletionTokens, want)
 			}
 			got := h.waitRecords(before + 1)[before]
 			if diff := cmp.Diff(shapeOf(&client), shapeOf(&got)); diff != "" {
 				t.Errorf("proxy record differs from the client's (-client +proxy):\n%s", diff)
+			}
+			if got.Embeddings != client.Embeddings || got.PromptTokens == 0 {
+				t.Errorf("proxy record: %d embeddings, %d prompt tokens; client's %d embeddings", got.Embeddings, got.PromptTokens, client.Embeddings)
 			}
 			// The proxy sends after the client and sees each chunk before
 			// it: its TTFT and E2E can only be shorter.

@@ -34,6 +34,8 @@ type tap struct {
 	rec  runlog.Record
 	fr   framer
 	m    openai.StreamMeter
+	// decs are the tap's decoders by route, made on first use.
+	decs map[string]openai.EventDecoder
 
 	// pending are bytes handed out but not yet parsed, and their arrival.
 	pending   []byte
@@ -75,6 +77,15 @@ func (t *tap) reset(p *Proxy, ex *exchange, body io.ReadCloser, strip bool) {
 	t.p, t.ex, t.body, t.strip = p, ex, body, strip
 	t.rec = runlog.Record{Chunks: t.rec.Chunks[:0]}
 	t.fr.reset()
+	dec := t.decs[ex.route]
+	if dec == nil {
+		if t.decs == nil {
+			t.decs = map[string]openai.EventDecoder{}
+		}
+		dec = decoderFor(ex.route)
+		t.decs[ex.route] = dec
+	}
+	t.m.SetDecoder(dec)
 	t.m.Reset(&t.rec)
 	t.pending, t.pendingAt = t.pending[:0], 0
 	t.feedBuf, t.feedAt, t.feedStart = nil, 0, 0

@@ -208,6 +208,10 @@ func conditionsJSON(s *stats.Summary, meta *runlog.Meta, lv *runlog.Level) *obje
 	o.set("first_send_s", pyFloat(float64(s.FirstSendNs)/1e9))
 	o.set("last_end_s", pyFloat(float64(s.LastEndNs)/1e9))
 	o.set("input_throughput", pyFloat(s.InputThroughput))
+	if s.Embeddings > 0 {
+		o.set("total_embeddings", s.Embeddings)
+		o.set("embedding_throughput", pyFloat(s.EmbeddingThroughput))
+	}
 	o.set("reasoning_tokens", s.ReasoningTokens)
 	o.set("cached_tokens", s.CachedTokens)
 	o.set("cached_share", pyFloat(s.CachedShare))

@@ -152,6 +152,9 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 	t.line("Total input tokens:", strconv.FormatInt(s.InputTokens, 10))
 	t.line("Total generated tokens:", strconv.FormatInt(s.OutputTokens, 10))
 	t.line("Request throughput (req/s):", f2(s.RequestThroughput))
+	if s.Embeddings > 0 {
+		t.line("Embedding throughput (inputs/s):", f2(s.EmbeddingThroughput))
+	}
 	if s.SLO.Set {
 		t.line("Request goodput (req/s):", f2(s.SLO.Goodput))
 	}
@@ -200,6 +203,15 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 		for _, fc := range failureClasses(s.Failures) {
 			t.line(string(fc)+":", strconv.Itoa(s.Failures[fc]))
 		}
+		if n := s.Failures[runlog.ErrHTTP429]; n > 0 {
+			// A rate limit is the vendor's policy, not a server failure:
+			// say so beside the count, with the wait it advertised.
+			wait := "no wait advertised"
+			if r := s.RetryAfter; r.N > 0 {
+				wait = fmt.Sprintf("advertised wait P50 %s ms, max %s ms (%d answers said)", f2(r.Median), f2(r.Max), r.N)
+			}
+			t.line("  rate limited, not failed:", wait)
+		}
 	}
 
 	t.header("Conditions", '-')
@@ -222,7 +234,22 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 // no sample or an unselected metric.
 func bucketTable(w io.Writer, s *stats.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Input\tRequests\tFailed\tTTFT P50\tTTFT P99\tTPOT P50\tTPOT P99\tE2EL P99")
+	// The columns of the metrics the run measured: a run of whole answers
+	// (--no-stream, embeddings) has no TTFT or TPOT to show.
+	type col struct {
+		name string
+		p    float64
+	}
+	var cols []col
+	head := "Input\tRequests\tFailed"
+	for _, c := range []col{{stats.MetricTTFT, 50}, {stats.MetricTTFT, 99}, {stats.MetricTPOT, 50}, {stats.MetricTPOT, 99}, {stats.MetricE2E, 99}} {
+		if !measured(s, c.name) {
+			continue
+		}
+		cols = append(cols, c)
+		head += "\t" + map[string]string{stats.MetricTTFT: "TTFT", stats.MetricTPOT: "TPOT", stats.MetricE2E: "E2EL"}[c.name] + " P" + strconv.Itoa(int(c.p))
+	}
+	fmt.Fprintln(tw, head)
 	for i := range s.Buckets {
 		b := &s.Buckets[i]
 		cell := func(name string, p float64) string {
@@ -236,12 +263,28 @@ func bucketTable(w io.Writer, s *stats.Summary) {
 			}
 			return f2(v)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Label, b.Requests, b.Failed,
-			cell(stats.MetricTTFT, 50), cell(stats.MetricTTFT, 99),
-			cell(stats.MetricTPOT, 50), cell(stats.MetricTPOT, 99), cell(stats.MetricE2E, 99))
+		fmt.Fprintf(tw, "%s\t%d\t%d", b.Label, b.Requests, b.Failed)
+		for _, c := range cols {
+			fmt.Fprintf(tw, "\t%s", cell(c.name, c.p))
+		}
+		fmt.Fprintln(tw)
 	}
 	// Flush only fails if w does, and w is a bytes.Buffer.
 	_ = tw.Flush()
+}
+
+// measured reports whether the summary carries metric name: one of its
+// selected metrics (every one when the run selected none).
+func measured(s *stats.Summary, name string) bool {
+	if len(s.Metrics) == 0 {
+		return true
+	}
+	for _, m := range s.Metrics {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // failureClasses orders the classes seen: runlog's known order, then any

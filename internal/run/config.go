@@ -72,6 +72,14 @@ type Config struct {
 	// Scrape, when set, polls the server's metrics endpoints during a
 	// wall-clock run (the records file keeps every scrape).
 	Scrape *ScrapeConfig
+	// Shard, when set, makes the run one shard of a run split over several
+	// processes: it sends only its share of the one global schedule (see
+	// Shard); nil for a whole run.
+	Shard *Shard
+	// StartAt, when set, is the wall-clock instant the measured schedule
+	// starts from (its time zero), so that processes started apart send
+	// one schedule; zero starts once the run is ready.
+	StartAt time.Time
 	// Output names the files the run writes.
 	Output Output
 	// Metadata is the user's key/values, stored with the run.
@@ -140,6 +148,10 @@ type Output struct {
 	// Filter passes every byte written to files (credentials blanked);
 	// nil writes as is.
 	Filter func(io.Writer) io.Writer
+
+	// shard is a sharded run's identity, for its meta line and file names
+	// (set once the shard has agreed its start, before they are written).
+	shard *runlog.Shard
 }
 
 // Hooks let the caller watch a run; every field may be nil.

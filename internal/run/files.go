@@ -44,6 +44,10 @@ func (o *Output) paths(label, model string, conc int, load, stamp string) (resul
 		if i := strings.LastIndex(model, "/"); i >= 0 {
 			model = model[i+1:]
 		}
+		if sh := o.shard; sh != nil {
+			// Shards started in the same second must not clash.
+			stamp = fmt.Sprintf("shard%d-of-%d-%s", sh.Index, sh.Count, stamp)
+		}
 		name = fmt.Sprintf("%s-%s%s-%s-%s.json", sanitize(label), load, cs, sanitize(model), stamp)
 	}
 	result = filepath.Join(o.Dir, name)
@@ -104,6 +108,9 @@ func exists(path string) bool {
 // when the result will be saved, the result file). An empty *records means
 // no records file (nil, nil).
 func (o *Output) openRecords(result, records *string, meta *runlog.Meta) (*recordsFile, error) {
+	// A shard's identity is known only once it agreed its start: its meta
+	// line gets it here, where the line is written.
+	meta.Shard = o.shard
 	if !o.Overwrite && o.Saving && o.ResultName != "" && exists(*result) {
 		return nil, &FileExistsError{Field: "ResultName", Path: *result}
 	}

@@ -56,6 +56,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 				return err
 			}
 		}
+		if err := report.ShardsTerminal(w, r.Shards); err != nil {
+			return err
+		}
 		if f := r.Focus; f >= 0 && f < len(r.Sweep.Points) {
 			p := r.Sweep.Points[f]
 			fmt.Fprintf(w, "Findings for level %d (%s) and the sweep:\n", p.Index, p.Level.Label)
@@ -77,12 +80,18 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
 			return err
 		}
+		if err := report.ShardsTerminal(w, r.Shards); err != nil {
+			return err
+		}
 		return report.FindingsTerminal(w, r.Findings)
 	}
 	if err := r.levelBlocks(w, o.TermOptions, true); err != nil {
 		return err
 	}
-	return report.SessionsTerminal(w, r.Sessions, o.TermOptions)
+	if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
+		return err
+	}
+	return report.ShardsTerminal(w, r.Shards)
 }
 
 // levelBlocks prints each level's summary (and, with fs, its findings),
@@ -190,6 +199,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	if r.Sessions != nil {
 		doc["sessions"] = report.SessionsJSON(r.Sessions)
 	}
+	if m := report.ShardsJSON(r.Shards); m != nil {
+		doc["shards"] = m
+	}
 	switch {
 	case r.Pareto != nil:
 		doc["pareto"] = report.ParetoJSON(r.Pareto, r.ParetoGPUs)
@@ -243,6 +255,9 @@ func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	}
 	if r.Sessions != nil {
 		extra["sessions"] = report.SessionsJSON(r.Sessions)
+	}
+	if m := report.ShardsJSON(r.Shards); m != nil {
+		extra["shards"] = m
 	}
 	if o.Detailed {
 		for k, v := range report.Detailed(r.Records, l.Index) {

@@ -57,6 +57,10 @@ type Result struct {
 	Virtual *VirtualStats
 	// Sessions summarises the run's sessions (nil when it had none).
 	Sessions *stats.SessionSummary
+	// Shards are the shards of a run split over several processes: every
+	// shard of a merge of their records, or a shard's own run; nil for a
+	// whole run.
+	Shards []report.ShardRow
 }
 
 // LevelResult is one level measured.
@@ -152,7 +156,7 @@ func medianNs(xs []int64) float64 {
 // replayed through the sweep logic as the run drove it, so the knee, the
 // peaks, the search and an early stop come out as the run found them.
 func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions, srv serverData) *Result {
-	res := &Result{Meta: meta, Focus: -1}
+	res := &Result{Meta: meta, Focus: -1, Shards: ownShard(meta, data)}
 	for _, t := range srv.order {
 		res.Server = append(res.Server, report.ServerSeries{Target: t, Snapshots: srv.snaps[t]})
 	}
@@ -469,6 +473,9 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 	}
 	order, snaps := decodeScrapes(o.Scrapes)
 	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO}, serverData{order, snaps})
+	if rows := mergedShards(meta, recs); rows != nil {
+		res.Shards = rows
+	}
 	res.Records = recs
 	return res, nil
 }

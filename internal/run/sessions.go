@@ -132,15 +132,20 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	}
 	var slots chan struct{}
 	if s.MaxConcurrent > 0 {
-		slots = make(chan struct{}, s.MaxConcurrent)
+		slots = make(chan struct{}, c.Shard.share(s.MaxConcurrent))
 	}
 	if c.Hooks.Level != nil {
 		watch := c.Hooks.Level(ctx, 0, 0) // the turns to come are not known ahead
 		sr.watch = watch
 		defer watch.Stop()
 	}
-	cpu := startCPU(w.embedded)
 	t0 := w.now()
+	if at, on := w.sync.take(); on {
+		// The shards' sessions arrive on one schedule, from the start.
+		t0 = at
+		sleepUntil(ctx, w.now, t0)
+	}
+	cpu := startCPU(w.embedded)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	sent, delayed := 0, 0
@@ -152,6 +157,9 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 			due = sess.Arrival
 		case arrivals != nil:
 			due = arrivals.Next()
+		}
+		if sh := c.Shard; sh != nil && i%sh.Count != sh.Index {
+			continue // another shard's session: its arrival is drawn all the same
 		}
 		if !sleepUntil(ctx, w.now, t0+int64(due)) {
 			break
@@ -191,6 +199,9 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	lv := c.Load
 	lv.Label = s.label()
 	lv.ClientCPU, lv.DelayedArrivals = cpu.share(), delayed
+	if sh := c.Shard; sh != nil {
+		lv = shardLevel(lv, sh, sent)
+	}
 	if ctx.Err() != nil && r.fan.error() == nil {
 		r.cancelled = true
 	}
@@ -218,6 +229,15 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 	}
 	sent := 0
 	prevSend, prevEnd := start, start
+	// With a chained history the server holds the conversation: a request
+	// names the last answer (chainID) and carries only what came after it
+	// (pending). An answer without an id falls back to resending it all.
+	chained := history == runlog.HistoryChained
+	var chainID string
+	var pending []workload.Message
+	if h.system != nil {
+		pending = append(pending, h.system.msgs...)
+	}
 	for ti, turn := range sess.Turns {
 		content := turn.Content
 		if content == "" {
@@ -228,6 +248,7 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			size = sr.tok.Count(content)
 		}
 		h.cur = histTurn{msgs: []workload.Message{{Role: "user", Content: content}}, size: size}
+		pending = append(pending, h.cur.msgs...)
 		intended := prevEnd + int64(turn.ThinkTime)
 		if sess.ThinkFromSend && ti > 0 {
 			intended = max(prevEnd, prevSend+int64(turn.ThinkTime))
@@ -248,6 +269,9 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 				id += "-r" + strconv.Itoa(round)
 			}
 			req := workload.Request{Messages: h.messages(), OutputTokens: turn.OutputTokens, Tools: tools}
+			if chained && chainID != "" {
+				req.Messages, req.PreviousResponseID = pending, chainID
+			}
 			if round < len(rounds) {
 				req.ExpectedToolCalls = make([]string, len(rounds[round]))
 				for j, tc := range rounds[round] {
@@ -297,6 +321,15 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 				return sent
 			}
 			prevSend, prevEnd = rec.Sent, rec.End
+			if chained {
+				chainID, pending = rec.ResponseID, nil
+				if chainID == "" {
+					chained = false // the server gave nothing to chain from
+				}
+				if len(calls) > 0 {
+					pending = append(pending, results...)
+				}
+			}
 			if len(calls) == 0 {
 				answerSize := rec.CompletionTokens - rec.ReasoningTokens
 				if history == runlog.HistoryRecorded && turn.RecordedReply != "" {

@@ -40,6 +40,10 @@ type wall struct {
 	// byLengths holds the datasets of levels with lengths of their own (a
 	// Pareto sweep), by (input, output).
 	byLengths lengthDatasets
+	// zero is the run clock's zero (now's), on the wall clock too; sync
+	// the start a sharded or synchronised run agreed (shard.go).
+	zero time.Time
+	sync syncStart
 }
 
 // dataset is the requests of level lv: the run's, or for a level with
@@ -92,6 +96,9 @@ func DescribeEngine(d map[string]any) string {
 // highest concurrency cap of any (it sizes the connection pool).
 func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.Logger) (*wall, error) {
 	w := &wall{cfg: cfg, stopEmb: func() {}, targetName: cfg.Target.Name}
+	if err := cfg.checkShard(); err != nil {
+		return nil, err
+	}
 	lv := &cfg.Load
 	// The workload first: a bad file should fail before a server starts.
 	wo := cfg.Workload.Options
@@ -123,6 +130,7 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 	}
 	start := time.Now()
 	w.now = func() int64 { return int64(time.Since(start)) }
+	w.zero = start
 	maxConns := max(lv.MaxConcurrency, maxConc)
 	n := lv.NumPrompts
 	if s := cfg.Sessions; s != nil {
@@ -161,6 +169,10 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 	w.prefix = cfg.Target.RequestIDPrefix
 	if w.prefix == "" {
 		w.prefix = "goodput-" + runID() + "-"
+	}
+	if err := w.synchronise(ctx); err != nil {
+		w.close()
+		return nil, err
 	}
 	return w, nil
 }
@@ -259,6 +271,9 @@ func tokenizerID(tok string, m calMethod, model string) string {
 }
 
 func (w *wall) close() {
+	if w.sync.stop != nil {
+		w.sync.stop()
+	}
 	if w.backend != nil {
 		w.backend.Close()
 	}
@@ -275,9 +290,10 @@ type wallLevel struct {
 // dataset (the run's, or the probe's).
 func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink) (wallLevel, error) {
 	cfg := w.cfg
-	total := lv.NumPrompts
+	sh := cfg.Shard
+	total := sh.share(lv.NumPrompts)
 	if total > 0 {
-		total += lv.NumWarmups
+		total += sh.share(lv.NumWarmups)
 	}
 	var watch Watch
 	if cfg.Hooks.Level != nil {
@@ -318,20 +334,38 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 		}
 	}
 	cpu := startCPU(w.embedded)
-	res, err := loadgen.Run(ctx, loadgen.Config{
-		Schedule: sched, MaxConcurrency: lv.MaxConcurrency, NumPrompts: lv.NumPrompts, Precise: true,
+	lc := loadgen.Config{
+		Schedule: sched, MaxConcurrency: sh.share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
 		Duration: lv.Duration(), NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: w.prefix,
 		FirstIndex: w.next, Now: w.now, OnRecord: func(r *runlog.Record) { _ = onRecord(r) },
-	}, target)
+	}
+	if sh != nil {
+		lc.Shard, lc.Shards = sh.Index, sh.Count
+	}
+	if idx >= 0 {
+		lc.StartAt, lc.Synced = w.sync.take()
+	}
+	if lc.Synced {
+		// Waiting for the start is no work: measure from it.
+		lc.OnStart = func() { cpu = startCPU(w.embedded) }
+	}
+	res, err := loadgen.Run(ctx, lc, target)
 	if watch != nil {
 		watch.Stop()
 	}
-	w.next += res.Sent
+	if sh != nil {
+		w.next = res.Next // the other shards' requests are skipped, not sent
+	} else {
+		w.next += res.Sent
+	}
 	if err != nil {
 		return wallLevel{}, &ConfigError{Field: "DatasetName", Err: fmt.Errorf("workload: %w", err)}
 	}
 	lv.DelayedArrivals = res.Delayed
 	lv.ClientCPU = cpu.share()
+	if sh != nil {
+		lv = shardLevel(lv, sh, res.Sent)
+	}
 	return wallLevel{level: lv, load: res}, nil
 }
 

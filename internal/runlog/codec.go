@@ -110,6 +110,15 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if r.RetryAfterNs != 0 {
+		dst = append(dst, `,"retry_after_ns":`...)
+		dst = strconv.AppendInt(dst, r.RetryAfterNs, 10)
+	}
+	if r.ResponseID != "" {
+		dst = append(dst, `,"response_id":`...)
+		dst = appendString(dst, r.ResponseID)
+	}
+	dst = appendIntField(dst, "embeddings", r.Embeddings)
 	if r.ToolLatencyNs != 0 {
 		dst = append(dst, `,"tool_latency_ns":`...)
 		dst = strconv.AppendInt(dst, r.ToolLatencyNs, 10)
@@ -681,7 +690,8 @@ func validRecord(rec *Record) error {
 		tokens("reasoning_tokens", int64(rec.ReasoningTokens)), tokens("cached_tokens", int64(rec.CachedTokens)),
 		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
 		tokens("redirects", int64(rec.Redirects)), tokens("turn", int64(rec.Turn)), tokens("tool_round", int64(rec.ToolRound)),
-		tokens("history_dropped", int64(rec.HistoryDropped)),
+		tokens("history_dropped", int64(rec.HistoryDropped)), tokens("embeddings", int64(rec.Embeddings)),
+		times("retry_after_ns", rec.RetryAfterNs),
 	}
 	if rec.ToolLatencyNs < 0 || rec.ToolLatencyNs > MaxTimeNs {
 		errs = append(errs, fmt.Errorf("tool_latency_ns %d out of range [0, %d]", rec.ToolLatencyNs, int64(MaxTimeNs)))
@@ -701,8 +711,8 @@ func validRecord(rec *Record) error {
 		return errors.New("turn, tool_round or history without a session_id")
 	case rec.SessionID != "" && rec.Turn < 1:
 		return fmt.Errorf("session %q: turn %d; turns count from 1", clip(rec.SessionID), rec.Turn)
-	case rec.History != "" && rec.History != HistoryServer && rec.History != HistoryRecorded:
-		return fmt.Errorf("history %q: want server or recorded", clip(string(rec.History)))
+	case rec.History != "" && rec.History != HistoryServer && rec.History != HistoryRecorded && rec.History != HistoryChained:
+		return fmt.Errorf("history %q: want server, recorded or chained", clip(string(rec.History)))
 	}
 	var sum int64
 	for i, c := range rec.Chunks {

@@ -349,7 +349,7 @@ func TestValidateOnRead(t *testing.T) {
 		{"turn without a session", `"turn":2`, "without a session_id"},
 		{"session turn 0", `"session_id":"s","tool_round":1`, `session "s": turn 0; turns count from 1`},
 		{"negative turn", `"session_id":"s","turn":-1`, "turn -1 out of range"},
-		{"unknown history", `"session_id":"s","turn":1,"history":"dreamt"`, `history "dreamt": want server or recorded`},
+		{"unknown history", `"session_id":"s","turn":1,"history":"dreamt"`, `history "dreamt": want server, recorded or chained`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

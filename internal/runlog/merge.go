@@ -56,6 +56,12 @@ func ReadRecordsFile(r io.Reader, name string, o ReadOptions) ([]RecordsFile, []
 			warns = append(warns, fmt.Sprintf("%s:%d: a meta line with no records after it (a run that recorded nothing): ignored", name, run.Line))
 		}
 	}
+	if len(kept) == 0 && len(runs) == 1 && runs[0].Meta != nil && runs[0].Meta.Shard != nil {
+		// A shard that finished nothing still counts: the merge says it
+		// is short, by all of its share.
+		warns = append(warns, fmt.Sprintf("%s: shard %d of %d recorded nothing", name, runs[0].Meta.Shard.Index, runs[0].Meta.Shard.Count))
+		return []RecordsFile{{Name: name, Meta: runs[0].Meta, Scrapes: runs[0].Scrapes}}, warns, nil
+	}
 	if len(kept) == 0 {
 		why := "the file is empty"
 		switch {
@@ -131,6 +137,15 @@ var compatFields = []compatField{
 // shards of a distributed run), others get their own index in the merged
 // Meta.Levels, in order of first appearance.
 //
+// Shards' files (meta lines with a Shard: goodput bench --shard) must be
+// shards of one run, each once, unless force. A shard's level counts
+// toward the whole level it was a share of: the merged level is that whole
+// (its rate, cap and counts), with the shards' delayed arrivals added up
+// and the busiest shard's client CPU. The merged Meta.Shards lists every
+// shard of the count, saying which is missing, which stopped before its
+// end (no end line) and which is short, and by how much, each with a
+// warning.
+//
 // Each file's times are ns from its own run's start; Merge puts them on one
 // clock, whose zero is the earliest run's start (the merged Meta.Started),
 // taking the runs in order of their start time. A run that started while
@@ -178,12 +193,18 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 			warns = append(warns, msg+": merged anyway, as forced")
 		}
 	}
+	shards, shardOf, shardWarns, err := checkShards(files, force)
+	warns = append(warns, shardWarns...)
+	if err != nil {
+		return nil, nil, warns, err
+	}
 	if len(files) == 1 && files[0].Meta != nil && denseLevels(files[0].Records) &&
 		maxLevel(files[0].Records) < len(files[0].Meta.Levels) {
 		// One well-formed file: keep its levels exactly, including levels
-		// without records.
+		// without records (one shard's file stays that shard's run).
 		m := *files[0].Meta
 		m.Levels = slices.Clone(m.Levels)
+		m.Shards = shards
 		return &m, files[0].Records, warns, nil
 	}
 	merged := &Meta{Tool: "goodput"}
@@ -191,6 +212,10 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 		*merged = *base
 	}
 	merged.Levels = nil
+	if shards != nil {
+		// The shards together are the whole run.
+		merged.Shard, merged.Shards = nil, shards
+	}
 	shifts, origin, placeWarns, err := placeRuns(files)
 	warns = append(warns, placeWarns...)
 	if err != nil {
@@ -207,6 +232,10 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 	for fi, f := range files {
 		shift := shifts[fi]
 		remap := map[int]int{}
+		part := shardOf != nil && shardOf[fi] >= 0
+		if part {
+			shards[shardOf[fi]].From = len(out)
+		}
 		for _, r := range f.Records {
 			idx, ok := remap[r.Level]
 			if !ok {
@@ -214,11 +243,19 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 				if f.Meta != nil && r.Level >= 0 && r.Level < len(f.Meta.Levels) {
 					lv = f.Meta.Levels[r.Level]
 				}
-				idx = slices.IndexFunc(merged.Levels, func(m Level) bool { return sameLoad(m, lv) })
-				if idx < 0 {
+				key := lv
+				if part {
+					// A shard's share counts toward the whole level.
+					key = lv.whole()
+				}
+				idx = slices.IndexFunc(merged.Levels, func(m Level) bool { return sameLoad(m, key) })
+				switch {
+				case idx < 0:
 					idx = len(merged.Levels)
-					merged.Levels = append(merged.Levels, lv)
-				} else {
+					merged.Levels = append(merged.Levels, key)
+				case part:
+					merged.Levels[idx] = addPart(merged.Levels[idx], lv)
+				default:
 					// Another shard of the same load: its counts add up.
 					merged.Levels[idx] = addShard(merged.Levels[idx], lv)
 				}
@@ -234,6 +271,9 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 				r = moved
 			}
 			out = append(out, r)
+		}
+		if part {
+			shards[shardOf[fi]].To = len(out)
 		}
 	}
 	return merged, out, warns, nil

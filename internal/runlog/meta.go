@@ -46,6 +46,12 @@ type Meta struct {
 	Analysis *Analysis `json:"analysis,omitempty"`
 	// Metadata is free-form user key/values (--metadata K=V).
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Shard says the run is one shard of a run split over several
+	// processes: which one, and the start it shared; nil for a whole run.
+	Shard *Shard `json:"shard,omitempty"`
+	// Shards is, for a run merged from shards' files, each shard as Merge
+	// found it (set by Merge, never written by a run).
+	Shards []ShardSummary `json:"shards,omitempty"`
 }
 
 // Level is the offered load of one level of a run.
@@ -85,6 +91,10 @@ type Level struct {
 	// Stopped says why the level stopped before its last request when the
 	// run stopped it early (a saturation stop); "" when it ran to the end.
 	Stopped string `json:"stopped,omitempty"`
+	// Shard, on a level of one shard's run as it ended, is the whole
+	// level of which this one (its rate, cap and counts) was the shard's
+	// share; nil for a whole run's level, and in a meta line's plan.
+	Shard *LevelShard `json:"shard,omitempty"`
 }
 
 // Duration is the level's time limit (0: none).

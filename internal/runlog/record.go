@@ -122,6 +122,10 @@ const (
 	HistoryServer HistorySource = "server"
 	// HistoryRecorded resends the dataset's recorded answers.
 	HistoryRecorded HistorySource = "recorded"
+	// HistoryChained resends nothing: each request names the server's
+	// previous answer (Responses' previous_response_id) and carries only
+	// the turn's new messages, so the history lives on the server.
+	HistoryChained HistorySource = "chained"
 )
 
 // Record is one request's measurement, written the moment the request ends.
@@ -208,6 +212,19 @@ type Record struct {
 	// HistoryDropped counts the earliest turns left out of this request's
 	// history to keep it within the run's context cap (0: none).
 	HistoryDropped int `json:"history_dropped,omitempty"`
+
+	// RetryAfterNs is the wait a rate-limited answer (HTTP 429, or a 503
+	// that said when to come back) advertised — Retry-After, retry-after-ms,
+	// or the reset of the limit OpenAI's x-ratelimit-* or Anthropic's
+	// anthropic-ratelimit-* headers give — in ns; 0 when it gave none.
+	RetryAfterNs int64 `json:"retry_after_ns,omitempty"`
+	// ResponseID is the server's id of the answer where a later request
+	// may continue from it (Responses' previous_response_id); "" otherwise.
+	ResponseID string `json:"response_id,omitempty"`
+	// Embeddings is how many inputs an embeddings answer embedded (0 for a
+	// generated answer). Such a request has no tokens out: its E2E is its
+	// whole latency, from the send to the answer (End).
+	Embeddings int `json:"embeddings,omitempty"`
 
 	// ToolLatencyNs is how long the client waited on the tools of the tool
 	// calls this request answered with (the longest of calls run
@@ -319,8 +336,12 @@ func (r *Record) TTP() (d time.Duration, ok bool) {
 }
 
 // E2E is the time from sending to the last token-carrying chunk (not [DONE],
-// not a usage-only chunk). ok is false when no token arrived.
+// not a usage-only chunk); for an embeddings answer, to the answer. ok is
+// false when no token arrived.
 func (r *Record) E2E() (d time.Duration, ok bool) {
+	if r.Embeddings > 0 {
+		return time.Duration(r.End - r.Sent), r.OK()
+	}
 	i := r.lastToken()
 	if i < 0 {
 		return 0, false
@@ -331,6 +352,9 @@ func (r *Record) E2E() (d time.Duration, ok bool) {
 // ResponseTime is E2E measured from the intended send time, so the client's
 // own backlog counts (no coordinated omission).
 func (r *Record) ResponseTime() (d time.Duration, ok bool) {
+	if r.Embeddings > 0 {
+		return time.Duration(r.End - r.Intended), r.OK()
+	}
 	i := r.lastToken()
 	if i < 0 {
 		return 0, false

@@ -13,6 +13,22 @@
 // shape) and GET /metrics with vLLM V1's metric names, labels and histogram
 // buckets, on a registry passed in (never the global one).
 //
+// The same engine answers three more wire APIs, so every client protocol
+// is tested end to end offline: POST /v1/messages (Anthropic's Messages:
+// message_start, thinking / text / tool_use content blocks, message_delta
+// with the final usage, message_stop; cache hits as
+// cache_read_input_tokens), POST /v1/responses (OpenAI's Responses:
+// reasoning, message and function_call output items, response.completed or
+// response.incomplete with usage; stored responses chain by
+// previous_response_id, the stored history planned ahead of the new input
+// so the prefix cache hits it) and POST /v1/embeddings (each input a
+// prompt-only request: the answer leaves when the last input's prefill
+// ends, so embedding latency depends on load; deterministic unit vectors).
+//
+// POST /goodput/slowdown?factor=F (and serve --slowdown, --slowdown-after)
+// stretches every engine step F times from then on: a vendor degrading on
+// purpose, for SLA watching.
+//
 // # What the simulated model says
 //
 // Prompts are counted with tokenize.Approx (plus Options.ChatTokensPerMessage

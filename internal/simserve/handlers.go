@@ -17,13 +17,21 @@ import (
 	"github.com/goodput/goodput/internal/sse"
 )
 
-// Handler returns the HTTP API: POST /v1/completions and
-// /v1/chat/completions, GET /v1/models, GET /health, POST /tokenize and GET
-// /metrics. Generation requests are answered only while Run is running.
+// Handler returns the HTTP API: POST /v1/completions,
+// /v1/chat/completions, /v1/messages (Anthropic's Messages API),
+// /v1/responses (OpenAI's Responses API) and /v1/embeddings, GET
+// /v1/models, GET /health, POST /tokenize, GET /metrics, and GET and POST
+// /goodput/slowdown (see Server.SetSlowdown). Generation requests are
+// answered only while Run is running.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, false) })
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, true) })
+	mux.HandleFunc("POST /v1/messages", s.serveMessages)
+	mux.HandleFunc("POST /v1/responses", s.serveResponses)
+	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
+	mux.HandleFunc("GET /goodput/slowdown", s.serveSlowdown)
+	mux.HandleFunc("POST /goodput/slowdown", s.serveSlowdown)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /tokenize", s.serveTokenize)
@@ -32,9 +40,16 @@ func (s *Server) Handler() http.Handler {
 	s.m.bindEngine(s.log, s.maxModelLen, s.blockTokens, s.describe)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		notAllowed := &apiError{status: http.StatusMethodNotAllowed, message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)}
 		switch r.URL.Path {
-		case "/v1/completions", "/v1/chat/completions", "/tokenize", "/v1/models", "/health", "/metrics":
-			writeError(w, &apiError{status: http.StatusMethodNotAllowed, message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+		case "/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/tokenize", "/v1/models", "/health", "/metrics", "/goodput/slowdown":
+			writeError(w, notAllowed)
+			return
+		case "/v1/messages":
+			(&messagesWire{}).errorAnswer(w, notAllowed)
+			return
+		case "/v1/responses":
+			(&responsesWire{}).errorAnswer(w, notAllowed)
 			return
 		}
 		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
@@ -149,9 +164,15 @@ type plan struct {
 func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
 	p := &plan{g: g}
 	p.info = analyzePrompt(g.text, g.tokenIDs, s.opt.ChatTokensPerMessage, s.blockTokens, g.chat)
-	promptField := "prompt"
-	if g.chat {
-		promptField = "messages"
+	promptField, maxField := g.promptParam, g.maxParam
+	if promptField == "" {
+		promptField = "prompt"
+		if g.chat {
+			promptField = "messages"
+		}
+	}
+	if maxField == "" {
+		maxField = "max_tokens"
 	}
 	if p.info.tokens == 0 {
 		return nil, badRequest(promptField, "has no tokens")
@@ -162,7 +183,7 @@ func (s *Server) planRequest(g *genRequest) (*plan, *apiError) {
 				s.maxModelLen, p.info.tokens)
 		}
 		if g.maxTokens > 0 && p.info.tokens+g.maxTokens > s.maxModelLen {
-			return nil, badRequest("max_tokens", "this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
+			return nil, badRequest(maxField, "this model's maximum context length is %d tokens; you requested %d (%d in the prompt, %d in the completion)",
 				s.maxModelLen, p.info.tokens+g.maxTokens, p.info.tokens, g.maxTokens)
 		}
 	}
@@ -217,15 +238,25 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		writeError(w, s.modelNotFound(g.model))
 		return
 	}
+	reqID := r.Header.Get("X-Request-Id")
+	s.generate(w, r, arrival, g, &openaiWire{}, func(seq uint64) string { return responseID(chat, reqID, seq) })
+}
+
+// generate plans g, hands it to the engine and writes its answer in wr's
+// protocol; newID makes the response id from the request's sequence
+// number. Every generation endpoint goes through it, so they share
+// planning, timing, metrics, reasoning and tool calls.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, arrival int64, g *genRequest, wr wire, newID func(seq uint64) string) {
 	if v := r.Header.Values(ToolCallsHeader); len(v) > 0 {
+		var err error
 		if g.forcedCalls, err = parseToolCallsHeader(strings.Join(v, ",")); err != nil {
-			writeError(w, err.(*apiError))
+			wr.errorAnswer(w, err.(*apiError))
 			return
 		}
 	}
 	p, aerr := s.planRequest(g)
 	if aerr != nil {
-		writeError(w, aerr)
+		wr.errorAnswer(w, aerr)
 		return
 	}
 	id, seq := s.nextID()
@@ -242,13 +273,18 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		HashBlockTokens: s.blockTokens,
 		Priority:        g.priority,
 	}
-	if chat && s.opt.ChatTokensPerMessage == 0 && p.callTools == nil && s.eng.Config().ReasoningFor(p.outputTokens) == 0 {
+	reasoning := s.eng.Config().ReasoningFor(p.outputTokens)
+	if g.chat && s.opt.ChatTokensPerMessage == 0 && p.callTools == nil && reasoning == 0 {
 		// The answer's blocks get the identity they will have when the
 		// client resends it (hidden reasoning is not resent, nor does a
 		// template's per-message header line up: then only the prompt's).
 		req.BlockHashes = answerHashes(p.info, seq, p.outputTokens, s.blockTokens)
 	}
-	respID := responseID(chat, r.Header.Get("X-Request-Id"), seq)
+	if g.reasoningCap > 0 && reasoning > g.reasoningCap {
+		// A thinking budget caps what the engine would otherwise think.
+		req.ReasoningTokens = g.reasoningCap
+	}
+	respID := newID(seq)
 	if p.callTools != nil {
 		// Tool calls are generated but hidden: the first one's first
 		// token is the TTFT, and no visible token comes.
@@ -256,10 +292,10 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, chat bool
 		p.calls = makeCalls(g.tools, p.callTools, respID, p.info.hash)
 	}
 	if !s.submit(r.Context(), st, req) {
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, message: "server is not running"})
+		wr.errorAnswer(w, &apiError{status: http.StatusServiceUnavailable, message: "server is not running"})
 		return
 	}
-	rs := &response{s: s, w: w, st: st, p: p, chat: chat, created: time.Now().Unix(), respID: respID}
+	rs := &response{s: s, w: w, st: st, p: p, chat: g.chat, created: time.Now().Unix(), respID: respID, wire: wr}
 	if !rs.run(r) {
 		s.abort(st)
 	}
@@ -284,6 +320,7 @@ type response struct {
 	chat    bool
 	created int64
 	respID  string
+	wire    wire // the protocol the answer is written in
 
 	sw         *sse.Writer
 	head       []byte
@@ -330,11 +367,11 @@ func (rs *response) run(r *http.Request) bool {
 		}
 		if !rs.g().stream {
 			for _, d := range snap.deliveries {
-				rs.accumulate(d)
+				rs.wire.accumulate(rs, d)
 			}
 			if snap.state == stateFinished {
 				rs.finished()
-				rs.writeWhole()
+				rs.wire.whole(rs)
 				return true
 			}
 			continue
@@ -344,7 +381,7 @@ func (rs *response) run(r *http.Request) bool {
 		// an immediate admission rejection can still be a 429.
 		if !started && (snap.admitted || len(snap.deliveries) > 0 || snap.state != stateLive) {
 			started = true
-			if !rs.startStream() {
+			if !rs.wire.start(rs) {
 				return false
 			}
 		}
@@ -353,34 +390,82 @@ func (rs *response) run(r *http.Request) bool {
 			// finish reason, as vLLM's last token chunk does.
 			last := rs.generated+d.tokens >= rs.p.outputTokens ||
 				snap.state == stateFinished && i == len(snap.deliveries)-1
-			if !rs.writePiece(d, last) {
+			if !rs.wire.piece(rs, d, last) {
 				return false
+			}
+			if f := rs.s.onDepart; f != nil {
+				f(rs.st.seq, d.at, rs.s.clock())
 			}
 		}
 		switch snap.state {
 		case stateFinished:
 			rs.finished()
-			if !rs.finishSent {
-				// Finished without a token in this batch: an empty chunk
-				// carries the finish reason.
-				rs.buf = appendChunk(rs.buf[:0], rs.head, rs.chat, chunkContent, nil, rs.p.finish, nil)
-				if rs.sw.WriteEvent("", "", rs.buf) != nil {
-					return true
-				}
-			}
-			rs.endStream()
+			rs.wire.end(rs)
 			return true
 		case stateFailed:
-			// Mid-stream failure (queued too long, shutdown): an error
-			// event, as vLLM sends one once a stream has started.
-			var b errorBody
-			b.Error.Message, b.Error.Type, b.Error.Code = snap.errMsg, errorType(snap.status), snap.status
-			data, _ := json.Marshal(b)
-			_ = rs.sw.WriteEvent("", "", data)
-			_ = rs.sw.WriteEvent("", "", []byte("[DONE]"))
+			// Mid-stream failure (queued too long, shutdown): the
+			// protocol's error event, since the status line is sent.
+			rs.wire.failStream(rs, snap.status, snap.errMsg)
 			return true
 		}
 	}
+}
+
+// wire is one protocol's way of writing a generation answer: OpenAI's
+// completions and chat chunks, Anthropic's Messages events, OpenAI's
+// Responses events. response.run calls it; the implementation keeps the
+// protocol's own per-answer state, so each request gets a fresh one.
+type wire interface {
+	// errorAnswer writes e as the protocol's HTTP error answer.
+	errorAnswer(w http.ResponseWriter, e *apiError)
+	// start begins a streamed answer once the engine admitted the request.
+	start(rs *response) bool
+	// piece writes (and flushes) the tokens of d, counting them; last
+	// says d completes the output. False means the client is gone.
+	piece(rs *response, d delivery, last bool) bool
+	// end closes a streamed answer whose request finished.
+	end(rs *response)
+	// failStream ends a started stream with an error.
+	failStream(rs *response, status int, msg string)
+	// accumulate counts d into a non-streamed answer.
+	accumulate(rs *response, d delivery)
+	// whole writes the non-streamed answer of a finished request.
+	whole(rs *response)
+}
+
+// openaiWire writes OpenAI's /v1/completions and /v1/chat/completions
+// answers, as vLLM does.
+type openaiWire struct{}
+
+var _ wire = (*openaiWire)(nil)
+
+func (*openaiWire) errorAnswer(w http.ResponseWriter, e *apiError) { writeError(w, e) }
+func (*openaiWire) start(rs *response) bool                        { return rs.startStream() }
+func (*openaiWire) piece(rs *response, d delivery, last bool) bool {
+	return rs.writePiece(d, last)
+}
+func (*openaiWire) accumulate(rs *response, d delivery) { rs.accumulate(d) }
+func (*openaiWire) whole(rs *response)                  { rs.writeWhole() }
+
+func (*openaiWire) end(rs *response) {
+	if !rs.finishSent {
+		// Finished without a token in this batch: an empty chunk
+		// carries the finish reason.
+		rs.buf = appendChunk(rs.buf[:0], rs.head, rs.chat, chunkContent, nil, rs.p.finish, nil)
+		if rs.sw.WriteEvent("", "", rs.buf) != nil {
+			return
+		}
+	}
+	rs.endStream()
+}
+
+func (*openaiWire) failStream(rs *response, status int, msg string) {
+	// An error event, as vLLM sends one once a stream has started.
+	var b errorBody
+	b.Error.Message, b.Error.Type, b.Error.Code = msg, errorType(status), status
+	data, _ := json.Marshal(b)
+	_ = rs.sw.WriteEvent("", "", data)
+	_ = rs.sw.WriteEvent("", "", []byte("[DONE]"))
 }
 
 func (rs *response) g() *genRequest { return rs.p.g }
@@ -397,13 +482,19 @@ func (rs *response) finished() {
 func (rs *response) writeFailure(snap snapshot) {
 	e := &apiError{status: snap.status, message: snap.errMsg}
 	if snap.status == http.StatusTooManyRequests {
-		ra := rs.s.opt.RetryAfter
-		if ra <= 0 {
-			ra = time.Second
-		}
-		rs.w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
+		rs.s.setRetryAfter(rs.w.Header())
 	}
-	writeError(rs.w, e)
+	rs.wire.errorAnswer(rs.w, e)
+}
+
+// setRetryAfter sets the Retry-After header of a 429 (whole seconds,
+// rounded up).
+func (s *Server) setRetryAfter(h http.Header) {
+	ra := s.opt.RetryAfter
+	if ra <= 0 {
+		ra = time.Second
+	}
+	h.Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
 }
 
 func (rs *response) startStream() bool {
@@ -478,13 +569,7 @@ func (rs *response) writePiece(d delivery, last bool) bool {
 		u = &uu
 	}
 	rs.buf = appendChunk(rs.buf[:0], rs.head, rs.chat, kind, rs.text, finish, u)
-	if err := rs.sw.WriteEvent("", "", rs.buf); err != nil {
-		return false
-	}
-	if f := rs.s.onDepart; f != nil {
-		f(rs.st.seq, d.at, rs.s.clock())
-	}
-	return true
+	return rs.sw.WriteEvent("", "", rs.buf) == nil
 }
 
 func (rs *response) endStream() {

@@ -219,6 +219,21 @@ func (m *metrics) observeSnapshot(s sim.Snapshot) {
 	m.last = s
 }
 
+// registerSlowdown exports the slowdown factor in force (read at scrape
+// time, so a scheduled slowdown shows from its start), so that a scrape
+// says when latencies were degraded on purpose.
+func (m *metrics) registerSlowdown(reg prometheus.Registerer, model string, factor func() float64) error {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "goodput_sim_slowdown_factor",
+		Help:        "Factor by which the simulated engine's iterations are stretched on the wall clock (1: none; POST /goodput/slowdown).",
+		ConstLabels: prometheus.Labels{"model_name": model},
+	}, factor)
+	if err := reg.Register(g); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
+	return nil
+}
+
 func addDelta(c prometheus.Counter, cur, last int64) {
 	if cur > last {
 		c.Add(float64(cur - last))

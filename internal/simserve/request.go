@@ -13,6 +13,7 @@ type apiError struct {
 	status  int    // HTTP status
 	message string // human message
 	param   string // the offending request field, "" for none
+	code    string // a protocol's machine-readable error code, "" for its default
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -73,6 +74,13 @@ type genRequest struct {
 	toolChoiceName string   // choiceNamed: the function named
 	lastRole       string   // the last message's role
 	forcedCalls    []string // ToolCallsHeader's tool names (set by the handler); nil: none
+	// The fields that errors about the prompt and the output limit name:
+	// "" means chat's and completions' own (messages or prompt, and
+	// max_tokens).
+	promptParam, maxParam string
+	// reasoningCap, when > 0, caps the engine's hidden reasoning (an
+	// Anthropic thinking budget); 0 leaves it to the engine.
+	reasoningCap int
 }
 
 // maxBodyBytes bounds a request body: 64 MiB holds a million-token prompt.

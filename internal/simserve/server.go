@@ -1,8 +1,10 @@
 package simserve
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -47,6 +49,20 @@ type Options struct {
 	// (Start only), so idle clients cannot hold connections forever; 0
 	// means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// Slowdown is a factor (> 0, at most MaxSlowdown) by which every engine
+	// iteration is stretched on the wall clock from SlowdownAfter on: a
+	// vendor degraded on purpose (see Server.SetSlowdown). 0 means none.
+	Slowdown float64
+	// SlowdownAfter is how long after the server is built the Slowdown
+	// starts by itself; 0 means at once.
+	SlowdownAfter time.Duration
+	// EmbeddingDimensions is the length of /v1/embeddings vectors when a
+	// request does not ask for one; 0 means DefaultEmbeddingDimensions.
+	EmbeddingDimensions int
+	// MaxStoredResponses bounds how many /v1/responses answers are kept
+	// for previous_response_id (least recently used evicted first); 0
+	// means DefaultMaxStoredResponses.
+	MaxStoredResponses int
 }
 
 // DefaultIdleTimeout is how long Start keeps an idle client connection.
@@ -87,6 +103,8 @@ type Server struct {
 	stopped chan struct{} // closed when Run returns
 	started atomic.Bool
 	seq     atomic.Uint64
+	slow    slowdown
+	stored  *responseStore // /v1/responses answers, for previous_response_id
 
 	// Owned by the Run goroutine.
 	live      map[string]*stream
@@ -97,6 +115,7 @@ type Server struct {
 	stepStart int64     // start of the last iteration
 	lastAdd   int64     // latest arrival handed to the engine
 	lag       lagLog    // the host falling behind the engine's schedule
+	stretched bool      // some iteration ran slowed down (see stretch)
 
 	// onDepart, when set (tests and benchmarks), is called by handlers
 	// after each token chunk is flushed, with the stream's sequence number,
@@ -161,6 +180,15 @@ const idlePoll = 5 * time.Millisecond
 // New builds the engine from cfg and a server around it. Call Run (or use
 // Start) to make it answer.
 func New(cfg sim.Config, opt Options) (*Server, error) {
+	if err := validateSlowdown(opt); err != nil {
+		return nil, err
+	}
+	if opt.EmbeddingDimensions < 0 || opt.EmbeddingDimensions > MaxEmbeddingDimensions {
+		return nil, fmt.Errorf("simserve: EmbeddingDimensions %d: want 0 (the default) to %d", opt.EmbeddingDimensions, MaxEmbeddingDimensions)
+	}
+	if opt.MaxStoredResponses < 0 {
+		return nil, fmt.Errorf("simserve: MaxStoredResponses %d: want ≥ 0", opt.MaxStoredResponses)
+	}
 	eng, err := sim.New(cfg)
 	if err != nil {
 		return nil, err
@@ -174,6 +202,14 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 		cmds:     make(chan command, 1024),
 		stopped:  make(chan struct{}),
 		live:     map[string]*stream{},
+		stored:   newResponseStore(cmp.Or(opt.MaxStoredResponses, DefaultMaxStoredResponses), maxStoredBytes),
+	}
+	if opt.Slowdown != 0 {
+		if opt.SlowdownAfter > 0 {
+			s.slow.schedule(int64(opt.SlowdownAfter), opt.Slowdown)
+		} else {
+			s.slow.set(opt.Slowdown)
+		}
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -210,6 +246,9 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 	}
 	s.gatherer = gat
 	if s.m, err = newMetrics(reg, s.model); err != nil {
+		return nil, err
+	}
+	if err := s.m.registerSlowdown(reg, s.model, s.Slowdown); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -268,6 +307,10 @@ func (s *Server) Run(ctx context.Context) error {
 		busyBefore = true
 		s.stepStart = start
 		end, evs := s.eng.Step(start)
+		// A slowdown stretches the iteration on the wall clock; the engine
+		// starts its next one at the stretched end, as if it had taken
+		// that long.
+		end = s.stretch(start, end)
 		s.evbuf = s.evbuf[:0]
 		for _, ev := range evs {
 			if ev.Kind == sim.EventRejected {
@@ -382,6 +425,13 @@ func (s *Server) deliver(end int64) {
 		case sim.EventFinished:
 			delete(s.live, st.id)
 			t := pe.timing
+			if s.stretched {
+				// The engine timed its first and last tokens at the
+				// unstretched ends of their iterations; the wall clock
+				// saw them at the stretched ones.
+				t.PrefillNs = st.firstAt - (t.ArrivalNs + t.QueueNs)
+				t.DecodeNs = st.lastAt - st.firstAt
+			}
 			s.m.e2e.Observe(seconds(end - st.arrival))
 			s.m.queue.Observe(seconds(t.QueueNs))
 			s.m.prefill.Observe(seconds(t.PrefillNs))

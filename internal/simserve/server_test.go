@@ -362,7 +362,7 @@ func TestBadRequests(t *testing.T) {
 		{"prompt over max_model_len", "/v1/completions", `{"prompt":"` + long + `"}`, 400, "prompt"},
 		{"prompt plus max_tokens over max_model_len", "/v1/completions", `{"prompt":"hi there","max_tokens":99}`, 400, "max_tokens"},
 		{"unknown model", "/v1/completions", `{"model":"gpt-9","prompt":"hi"}`, 404, "model"},
-		{"unknown route", "/v1/embeddings", `{}`, 404, ""},
+		{"unknown route", "/v1/audio/speech", `{}`, 404, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,6 +55,7 @@ type Accumulator struct {
 	lastEnd           int64
 	firstOKSend       int64
 	inTok, outTok     int64
+	embeds            int64
 	reasonTok, cached int64
 	multiToken        int
 	sources           map[runlog.TokenSource]int
@@ -72,6 +73,8 @@ type Accumulator struct {
 	scratch, scratch2           []time.Duration
 
 	sendLag, inputLen, outputLen, mismatch *series[int64]
+	retryAfter                             *series[int64]
+	retryAfterN                            int
 
 	good    int
 	met     [4]int
@@ -118,19 +121,20 @@ func NewExactAccumulator(o Options) *Accumulator {
 func newAccumulator(o Options, bd bounds) *Accumulator {
 	o = o.normalized()
 	a := &Accumulator{
-		opt:       o,
-		bound:     bd,
-		flight:    flight{limit: bd.requests},
-		sel:       map[string]bool{},
-		edges:     o.Buckets,
-		labels:    BucketLabels(o.Buckets),
-		level:     -2,
-		failures:  map[runlog.ErrorClass]int{},
-		sources:   map[runlog.TokenSource]int{},
-		sendLag:   newSeries[int64](nsPerMs, bd.requests),
-		inputLen:  newSeries[int64](1, bd.requests),
-		outputLen: newSeries[int64](1, bd.requests),
-		mismatch:  newSeries[int64](1, bd.requests),
+		opt:        o,
+		bound:      bd,
+		flight:     flight{limit: bd.requests},
+		sel:        map[string]bool{},
+		edges:      o.Buckets,
+		labels:     BucketLabels(o.Buckets),
+		level:      -2,
+		failures:   map[runlog.ErrorClass]int{},
+		sources:    map[runlog.TokenSource]int{},
+		sendLag:    newSeries[int64](nsPerMs, bd.requests),
+		inputLen:   newSeries[int64](1, bd.requests),
+		outputLen:  newSeries[int64](1, bd.requests),
+		mismatch:   newSeries[int64](1, bd.requests),
+		retryAfter: newSeries[int64](nsPerMs, bd.requests),
 	}
 	for _, m := range o.Metrics {
 		a.sel[m] = true
@@ -231,6 +235,10 @@ func (a *Accumulator) Add(r *runlog.Record) {
 	if !r.OK() {
 		a.failed++
 		a.failures[r.ErrorClass]++
+		if r.ErrorClass == runlog.ErrHTTP429 && r.RetryAfterNs > 0 {
+			a.retryAfter.addInt(r.RetryAfterNs)
+			a.retryAfterN++
+		}
 		if bk != nil {
 			bk.failed++
 		}
@@ -258,7 +266,8 @@ func (a *Accumulator) Add(r *runlog.Record) {
 		d := r.RequestedPromptTokens - r.PromptTokens
 		a.mismatch.addInt(int64(max(d, -d)))
 	}
-	if r.FirstTokenAt() < 0 {
+	a.embeds += int64(r.Embeddings)
+	if r.FirstTokenAt() < 0 && r.Embeddings == 0 {
 		a.empty++
 	}
 	if bk != nil {
@@ -351,6 +360,7 @@ func (a *Accumulator) Summary() Summary {
 		FirstSendNs:          a.firstSend,
 		LastEndNs:            a.lastEnd,
 		InputTokens:          a.inTok,
+		Embeddings:           a.embeds,
 		OutputTokens:         a.outTok,
 		ReasoningTokens:      a.reasonTok,
 		CachedTokens:         a.cached,
@@ -374,6 +384,7 @@ func (a *Accumulator) Summary() Summary {
 	if s.DurationS > 0 {
 		s.RequestThroughput = float64(a.completed) / s.DurationS
 		s.InputThroughput = float64(a.inTok) / s.DurationS
+		s.EmbeddingThroughput = float64(a.embeds) / s.DurationS
 		s.OutputThroughput = float64(a.outTok) / s.DurationS
 		s.TotalTokenThroughput = float64(a.inTok+a.outTok) / s.DurationS
 	}
@@ -448,6 +459,9 @@ func (a *Accumulator) Summary() Summary {
 	s.InputLen = summarize("input_len", []float64{50, 90, 95, 99}, a.inputLen, nil)
 	s.OutputLen = summarize("output_len", []float64{50, 90, 99}, a.outputLen, nil)
 	s.PromptMismatch = summarize("prompt_mismatch", []float64{50, 99}, a.mismatch, nil)
+	if a.retryAfterN > 0 {
+		s.RetryAfter = summarize("retry_after", []float64{50, 99}, a.retryAfter, nil)
+	}
 	s.Approx = s.approx()
 	s.Warnings = warnings(&s)
 	return s

@@ -45,6 +45,12 @@ type Summary struct {
 	// CachedShare is CachedTokens / InputTokens (0 with no input).
 	CachedShare float64
 
+	// Embeddings sums the inputs embedded by completed embeddings requests
+	// (0 for a run of generated answers).
+	Embeddings int64
+	// EmbeddingThroughput is Embeddings / DurationS, inputs/s.
+	EmbeddingThroughput float64
+
 	// RequestThroughput is Completed / DurationS, requests/s.
 	RequestThroughput float64
 	// InputThroughput is InputTokens / DurationS, tokens/s.
@@ -96,6 +102,10 @@ type Summary struct {
 	// OutputLen summarises Record.OutputTokens over completed records,
 	// tokens.
 	OutputLen MetricSummary
+	// RetryAfter summarises the waits rate-limited answers advertised
+	// (Record.RetryAfterNs, over failed records of class http_429 that gave
+	// one), ms: the limit's own word on when to come back.
+	RetryAfter MetricSummary
 	// PromptMismatch summarises |RequestedPromptTokens − PromptTokens| over
 	// completed records where both are known, tokens.
 	PromptMismatch MetricSummary
@@ -121,7 +131,7 @@ type Summary struct {
 
 // approx computes Summary.Approx from the other fields.
 func (s *Summary) approx() bool {
-	if s.PeakConcurrencyBinNs > 0 || s.SendLag.Approx || s.InputLen.Approx || s.OutputLen.Approx || s.PromptMismatch.Approx {
+	if s.PeakConcurrencyBinNs > 0 || s.SendLag.Approx || s.InputLen.Approx || s.OutputLen.Approx || s.PromptMismatch.Approx || s.RetryAfter.Approx {
 		return true
 	}
 	for _, m := range s.Metrics {

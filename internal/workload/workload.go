@@ -76,6 +76,10 @@ type Request struct {
 	// simulator makes exactly these calls); real models decide for
 	// themselves.
 	ExpectedToolCalls []string
+	// PreviousResponseID names the server's stored answer this request
+	// continues (Responses' previous_response_id); Messages then hold only
+	// what came after it. "" for a request that carries its history.
+	PreviousResponseID string
 }
 
 // Dataset is an indexed, deterministic source of requests.

@@ -1,0 +1,407 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/watch"
+)
+
+// WatchOptions is everything "goodput watch" needs.
+type WatchOptions struct {
+	Config     string
+	Listen     string
+	RecordsDir string
+	Duration   time.Duration
+	Once       bool
+	listenSet  bool
+	// served, when set (tests), is called with the /metrics URL after
+	// --once has probed, while the endpoint still serves.
+	served func(metricsURL string)
+}
+
+func newWatchCmd(env Env) *cobra.Command {
+	var o WatchOptions
+	cmd := &cobra.Command{
+		Use:   "watch --config FILE",
+		Short: "Synthetic SLA monitoring of LLM API vendors: probes on a schedule, Prometheus metrics, burn rates",
+		Long: `Probe each target of a YAML config (a commercial LLM API, or any
+OpenAI-compatible server) with one small streamed request every interval, as
+"goodput bench" measures its own, and export what a buyer watches as the
+vendor's SLA: TTFT, TTP, TPOT and E2E histograms, probes by outcome, rate
+limiting, SLO good/total counters and error-budget burn rates over 5m and 1h
+on /metrics (labels vendor and model). Targets take turns within the
+interval so probes never bunch; a probe still running when the next is due
+makes that one be skipped and counted missed. Rate-limited (429) probes are
+counted apart and spend no SLO budget.
+
+API keys come from environment variables the config names (api_key_env);
+they never appear in the config, output, records or metrics.
+
+With --records-dir each target's probes go to DIR/NAME.records.jsonl, which
+"goodput report" summarises; a later watch continues the file. See
+docs/watch.md for the config format, metrics and alert rules.`,
+		Example: `  goodput watch --config watch.yaml
+  goodput watch --config watch.yaml --listen 127.0.0.1:9464 --records-dir probes
+  goodput watch --config watch.yaml --once     # probe each target once, print a line each (CI)`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.listenSet = cmd.Flags().Changed("listen")
+			return runWatch(cmd.Context(), env, &o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Config, "config", "", "the watch config (YAML): targets, intervals, SLOs, probes (required)")
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:9464", `address serving Prometheus /metrics ("" none; --once serves it only when given)`)
+	fs.StringVar(&o.RecordsDir, "records-dir", "", "append each target's probes as records to DIR/NAME.records.jsonl (default: none)")
+	fs.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
+	fs.BoolVar(&o.Once, "once", false, "probe every target once, print one line per target and exit: 3 when a probe was not ok")
+	return cmd
+}
+
+// watchPath is p relative to the command's directory.
+func watchPath(env Env, p string) string {
+	if p != "" && env.Dir != "" && !filepath.IsAbs(p) {
+		return filepath.Join(env.Dir, p)
+	}
+	return p
+}
+
+func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
+	switch {
+	case o.Config == "":
+		return usagef("--config is required: the YAML file listing the targets to watch (see docs/watch.md)")
+	case o.Duration < 0:
+		return usagef("--duration %v: want ≥ 0", o.Duration)
+	case o.Once && o.Duration > 0:
+		return usagef("--once probes every target once: give --duration only to watch continuously")
+	}
+	cfg, err := watch.LoadConfig(watchPath(env, o.Config), o.Config)
+	if err != nil {
+		return usageError{err}
+	}
+	targets, stopSim, err := watchTargets(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
+
+	reg := prometheus.NewRegistry()
+	note := func(s string) { fmt.Fprintln(env.Stderr, "goodput: watch: "+s) }
+	wo := watch.Options{
+		Open: func(t watch.Target, now func() int64) (run.Backend, error) {
+			rt := targets[t.Name]
+			// One probe in flight per target: a small pool is enough.
+			return rt.Open(rt.BaseURL, 2, now)
+		},
+		Registerer: reg, RecordsDir: watchPath(env, o.RecordsDir), Version: Version, Note: note,
+	}
+	if env.secrets != nil {
+		wo.Filter = env.secrets.Writer
+	}
+	w, err := watch.New(cfg, wo)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+
+	metricsURL, stopMetrics, err := serveWatchMetrics(env, o, reg)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+
+	if o.Once {
+		results, err := w.Once(ctx)
+		printOnce(env, results)
+		if o.served != nil && metricsURL != "" {
+			o.served(metricsURL)
+		}
+		if ctx.Err() != nil {
+			return interruptedError{"the probes were cut short"}
+		}
+		if err != nil {
+			return err
+		}
+		var failed []string
+		for _, r := range results {
+			if r.Outcome != watch.OutcomeOK {
+				failed = append(failed, r.Target+": "+r.Outcome)
+			}
+		}
+		if len(failed) > 0 {
+			return &GateError{Failed: failed}
+		}
+		return nil
+	}
+
+	var every []string
+	for _, t := range cfg.Targets {
+		every = append(every, fmt.Sprintf("%s every %v", t.Name, t.Interval))
+	}
+	fmt.Fprintf(env.Stderr, "goodput: watching %s (Ctrl-C to stop)\n", strings.Join(every, ", "))
+	rctx := ctx
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	err = w.Run(rctx)
+	printSummary(env, w.Summary())
+	return err
+}
+
+// watchTargets checks each target's backend and key against what the
+// command line accepts, then builds its run.Target through targetFlags,
+// so backend names and API-key handling are bench's own. Targets at
+// base_url embedded share one embedded simulator, started here; stop
+// stops it.
+func watchTargets(ctx context.Context, env Env, cfg *watch.Config) (targets map[string]run.Target, stop func(), err error) {
+	stop = func() {}
+	flags := make([]targetFlags, len(cfg.Targets))
+	embedded := false
+	for i := range cfg.Targets {
+		t := &cfg.Targets[i]
+		tf := targetFlags{
+			Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
+			MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
+			MaxResponseTokens: openai.DefaultMaxResponseTokens,
+		}
+		if _, _, err := tf.backend(); err != nil {
+			return nil, stop, usageError{t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, backendNames))}
+		}
+		if t.APIKeyEnv != "" && (env.Getenv == nil || env.Getenv(t.APIKeyEnv) == "") {
+			return nil, stop, usageError{t.FieldError("api_key_env", fmt.Errorf("the environment variable %s is not set: export it with the API key", t.APIKeyEnv))}
+		}
+		keys := make([]string, 0, len(t.Headers))
+		for k := range t.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			tf.Headers = append(tf.Headers, k+"="+t.Headers[k])
+		}
+		if body := t.Probe.Body(); body != nil {
+			b, err := json.Marshal(body)
+			if err != nil {
+				return nil, stop, usageError{t.FieldError("probe", err)}
+			}
+			tf.ExtraBody = string(b)
+		}
+		embedded = embedded || t.BaseURL == watch.Embedded
+		flags[i] = tf
+	}
+	simURL := ""
+	if embedded {
+		log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		url, stopServer, err := simserve.Start(ctx, "127.0.0.1:0", sim.DefaultConfig(), simserve.Options{Logger: log})
+		if err != nil {
+			return nil, stop, fmt.Errorf("the embedded simulator: %w", err)
+		}
+		simURL, stop = url, func() { _ = stopServer() }
+	}
+	targets = map[string]run.Target{}
+	for i := range cfg.Targets {
+		t := &cfg.Targets[i]
+		base := t.BaseURL
+		if base == watch.Embedded {
+			base = simURL
+		}
+		rt, err := flags[i].runTarget(env, base, false)
+		if err != nil {
+			stop()
+			return nil, func() {}, usageError{t.FieldError(watchField(err), errors.New(err.Error()))}
+		}
+		if t.Endpoint == "" {
+			t.Endpoint = rt.Endpoint // the records say which path was probed
+		}
+		targets[t.Name] = rt
+	}
+	return targets, stop, nil
+}
+
+// watchField is the config field behind a flag runTarget names.
+func watchField(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "--header"):
+		return "headers"
+	case strings.HasPrefix(msg, "--extra-body"):
+		return "probe"
+	}
+	return "backend"
+}
+
+// serveWatchMetrics serves reg on --listen (for --once only when the flag
+// was given) and returns its URL ("" when not served) and the stop.
+func serveWatchMetrics(env Env, o *WatchOptions, reg *prometheus.Registry) (string, func(), error) {
+	if o.Listen == "" || strings.EqualFold(o.Listen, "none") || (o.Once && !o.listenSet) {
+		return "", func() {}, nil
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return "", nil, fmt.Errorf("--listen %s: %w", o.Listen, err)
+	}
+	var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, DisableCompression: true})
+	if env.secrets != nil {
+		h = redacted(h, env.secrets)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(ln) })
+	url := "http://" + ln.Addr().String() + "/metrics"
+	fmt.Fprintf(env.Stderr, "goodput: metrics at %s\n", url)
+	return url, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			_ = srv.Close()
+		}
+		wg.Wait()
+	}, nil
+}
+
+// redacted serves h's answers with the secrets blanked. The page is
+// rendered whole first (uncompressed), so no secret is split across writes:
+// a label value is whatever a server answered (a model id), and a
+// server can answer anything.
+func redacted(h http.Handler, secrets *redact.Secrets) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &pageRecorder{header: http.Header{}, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		body := secrets.Bytes(rec.body.Bytes())
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(body)
+	})
+}
+
+// pageRecorder keeps a handler's answer in memory.
+type pageRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (p *pageRecorder) Header() http.Header         { return p.header }
+func (p *pageRecorder) WriteHeader(code int)        { p.status = code }
+func (p *pageRecorder) Write(b []byte) (int, error) { return p.body.Write(b) }
+
+// printOnce writes one line per probe: the vendor, model and outcome, then
+// the latencies of a successful probe or the error of a failed one.
+func printOnce(env Env, results []watch.Result) {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%s", r.Target, r.Model, r.Outcome)
+		rec := r.Record
+		switch {
+		case rec != nil && rec.OK():
+			for _, m := range []struct {
+				name string
+				get  func() (time.Duration, bool)
+			}{{"ttft", rec.TTFT}, {"ttp", rec.TTP}, {"tpot", rec.TPOT}, {"e2e", rec.E2E}} {
+				if d, ok := m.get(); ok {
+					fmt.Fprintf(tw, "\t%s %s", m.name, shortMs(d))
+				} else {
+					fmt.Fprintf(tw, "\t%s -", m.name)
+				}
+			}
+		case rec != nil:
+			fmt.Fprintf(tw, "\t%s", oneLine(rec.Error))
+		case r.Err != nil:
+			fmt.Fprintf(tw, "\t%s", oneLine(r.Err.Error()))
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// printSummary writes one line per target of a watch that ended.
+func printSummary(env Env, sums []watch.TargetSummary) {
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	for _, s := range sums {
+		outcomes := make([]string, 0, len(s.Outcomes))
+		for k := range s.Outcomes {
+			outcomes = append(outcomes, k)
+		}
+		// ok first, then by name.
+		slices.SortFunc(outcomes, func(a, b string) int {
+			switch {
+			case a == b:
+				return 0
+			case a == watch.OutcomeOK:
+				return -1
+			case b == watch.OutcomeOK:
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+		var parts []string
+		for _, k := range outcomes {
+			parts = append(parts, fmt.Sprintf("%d %s", s.Outcomes[k], k))
+		}
+		burn := ""
+		for _, win := range watch.Windows {
+			if v, ok := s.Burn[win.Label]; ok {
+				burn += fmt.Sprintf("\tburn %s %.2f", win.Label, v)
+			}
+		}
+		probes := fmt.Sprintf("%d probes", s.Probes)
+		if s.Probes == 1 {
+			probes = "1 probe"
+		}
+		if len(parts) > 0 {
+			probes += ": " + strings.Join(parts, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d missed%s\n", s.Target, s.Model, probes, s.Missed, burn)
+	}
+	tw.Flush()
+}
+
+// shortMs formats a latency in ms with three significant digits.
+func shortMs(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case ms >= 100:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1fms", ms)
+	}
+	return fmt.Sprintf("%.2fms", ms)
+}
+
+// oneLine is an error message on one line, cut to a readable length.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:159]) + "…"
+	}
+	return s
+}
