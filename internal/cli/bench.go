@@ -66,6 +66,7 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
 		o.load.registerRamp(fs)
+		o.load.registerShard(fs)
 	})
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)

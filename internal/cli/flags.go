@@ -299,19 +299,23 @@ type loadFlags struct {
 	RampUpStartRPS, RampUpEndRPS optFloat
 	// Shard is --shard I/N, Shards --shards N (the index from a Kubernetes
 	// Indexed Job's JOB_COMPLETION_INDEX), StartAt --start-at and
-	// Rendezvous --rendezvous: a run split over machines (bench only; see
-	// shardFlags).
+	// Rendezvous --rendezvous: a run split over machines (bench, and a
+	// sweep of explicit levels; see shardFlags).
 	Shard, StartAt, Rendezvous string
 	Shards                     int
 }
 
-// registerRamp adds the load flags only bench has: vLLM's ramp-up flags
-// and those of a run split over machines.
-func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
+// registerShard adds the flags of a run split over machines (bench, and a
+// sweep of explicit levels).
+func (l *loadFlags) registerShard(fs *pflag.FlagSet) {
 	fs.StringVar(&l.Shard, "shard", "", "send shard I's share (I from 0) of one schedule split over N machines, given as I/N: arrival k goes to shard k mod N, a --max-concurrency cap is split; merge the shards' records with goodput report")
 	fs.IntVar(&l.Shards, "shards", 0, "--shard with the index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's): N shards")
 	fs.StringVar(&l.StartAt, "start-at", "", "start the measured schedule at this wall-clock instant (RFC 3339, e.g. 2026-12-01T10:00:00Z), so that shards started apart share it; within 24 h")
 	fs.StringVar(&l.Rendezvous, "rendezvous", "", "with --shard(s): agree the start at shard 0's HOST:PORT (shard 0 listens there; the start is set once every shard has checked in), instead of --start-at")
+}
+
+// registerRamp adds the load flags only bench has: vLLM's ramp-up flags.
+func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
 	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
 	fs.Var(&l.RampUpStartRPS, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
 	fs.Var(&l.RampUpEndRPS, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")

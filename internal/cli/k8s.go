@@ -445,10 +445,10 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 		if err != nil {
 			return err
 		}
-		if bo.target.APIKeyEnv == "" {
+		if bo.target.keyEnv() == "" {
 			return usagef("--api-key-secret needs bench's --api-key-env to name the variable the key goes in")
 		}
-		env0 = append(env0, map[string]any{"name": bo.target.APIKeyEnv, "valueFrom": map[string]any{
+		env0 = append(env0, map[string]any{"name": bo.target.keyEnv(), "valueFrom": map[string]any{
 			"secretKeyRef": map[string]any{"name": name, "key": key}}})
 	}
 	term := map[string]any{

@@ -90,7 +90,10 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 		o.target.register(fs)
 		o.target.registerScrape(fs)
 	})
-	group(fs, "Load flags", o.load.register)
+	group(fs, "Load flags", func(fs *pflag.FlagSet) {
+		o.load.register(fs)
+		o.load.registerShard(fs)
+	})
 	group(fs, "Workload flags", o.work.register)
 	group(fs, "Output flags", o.out.register)
 	group(fs, "Simulator flags (--sim, or no --base-url)", o.sim.register)
