@@ -67,6 +67,7 @@ loopback and benchmarked, so this works with no GPU and no network.`,
 		o.load.register(fs)
 		o.load.registerRamp(fs)
 		o.load.registerShard(fs)
+		o.load.registerRetry(fs)
 	})
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)

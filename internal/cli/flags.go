@@ -303,6 +303,33 @@ type loadFlags struct {
 	// sweep of explicit levels; see shardFlags).
 	Shard, StartAt, Rendezvous string
 	Shards                     int
+	// Retries is --retries and RetryBackoff --retry-backoff: the client's
+	// retries of failed requests (bench and sweep).
+	Retries      int
+	RetryBackoff string
+}
+
+// registerRetry adds the client-retry flags (bench and sweep, over the
+// wire).
+func (l *loadFlags) registerRetry(fs *pflag.FlagSet) {
+	fs.IntVar(&l.Retries, "retries", 0, "retry a request that failed with 429, 5xx, a timeout or a reset connection up to this many times, as client SDKs do (each attempt is a record; 0: none)")
+	fs.StringVar(&l.RetryBackoff, "retry-backoff", "exponential:500ms,8s,full", "wait before each retry: exponential:BASE,CAP[,none|full|equal] (jitter) or constant:WAIT; never shorter than the answer's Retry-After")
+}
+
+// retry checks the retry flags; nil means no retries.
+func (l *loadFlags) retry() (*run.RetryPolicy, error) {
+	if l.Retries < 0 || l.Retries > 100 {
+		return nil, usagef("--retries %d: want 0 to 100", l.Retries)
+	}
+	p, err := run.ParseBackoff(l.RetryBackoff)
+	if err != nil {
+		return nil, usagef("--retry-backoff %v", err)
+	}
+	if l.Retries == 0 {
+		return nil, nil
+	}
+	p.Max = l.Retries
+	return &p, nil
 }
 
 // registerShard adds the flags of a run split over machines (bench, and a

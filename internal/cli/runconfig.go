@@ -105,6 +105,10 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
+	retry, err := o.load.retry()
+	if err != nil {
+		return run.Config{}, err
+	}
 	meta, err := parseKV("--metadata", o.out.Metadata)
 	if err != nil {
 		return run.Config{}, err
@@ -140,7 +144,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
 		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
 		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
-		Shard: shard, StartAt: startAt,
+		Shard: shard, StartAt: startAt, Retry: retry,
 	}, nil
 }
 

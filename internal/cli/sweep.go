@@ -93,6 +93,7 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
 		o.load.registerShard(fs)
+		o.load.registerRetry(fs)
 	})
 	group(fs, "Workload flags", o.work.register)
 	group(fs, "Output flags", o.out.register)
@@ -244,6 +245,9 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		o.out.ResultFilename = fmt.Sprintf("sweep-%s-%s.json", pl.axis, env.Now().Format("20060102-150405"))
 	}
 	var cfg run.Config
+	if o.Sim && o.load.Retries > 0 {
+		return nil, usagef("--retries with --sim: client retries run over the wire only (a sweep against the embedded simulator, without --sim, retries)")
+	}
 	if o.Sim {
 		if cfg, err = virtualConfig(env, "sweep", &o.load, "inf", &o.work, &o.out, o.args); err != nil {
 			return nil, err

@@ -166,6 +166,7 @@ func Analyze(in Input) []Finding {
 	add(Overload(in))
 	add(CapLimited(in))
 	fs = append(fs, failures(in)...)
+	add(RetryAmplification(in))
 	add(ttftHigh(in))
 	add(prefillStalls(in))
 	add(hiddenWait(in))

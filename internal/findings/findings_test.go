@@ -149,6 +149,35 @@ func TestRules(t *testing.T) {
 		{name: "cpu fine", id: "client-bound", want: false,
 			recs: many(200, plain), in: Input{ClientCPU: 0.3}},
 
+		{name: "retries amplify the load", id: "retry-amplification", want: true, sev: Critical,
+			// 100 requests, 60 of them retried once (40 with a 429, 20
+			// with a 503): 160 attempts, ×1.6.
+			recs: func() []runlog.Record {
+				recs := many(100, plain)
+				for i := range 60 {
+					r := plain(i).record(1000 + i)
+					r.Retried, r.ErrorClass = true, runlog.ErrHTTP429
+					if i >= 40 {
+						r.ErrorClass = runlog.ErrHTTP5xx
+					}
+					recs = append(recs, r)
+				}
+				return recs
+			}(),
+			check: func(t *testing.T, f Finding) {
+				by, _ := f.Evidence["retried_by_class"].(map[string]any)
+				if f.Evidence["amplification_x"] != 1.6 || f.Evidence["retried_attempts"] != 60 || by["http_429"] != 40 || by["http_5xx"] != 20 ||
+					!strings.Contains(f.Message, "160 attempts for 100 requests") {
+					t.Errorf("evidence %v message %q", f.Evidence, f.Message)
+				}
+			}},
+		{name: "a few retries are not news", id: "retry-amplification", want: false,
+			recs: func() []runlog.Record {
+				recs := many(100, plain)
+				r := plain(0).record(1000)
+				r.Retried, r.ErrorClass = true, runlog.ErrHTTP429
+				return append(recs, r)
+			}()},
 		{name: "429s critical", id: "failures-http_429", want: true, sev: Critical,
 			recs: many(100, func(i int) spec {
 				s := plain(i)

@@ -133,6 +133,42 @@ func CapLimited(in Input) (Finding, bool) {
 	}, true
 }
 
+// retryShare and retryCriticalShare are the retried attempts, as a share
+// of the requests, at which client retries are a warning and critical.
+const (
+	retryShare         = 0.05
+	retryCriticalShare = 0.5
+)
+
+// RetryAmplification reports client retries that multiplied the load the
+// server was offered: a warning from 5 % more attempts than requests,
+// critical from 50 % (a retry storm in the making: under overload each
+// failure brings another attempt, which makes the overload worse).
+func RetryAmplification(in Input) (Finding, bool) {
+	s := in.Summary
+	if s == nil || s.Requests == 0 || float64(s.RetriedAttempts) < retryShare*float64(s.Requests) {
+		return Finding{}, false
+	}
+	amp := float64(s.Requests+s.RetriedAttempts) / float64(s.Requests)
+	sev := Warning
+	if float64(s.RetriedAttempts) >= retryCriticalShare*float64(s.Requests) {
+		sev = Critical
+	}
+	var classes []string
+	by := map[string]any{}
+	for _, c := range runlog.ErrorClasses {
+		if n := s.RetriedBy[c]; n > 0 {
+			classes = append(classes, fmt.Sprintf("%d %s", n, c))
+			by[string(c)] = n
+		}
+	}
+	return Finding{ID: "retry-amplification", Severity: sev,
+		Evidence: map[string]any{"requests": s.Requests, "retried_attempts": s.RetriedAttempts, "amplification_x": round2(amp), "retried_by_class": by},
+		Message: fmt.Sprintf("Client retries offered the server %d attempts for %d requests (×%s; retried: %s). Under overload a retry adds load exactly when the server sheds it, and the retries' own failures bring more (a retry storm): back off exponentially with jitter, honour Retry-After, cap the retries, and shed load early (admission control) so that failing fast is cheap.",
+			s.Requests+s.RetriedAttempts, s.Requests, num(amp), strings.Join(classes, ", ")),
+	}, true
+}
+
 // failureAdvice explains each error class.
 var failureAdvice = map[runlog.ErrorClass]string{
 	runlog.ErrConnect:        "could not connect: wrong --base-url or port, the server is down, or TLS fails (misconfiguration)",

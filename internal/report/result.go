@@ -208,6 +208,14 @@ func conditionsJSON(s *stats.Summary, meta *runlog.Meta, lv *runlog.Level) *obje
 	o.set("first_send_s", pyFloat(float64(s.FirstSendNs)/1e9))
 	o.set("last_end_s", pyFloat(float64(s.LastEndNs)/1e9))
 	o.set("input_throughput", pyFloat(s.InputThroughput))
+	if s.RetriedAttempts > 0 {
+		o.set("retried_attempts", s.RetriedAttempts)
+		by := map[string]int{}
+		for c, n := range s.RetriedBy {
+			by[string(c)] = n
+		}
+		o.set("retried_by_class", by)
+	}
 	if s.Embeddings > 0 {
 		o.set("total_embeddings", s.Embeddings)
 		o.set("embedding_throughput", pyFloat(s.EmbeddingThroughput))

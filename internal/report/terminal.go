@@ -142,6 +142,11 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 		failed = t.style(ansiRed, failed)
 	}
 	t.line("Failed requests:", failed)
+	if n := s.RetriedAttempts; n > 0 {
+		// What the client offered beyond its requests: each retried
+		// attempt loaded the server once more.
+		t.line("Retried attempts (client retries):", fmt.Sprintf("%d, %s attempts per request", n, f2(float64(s.Requests+n)/float64(max(s.Requests, 1)))))
+	}
 	if lv != nil && lv.MaxConcurrency > 0 {
 		t.line("Maximum request concurrency:", strconv.Itoa(lv.MaxConcurrency))
 	}

@@ -72,6 +72,9 @@ type Config struct {
 	// Scrape, when set, polls the server's metrics endpoints during a
 	// wall-clock run (the records file keeps every scrape).
 	Scrape *ScrapeConfig
+	// Retry, when set, retries failed requests as a client would (wall
+	// clock; see RetryPolicy).
+	Retry *RetryPolicy
 	// Shard, when set, makes the run one shard of a run split over several
 	// processes: it sends only its share of the one global schedule (see
 	// Shard); nil for a whole run.

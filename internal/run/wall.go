@@ -312,10 +312,21 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 	case lv.RequestRate > 0:
 		sched = workload.NewArrivals(lv.RequestRate, lv.Burstiness, cfg.Seed+int64(idx))
 	}
+	onRecord := sink.Record
+	if watch != nil {
+		onRecord = func(r *runlog.Record) error {
+			err := sink.Record(r)
+			_ = watch.Record(r)
+			return err
+		}
+	}
 	target := loadgen.TargetFunc(func(i int) (loadgen.Call, error) {
 		call, err := w.backend.Prepare(w.prefix+strconv.Itoa(i), ds.Request(i%ds.Len()))
 		if err != nil {
 			return nil, err
+		}
+		if p := cfg.Retry; p != nil && p.Max > 0 {
+			call = p.withRetries(call, func(r *runlog.Record) { _ = onRecord(r) }, w.now, uint64(cfg.Seed))
 		}
 		if watch == nil {
 			return call, nil
@@ -325,14 +336,6 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 			call(ctx, rec)
 		}, nil
 	})
-	onRecord := sink.Record
-	if watch != nil {
-		onRecord = func(r *runlog.Record) error {
-			err := sink.Record(r)
-			_ = watch.Record(r)
-			return err
-		}
-	}
 	cpu := startCPU(w.embedded)
 	lc := loadgen.Config{
 		Schedule: sched, MaxConcurrency: sh.share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,

@@ -26,6 +26,7 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = appendString(dst, r.ID)
 	dst = append(dst, `,"level":`...)
 	dst = strconv.AppendInt(dst, int64(r.Level), 10)
+	dst = appendIntField(dst, "replica", r.Replica)
 	if r.Warmup {
 		dst = append(dst, `,"warmup":true`...)
 	}
@@ -113,6 +114,14 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	if r.RetryAfterNs != 0 {
 		dst = append(dst, `,"retry_after_ns":`...)
 		dst = strconv.AppendInt(dst, r.RetryAfterNs, 10)
+	}
+	dst = appendIntField(dst, "attempt", r.Attempt)
+	if r.RetryOf != "" {
+		dst = append(dst, `,"retry_of":`...)
+		dst = appendString(dst, r.RetryOf)
+	}
+	if r.Retried {
+		dst = append(dst, `,"retried":true`...)
 	}
 	if r.ResponseID != "" {
 		dst = append(dst, `,"response_id":`...)
@@ -360,6 +369,8 @@ const (
 	MaxTokens = 1<<31 - 1
 	// MaxLevel is the highest load level index a record may have.
 	MaxLevel = 1<<16 - 1
+	// MaxReplica is the highest replica number a record may have.
+	MaxReplica = 1<<16 - 1
 )
 
 // maxLineWarnings is how many skipped lines a Reader names one by one;
@@ -672,6 +683,9 @@ func validRecord(rec *Record) error {
 	if rec.Level < 0 || rec.Level > MaxLevel {
 		return fmt.Errorf("level %d out of range [0, %d]", rec.Level, MaxLevel)
 	}
+	if rec.Replica < 0 || rec.Replica > MaxReplica {
+		return fmt.Errorf("replica %d out of range [0, %d]", rec.Replica, MaxReplica)
+	}
 	times := func(name string, t int64) error {
 		if t < -MaxTimeNs || t > MaxTimeNs {
 			return fmt.Errorf("%s %d out of range (at most %d ns, about 36 years, either way)", name, t, int64(MaxTimeNs))
@@ -690,7 +704,7 @@ func validRecord(rec *Record) error {
 		tokens("reasoning_tokens", int64(rec.ReasoningTokens)), tokens("cached_tokens", int64(rec.CachedTokens)),
 		tokens("requested_prompt_tokens", int64(rec.RequestedPromptTokens)), tokens("max_tokens", int64(rec.MaxTokens)),
 		tokens("redirects", int64(rec.Redirects)), tokens("turn", int64(rec.Turn)), tokens("tool_round", int64(rec.ToolRound)),
-		tokens("history_dropped", int64(rec.HistoryDropped)), tokens("embeddings", int64(rec.Embeddings)),
+		tokens("history_dropped", int64(rec.HistoryDropped)), tokens("embeddings", int64(rec.Embeddings)), tokens("attempt", int64(rec.Attempt)),
 		times("retry_after_ns", rec.RetryAfterNs),
 	}
 	if rec.ToolLatencyNs < 0 || rec.ToolLatencyNs > MaxTimeNs {
@@ -711,6 +725,8 @@ func validRecord(rec *Record) error {
 		return errors.New("turn, tool_round or history without a session_id")
 	case rec.SessionID != "" && rec.Turn < 1:
 		return fmt.Errorf("session %q: turn %d; turns count from 1", clip(rec.SessionID), rec.Turn)
+	case rec.Attempt == 1 || (rec.Attempt > 1) != (rec.RetryOf != ""):
+		return fmt.Errorf("attempt %d with retry_of %q: a retry has an attempt from 2 and the id it retries", rec.Attempt, clip(rec.RetryOf))
 	case rec.History != "" && rec.History != HistoryServer && rec.History != HistoryRecorded && rec.History != HistoryChained:
 		return fmt.Errorf("history %q: want server, recorded or chained", clip(string(rec.History)))
 	}

@@ -135,6 +135,9 @@ type Record struct {
 	// Level is the index of the load level the request belongs to (0 outside
 	// a sweep).
 	Level int `json:"level"`
+	// Replica is the replica of a simulated cluster that served the
+	// request, numbered from 1; 0 outside a cluster.
+	Replica int `json:"replica,omitempty"`
 	// Warmup marks requests excluded from results.
 	Warmup bool `json:"warmup,omitempty"`
 
@@ -218,6 +221,14 @@ type Record struct {
 	// or the reset of the limit OpenAI's x-ratelimit-* or Anthropic's
 	// anthropic-ratelimit-* headers give — in ns; 0 when it gave none.
 	RetryAfterNs int64 `json:"retry_after_ns,omitempty"`
+	// Attempt numbers a client's retry of a failed request (2 for the first
+	// retry; 0 for a request's first attempt) and RetryOf is the id of the
+	// request it retries. Retried marks an attempt that failed and was
+	// sent again: it counts as an attempt, not as the request's outcome
+	// (the last attempt is).
+	Attempt int    `json:"attempt,omitempty"`
+	RetryOf string `json:"retry_of,omitempty"`
+	Retried bool   `json:"retried,omitempty"`
 	// ResponseID is the server's id of the answer where a later request
 	// may continue from it (Responses' previous_response_id); "" otherwise.
 	ResponseID string `json:"response_id,omitempty"`

@@ -56,6 +56,8 @@ type Accumulator struct {
 	firstOKSend       int64
 	inTok, outTok     int64
 	embeds            int64
+	retried           int
+	retriedBy         map[runlog.ErrorClass]int
 	reasonTok, cached int64
 	multiToken        int
 	sources           map[runlog.TokenSource]int
@@ -129,6 +131,7 @@ func newAccumulator(o Options, bd bounds) *Accumulator {
 		labels:     BucketLabels(o.Buckets),
 		level:      -2,
 		failures:   map[runlog.ErrorClass]int{},
+		retriedBy:  map[runlog.ErrorClass]int{},
 		sources:    map[runlog.TokenSource]int{},
 		sendLag:    newSeries[int64](nsPerMs, bd.requests),
 		inputLen:   newSeries[int64](1, bd.requests),
@@ -199,6 +202,13 @@ func (a *Accumulator) bucketOf(n int) int {
 func (a *Accumulator) Add(r *runlog.Record) {
 	if r.Warmup {
 		a.warmups++
+		return
+	}
+	if r.Retried {
+		// An attempt the client sent again: load on the server, not the
+		// request's outcome (its last attempt is).
+		a.retried++
+		a.retriedBy[r.ErrorClass]++
 		return
 	}
 	switch a.level {
@@ -361,6 +371,7 @@ func (a *Accumulator) Summary() Summary {
 		LastEndNs:            a.lastEnd,
 		InputTokens:          a.inTok,
 		Embeddings:           a.embeds,
+		RetriedAttempts:      a.retried,
 		OutputTokens:         a.outTok,
 		ReasoningTokens:      a.reasonTok,
 		CachedTokens:         a.cached,
@@ -377,6 +388,9 @@ func (a *Accumulator) Summary() Summary {
 	}
 	if a.requests > 0 {
 		s.DurationS = float64(a.lastEnd-a.firstSend) / 1e9
+	}
+	if a.retried > 0 {
+		s.RetriedBy = a.retriedBy
 	}
 	if a.inTok > 0 {
 		s.CachedShare = float64(a.cached) / float64(a.inTok)

@@ -21,6 +21,12 @@ type Summary struct {
 	Failed int
 	// Failures counts failed records by error class (only classes seen).
 	Failures map[runlog.ErrorClass]int
+	// RetriedAttempts counts the attempts the client sent again (records
+	// with Retried set), by their error class in RetriedBy: they loaded the
+	// server but are not requests (each request is its last attempt), so
+	// Requests + RetriedAttempts is what the server was offered.
+	RetriedAttempts int
+	RetriedBy       map[runlog.ErrorClass]int
 	// Warmups counts the warm-up records excluded from everything else.
 	Warmups int
 	// Empty counts successful records that carried no generated token (they

@@ -1,0 +1,190 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/loadgen"
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// RetryPolicy is how the client retries a failed request, as real clients
+// do (the OpenAI and Anthropic SDKs retry twice by default): up to Max more
+// attempts after a rate limit (429), a server error (5xx), a timeout or a
+// reset connection, each after an exponential backoff — Base·2^(k−1) for
+// the k-th retry, at most Cap, jittered — and never sooner than the
+// answer's Retry-After. Under overload, retries feed the queue that caused
+// them (a retry storm); backoff with jitter spreads them out.
+type RetryPolicy struct {
+	// Max is the most retries of one request (0: none).
+	Max int
+	// Base and Cap bound the backoff; Base 0 retries at once (unless the
+	// answer said when).
+	Base, Cap time.Duration
+	// Jitter spreads each wait: JitterNone waits exactly the backoff,
+	// JitterFull a uniform draw in [0, backoff], JitterEqual half of it
+	// plus a uniform draw in [0, half].
+	Jitter Jitter
+}
+
+// Jitter is how a backoff is spread.
+type Jitter uint8
+
+// The jitters of a backoff (AWS's names for them).
+const (
+	JitterNone Jitter = iota
+	JitterFull
+	JitterEqual
+)
+
+// ParseBackoff reads a backoff: "exponential:BASE,CAP[,JITTER]" (JITTER
+// none, full or equal; default full) or "constant:WAIT". Durations are Go's
+// ("100ms", "2s"); a bare number is milliseconds.
+func ParseBackoff(s string) (RetryPolicy, error) {
+	kind, rest, ok := strings.Cut(strings.TrimSpace(s), ":")
+	parts := strings.Split(rest, ",")
+	bad := func(why string) (RetryPolicy, error) {
+		return RetryPolicy{}, fmt.Errorf("%q: %s (want exponential:BASE,CAP[,none|full|equal] or constant:WAIT)", s, why)
+	}
+	if !ok {
+		return bad("no kind")
+	}
+	var p RetryPolicy
+	switch strings.ToLower(kind) {
+	case "constant":
+		if len(parts) != 1 {
+			return bad("constant takes one wait")
+		}
+		d, err := backoffDuration(parts[0])
+		if err != nil {
+			return bad(err.Error())
+		}
+		p.Base, p.Cap = d, d
+		return p, nil
+	case "exponential":
+		if len(parts) < 2 || len(parts) > 3 {
+			return bad("exponential takes a base, a cap and optionally a jitter")
+		}
+		var err error
+		if p.Base, err = backoffDuration(parts[0]); err != nil {
+			return bad(err.Error())
+		}
+		if p.Cap, err = backoffDuration(parts[1]); err != nil {
+			return bad(err.Error())
+		}
+		if p.Cap < p.Base {
+			return bad("the cap is below the base")
+		}
+		p.Jitter = JitterFull
+		if len(parts) == 3 {
+			switch strings.ToLower(strings.TrimSpace(parts[2])) {
+			case "none":
+				p.Jitter = JitterNone
+			case "full":
+			case "equal":
+				p.Jitter = JitterEqual
+			default:
+				return bad("unknown jitter " + strconv.Quote(parts[2]))
+			}
+		}
+		return p, nil
+	}
+	return bad("unknown kind " + strconv.Quote(kind))
+}
+
+// maxBackoff bounds a backoff: longer waits are not a client's retries.
+const maxBackoff = time.Hour
+
+func backoffDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if ms, err := strconv.ParseFloat(s, 64); err == nil {
+		if !(ms >= 0 && ms <= float64(maxBackoff/time.Millisecond)) {
+			return 0, errors.New("a wait from 0 to 1h")
+		}
+		return time.Duration(ms * float64(time.Millisecond)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > maxBackoff {
+		return 0, fmt.Errorf("%q is not a wait from 0 to 1h", s)
+	}
+	return d, nil
+}
+
+// retryable reports whether a failed attempt is worth sending again.
+func retryable(rec *runlog.Record) bool {
+	switch rec.ErrorClass {
+	case runlog.ErrHTTP429, runlog.ErrHTTP5xx, runlog.ErrTimeout, runlog.ErrIdleTimeout, runlog.ErrConnectReset:
+		return true
+	}
+	return false
+}
+
+// wait is the wait before retry k (from 1) of the attempt rec, drawn with
+// rng: the jittered backoff, or the answer's Retry-After when that is
+// longer.
+func (p *RetryPolicy) wait(k int, rec *runlog.Record, rng *rand.Rand) time.Duration {
+	b := p.Base
+	for i := 1; i < k && b < p.Cap; i++ {
+		b *= 2
+	}
+	b = min(b, p.Cap)
+	switch p.Jitter {
+	case JitterFull:
+		b = time.Duration(rng.Int64N(int64(b) + 1))
+	case JitterEqual:
+		b = b/2 + time.Duration(rng.Int64N(int64(b/2)+1))
+	}
+	return max(b, time.Duration(rec.RetryAfterNs))
+}
+
+// withRetries wraps call so that a failed attempt is sent again as the
+// policy says. Each attempt that is retried goes to emit as a record of its
+// own (Retried set); the retries' records carry Attempt, RetryOf (the
+// first attempt's id) and an id of their own, and the call's record ends
+// as the last attempt. A retry's Intended is when it was due, after its
+// backoff, so send lag still measures the client alone. The request's
+// concurrency slot is held while it backs off, as a client's is. now is
+// the run's clock; seed makes the jitter repeatable.
+func (p *RetryPolicy) withRetries(call loadgen.Call, emit func(*runlog.Record), now func() int64, seed uint64) loadgen.Call {
+	return func(ctx context.Context, rec *runlog.Record) {
+		call(ctx, rec)
+		orig := rec.ID
+		var rng *rand.Rand
+		for k := 1; k <= p.Max && !rec.OK() && retryable(rec) && ctx.Err() == nil; k++ {
+			if rng == nil {
+				rng = rand.New(rand.NewPCG(seed, hashID(orig)))
+			}
+			d := p.wait(k, rec, rng)
+			failed := new(runlog.Record)
+			rec.CopyTo(failed)
+			failed.Retried = true
+			emit(failed)
+			due := now() + int64(d)
+			level, warm := rec.Level, rec.Warmup
+			*rec = runlog.Record{Chunks: rec.Chunks[:0], Level: level, Warmup: warm, Intended: due}
+			if !sleepUntil(ctx, now, due) {
+				rec.ID, rec.Attempt, rec.RetryOf = orig+"-a"+strconv.Itoa(k+1), k+1, orig
+				rec.Sent, rec.End = now(), now()
+				rec.ErrorClass, rec.Error = runlog.ErrCancelled, "cancelled while backing off before a retry"
+				return
+			}
+			call(ctx, rec)
+			rec.ID, rec.Attempt, rec.RetryOf = orig+"-a"+strconv.Itoa(k+1), k+1, orig
+		}
+	}
+}
+
+// hashID is a request id's FNV-1a hash, a stream for its jitter.
+func hashID(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
