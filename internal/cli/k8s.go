@@ -1,20 +1,17 @@
 package cli
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
+	"github.com/goodput/goodput/internal/k8s"
 	"github.com/goodput/goodput/internal/run"
 )
 
@@ -236,119 +233,8 @@ shards' Job is complete. Report's own flags go after --.`,
 	return cmd
 }
 
-// Where the pods keep what they read and write.
-const (
-	workloadDir = "/workload"
-	recordsDir  = "/records"
-	scratchDir  = "/tmp"
-	// nonRootUID is the distroless image's "nonroot" user.
-	nonRootUID = 65532
-	// maxConfigMap is what a ConfigMap holds, less room for its metadata.
-	maxConfigMap = 1000 * 1024
-)
-
-// dnsLabel is a Kubernetes object name that is also a DNS label; dataKey
-// a key of a Secret's or ConfigMap's data.
-var (
-	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dataKey  = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
-)
-
-// checkName checks a --name (its pods are NAME-INDEX, a DNS label too) and
-// --namespace.
-func checkName(name, namespace string, shards int) error {
-	host := name + "-" + strconv.Itoa(max(shards-1, 0))
-	switch {
-	case !dnsLabel.MatchString(name) || len(host) > 63:
-		return usagef("--name %q: want lowercase letters, digits and '-', starting and ending with a letter or digit, short enough that %q is at most 63 characters", name, host)
-	case namespace != "" && (!dnsLabel.MatchString(namespace) || len(namespace) > 63):
-		return usagef("--namespace %q: want a DNS label (lowercase letters, digits, '-')", namespace)
-	}
-	return nil
-}
-
-// secretRef parses --api-key-secret NAME/KEY.
-func secretRef(s string) (name, key string, err error) {
-	name, key, ok := strings.Cut(s, "/")
-	if !ok || !dnsLabel.MatchString(name) || len(name) > 253 || !dataKey.MatchString(key) {
-		return "", "", usagef("--api-key-secret %q: want NAME/KEY, the Secret's name and the key in it holding the API key", s)
-	}
-	return name, key, nil
-}
-
-// quantity loosely checks a resource quantity (2, 500m, 1Gi, 1.5).
-var quantity = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$`)
-
 // benchOwned are bench's flags the Job sets itself.
 var benchOwned = []string{"base-url", "host", "port", "shard", "shards", "start-at", "rendezvous", "records"}
-
-// manifest is one Kubernetes object, its fields in the order kubectl
-// writes them.
-type manifest struct {
-	APIVersion string            `yaml:"apiVersion"`
-	Kind       string            `yaml:"kind"`
-	Metadata   objectMeta        `yaml:"metadata"`
-	Data       map[string]string `yaml:"data,omitempty"`
-	Spec       any               `yaml:"spec,omitempty"`
-}
-
-type objectMeta struct {
-	Name      string            `yaml:"name,omitempty"`
-	Namespace string            `yaml:"namespace,omitempty"`
-	Labels    map[string]string `yaml:"labels,omitempty"`
-}
-
-type jobSpec struct {
-	CompletionMode string      `yaml:"completionMode,omitempty"`
-	Completions    int         `yaml:"completions"`
-	Parallelism    int         `yaml:"parallelism"`
-	BackoffLimit   int         `yaml:"backoffLimit"`
-	Template       podTemplate `yaml:"template"`
-}
-
-type podTemplate struct {
-	Metadata objectMeta `yaml:"metadata"`
-	Spec     podSpec    `yaml:"spec"`
-}
-
-type podSpec struct {
-	RestartPolicy   string           `yaml:"restartPolicy"`
-	Subdomain       string           `yaml:"subdomain,omitempty"`
-	Affinity        map[string]any   `yaml:"affinity,omitempty"`
-	SecurityContext map[string]any   `yaml:"securityContext"`
-	Containers      []container      `yaml:"containers"`
-	Volumes         []map[string]any `yaml:"volumes,omitempty"`
-}
-
-type container struct {
-	Name            string           `yaml:"name"`
-	Image           string           `yaml:"image"`
-	ImagePullPolicy string           `yaml:"imagePullPolicy"`
-	Args            []string         `yaml:"args"`
-	WorkingDir      string           `yaml:"workingDir,omitempty"`
-	Env             []map[string]any `yaml:"env,omitempty"`
-	Ports           []map[string]any `yaml:"ports,omitempty"`
-	Resources       map[string]any   `yaml:"resources,omitempty"`
-	SecurityContext map[string]any   `yaml:"securityContext"`
-	VolumeMounts    []map[string]any `yaml:"volumeMounts,omitempty"`
-}
-
-// labels are the objects' labels; the pods are selected by the instance.
-func labels(name, component string) map[string]string {
-	return map[string]string{"app.kubernetes.io/name": "goodput", "app.kubernetes.io/instance": name, "app.kubernetes.io/component": component}
-}
-
-// hardened is a container's security context: no privilege, nothing
-// written outside its volumes.
-func hardened() map[string]any {
-	return map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": map[string]any{"drop": []string{"ALL"}}}
-}
-
-// podSecurity runs the pod as the image's non-root user.
-func podSecurity() map[string]any {
-	return map[string]any{"runAsNonRoot": true, "runAsUser": nonRootUID, "runAsGroup": nonRootUID, "fsGroup": nonRootUID,
-		"seccompProfile": map[string]any{"type": "RuntimeDefault"}}
-}
 
 // writeK8sJob checks the options, bench's flags with them, and writes the
 // shards' manifests to env.Stdout.
@@ -360,21 +246,13 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 		return usagef("--base-url: give the server's root URL as the pods reach it (the embedded simulator runs in no pod)")
 	case !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://"):
 		return usagef("--base-url %q: want an http(s) URL", o.BaseURL)
-	case strings.TrimSpace(o.Image) == "" || strings.ContainsAny(o.Image, " \t\n"):
-		return usagef("--image %q: want an image reference", o.Image)
-	case !quantity.MatchString(o.CPU):
-		return usagef("--cpu %q: want a CPU quantity, e.g. 2 or 500m", o.CPU)
-	case !quantity.MatchString(o.Memory):
-		return usagef("--memory %q: want a memory quantity, e.g. 1Gi", o.Memory)
-	case o.Port < 1 || o.Port > 65535:
-		return usagef("--port %d: want 1 to 65535", o.Port)
-	case o.Spread != "preferred" && o.Spread != "required":
-		return usagef("--spread %q: want preferred or required", o.Spread)
-	case o.RecordsClaim != "" && !dnsLabel.MatchString(o.RecordsClaim):
-		return usagef("--records-claim %q: want a PersistentVolumeClaim's name", o.RecordsClaim)
 	}
-	if err := checkName(o.Name, o.Namespace, o.Shards); err != nil {
-		return err
+	spec := k8s.JobSpec{Name: o.Name, Namespace: o.Namespace, Shards: o.Shards, Image: o.Image, CPU: o.CPU, Memory: o.Memory,
+		Port: o.Port, Spread: k8s.Spread(o.Spread), RecordsClaim: o.RecordsClaim}
+	// The objects' own fields first, so that a bad one fails before
+	// bench's flags are parsed and the dataset read.
+	if err := spec.Check(); err != nil {
+		return k8sFlagError(err, o.APIKeySecret, "")
 	}
 	if o.StartAt != "" {
 		at, err := parseStartAt(o.StartAt)
@@ -403,34 +281,44 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 	if tok := bo.work.o.Tokenizer; tok != "" && !strings.HasPrefix(tok, "tiktoken:") {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
+	bench := o.Bench
+	path := bo.work.o.DatasetPath
+	if path != "" {
+		b, err := os.ReadFile(resolve(env, path))
+		if err != nil {
+			return usagef("--dataset-path %s: %v (the file goes into a ConfigMap)", path, err)
+		}
+		spec.Workload = &k8s.File{Name: filepath.Base(path), Data: b}
+		bench = withDatasetPath(bench, k8s.WorkloadPath(spec.Workload.Name))
+	}
+	if o.APIKeySecret != "" {
+		// Without a '/' the key is empty, which the Job refuses.
+		name, key, _ := strings.Cut(o.APIKeySecret, "/")
+		spec.APIKey = &k8s.SecretKey{Name: name, Key: key}
+		spec.APIKeyEnv = bo.target.keyEnv()
+	}
+	spec.Args = k8sBenchArgs(o, bo, bench)
+	docs, err := k8s.Job(spec)
+	if err != nil {
+		return k8sFlagError(err, o.APIKeySecret, path)
+	}
+	head := k8s.JobHead(spec, k8s.Schedule{Target: o.BaseURL, StartAt: o.StartAt, Grace: run.StartAtGrace})
+	return k8s.Write(env.Stdout, head, docs)
+}
+
+// k8sBenchArgs are the pods' arguments: bench against the target as shard
+// $JOB_COMPLETION_INDEX of o.Shards (--shards), started at the rendezvous
+// or at --start-at, its records on the claim or in the pod's log, then
+// bench's own flags (dataset path rewritten to the pods' mount).
+func k8sBenchArgs(o *K8sJobOptions, bo *BenchOptions, bench []string) []string {
 	args := []string{"bench", "--base-url", o.BaseURL, "--shards", strconv.Itoa(o.Shards)}
 	if o.StartAt != "" {
 		args = append(args, "--start-at", o.StartAt)
 	} else {
-		args = append(args, "--rendezvous", fmt.Sprintf("%s-0.%s:%d", o.Name, o.Name, o.Port))
+		args = append(args, "--rendezvous", k8s.Rendezvous(o.Name, o.Port))
 	}
-	var docs []manifest
-	var mounts, volumes []map[string]any
-	mounts = append(mounts, map[string]any{"name": "scratch", "mountPath": scratchDir})
-	volumes = append(volumes, map[string]any{"name": "scratch", "emptyDir": map[string]any{}})
-	bench := append([]string(nil), o.Bench...)
-	if path := bo.work.o.DatasetPath; path != "" {
-		cm, rewritten, err := datasetConfigMap(env, o, path, bench)
-		if err != nil {
-			return err
-		}
-		docs, bench = append(docs, cm), rewritten
-		mounts = append(mounts, map[string]any{"name": "workload", "mountPath": workloadDir, "readOnly": true})
-		volumes = append(volumes, map[string]any{"name": "workload", "configMap": map[string]any{"name": cm.Metadata.Name}})
-	}
-	var env0 []map[string]any
 	if o.RecordsClaim != "" {
-		env0 = append(env0, map[string]any{"name": "SHARD_INDEX", "valueFrom": map[string]any{"fieldRef": map[string]any{
-			"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}})
-		// $(SHARD_INDEX) is expanded by the kubelet from the pod's env.
-		args = append(args, "--records", recordsDir+"/shard-$(SHARD_INDEX).records.jsonl")
-		mounts = append(mounts, map[string]any{"name": "records", "mountPath": recordsDir})
-		volumes = append(volumes, map[string]any{"name": "records", "persistentVolumeClaim": map[string]any{"claimName": o.RecordsClaim}})
+		args = append(args, "--records", k8s.ShardRecords(k8s.ShardIndexRef))
 	} else {
 		// The records are the pod's output; the summary and notes that
 		// share the log are skipped when read (--skip-bad-lines).
@@ -439,70 +327,12 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 	if !bo.out.Quiet {
 		args = append(args, "--quiet")
 	}
-	args = append(args, bench...)
-	if o.APIKeySecret != "" {
-		name, key, err := secretRef(o.APIKeySecret)
-		if err != nil {
-			return err
-		}
-		if bo.target.keyEnv() == "" {
-			return usagef("--api-key-secret needs bench's --api-key-env to name the variable the key goes in")
-		}
-		env0 = append(env0, map[string]any{"name": bo.target.keyEnv(), "valueFrom": map[string]any{
-			"secretKeyRef": map[string]any{"name": name, "key": key}}})
-	}
-	term := map[string]any{
-		"labelSelector": map[string]any{"matchLabels": map[string]string{"app.kubernetes.io/instance": o.Name}},
-		"topologyKey":   "kubernetes.io/hostname",
-	}
-	anti := map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []map[string]any{{"weight": 100, "podAffinityTerm": term}}}
-	if o.Spread == "required" {
-		anti = map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": []map[string]any{term}}
-	}
-	res := map[string]any{"cpu": o.CPU, "memory": o.Memory}
-	pod := podSpec{
-		RestartPolicy: "Never", Subdomain: o.Name, Affinity: map[string]any{"podAntiAffinity": anti}, SecurityContext: podSecurity(),
-		Containers: []container{{
-			Name: "bench", Image: o.Image, ImagePullPolicy: "IfNotPresent", Args: args, WorkingDir: scratchDir, Env: env0,
-			Ports:     []map[string]any{{"name": "rendezvous", "containerPort": o.Port, "protocol": "TCP"}},
-			Resources: map[string]any{"requests": res, "limits": res}, SecurityContext: hardened(), VolumeMounts: mounts,
-		}},
-		Volumes: volumes,
-	}
-	docs = append(docs, manifest{
-		APIVersion: "v1", Kind: "Service", Metadata: objectMeta{Name: o.Name, Namespace: o.Namespace, Labels: labels(o.Name, "bench")},
-		Spec: map[string]any{"clusterIP": "None", "publishNotReadyAddresses": true,
-			"selector": map[string]string{"app.kubernetes.io/instance": o.Name},
-			"ports":    []map[string]any{{"name": "rendezvous", "port": o.Port, "targetPort": o.Port, "protocol": "TCP"}}},
-	}, manifest{
-		APIVersion: "batch/v1", Kind: "Job", Metadata: objectMeta{Name: o.Name, Namespace: o.Namespace, Labels: labels(o.Name, "bench")},
-		Spec: jobSpec{CompletionMode: "Indexed", Completions: o.Shards, Parallelism: o.Shards,
-			// A retried shard could not rejoin the schedule: a failed pod
-			// is reported by the merge, not run again.
-			BackoffLimit: 0,
-			Template:     podTemplate{Metadata: objectMeta{Labels: labels(o.Name, "bench")}, Spec: pod}},
-	})
-	return writeManifests(env.Stdout, k8sJobHead(o), docs)
+	return append(args, bench...)
 }
 
-// datasetConfigMap holds the --dataset-path file in a ConfigMap and returns
-// bench's flags reading it from the pods' mount.
-func datasetConfigMap(env Env, o *K8sJobOptions, path string, bench []string) (manifest, []string, error) {
-	b, err := os.ReadFile(resolve(env, path))
-	if err != nil {
-		return manifest{}, nil, usagef("--dataset-path %s: %v (the file goes into a ConfigMap)", path, err)
-	}
-	if len(b) > maxConfigMap {
-		return manifest{}, nil, usagef("--dataset-path %s: %d bytes; a ConfigMap holds about 1 MiB: put the file in an image or a volume and give its path in the pod", path, len(b))
-	}
-	if !utf8.Valid(b) {
-		return manifest{}, nil, usagef("--dataset-path %s: not UTF-8 text, which a ConfigMap's data must be", path)
-	}
-	base := filepath.Base(path)
-	if !dataKey.MatchString(base) {
-		return manifest{}, nil, usagef("--dataset-path %s: a ConfigMap key allows letters, digits, '-', '_' and '.': rename the file", path)
-	}
-	in := workloadDir + "/" + base
+// withDatasetPath returns a copy of bench's flags with --dataset-path's
+// value replaced by in, where the pods read the file.
+func withDatasetPath(bench []string, in string) []string {
 	out := make([]string, len(bench))
 	copy(out, bench)
 	for i := 0; i < len(out); i++ {
@@ -514,59 +344,19 @@ func datasetConfigMap(env Env, o *K8sJobOptions, path string, bench []string) (m
 			out[i] = "--dataset-path=" + in
 		}
 	}
-	cm := manifest{APIVersion: "v1", Kind: "ConfigMap",
-		Metadata: objectMeta{Name: o.Name + "-workload", Namespace: o.Namespace, Labels: labels(o.Name, "bench")},
-		Data:     map[string]string{base: string(b)}}
-	return cm, out, nil
-}
-
-// k8sJobHead is the comment the manifests open with: how to run them and
-// collect the shards' records.
-func k8sJobHead(o *K8sJobOptions) string {
-	ns := ""
-	if o.Namespace != "" {
-		ns = " -n " + o.Namespace
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# goodput k8s job: %d shards of one schedule against %s.\n", o.Shards, o.BaseURL)
-	if o.StartAt != "" {
-		fmt.Fprintf(&b, "# The shards start at %s: apply before then (a start past by more than %s fails).\n", o.StartAt, run.StartAtGrace)
-	} else {
-		fmt.Fprintf(&b, "# Pod 0 sets the start once all %d pods have checked in at its rendezvous (%s-0.%s:%d).\n", o.Shards, o.Name, o.Name, o.Port)
-	}
-	fmt.Fprintf(&b, "#   kubectl%s apply -f THIS.yaml\n", ns)
-	fmt.Fprintf(&b, "#   kubectl%s wait --for=condition=complete --timeout=24h job/%s\n", ns, o.Name)
-	if o.RecordsClaim != "" {
-		fmt.Fprintf(&b, "#   goodput k8s collect --name %s --shards %d --records-claim %s%s | kubectl%s apply -f -\n", o.Name, o.Shards, o.RecordsClaim, nsFlag(o.Namespace), ns)
-		fmt.Fprintf(&b, "#   kubectl%s logs -f job/%s-report\n", ns, o.Name)
-	} else {
-		fmt.Fprintf(&b, "#   for i in $(seq 0 %d); do kubectl%s logs -l batch.kubernetes.io/job-name=%s,batch.kubernetes.io/job-completion-index=$i --tail=-1 > shard-$i.records.jsonl; done\n", o.Shards-1, ns, o.Name)
-		fmt.Fprintf(&b, "#   goodput report --skip-bad-lines shard-*.records.jsonl\n")
-	}
-	return b.String()
-}
-
-func nsFlag(ns string) string {
-	if ns == "" {
-		return ""
-	}
-	return " --namespace " + ns
+	return out
 }
 
 // writeK8sCollect writes the Job that merges the shards' records.
 func writeK8sCollect(env Env, o *K8sCollectOptions) error {
-	switch {
-	case o.Shards < 1 || o.Shards > maxShardCount:
+	if o.Shards < 1 || o.Shards > maxShardCount {
 		return usagef("--shards %d: want 1 to %d", o.Shards, maxShardCount)
-	case o.RecordsClaim == "":
-		return usagef("--records-claim: give the claim the shards wrote their records to (without one, read them from the pods' logs: see docs/scale-out.md)")
-	case !dnsLabel.MatchString(o.RecordsClaim):
-		return usagef("--records-claim %q: want a PersistentVolumeClaim's name", o.RecordsClaim)
-	case strings.TrimSpace(o.Image) == "" || strings.ContainsAny(o.Image, " \t\n"):
-		return usagef("--image %q: want an image reference", o.Image)
 	}
-	if err := checkName(o.Name, o.Namespace, o.Shards); err != nil {
-		return err
+	spec := k8s.CollectSpec{Name: o.Name, Namespace: o.Namespace, Shards: o.Shards, Image: o.Image, RecordsClaim: o.RecordsClaim}
+	// The Job's own fields first, so that a bad one fails before report's
+	// flags are parsed.
+	if err := spec.Check(); err != nil {
+		return k8sFlagError(err, "", "")
 	}
 	rc := newReportCmd(env)
 	if err := rc.ParseFlags(o.Report); err != nil {
@@ -576,43 +366,61 @@ func writeK8sCollect(env Env, o *K8sCollectOptions) error {
 		return usagef("after --: unexpected argument %q (the Job names the shards' files)", rest[0])
 	}
 	if rc.Flags().Changed("json") {
-		return usagef("after --: --json is the Job's to set (%s/merged.json)", recordsDir)
+		return usagef("after --: --json is the Job's to set (%s)", k8s.MergedPath)
 	}
 	args := []string{"report"}
 	for i := range o.Shards {
-		args = append(args, fmt.Sprintf("%s/shard-%d.records.jsonl", recordsDir, i))
+		args = append(args, k8s.ShardRecords(strconv.Itoa(i)))
 	}
-	args = append(args, "--json", recordsDir+"/merged.json")
-	args = append(args, o.Report...)
-	name := o.Name + "-report"
-	pod := podSpec{RestartPolicy: "Never", SecurityContext: podSecurity(),
-		Containers: []container{{Name: "report", Image: o.Image, ImagePullPolicy: "IfNotPresent", Args: args, WorkingDir: scratchDir,
-			SecurityContext: hardened(), VolumeMounts: []map[string]any{
-				{"name": "records", "mountPath": recordsDir}, {"name": "scratch", "mountPath": scratchDir}}}},
-		Volumes: []map[string]any{{"name": "records", "persistentVolumeClaim": map[string]any{"claimName": o.RecordsClaim}},
-			{"name": "scratch", "emptyDir": map[string]any{}}},
+	args = append(args, "--json", k8s.MergedPath)
+	spec.Args = append(args, o.Report...)
+	docs, err := k8s.Collect(spec)
+	if err != nil {
+		return k8sFlagError(err, "", "")
 	}
-	job := manifest{APIVersion: "batch/v1", Kind: "Job", Metadata: objectMeta{Name: name, Namespace: o.Namespace, Labels: labels(o.Name, "report")},
-		Spec: jobSpec{Completions: 1, Parallelism: 1, Template: podTemplate{Metadata: objectMeta{Labels: labels(o.Name, "report")}, Spec: pod}}}
-	head := fmt.Sprintf("# goodput k8s collect: merges the %d shards' records of job/%s on claim %s; apply once that Job is complete.\n", o.Shards, o.Name, o.RecordsClaim)
-	return writeManifests(env.Stdout, head, []manifest{job})
+	return k8s.Write(env.Stdout, k8s.CollectHead(spec), docs)
 }
 
-// writeManifests writes the head comment and the documents, "---" between.
-func writeManifests(w io.Writer, head string, docs []manifest) error {
-	var b bytes.Buffer
-	b.WriteString(head)
-	for _, d := range docs {
-		b.WriteString("---\n")
-		enc := yaml.NewEncoder(&b)
-		enc.SetIndent(2)
-		if err := enc.Encode(d); err != nil {
-			return err
-		}
-		if err := enc.Close(); err != nil {
-			return err
+// k8sFieldFlags are the flags of k8s.JobSpec's and k8s.CollectSpec's
+// fields, by Go name, where the error reads as the flag, its value and the
+// problem.
+var k8sFieldFlags = map[string]string{
+	"Name":         "--name",
+	"Namespace":    "--namespace",
+	"Shards":       "--shards",
+	"Image":        "--image",
+	"CPU":          "--cpu",
+	"Memory":       "--memory",
+	"Port":         "--port",
+	"Spread":       "--spread",
+	"RecordsClaim": "--records-claim",
+}
+
+// k8sFlagError makes err, a *k8s.SpecError from a spec the k8s commands'
+// flags filled, a usage error whose one line names the flag at fault:
+// secret is --api-key-secret as given, which the Secret's name and key
+// came from, and dataset --dataset-path as given, which the workload file
+// was read from (its name is the path's last element). Any other error is
+// a usage error as it reads.
+func k8sFlagError(err error, secret, dataset string) error {
+	var se *k8s.SpecError
+	if !errors.As(err, &se) {
+		return usageError{err}
+	}
+	switch se.Field {
+	case "APIKey.Name", "APIKey.Key":
+		return usagef("--api-key-secret %q: want NAME/KEY, the Secret's name and the key in it holding the API key", secret)
+	case "APIKeyEnv":
+		return usagef("--api-key-secret needs bench's --api-key-env to name the variable the key goes in")
+	case "Workload":
+		return usagef("--dataset-path %s: %w", dataset, se.Err)
+	case "RecordsClaim":
+		if se.Value == "" {
+			return usagef("--records-claim: give the claim the shards wrote their records to (without one, read them from the pods' logs: see docs/scale-out.md)")
 		}
 	}
-	_, err := w.Write(b.Bytes())
-	return err
+	if flag, ok := k8sFieldFlags[se.Field]; ok {
+		return usagef("%s %s: %w", flag, se.ValueText(), se.Err)
+	}
+	return usageError{err}
 }

@@ -165,6 +165,69 @@ func TestK8sJobStartAt(t *testing.T) {
 	}
 }
 
+// Every mistake in the k8s commands' flags is a usage error whose one line
+// names the flag (the k8s package's errors name its spec's fields; cli maps
+// them), and a mistake in the objects' own fields is found before bench's
+// flags are read.
+func TestK8sFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{"bin.jsonl": {0xff, 0xfe, '\n'}, "big.jsonl": bytes.Repeat([]byte("a"), 1100000), "bad name.jsonl": []byte("{}\n")} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const nameRule = "want lowercase letters, digits and '-', starting and ending with a letter or digit, short enough that "
+	const secretRule = "want NAME/KEY, the Secret's name and the key in it holding the API key"
+	job := []string{"k8s", "job", "--shards", "2", "--base-url", "http://x"}
+	collect := []string{"k8s", "collect", "--shards", "2", "--records-claim", "r"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"shards", []string{"k8s", "job", "--shards", "0", "--base-url", "http://x"}, `--shards 0: want 1 to 10000 pods`},
+		{"image", append(job, "--image", ""), `--image "": want an image reference`},
+		{"image first", append(job, "--image", "", "--cpu", "bad"), `--image "": want an image reference`},
+		{"cpu", append(job, "--cpu", "2x"), `--cpu "2x": want a CPU quantity, e.g. 2 or 500m`},
+		{"memory", append(job, "--memory", "lots"), `--memory "lots": want a memory quantity, e.g. 1Gi`},
+		{"port", append(job, "--port", "0"), `--port 0: want 1 to 65535`},
+		{"spread", append(job, "--spread", ""), `--spread "": want preferred or required`},
+		{"claim", append(job, "--records-claim", "Bad_Claim"), `--records-claim "Bad_Claim": want a PersistentVolumeClaim's name`},
+		{"name", append(job, "--name", "Bad_Name"), `--name "Bad_Name": ` + nameRule + `"Bad_Name-1" is at most 63 characters`},
+		{"namespace", append(job, "--namespace", "Bad_NS"), `--namespace "Bad_NS": want a DNS label (lowercase letters, digits, '-')`},
+		{"name before bench's flags", append(job, "--name", "X", "--", "--no-such-flag"), `--name "X": ` + nameRule + `"X-1" is at most 63 characters`},
+		{"secret without a key", append(job, "--api-key-secret", "nokey"), `--api-key-secret "nokey": ` + secretRule},
+		{"secret /", append(job, "--api-key-secret", "/"), `--api-key-secret "/": ` + secretRule},
+		{"secret's key", append(job, "--api-key-secret", "ok/bad key"), `--api-key-secret "ok/bad key": ` + secretRule},
+		{"secret's name", append(job, "--api-key-secret", "Bad/key"), `--api-key-secret "Bad/key": ` + secretRule},
+		{"no key variable", append(job, "--api-key-secret", "ok/key", "--", "--api-key-env", ""), `--api-key-secret needs bench's --api-key-env to name the variable the key goes in`},
+		{"bench's flags before the secret", append(job, "--api-key-secret", "bad", "--", "--no-flag"), `bench flag after --: unknown flag: --no-flag`},
+		{"dataset not UTF-8", append(job, "--", "--dataset-name", "custom", "--dataset-path", "bin.jsonl"), `--dataset-path bin.jsonl: not UTF-8 text, which a ConfigMap's data must be`},
+		{"dataset too big", append(job, "--", "--dataset-name", "custom", "--dataset-path", "big.jsonl"),
+			`--dataset-path big.jsonl: 1100000 bytes; a ConfigMap holds about 1 MiB: put the file in an image or a volume and give its path in the pod`},
+		{"dataset's name", append(job, "--", "--dataset-name", "custom", "--dataset-path", "bad name.jsonl"),
+			`--dataset-path bad name.jsonl: a ConfigMap key allows letters, digits, '-', '_' and '.': rename the file`},
+		{"collect without a claim", []string{"k8s", "collect", "--shards", "2", "--image", ""},
+			`--records-claim: give the claim the shards wrote their records to (without one, read them from the pods' logs: see docs/scale-out.md)`},
+		{"collect shards", []string{"k8s", "collect", "--shards", "0", "--records-claim", "r"}, `--shards 0: want 1 to 10000`},
+		{"collect claim", []string{"k8s", "collect", "--shards", "2", "--records-claim", "Bad"}, `--records-claim "Bad": want a PersistentVolumeClaim's name`},
+		{"collect image", append(collect, "--image", ""), `--image "": want an image reference`},
+		{"collect name", append(collect, "--name", "Bad"), `--name "Bad": ` + nameRule + `"Bad-1" is at most 63 characters`},
+		{"collect namespace", append(collect, "--namespace", "Bad"), `--namespace "Bad": want a DNS label (lowercase letters, digits, '-')`},
+		{"collect's name before report's flags", append(collect, "--name", "Bad", "--", "--no-flag"), `--name "Bad": ` + nameRule + `"Bad-1" is at most 63 characters`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			env := Env{Dir: dir, Stdout: &out, Stderr: &errb, Now: time.Now}
+			code := Main(t.Context(), tc.args, env)
+			if want := "goodput: " + tc.want + "\n"; code != ExitUsage || errb.String() != want || out.Len() != 0 {
+				t.Errorf("goodput %s: exit %d, stderr %q, %d bytes out; want exit %d, stderr %q, nothing out",
+					strings.Join(tc.args, " "), code, errb.String(), out.Len(), ExitUsage, want)
+			}
+		})
+	}
+}
+
 // fakeAPIServer answers kubectl's discovery of the kinds the manifests use
 // (nothing else), so kubectl create --dry-run=client can run without a
 // cluster.
