@@ -223,9 +223,14 @@ func failures(in Input) []Finding {
 			ev["retry_after_p50_ms"], ev["retry_after_max_ms"], ev["retry_after_given"] = round2(r.Median), round2(r.Max), r.N
 			advice += fmt.Sprintf("; %d answers advertised a wait, P50 %s ms and at most %s ms, so back off that long rather than retry at once", r.N, num(r.Median), num(r.Max))
 		}
+		msg := fmt.Sprintf("%d of %d requests (%s %%) failed with %s: %s.", n, s.Requests, num(100*share), c, advice)
+		if c == runlog.ErrHTTP429 {
+			// A limit's answer, not a server failing: said as such.
+			msg = fmt.Sprintf("%d of %d requests (%s %%) were rate limited (%s), not failed by the server: %s.", n, s.Requests, num(100*share), c, advice)
+		}
 		out = append(out, Finding{
 			ID: "failures-" + string(c), Severity: sev,
-			Message:  fmt.Sprintf("%d of %d requests (%s %%) failed with %s: %s.", n, s.Requests, num(100*share), c, advice),
+			Message:  msg,
 			Evidence: ev,
 		})
 	}
