@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/anthropic"
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -317,11 +318,11 @@ func (l *loadFlags) registerRetry(fs *pflag.FlagSet) {
 }
 
 // retry checks the retry flags; nil means no retries.
-func (l *loadFlags) retry() (*run.RetryPolicy, error) {
+func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
 	if l.Retries < 0 || l.Retries > 100 {
 		return nil, usagef("--retries %d: want 0 to 100", l.Retries)
 	}
-	p, err := run.ParseBackoff(l.RetryBackoff)
+	p, err := loadgen.ParseBackoff(l.RetryBackoff)
 	if err != nil {
 		return nil, usagef("--retry-backoff %v", err)
 	}

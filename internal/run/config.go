@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/stats"
@@ -74,7 +75,7 @@ type Config struct {
 	Scrape *ScrapeConfig
 	// Retry, when set, retries failed requests as a client would (wall
 	// clock; see RetryPolicy).
-	Retry *RetryPolicy
+	Retry *loadgen.RetryPolicy
 	// Shard, when set, makes the run one shard of a run split over several
 	// processes: it sends only its share of the one global schedule (see
 	// Shard); nil for a whole run.

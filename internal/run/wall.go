@@ -326,7 +326,7 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 			return nil, err
 		}
 		if p := cfg.Retry; p != nil && p.Max > 0 {
-			call = p.withRetries(call, func(r *runlog.Record) { _ = onRecord(r) }, w.now, uint64(cfg.Seed))
+			call = p.WithRetries(call, func(r *runlog.Record) { _ = onRecord(r) }, w.now, uint64(cfg.Seed))
 		}
 		if watch == nil {
 			return call, nil

@@ -1,4 +1,4 @@
-package run
+package loadgen
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -115,8 +114,8 @@ func backoffDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// retryable reports whether a failed attempt is worth sending again.
-func retryable(rec *runlog.Record) bool {
+// Retryable reports whether a failed attempt is worth sending again.
+func Retryable(rec *runlog.Record) bool {
 	switch rec.ErrorClass {
 	case runlog.ErrHTTP429, runlog.ErrHTTP5xx, runlog.ErrTimeout, runlog.ErrIdleTimeout, runlog.ErrConnectReset:
 		return true
@@ -124,10 +123,10 @@ func retryable(rec *runlog.Record) bool {
 	return false
 }
 
-// wait is the wait before retry k (from 1) of the attempt rec, drawn with
+// Wait is the wait before retry k (from 1) of the attempt rec, drawn with
 // rng: the jittered backoff, or the answer's Retry-After when that is
-// longer.
-func (p *RetryPolicy) wait(k int, rec *runlog.Record, rng *rand.Rand) time.Duration {
+// longer. The virtual-time driver draws its waits with it too.
+func (p *RetryPolicy) Wait(k int, rec *runlog.Record, rng *rand.Rand) time.Duration {
 	b := p.Base
 	for i := 1; i < k && b < p.Cap; i++ {
 		b *= 2
@@ -142,7 +141,7 @@ func (p *RetryPolicy) wait(k int, rec *runlog.Record, rng *rand.Rand) time.Durat
 	return max(b, time.Duration(rec.RetryAfterNs))
 }
 
-// withRetries wraps call so that a failed attempt is sent again as the
+// WithRetries wraps call so that a failed attempt is sent again as the
 // policy says. Each attempt that is retried goes to emit as a record of its
 // own (Retried set); the retries' records carry Attempt, RetryOf (the
 // first attempt's id) and an id of their own, and the call's record ends
@@ -150,16 +149,16 @@ func (p *RetryPolicy) wait(k int, rec *runlog.Record, rng *rand.Rand) time.Durat
 // backoff, so send lag still measures the client alone. The request's
 // concurrency slot is held while it backs off, as a client's is. now is
 // the run's clock; seed makes the jitter repeatable.
-func (p *RetryPolicy) withRetries(call loadgen.Call, emit func(*runlog.Record), now func() int64, seed uint64) loadgen.Call {
+func (p *RetryPolicy) WithRetries(call Call, emit func(*runlog.Record), now func() int64, seed uint64) Call {
 	return func(ctx context.Context, rec *runlog.Record) {
 		call(ctx, rec)
 		orig := rec.ID
 		var rng *rand.Rand
-		for k := 1; k <= p.Max && !rec.OK() && retryable(rec) && ctx.Err() == nil; k++ {
+		for k := 1; k <= p.Max && !rec.OK() && Retryable(rec) && ctx.Err() == nil; k++ {
 			if rng == nil {
-				rng = rand.New(rand.NewPCG(seed, hashID(orig)))
+				rng = rand.New(rand.NewPCG(seed, HashID(orig)))
 			}
-			d := p.wait(k, rec, rng)
+			d := p.Wait(k, rec, rng)
 			failed := new(runlog.Record)
 			rec.CopyTo(failed)
 			failed.Retried = true
@@ -167,7 +166,7 @@ func (p *RetryPolicy) withRetries(call loadgen.Call, emit func(*runlog.Record), 
 			due := now() + int64(d)
 			level, warm := rec.Level, rec.Warmup
 			*rec = runlog.Record{Chunks: rec.Chunks[:0], Level: level, Warmup: warm, Intended: due}
-			if !sleepUntil(ctx, now, due) {
+			if !waitFor(ctx, now, due) {
 				rec.ID, rec.Attempt, rec.RetryOf = orig+"-a"+strconv.Itoa(k+1), k+1, orig
 				rec.Sent, rec.End = now(), now()
 				rec.ErrorClass, rec.Error = runlog.ErrCancelled, "cancelled while backing off before a retry"
@@ -179,8 +178,24 @@ func (p *RetryPolicy) withRetries(call loadgen.Call, emit func(*runlog.Record), 
 	}
 }
 
-// hashID is a request id's FNV-1a hash, a stream for its jitter.
-func hashID(id string) uint64 {
+// waitFor waits until now reads at; false when ctx ended first.
+func waitFor(ctx context.Context, now func() int64, at int64) bool {
+	d := time.Duration(at - now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// HashID is a request id's FNV-1a hash, a stream for its jitter.
+func HashID(id string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(id); i++ {
 		h ^= uint64(id[i])

@@ -1,4 +1,4 @@
-package run
+package loadgen
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func FuzzParseBackoff(f *testing.F) {
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		for k := 1; k < 70; k++ {
-			if d := p.wait(k, &runlog.Record{}, rng); d < 0 || d > p.Cap {
+			if d := p.Wait(k, &runlog.Record{}, rng); d < 0 || d > p.Cap {
 				t.Fatalf("wait %d = %v, outside [0, %v]", k, d, p.Cap)
 			}
 		}
@@ -59,15 +59,15 @@ func TestBackoffWaitsByHand(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	rec := &runlog.Record{}
 	for k, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 400 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 60: time.Second} {
-		if got := p.wait(k, rec, rng); got != want {
+		if got := p.Wait(k, rec, rng); got != want {
 			t.Errorf("retry %d waits %v, want %v", k, got, want)
 		}
 	}
 	// The answer's Retry-After wins when longer, never when shorter.
-	if got := p.wait(1, &runlog.Record{RetryAfterNs: int64(3 * time.Second)}, rng); got != 3*time.Second {
+	if got := p.Wait(1, &runlog.Record{RetryAfterNs: int64(3 * time.Second)}, rng); got != 3*time.Second {
 		t.Errorf("with Retry-After 3 s the wait is %v", got)
 	}
-	if got := p.wait(3, &runlog.Record{RetryAfterNs: int64(time.Millisecond)}, rng); got != 400*time.Millisecond {
+	if got := p.Wait(3, &runlog.Record{RetryAfterNs: int64(time.Millisecond)}, rng); got != 400*time.Millisecond {
 		t.Errorf("with Retry-After 1 ms the third wait is %v, want the backoff's 400 ms", got)
 	}
 	// Jitter: full draws in [0, b], equal in [b/2, b]; both vary.
@@ -75,7 +75,7 @@ func TestBackoffWaitsByHand(t *testing.T) {
 		p.Jitter = j
 		seen := map[time.Duration]bool{}
 		for range 200 {
-			d := p.wait(3, rec, rng)
+			d := p.Wait(3, rec, rng)
 			lo := time.Duration(0)
 			if j == JitterEqual {
 				lo = 200 * time.Millisecond
@@ -111,7 +111,7 @@ func TestWithRetries(t *testing.T) {
 	}
 	var emitted []*runlog.Record
 	p := RetryPolicy{Max: 3}
-	wrapped := p.withRetries(call, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7)
+	wrapped := p.WithRetries(call, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7)
 	rec := &runlog.Record{Intended: 5, Level: 2}
 	wrapped(context.Background(), rec)
 	if attempts != 3 || len(emitted) != 2 {
@@ -133,7 +133,7 @@ func TestWithRetries(t *testing.T) {
 		rec.ID, rec.ErrorClass = "r2", runlog.ErrHTTP4xx
 	}
 	emitted = nil
-	p.withRetries(bad, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7)(context.Background(), &runlog.Record{})
+	p.WithRetries(bad, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7)(context.Background(), &runlog.Record{})
 	if attempts != 1 || len(emitted) != 0 {
 		t.Errorf("a 400 was sent %d times (%d emitted); a client error is not retried", attempts, len(emitted))
 	}
