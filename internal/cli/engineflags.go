@@ -14,7 +14,7 @@ import (
 // is not bound: bench binds it to --sim-model (its --model is the id sent in
 // requests), serve and sim to --model.
 func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
-	fs.StringVar(&c.GPU, "gpu", c.GPU, "simulated GPU: a100-40gb, a100-80gb, h100-sxm, h200, l40s, rtx-4090, rtx-pro-6000, or a .yaml profile")
+	fs.StringVar(&c.GPU, "gpu", c.GPU, "simulated GPU: a100-40gb, a100-80gb, h100-sxm, h200, b200, h20, l40s, l4, a10g, rtx-4090, rtx-pro-6000, mi300x, or a .yaml profile")
 	fs.IntVar(&c.TP, "tensor-parallel-size", c.TP, "tensor-parallel GPUs per replica")
 	fs.IntVar(&c.TP, "tp", c.TP, "alias of --tensor-parallel-size")
 	fs.StringVar(&c.DType, "dtype", c.DType, "weight dtype: bf16, fp16, fp8, int4")

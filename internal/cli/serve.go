@@ -55,7 +55,7 @@ engine iteration F times (TTFT, TPOT and E2E all grow), from the start or
 	fs := cmd.Flags()
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 for all interfaces)")
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0 picks a free one)")
-	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
+	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path")
 	fs.StringVar(&o.ServedModelName, "served-model-name", "", "model id the server answers to (default: the model's HF id)")
 	fs.Float64Var(&o.Slowdown, "slowdown", 0, "stretch every engine iteration by this factor (3: three times as slow), from --slowdown-after on; 0: none")
 	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")

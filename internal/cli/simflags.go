@@ -15,6 +15,6 @@ type simFlags struct {
 
 func (s *simFlags) register(fs *pflag.FlagSet) {
 	s.cfg = sim.DefaultConfig()
-	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
+	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path")
 	registerEngineFlags(fs, &s.cfg)
 }

@@ -37,8 +37,9 @@ var Schedulers = []string{SchedVLLMV1, SchedSarathi, SchedPrefillFirst, SchedSta
 // numeric field means "vLLM's default" (resolved by New); DefaultConfig
 // returns the defaults that flags start from.
 type Config struct {
-	// Model is a built-in model name, its Hugging Face id, or a .yaml
-	// profile path (the CLI binds it to --model or --sim-model).
+	// Model is a built-in model name, its Hugging Face id, a .yaml
+	// profile path or a Hugging Face config.json path (the CLI binds it to
+	// --model or --sim-model).
 	Model string
 	// GPU is a built-in GPU name or a .yaml profile path (--gpu).
 	GPU string
@@ -288,6 +289,10 @@ func (c Config) resolve() (*resolved, error) {
 		if big {
 			r.MaxNumSeqs = 1024
 		}
+	}
+	if g.Efficiency == nil || g.Efficiency.GraphMaxTokens == 0 {
+		// vLLM sizes its largest CUDA graph from max_num_seqs.
+		dep.Eff.GraphMaxTokens = costmodel.GraphCaptureTokens(r.MaxNumSeqs)
 	}
 	weights := dep.WeightBytesPerGPU()
 	avail := g.MemoryGiB * costmodel.GiB * r.GPUMemoryUtilization

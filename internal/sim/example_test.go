@@ -29,8 +29,8 @@ func Example() {
 		now = end
 	}
 	// Output:
-	// a: token at 25.0 ms
-	// a: token at 31.6 ms
-	// a: token at 38.2 ms
-	// a: done, prefill 25.0 ms
+	// a: token at 33.6 ms
+	// a: token at 40.6 ms
+	// a: token at 47.5 ms
+	// a: done, prefill 33.6 ms
 }

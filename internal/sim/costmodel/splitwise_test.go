@@ -9,17 +9,18 @@ import (
 )
 
 // TestSplitwiseSanity compares the formula with Splitwise's measured
-// Llama-2-70B iteration times (A100-80GB and H100, TP4 and TP8, batch 1).
+// Llama-2-70B iteration times on NVLink (DGX A100-80GB and H100, TP4 and
+// TP8, batch 1; shared/data/splitwise-perf-model, from
+// https://github.com/Mutinifni/splitwise-sim data/perf_model.csv).
 //
-// Prefill at 2048 and 8192 tokens is compute-bound. A100 TP4 at 2048
-// tokens agrees within 3 %; the rest of that 2023 stack runs slower than a
-// current engine the more GPUs and the longer the prompt (its H100 TP8
-// 8192-token prefill reaches only ~17 % of peak), so the stated tolerance
-// is: the formula lies within [40 %, 140 %] of the measured median. Decode steps there run on a 2023
-// engine without CUDA graphs: TP8 is no faster than TP4 on A100, i.e. the
-// ~45 ms steps are mostly framework overhead, so for decode we only check
-// that the prediction lies between 25 % and 100 % of the measurement
-// (bandwidth-bound, never slower than that engine).
+// That 2023 stack is slower than the vLLM V1 this models, never faster:
+// its decode steps take ~45 ms on A100 and ~30 ms on H100 whatever the TP
+// degree (TP8 no faster than TP4), i.e. framework overhead without CUDA
+// graphs, where the weights alone stream in 4–20 ms. So the bounds are
+// one-sided and state that: a 2,048-token prefill (GEMM-bound: the part
+// both stacks share) within [75 %, 105 %] of the measurement; an
+// 8,192-token one, where its older attention kernels dominate, within
+// [40 %, 100 %]; decode within [25 %, 100 %].
 func TestSplitwiseSanity(t *testing.T) {
 	f, err := os.Open("../../../../shared/data/splitwise-perf-model/perf_model.csv")
 	if err != nil {
@@ -66,9 +67,13 @@ func TestSplitwiseSanity(t *testing.T) {
 				var b Batch
 				b.Add(p, 0, true)
 				got, want := d.Breakdown(&b).Total*1e3, median(ms)
+				lo, hi := 0.75, 1.05
+				if p == 8192 {
+					lo, hi = 0.40, 1.00
+				}
 				t.Logf("%s TP%d prefill %d: sim %.1f ms, measured %.1f ms (%+.0f%%)", hw, tp, p, got, want, 100*(got/want-1))
-				if got < 0.4*want || got > 1.4*want {
-					t.Errorf("%s TP%d prefill %d = %.1f ms; want within [40%%, 140%%] of %.1f ms", hw, tp, p, got, want)
+				if got < lo*want || got > hi*want {
+					t.Errorf("%s TP%d prefill %d = %.1f ms; want within [%.0f%%, %.0f%%] of %.1f ms", hw, tp, p, got, 100*lo, 100*hi, want)
 				}
 			}
 			var b Batch
