@@ -30,6 +30,7 @@ type SimOptions struct {
 	out         outputFlags
 	verdict     verdictFlags
 	sessions    sessionFlags
+	cluster     clusterFlags
 	// scrapeInterval samples the engine's state as a scraper of its
 	// /metrics would (0: not).
 	scrapeInterval time.Duration
@@ -60,8 +61,9 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	}
 	fs := cmd.Flags()
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {
-		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id or a .yaml profile")
+		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path")
 		registerEngineFlags(fs, &o.Engine)
+		o.cluster.register(fs)
 	})
 	group(fs, "Load flags", o.load.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
@@ -93,6 +95,9 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return nil, err
 	}
 	cfg.Engine, cfg.IgnoreEOS, cfg.NaturalStopRecorded, cfg.ReadingSpeedMs = o.Engine, o.IgnoreEOS, o.NaturalStop, o.verdict.ReadingSpeedMs
+	if cfg.Cluster, err = o.cluster.config(o.Engine); err != nil {
+		return nil, err
+	}
 	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
 	if err != nil {
 		return nil, err
@@ -105,7 +110,7 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		cfg.Scrape = &run.ScrapeConfig{Interval: o.scrapeInterval}
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, nil, "--model")
+	return res, runError(clusterFlagError(err), nil, "--model")
 }
 
 // runSim runs one level in virtual time and reports it like bench.

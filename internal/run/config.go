@@ -23,6 +23,7 @@ import (
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
 	"github.com/goodput/goodput/internal/workload"
@@ -51,6 +52,11 @@ type Config struct {
 	// Engine is the simulated engine: the virtual-time target, or the
 	// embedded server when Target.BaseURL is "".
 	Engine sim.Config
+	// Cluster, when set, runs the virtual-time levels (or sessions) on
+	// replicas of the simulated engine behind a router instead of one
+	// Engine, each level on a fresh cluster; records name the replica that
+	// served them.
+	Cluster *cluster.Config
 	// IgnoreEOS generates every request's full output length in virtual
 	// time (over HTTP it is the backend's: ignore_eos in the body);
 	// NaturalStopRecorded lets requests whose dataset recorded their

@@ -47,15 +47,22 @@ func servingGPUs(meta *runlog.Meta) int {
 	if a := meta.Analysis; a != nil && a.NumGPUs > 0 {
 		return a.NumGPUs
 	}
-	// A number read back from a records file is a float64; a live run's an int.
-	switch tp := meta.Simulated["tensor_parallel_size"].(type) {
+	// A simulated cluster's replicas each have their tensor parallelism.
+	return simulatedCount(meta, "tensor_parallel_size") * simulatedCount(meta, "replicas")
+}
+
+// simulatedCount is a count ≥ 1 of the simulated engine's description, 1
+// when it gives none. A number read back from a records file is a
+// float64; a live run's an int.
+func simulatedCount(meta *runlog.Meta, key string) int {
+	switch n := meta.Simulated[key].(type) {
 	case float64:
-		if tp >= 1 {
-			return int(tp)
+		if n >= 1 {
+			return int(n)
 		}
 	case int:
-		if tp >= 1 {
-			return tp
+		if n >= 1 {
+			return n
 		}
 	}
 	return 1

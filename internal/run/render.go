@@ -74,6 +74,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.TTFTSplitTerminal(w, r.Levels[0].TTFTSplit); err != nil {
 			return err
 		}
+		if err := report.ReplicasTerminal(w, r.Levels[0].Replicas); err != nil {
+			return err
+		}
 		if err := report.CostTerminal(w, r.Levels[0].Cost); err != nil {
 			return err
 		}
@@ -112,6 +115,9 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			return err
 		}
 		if err := report.TTFTSplitTerminal(w, l.TTFTSplit); err != nil {
+			return err
+		}
+		if err := report.ReplicasTerminal(w, l.Replicas); err != nil {
 			return err
 		}
 		if err := report.CostTerminal(w, l.Cost); err != nil {
@@ -178,6 +184,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 		if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
 			extra["ttft_split"] = m
 		}
+		if m := report.ReplicasJSON(l.Replicas); m != nil {
+			extra["replicas"] = m
+		}
 		if m := report.CostJSON(l.Cost); m != nil {
 			extra["cost"] = m
 		}
@@ -239,6 +248,9 @@ func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	serverJSON(extra, l.Server)
 	if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
 		extra["ttft_split"] = m
+	}
+	if m := report.ReplicasJSON(l.Replicas); m != nil {
+		extra["replicas"] = m
 	}
 	if m := report.CostJSON(l.Cost); m != nil {
 		extra["cost"] = m

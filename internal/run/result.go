@@ -85,6 +85,9 @@ type LevelResult struct {
 	// TTFTSplit splits the client's TTFT by the server's per-request
 	// timing (nil when no request carried one).
 	TTFTSplit *report.TTFTSplit
+	// Replicas spreads the level over a simulated cluster's replicas (nil
+	// for one engine).
+	Replicas *report.Replicas
 	// Cost is the level per GPU and in money and energy (nil when the run
 	// asked for neither a price nor a GPU count).
 	Cost *report.LevelCost
@@ -120,6 +123,7 @@ type levelData struct {
 	start, end int64
 	spanned    bool
 	split      *report.TTFTSplit
+	replicas   *report.Replicas
 }
 
 // point is the level as the sweep logic sees it.
@@ -171,6 +175,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
 		}
 		lr.TTFTSplit = d.split
+		lr.Replicas = d.replicas
 		lr.Cost = levelCost(meta, &d.summary, lr.Server)
 		res.Levels = append(res.Levels, lr)
 	}

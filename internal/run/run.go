@@ -470,6 +470,7 @@ func (r *runner) finish(ctx context.Context, runErr error) (*Result, error) {
 	if r.virt != nil {
 		st := r.virt.stats
 		res.Virtual = &st
+		r.virt.attachReplicas(res)
 	}
 	if res.Interrupted && errors.Is(runErr, context.Canceled) {
 		runErr = nil // the Result says so

@@ -83,9 +83,15 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
 	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
-		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so),
+		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so), Replicas: schemaReplicas(),
 		Cost: &report.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
+}
+
+// schemaReplicas is a cluster's Replicas block with every figure known.
+func schemaReplicas() *report.Replicas {
+	row := report.ReplicaRow{Replica: 1, Requests: 1, TTFTN: 1, KVPeak: 1}
+	return &report.Replicas{Router: "x", Rows: []report.ReplicaRow{row}, MaxRequests: 1, MeanRequests: 1, Imbalance: 1}
 }
 
 // schemaSplit is a TTFT split of one request, at so's percentiles.

@@ -135,6 +135,8 @@ type collector struct {
 	// server's queue and prefill (ms), summarised at percentiles.
 	split       ttftSplit
 	percentiles []float64
+	// replicas counts the records by the cluster replica that served them.
+	replicas report.ReplicaCounter
 }
 
 // ttftSplit collects a level's TTFTs against the server's own timing.
@@ -218,6 +220,9 @@ func (c *collector) Record(r *runlog.Record) error {
 	if !r.Warmup && r.OK() {
 		c.split.add(r)
 	}
+	if r.Replica > 0 {
+		c.replicas.Add(r)
+	}
 	if r.SessionID != "" && !r.Warmup {
 		var k runlog.Record
 		r.CopyTo(&k)
@@ -241,7 +246,8 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 		lv.Stopped = c.stopped
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned, split: c.split.summary(c.percentiles)}
+		start: c.start, end: c.end, spanned: c.spanned, split: c.split.summary(c.percentiles),
+		replicas: c.replicas.Summary()}
 }
 
 // filtered is w through the output filter, if any.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simrun"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -38,16 +39,19 @@ type virtual struct {
 	// their own (a Pareto sweep), by (input, output).
 	wo        workload.Options
 	byLengths lengthDatasets
+	// replicas keeps a cluster run's replica figures by level index, for
+	// what the records cannot say (each replica's KV peak).
+	replicas map[int][]cluster.ReplicaStats
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
 // whole unless NumPrompts is set; warm-ups get requests of their own).
 func openVirtual(cfg *Config, seed int64) (*virtual, error) {
-	eng, err := sim.New(cfg.Engine)
+	desc, err := describeVirtual(cfg)
 	if err != nil {
-		return nil, engineError(err)
+		return nil, err
 	}
-	v := &virtual{cfg: cfg, desc: eng.Describe(), cur: -1}
+	v := &virtual{cfg: cfg, desc: desc, cur: -1}
 	if cfg.Sessions != nil {
 		return v, nil // the sessions are the workload
 	}
@@ -79,12 +83,83 @@ func engineError(err error) error {
 	return fmt.Errorf("simulated engine: %w", err)
 }
 
-// runLevel runs level idx on a fresh engine, every record through sink.
-func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (runlog.Level, error) {
-	eng, err := sim.New(v.cfg.Engine)
-	if err != nil {
-		return lv, engineError(err)
+// describeVirtual checks the engine, or the cluster, and describes it for
+// the run's meta: a cluster as its first replica, with "replicas" and
+// "router" added.
+func describeVirtual(cfg *Config) (map[string]any, error) {
+	if cfg.Cluster == nil {
+		eng, err := sim.New(cfg.Engine)
+		if err != nil {
+			return nil, engineError(err)
+		}
+		return eng.Describe(), nil
 	}
+	c, err := cluster.New(*cfg.Cluster)
+	if err != nil {
+		return nil, clusterError(err)
+	}
+	d := c.Describe(0)
+	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
+	return d, nil
+}
+
+// clusterError is a cluster configuration error as the run's ConfigError
+// (Field "Cluster.<field>"; a replica's engine error still wraps the
+// engine's *sim.ConfigError).
+func clusterError(err error) error {
+	var ce *cluster.ConfigError
+	if errors.As(err, &ce) {
+		return &ConfigError{Field: "Cluster." + ce.Field, Err: err}
+	}
+	return fmt.Errorf("simulated cluster: %w", err)
+}
+
+// simulate runs ds under load on a fresh engine, or a fresh cluster whose
+// replica figures it keeps for level idx.
+func (v *virtual) simulate(ctx context.Context, idx int, ds workload.Dataset, load simrun.Load, emit func(*runlog.Record) error) (simrun.Result, error) {
+	if v.cfg.Cluster == nil {
+		eng, err := sim.New(v.cfg.Engine)
+		if err != nil {
+			return simrun.Result{}, engineError(err)
+		}
+		return simrun.Run(ctx, eng, ds, load, emit)
+	}
+	c, err := cluster.New(*v.cfg.Cluster)
+	if err != nil {
+		return simrun.Result{}, clusterError(err)
+	}
+	res, err := simrun.RunCluster(ctx, c, ds, load, emit)
+	v.keepReplicas(idx, res.Replicas)
+	return res, err
+}
+
+func (v *virtual) keepReplicas(idx int, st []cluster.ReplicaStats) {
+	if v.replicas == nil {
+		v.replicas = map[int][]cluster.ReplicaStats{}
+	}
+	v.replicas[idx] = st
+}
+
+// attachReplicas completes each level's Replicas block (from its records)
+// with what only the run knew: the router and each replica's KV peak.
+func (v *virtual) attachReplicas(res *Result) {
+	for i := range res.Levels {
+		l := &res.Levels[i]
+		st, ok := v.replicas[l.Index]
+		if !ok {
+			continue
+		}
+		peaks := make([]float64, len(st))
+		for k := range st {
+			peaks[k] = st[k].KVPeak
+		}
+		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
+	}
+}
+
+// runLevel runs level idx on a fresh engine (or cluster), every record
+// through sink.
+func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (runlog.Level, error) {
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
@@ -105,7 +180,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	if err != nil {
 		return lv, err
 	}
-	res, err := simrun.Run(ctx, eng, ds, load, func(r *runlog.Record) error {
+	res, err := v.simulate(ctx, idx, ds, load, func(r *runlog.Record) error {
 		hist.observe(r)
 		if r.Level != v.cur {
 			if v.cur >= 0 {
@@ -129,9 +204,17 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 // level 0, every record through sink: the same records as over HTTP,
 // deterministic for the seed.
 func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (simrun.SessionResult, error) {
-	eng, err := sim.New(v.cfg.Engine)
-	if err != nil {
-		return simrun.SessionResult{}, engineError(err)
+	var (
+		eng *sim.Engine
+		c   *cluster.Cluster
+		err error
+	)
+	if v.cfg.Cluster == nil {
+		if eng, err = sim.New(v.cfg.Engine); err != nil {
+			return simrun.SessionResult{}, engineError(err)
+		}
+	} else if c, err = cluster.New(*v.cfg.Cluster); err != nil {
+		return simrun.SessionResult{}, clusterError(err)
 	}
 	seed := v.cfg.Seed
 	// Tool calls the sessions do not time or size draw from the load's
@@ -159,11 +242,18 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 		load.ToolResultTokens = func(session, turn, call int) int { return draw(d, 0x726573, session, turn, call) }
 	}
 	wall := time.Now()
-	res, err := simrun.RunSessions(ctx, eng, load, func(r *runlog.Record) error {
+	emit := func(r *runlog.Record) error {
 		hist.observe(r)
 		r.CopyTo(&v.buf)
 		return sink.Record(&v.buf)
-	})
+	}
+	var res simrun.SessionResult
+	if c != nil {
+		res, err = simrun.RunSessionsCluster(ctx, c, load, emit)
+		v.keepReplicas(0, res.Replicas)
+	} else {
+		res, err = simrun.RunSessions(ctx, eng, load, emit)
+	}
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps

@@ -127,6 +127,11 @@ type SessionResult struct {
 //
 // The same inputs give identical records.
 func RunSessions(ctx context.Context, eng *sim.Engine, load SessionLoad, emit func(*runlog.Record) error) (SessionResult, error) {
+	return runSessions(ctx, &single{e: eng}, load, emit)
+}
+
+// runSessions is RunSessions over one engine or a cluster.
+func runSessions(ctx context.Context, eng engine, load SessionLoad, emit func(*runlog.Record) error) (SessionResult, error) {
 	switch {
 	case load.Sessions == nil || load.Sessions.Len() <= 0:
 		return SessionResult{}, errors.New("simrun: empty session set")
@@ -142,7 +147,7 @@ func RunSessions(ctx context.Context, eng *sim.Engine, load SessionLoad, emit fu
 	r := &runner{eng: eng, load: Load{Seed: load.Seed, Index: load.Index, Sample: load.Sample, SampleEvery: load.SampleEvery},
 		emit: emit, inflight: map[string]*flight{}}
 	defer r.sampleEnd()
-	cfg := eng.Config()
+	cfg := eng.config()
 	f := &sessionFeed{r: r, load: &load, cfg: cfg, n: load.NumSessions, maxRounds: load.MaxToolRounds}
 	r.sessions = f
 	if f.n == 0 {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -85,8 +86,12 @@ type Result struct {
 	Start, End int64
 	// Steps is the number of engine iterations run (warm-ups included).
 	Steps int64
-	// Engine is the engine's state at the end.
+	// Engine is the engine's state at the end (a cluster's summed, KV
+	// usage its mean).
 	Engine sim.Snapshot
+	// Replicas is each replica's share of a cluster run (RunCluster), by
+	// index; nil for one engine.
+	Replicas []cluster.ReplicaStats
 }
 
 // Duration is the measured phase's virtual length.
@@ -105,6 +110,11 @@ var ErrStalled = errors.New("simrun: engine stalled")
 // eng should be fresh (or idle): virtual time starts at 0 and request ids
 // are the dataset index ("w"-prefixed for warm-ups).
 func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, emit func(*runlog.Record) error) (Result, error) {
+	return run(ctx, &single{e: eng}, ds, load, emit)
+}
+
+// run is Run over one engine or a cluster.
+func run(ctx context.Context, eng engine, ds workload.Dataset, load Load, emit func(*runlog.Record) error) (Result, error) {
 	if ds == nil || ds.Len() <= 0 {
 		return Result{}, errors.New("simrun: empty dataset")
 	}
@@ -157,7 +167,7 @@ func Run(ctx context.Context, eng *sim.Engine, ds workload.Dataset, load Load, e
 
 // runner is one Run's state.
 type runner struct {
-	eng      *sim.Engine
+	eng      engine
 	ds       workload.Dataset
 	load     Load
 	emit     func(*runlog.Record) error
@@ -168,6 +178,9 @@ type runner struct {
 	// prevFlights[i] is the flight of the previous iteration's event i;
 	// curFlights is the spare buffer apply fills next.
 	prevFlights, curFlights []*flight
+	// caches keeps each replica's prevFlights and curFlights between its
+	// iterations (one, for one engine).
+	caches []flightCache
 	// sessions is RunSessions' state; nil in Run.
 	sessions *sessionFeed
 	// nextSample is the virtual time of the next Load.Sample call,
@@ -182,11 +195,15 @@ type flight struct {
 	out     int    // output tokens asked of the engine
 	visible bool   // last chunk's visibility, to merge same-time chunks
 	conv    *convo // the session the request is a turn of; nil in Run
+	// last is the last chunk's time, kept here so that merging does not
+	// read the chunk back: with many requests in flight (a cluster's) it
+	// is rarely still in the CPU's cache.
+	last int64
 }
 
 func (r *runner) result() Result {
 	res := r.res
-	res.Engine = r.eng.Snapshot()
+	r.eng.fill(&res)
 	return res
 }
 
@@ -352,7 +369,13 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 // the engine refuses outright ends at once, answered 400 as the HTTP
 // server would.
 func (r *runner) add(f *flight, q sim.Request) error {
-	if err := r.eng.Add(f.rec.Sent, q); err != nil {
+	var session string
+	if f.conv != nil {
+		session = f.conv.id
+	}
+	replica, err := r.eng.add(f.rec.Sent, q, session)
+	f.rec.Replica = replica
+	if err != nil {
 		rec := f.rec
 		rec.Status, rec.ErrorClass, rec.Error = 400, runlog.ErrHTTP4xx, err.Error()
 		rec.End, rec.FinishReason = rec.Sent, ""
@@ -400,7 +423,7 @@ func (r *runner) phase(ctx context.Context, fd feed) error {
 		if err := fd.admit(r.now, true, r.now); err != nil {
 			return err
 		}
-		if !r.eng.Busy() {
+		if !r.eng.busy() {
 			// Nothing in the engine, so nothing holds a slot: a send not
 			// offered now is one of none left.
 			t, ok := fd.next()
@@ -419,9 +442,9 @@ func (r *runner) phase(ctx context.Context, fd feed) error {
 		if steps++; steps%ctxCheckSteps == 0 && ctx.Err() != nil {
 			return r.cancel(ctx)
 		}
-		end, evs := r.eng.Step(r.now)
+		end, batches := r.eng.step(r.now, fd)
 		r.res.Steps++
-		if end == r.now && len(evs) == 0 {
+		if end == r.now && len(batches) == 0 {
 			// Nothing runnable now: let time pass to the next arrival.
 			t, ok := fd.next()
 			if !ok {
@@ -431,13 +454,15 @@ func (r *runner) phase(ctx context.Context, fd feed) error {
 			continue
 		}
 		// Arrivals during the iteration: they reach the engine at their own
-		// time and wait for the next iteration. (Add leaves evs valid: it
-		// is only invalidated by the next Step.)
+		// time and wait for the next iteration. (Add leaves the events
+		// valid: they are only invalidated by the next Step.)
 		if err := fd.admit(end, false, r.now); err != nil {
 			return err
 		}
-		if err := r.apply(evs, end); err != nil {
-			return err
+		for _, b := range batches {
+			if err := r.applyBatch(b, end); err != nil {
+				return err
+			}
 		}
 		r.now = end
 	}
@@ -472,12 +497,12 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 				// waiting queue costs no chunk memory.
 				rec.Chunks = make([]runlog.Chunk, 0, min(f.out, 1<<16))
 			}
-			if n := len(rec.Chunks); n > 0 && rec.Chunks[n-1].T == end && f.visible == visible {
+			if n := len(rec.Chunks); n > 0 && f.last == end && f.visible == visible {
 				rec.Chunks[n-1].Tokens += int32(ev.Tokens)
 			} else {
 				rec.Chunks = append(rec.Chunks, runlog.Chunk{T: end, Tokens: int32(ev.Tokens), Visible: visible})
 			}
-			f.visible = visible
+			f.visible, f.last = visible, end
 			rec.CompletionTokens += ev.Tokens
 			if ev.Hidden {
 				rec.ReasoningTokens += ev.Tokens
@@ -528,7 +553,7 @@ func (r *runner) cancel(ctx context.Context) error {
 	slices.SortFunc(fs, func(a, b *flight) int { return int(a.seq - b.seq) })
 	for _, f := range fs {
 		delete(r.inflight, f.rec.ID)
-		r.eng.Abort(r.now, f.rec.ID)
+		r.eng.abort(r.now, f.rec.ID)
 		f.rec.End = r.now
 		f.rec.ErrorClass, f.rec.Error, f.rec.FinishReason = runlog.ErrCancelled, "run cancelled", ""
 		if err := r.end(f); err != nil {
@@ -547,7 +572,7 @@ func (r *runner) sampleTo(at int64) {
 		return
 	}
 	for r.nextSample <= at {
-		r.load.Sample(r.nextSample, r.eng.Snapshot())
+		r.load.Sample(r.nextSample, r.eng.snapshot())
 		r.lastSample, r.nextSample = r.nextSample, r.nextSample+every
 	}
 }
@@ -560,7 +585,7 @@ func (r *runner) sampleEnd() {
 	}
 	r.sampleTo(r.now)
 	if r.lastSample != r.now {
-		r.load.Sample(r.now, r.eng.Snapshot())
+		r.load.Sample(r.now, r.eng.snapshot())
 		r.lastSample = r.now
 	}
 }

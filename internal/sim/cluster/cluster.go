@@ -1,0 +1,513 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+)
+
+// Config is a cluster: its replicas, each a simulated engine of its own
+// configuration (a pool of differently configured replicas is a list of
+// different configs), and the router in front of them.
+type Config struct {
+	// Replicas are the engines' configurations, replica i being
+	// Replicas[i]; at least one.
+	Replicas []sim.Config
+	// Router spreads the requests over the replicas.
+	Router
+}
+
+// ConfigError is a configuration problem of one Config field.
+type ConfigError struct {
+	// Field names the field at fault: "Replicas" (none, or one the engine
+	// rejects), "Policy", "LoadCap" or "PrefixTokens" (the Router's).
+	Field string
+	// Replica is, for a replica's configuration the engine rejected, its
+	// index in Config.Replicas (from 0); -1 otherwise. Err is then the
+	// engine's *sim.ConfigError, naming the engine's field.
+	Replica int
+	// Err says what is wrong.
+	Err error
+}
+
+// Error names the replica (counted from 1, as records number them) or
+// the field, then the problem.
+func (e *ConfigError) Error() string {
+	if e.Replica >= 0 {
+		return fmt.Sprintf("replica %d: %v", e.Replica+1, e.Err)
+	}
+	return e.Err.Error()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Request is a request submitted to the cluster: the engine's request and
+// what the router needs besides.
+type Request struct {
+	sim.Request
+	// Session names the session (conversation, agent loop) the request is
+	// a turn of, for session-affinity routing; "" for none.
+	Session string
+}
+
+// Batch is what one replica's iteration produced: its engine's events,
+// tagged with the replica (handed over as the engine gave them, not
+// copied: a cluster's events are as many as its tokens).
+type Batch struct {
+	// Replica is the index of the replica (from 0).
+	Replica int
+	// Events are the iteration's events, in the engine's order.
+	Events []sim.Event
+}
+
+// ReplicaStats is one replica's share of a run.
+type ReplicaStats struct {
+	// Routed counts the requests routed to the replica and accepted by its
+	// engine.
+	Routed int64
+	// Outstanding is the requests in flight there now.
+	Outstanding int
+	// Steps counts the engine iterations it ran.
+	Steps int64
+	// KVPeak is the highest KV usage (0..1, as sim.Snapshot.KVUsage) seen
+	// after any of its iterations was scheduled: the blocks its batch
+	// held, less those of requests the iteration finished.
+	KVPeak float64
+	// Engine is the engine's state now.
+	Engine sim.Snapshot
+}
+
+// Cluster is N simulated engines behind a router, sharing one virtual
+// clock: a deterministic event loop, synchronous, with no clock and no
+// goroutines of its own. It is not safe for concurrent use; one goroutine
+// owns it, as one owns an Engine.
+type Cluster struct {
+	reps    []replica
+	policy  policy
+	loadCap int // prefix-aware's margin; < 0 none
+	// byID is each request in flight's replica.
+	byID map[string]int32
+	// sessions is each session's replica (session-affinity).
+	sessions map[string]int32
+	// ready holds free replicas (no iteration in flight) that were given
+	// work, to start at the next Step; spare is the other buffer.
+	ready, spare []int32
+	// ends is a min-heap of the replicas with an iteration in flight, by
+	// (end, index).
+	ends []int32
+	out  []Batch
+	rr   int
+	// keys is scratch for a request's chained block keys; hashBlock the
+	// granularity of hashes that name none (replica 0's block size).
+	keys      []uint64
+	hashBlock int
+	steps     int64
+}
+
+// replica is one engine and the loop's state of it.
+type replica struct {
+	eng         *sim.Engine
+	outstanding int
+	routed      int64
+	steps       int64
+	kvPeak      float64
+	// stepping: an iteration is in flight, ending at end with evs (the
+	// engine's slice, valid until its next Step, which waits for them to be
+	// delivered); queued: in Cluster.ready.
+	stepping, queued bool
+	end              int64
+	evs              []sim.Event
+	prefix           *prefixIndex
+}
+
+// New validates cfg and builds the cluster, each replica a fresh engine.
+// A bad setting is a *ConfigError naming the field (and for a replica's
+// engine, the replica, wrapping the engine's *sim.ConfigError).
+func New(cfg Config) (*Cluster, error) {
+	if len(cfg.Replicas) == 0 {
+		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: errors.New("a cluster needs at least one replica")}
+	}
+	if len(cfg.Replicas) > runlog.MaxReplica {
+		// Records number replicas within the reader's bound.
+		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: fmt.Errorf("%d replicas are too many (at most %d)", len(cfg.Replicas), runlog.MaxReplica)}
+	}
+	if err := cfg.Router.check(); err != nil {
+		return nil, err
+	}
+	p, _ := policyOf(cfg.Policy)
+	c := &Cluster{reps: make([]replica, len(cfg.Replicas)), policy: p, byID: map[string]int32{}}
+	for i, rc := range cfg.Replicas {
+		e, err := sim.New(rc)
+		if err != nil {
+			return nil, &ConfigError{Field: "Replicas", Replica: i, Err: err}
+		}
+		c.reps[i].eng = e
+		if p == prefixAware {
+			capTokens := cfg.PrefixTokens
+			if capTokens == 0 {
+				ec := e.Config()
+				capTokens = max(kvTokens(e), ec.BlockSize)
+			}
+			c.reps[i].prefix = newPrefixIndex(capTokens)
+		}
+	}
+	c.hashBlock = c.reps[0].eng.Config().BlockSize
+	switch c.loadCap = cfg.LoadCap; {
+	case p != prefixAware:
+	case c.loadCap == 0:
+		c.loadCap = DefaultLoadCap
+	}
+	if p == sessionAffinity {
+		c.sessions = map[string]int32{}
+	}
+	return c, nil
+}
+
+// kvTokens is the engine's KV capacity in tokens.
+func kvTokens(e *sim.Engine) int {
+	if n, ok := e.Describe()["kv_capacity_tokens"].(int); ok {
+		return n
+	}
+	return 0
+}
+
+// Len is the number of replicas.
+func (c *Cluster) Len() int { return len(c.reps) }
+
+// Config returns replica i's engine configuration as the engine resolved
+// it (sim.Engine.Config).
+func (c *Cluster) Config(i int) sim.Config { return c.reps[i].eng.Config() }
+
+// Describe returns replica i's engine description (sim.Engine.Describe).
+func (c *Cluster) Describe(i int) map[string]any { return c.reps[i].eng.Describe() }
+
+// Add routes r, arriving at now (ns), to a replica and submits it there.
+// It returns the replica's index (from 0; -1 for a duplicate id) and the
+// engine's error for a request it can never serve (wrapping
+// sim.ErrInvalidRequest, as a duplicate of a request in flight anywhere in
+// the cluster does too). A replica without an iteration in flight starts
+// one at the next Step.
+func (c *Cluster) Add(now int64, r Request) (int, error) {
+	if _, dup := c.byID[r.ID]; dup {
+		return -1, fmt.Errorf("%w: %s: duplicate request id", sim.ErrInvalidRequest, r.ID)
+	}
+	var keys, prompt []uint64
+	hb := r.HashBlockTokens
+	if c.policy == prefixAware && len(r.BlockHashes) > 0 {
+		if hb <= 0 {
+			hb = c.hashBlock
+		}
+		// The blocks the replica will cache: every full one of prompt and
+		// output the hashes describe, but the one the last token would
+		// fill, whose KV is never computed. Only the prompt's can hit: the
+		// output is not computed yet.
+		n := min(len(r.BlockHashes), max(r.PromptTokens+r.OutputTokens-1, 0)/hb)
+		keys = chainKeys(c.keys[:0], r.BlockHashes[:n], hb)
+		c.keys = keys
+		prompt = keys[:min(len(keys), max(r.PromptTokens, 0)/hb)]
+	}
+	i := c.route(&r, prompt)
+	rep := &c.reps[i]
+	if err := rep.eng.Add(now, r.Request); err != nil {
+		return i, err
+	}
+	c.byID[r.ID] = int32(i)
+	rep.outstanding++
+	rep.routed++
+	switch {
+	case rep.prefix != nil && len(keys) > 0:
+		rep.prefix.learn(keys, hb)
+	case c.sessions != nil && r.Session != "":
+		if _, ok := c.sessions[r.Session]; !ok {
+			c.sessions[r.Session] = int32(i)
+		}
+	}
+	if !rep.stepping {
+		c.enqueue(int32(i))
+	}
+	return i, nil
+}
+
+// route picks r's replica; prompt is the chained keys of its prompt's
+// blocks (prefix-aware).
+func (c *Cluster) route(r *Request, prompt []uint64) int {
+	switch c.policy {
+	case roundRobin:
+		i := c.rr
+		c.rr = (c.rr + 1) % len(c.reps)
+		return i
+	case leastKV:
+		best, bestKV := 0, math.Inf(1)
+		for i := range c.reps {
+			kv := c.reps[i].eng.Snapshot().KVUsage
+			if kv < bestKV || kv == bestKV && c.reps[i].outstanding < c.reps[best].outstanding {
+				best, bestKV = i, kv
+			}
+		}
+		return best
+	case prefixAware:
+		return c.prefixRoute(prompt)
+	case sessionAffinity:
+		if r.Session != "" {
+			if i, ok := c.sessions[r.Session]; ok {
+				return int(i)
+			}
+		}
+	}
+	return c.leastOutstanding()
+}
+
+// leastOutstanding is the replica with the fewest requests in flight, the
+// lowest index on ties.
+func (c *Cluster) leastOutstanding() int {
+	best := 0
+	for i := 1; i < len(c.reps); i++ {
+		if c.reps[i].outstanding < c.reps[best].outstanding {
+			best = i
+		}
+	}
+	return best
+}
+
+// prefixRoute is prefix-aware's choice: the longest remembered prefix of
+// the request's prompt among the replicas within the load cap, then the
+// fewest outstanding, then the lowest index. The least-loaded replica is
+// always within the cap, so there is always a choice.
+func (c *Cluster) prefixRoute(prompt []uint64) int {
+	least := c.reps[c.leastOutstanding()].outstanding
+	best, bestLen := -1, -1
+	for i := range c.reps {
+		rep := &c.reps[i]
+		if c.loadCap >= 0 && rep.outstanding > least+c.loadCap {
+			continue
+		}
+		n := 0
+		if len(prompt) > 0 {
+			n = rep.prefix.match(prompt)
+		}
+		if n > bestLen || n == bestLen && rep.outstanding < c.reps[best].outstanding {
+			best, bestLen = i, n
+		}
+	}
+	return best
+}
+
+// enqueue marks free replica i as given work.
+func (c *Cluster) enqueue(i int32) {
+	if r := &c.reps[i]; !r.queued {
+		r.queued = true
+		c.ready = append(c.ready, i)
+	}
+}
+
+// Step advances the cluster's one clock from now to the next moment
+// something happens, but not past until (the next time the caller has a
+// request to add; math.MaxInt64, or any value ≤ now, for none), and
+// returns that moment and the events then, one Batch per replica whose
+// iteration ended then.
+//
+// First every replica without an iteration in flight that has work starts
+// one at now, in replica order (each replica steps on its own schedule:
+// an iteration starts when its previous one ended or, on an idle replica,
+// when a request arrives). Events of an iteration that ran no time
+// (rejections) come back at once, at now. Otherwise the earliest end of an
+// iteration in flight is the next moment; if until comes first, Step
+// returns until with no events, so a request added then can start an idle
+// replica on time. At the moment, every iteration ending then is
+// delivered, in replica order. With nothing in flight Step returns now and
+// no events.
+//
+// So a driver loops: Add the requests due by now, Step(now, next due),
+// apply the events at the returned time and make it now. Requests due at
+// the same moment as events are added after them, as with one engine.
+// The batches are valid until the next Step; Add does not disturb them.
+// The events of an iteration in flight that a request was aborted during
+// still come, naming it.
+func (c *Cluster) Step(now, until int64) (int64, []Batch) {
+	if until <= now {
+		until = math.MaxInt64
+	}
+	c.out = c.out[:0]
+	c.start(now)
+	if len(c.out) > 0 || len(c.ends) == 0 {
+		return now, c.out
+	}
+	b := c.reps[c.ends[0]].end
+	if b > until {
+		return until, c.out
+	}
+	for len(c.ends) > 0 && c.reps[c.ends[0]].end == b {
+		i := c.popEnd()
+		r := &c.reps[i]
+		r.stepping = false
+		c.collect(i, r.evs)
+		r.evs = nil
+		if r.eng.Busy() {
+			c.enqueue(i)
+		}
+	}
+	return b, c.out
+}
+
+// start begins an iteration at now on every ready replica with work.
+func (c *Cluster) start(now int64) {
+	if len(c.ready) == 0 {
+		return
+	}
+	// A replica that ran nothing is queued again for the next Step: into
+	// the other buffer, so this one is not extended under the loop.
+	list := c.ready
+	c.ready = c.spare[:0]
+	slices.Sort(list)
+	for _, i := range list {
+		r := &c.reps[i]
+		r.queued = false
+		if !r.eng.Busy() {
+			continue
+		}
+		end, evs := r.eng.Step(now)
+		if end > now {
+			r.steps++
+			c.steps++
+			r.kvPeak = max(r.kvPeak, r.eng.Snapshot().KVUsage)
+			r.stepping, r.end, r.evs = true, end, evs
+			c.pushEnd(i)
+			continue
+		}
+		c.collect(i, evs)
+		if r.eng.Busy() {
+			c.enqueue(i)
+		}
+	}
+	c.spare = list[:0]
+}
+
+// collect appends replica i's events to the output, counting off the
+// requests they end.
+func (c *Cluster) collect(i int32, evs []sim.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	c.out = append(c.out, Batch{Replica: int(i), Events: evs})
+	for k := range evs {
+		ev := &evs[k]
+		if ev.Kind != sim.EventFinished && ev.Kind != sim.EventRejected {
+			continue
+		}
+		if j, ok := c.byID[ev.ID]; ok && j == i {
+			delete(c.byID, ev.ID)
+			c.reps[i].outstanding--
+		}
+	}
+}
+
+// Abort drops request id (the client went away) on its replica, freeing
+// its KV; no event is emitted for it, but an iteration already in flight
+// there still reports what it did for it. An unknown id is ignored.
+func (c *Cluster) Abort(now int64, id string) {
+	i, ok := c.byID[id]
+	if !ok {
+		return
+	}
+	delete(c.byID, id)
+	c.reps[i].outstanding--
+	c.reps[i].eng.Abort(now, id)
+}
+
+// Busy reports whether any replica has an iteration in flight or work to
+// start one with.
+func (c *Cluster) Busy() bool {
+	if len(c.ends) > 0 {
+		return true
+	}
+	for _, i := range c.ready {
+		if c.reps[i].eng.Busy() {
+			return true
+		}
+	}
+	return false
+}
+
+// Steps is the number of engine iterations run, over every replica.
+func (c *Cluster) Steps() int64 { return c.steps }
+
+// Snapshot returns the replicas' gauges and counters summed, KVUsage
+// being their mean (each replica's fraction weighing alike, as a
+// dashboard averaging the replicas' gauges shows it).
+func (c *Cluster) Snapshot() sim.Snapshot {
+	var s sim.Snapshot
+	for i := range c.reps {
+		r := c.reps[i].eng.Snapshot()
+		s.Running += r.Running
+		s.Waiting += r.Waiting
+		s.KVUsage += r.KVUsage
+		s.PrefixQueryTokens += r.PrefixQueryTokens
+		s.PrefixHitTokens += r.PrefixHitTokens
+		s.Preemptions += r.Preemptions
+		s.PromptTokens += r.PromptTokens
+		s.GenerationTokens += r.GenerationTokens
+		s.Finished += r.Finished
+		s.Rejected += r.Rejected
+	}
+	s.KVUsage /= float64(len(c.reps))
+	return s
+}
+
+// Stats returns each replica's share of the run so far, by index.
+func (c *Cluster) Stats() []ReplicaStats {
+	out := make([]ReplicaStats, len(c.reps))
+	for i := range c.reps {
+		r := &c.reps[i]
+		out[i] = ReplicaStats{Routed: r.routed, Outstanding: r.outstanding, Steps: r.steps, KVPeak: r.kvPeak, Engine: r.eng.Snapshot()}
+	}
+	return out
+}
+
+// less orders the ends heap: earlier end first, then lower index, so that
+// replicas ending together deliver in replica order.
+func (c *Cluster) less(a, b int32) bool {
+	ea, eb := c.reps[a].end, c.reps[b].end
+	return ea < eb || ea == eb && a < b
+}
+
+func (c *Cluster) pushEnd(i int32) {
+	h := append(c.ends, i)
+	for j := len(h) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !c.less(h[j], h[p]) {
+			break
+		}
+		h[j], h[p] = h[p], h[j]
+		j = p
+	}
+	c.ends = h
+}
+
+func (c *Cluster) popEnd() int32 {
+	h := c.ends
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for j := 0; ; {
+		l := 2*j + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && c.less(h[r], h[l]) {
+			m = r
+		}
+		if !c.less(h[m], h[j]) {
+			break
+		}
+		h[j], h[m] = h[m], h[j]
+		j = m
+	}
+	c.ends = h
+	return top
+}
