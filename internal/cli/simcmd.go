@@ -65,7 +65,10 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		registerEngineFlags(fs, &o.Engine)
 		o.cluster.register(fs)
 	})
-	group(fs, "Load flags", o.load.register)
+	group(fs, "Load flags", func(fs *pflag.FlagSet) {
+		o.load.register(fs)
+		o.load.registerRetry(fs)
+	})
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
 		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
@@ -153,8 +156,12 @@ func virtualConfig(env Env, command string, l *loadFlags, rate string, w *worklo
 	if err != nil {
 		return run.Config{}, err
 	}
+	retry, err := l.retry()
+	if err != nil {
+		return run.Config{}, err
+	}
 	return run.Config{
-		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: w.o},
+		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: w.o}, Retry: retry,
 		Load: lv, Seed: l.Seed, Virtual: true, Stats: so, Output: out.runOutput(env), Metadata: meta, Cost: cost,
 		Hooks: terminalHooks(env, out.Quiet),
 	}, nil

@@ -245,9 +245,6 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		o.out.ResultFilename = fmt.Sprintf("sweep-%s-%s.json", pl.axis, env.Now().Format("20060102-150405"))
 	}
 	var cfg run.Config
-	if o.Sim && o.load.Retries > 0 {
-		return nil, usagef("--retries with --sim: client retries run over the wire only (a sweep against the embedded simulator, without --sim, retries)")
-	}
 	if o.Sim {
 		if cfg, err = virtualConfig(env, "sweep", &o.load, "inf", &o.work, &o.out, o.args); err != nil {
 			return nil, err

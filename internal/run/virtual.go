@@ -163,6 +163,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
+		Retry: v.cfg.Retry,
 	}
 	hist := newEngineHistograms() // a fresh engine: its histograms start empty
 	if v.srv != nil {

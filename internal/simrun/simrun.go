@@ -17,14 +17,17 @@
 package simrun
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -52,6 +55,15 @@ type Load struct {
 	runlog.Level
 	// Seed seeds the arrival schedule.
 	Seed int64
+	// Retry, when set, retries a request the engine rejected (429: its
+	// queue full, or queued past its limit) as a client would: the
+	// rejected attempt's record has Retried set, and the retry is sent
+	// after the policy's wait — never before RetryAfter, the wait the
+	// server advertises (0: DefaultRetryAfter, as goodput serve says) —
+	// with Attempt and RetryOf linking it to the first attempt. Run only;
+	// sessions do not retry.
+	Retry      *loadgen.RetryPolicy
+	RetryAfter time.Duration
 	// NaturalStop lets a request stop before its asked output length when
 	// its natural length (sim.NaturalLength) is shorter, as the HTTP server
 	// does for a request sent without ignore_eos; false generates exactly
@@ -78,6 +90,9 @@ type Result struct {
 	Sent, Completed, Failed int
 	// Warmups is the number of warm-up requests run.
 	Warmups int
+	// Retried counts measured attempts rejected and sent again (Load.Retry);
+	// they are in neither Completed nor Failed.
+	Retried int
 	// DelayedArrivals counts open-loop arrivals that found the in-flight
 	// cap full and were sent late.
 	DelayedArrivals int
@@ -186,12 +201,56 @@ type runner struct {
 	// nextSample is the virtual time of the next Load.Sample call,
 	// lastSample that of the last one.
 	nextSample, lastSample int64
+	// retries are the rejected requests' next attempts, by due time; rng
+	// draws their jitter.
+	retries retryQueue
+	rng     *rand.Rand
+}
+
+// DefaultRetryAfter is the wait a rejection advertises when Load.RetryAfter
+// is 0: the Retry-After goodput serve sends with its 429s.
+const DefaultRetryAfter = time.Second
+
+// retry is a rejected request's next attempt.
+type retry struct {
+	due     int64
+	seq     int64 // order among retries due at once
+	idx     int
+	attempt int    // the attempt it will be, from 2
+	orig    string // the first attempt's id
+	warmup  bool
+}
+
+// retryQueue is a min-heap of retries by due time, then order of rejection.
+type retryQueue []retry
+
+func (q retryQueue) Len() int { return len(q) }
+func (q retryQueue) Less(i, j int) bool {
+	return q[i].due < q[j].due || (q[i].due == q[j].due && q[i].seq < q[j].seq)
+}
+func (q retryQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *retryQueue) Push(x any)   { *q = append(*q, x.(retry)) }
+func (q *retryQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+// peek is the earliest retry's due time; false when none waits.
+func (q retryQueue) peek() (int64, bool) {
+	if len(q) == 0 {
+		return 0, false
+	}
+	return q[0].due, true
 }
 
 // flight is a request in the engine.
 type flight struct {
 	rec     *runlog.Record
 	seq     int64
+	idx     int    // dataset index
+	attempt int    // 1 for a first attempt
 	out     int    // output tokens asked of the engine
 	visible bool   // last chunk's visibility, to merge same-time chunks
 	conv    *convo // the session the request is a turn of; nil in Run
@@ -283,6 +342,9 @@ var _ feed = arrivalFeed{}
 
 func (a arrivalFeed) next() (int64, bool) {
 	t, ok := a.src.peek()
+	if rt, rok := a.r.retries.peek(); rok && (!ok || rt < t) {
+		t, ok = rt, true
+	}
 	return t, ok && a.r.slotFree()
 }
 
@@ -301,6 +363,17 @@ func (r *runner) slotFree() bool {
 func (r *runner) admit(src *source, by int64, inclusive bool, sendAt int64) error {
 	for r.slotFree() {
 		t, ok := src.peek()
+		if rt, rok := r.retries.peek(); rok && (!ok || rt <= t) {
+			// A retry due first (or with an arrival): it goes first.
+			if rt > by || (!inclusive && rt == by) {
+				return nil
+			}
+			rq := heap.Pop(&r.retries).(retry)
+			if err := r.sendAttempt(rq.idx, rt, max(rt, sendAt), rq.warmup, rq.attempt, rq.orig); err != nil {
+				return err
+			}
+			continue
+		}
 		if !ok || t > by || (!inclusive && t == by) {
 			return nil
 		}
@@ -325,12 +398,21 @@ func (r *runner) admit(src *source, by int64, inclusive bool, sendAt int64) erro
 
 // send adds dataset request idx to the engine at time sent.
 func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
+	return r.sendAttempt(idx, intended, sent, warmup, 1, "")
+}
+
+// sendAttempt sends attempt (from 1) of dataset request idx; a retry
+// (attempt ≥ 2) is named after orig, the first attempt's id.
+func (r *runner) sendAttempt(idx int, intended, sent int64, warmup bool, attempt int, orig string) error {
 	sh := r.ds.Shape(idx % r.ds.Len())
 	id := strconv.Itoa(idx)
-	if warmup {
+	switch {
+	case attempt > 1:
+		id = orig + "-a" + strconv.Itoa(attempt)
+	case warmup:
 		id = "w" + id
 		r.res.Warmups++
-	} else {
+	default:
 		r.res.Sent++
 	}
 	out := sh.OutputTokens
@@ -356,7 +438,10 @@ func (r *runner) send(idx int, intended, sent int64, warmup bool) error {
 		MaxTokens:             sh.OutputTokens,
 		FinishReason:          finish,
 	}
-	return r.add(&flight{rec: rec, out: out}, sim.Request{
+	if attempt > 1 {
+		rec.Attempt, rec.RetryOf = attempt, orig
+	}
+	return r.add(&flight{rec: rec, out: out, idx: idx, attempt: attempt}, sim.Request{
 		ID:              id,
 		PromptTokens:    sh.PromptTokens,
 		OutputTokens:    out,
@@ -397,8 +482,41 @@ func (r *runner) end(f *flight) error {
 	return r.finish(f.rec)
 }
 
+// retryLater advertises the rejection's wait on f's record and, when the
+// policy allows another attempt, marks the record retried and queues the
+// retry after the policy's wait.
+func (r *runner) retryLater(f *flight, at int64) {
+	after := r.load.RetryAfter
+	if after <= 0 {
+		after = DefaultRetryAfter
+	}
+	rec := f.rec
+	rec.RetryAfterNs = int64(after)
+	p := r.load.Retry
+	if p == nil || f.attempt > p.Max || r.sessions != nil {
+		return
+	}
+	if r.rng == nil {
+		r.rng = rand.New(rand.NewPCG(uint64(r.load.Seed), 0x7e7))
+	}
+	orig := rec.ID
+	if rec.RetryOf != "" {
+		orig = rec.RetryOf
+	}
+	rec.Retried = true
+	r.issued++
+	heap.Push(&r.retries, retry{due: at + int64(p.Wait(f.attempt, rec, r.rng)), seq: r.issued, idx: f.idx,
+		attempt: f.attempt + 1, orig: orig, warmup: rec.Warmup})
+}
+
 // finish emits a completed record.
 func (r *runner) finish(rec *runlog.Record) error {
+	if rec.Retried {
+		if !rec.Warmup {
+			r.res.Retried++
+		}
+		return r.emit(rec)
+	}
 	if !rec.Warmup {
 		if rec.OK() {
 			r.res.Completed++
@@ -534,6 +652,7 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 			rec.End = end
 			rec.Status, rec.ErrorClass, rec.Error = 429, runlog.ErrHTTP429, ev.Err
 			rec.FinishReason = ""
+			r.retryLater(f, end)
 			if err := r.end(f); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
@@ -501,5 +502,46 @@ func TestRecordedLengthsAreTheLength(t *testing.T) {
 				t.Errorf("%d of 20 stopped before their recorded 3000 tokens; want 0", stopped)
 			}
 		})
+	}
+}
+
+// TestRetries: of four requests sent at once into a waiting queue of two,
+// two are refused (429, the advertised wait 1 s); with retries each is sent
+// again no sooner than that wait, as a record of its own linked to the
+// first attempt, and completes. Without a policy the refusals are final.
+func TestRetries(t *testing.T) {
+	ds := shapes{
+		{PromptTokens: 100, OutputTokens: 10}, {PromptTokens: 100, OutputTokens: 10},
+		{PromptTokens: 100, OutputTokens: 10}, {PromptTokens: 100, OutputTokens: 10},
+	}
+	mod := func(c *sim.Config) { c.MaxNumSeqs = 1; c.MaxWaiting = 2 }
+	p := loadgen.RetryPolicy{Max: 2, Base: 100 * time.Millisecond, Cap: time.Second}
+	recs, res := collect(t, newEngine(t, mod), ds, Load{Retry: &p})
+	got := byID(recs)
+	for _, id := range []string{"2", "3"} {
+		first, retry := got[id], got[id+"-a2"]
+		if first == nil || retry == nil {
+			t.Fatalf("request %s: first attempt %v, retry %v; want both recorded", id, first != nil, retry != nil)
+		}
+		if !first.Retried || first.ErrorClass != runlog.ErrHTTP429 || first.RetryAfterNs != int64(DefaultRetryAfter) {
+			t.Errorf("request %s's first attempt: retried %v, class %q, advertised %v; want a retried 429 advertising 1 s",
+				id, first.Retried, first.ErrorClass, time.Duration(first.RetryAfterNs))
+		}
+		if !retry.OK() || retry.Attempt != 2 || retry.RetryOf != id || retry.Retried {
+			t.Errorf("request %s's retry: ok %v attempt %d retry_of %q retried %v; want the OK second attempt of %s",
+				id, retry.OK(), retry.Attempt, retry.RetryOf, retry.Retried, id)
+		}
+		// The policy's backoff (100 ms) is shorter than the server's word.
+		if wait := retry.Intended - first.End; wait != int64(DefaultRetryAfter) {
+			t.Errorf("request %s retried %v after its refusal; want the advertised 1 s", id, time.Duration(wait))
+		}
+	}
+	if res.Sent != 4 || res.Completed != 4 || res.Failed != 0 || res.Retried != 2 {
+		t.Errorf("sent %d completed %d failed %d retried %d; want 4, 4, 0, 2", res.Sent, res.Completed, res.Failed, res.Retried)
+	}
+	// The same run without retries: the refusals stand.
+	_, res = collect(t, newEngine(t, mod), ds, Load{})
+	if res.Completed != 2 || res.Failed != 2 || res.Retried != 0 {
+		t.Errorf("without retries: completed %d failed %d retried %d; want 2, 2, 0", res.Completed, res.Failed, res.Retried)
 	}
 }
