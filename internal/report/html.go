@@ -70,6 +70,12 @@ type HTMLInput struct {
 	// one entry per endpoint, for the "Server side" section's charts on the
 	// timeline's time axis; nil or no snapshots leaves the section out.
 	Server []ServerSeries
+	// Replicas is a simulated cluster's spread of the (focus) level over
+	// its replicas, and Shards the shards of a run split over processes;
+	// nil leaves each section out. They are shown as the terminal lays
+	// them out.
+	Replicas *Replicas
+	Shards   []ShardRow
 }
 
 // chartBlock is one chart with its caption.
@@ -110,6 +116,8 @@ type pageData struct {
 	OverTime   []chartBlock
 	Server     []chartBlock
 	Sessions   *sessionView
+	Replicas   string // the Replicas block as text ("": none)
+	Shards     string // the Shards block as text ("": none)
 	Sweep      []chartBlock
 	Conditions [][2]string
 	Warnings   []string
@@ -268,6 +276,14 @@ func HTML(w io.Writer, in HTMLInput) error {
 	}
 	serverCharts(&d, in.Server, add)
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
+	var blk bytes.Buffer
+	if ReplicasTerminal(&blk, in.Replicas) == nil {
+		d.Replicas = blk.String()
+	}
+	blk.Reset()
+	if ShardsTerminal(&blk, in.Shards) == nil {
+		d.Shards = blk.String()
+	}
 	d.Sessions = sessionsView(in.Sessions, sessionRecs, in.Levels[0].Summary.Options.Percentiles)
 	if len(in.Pareto) > 0 {
 		svg, err := paretoChart(in.Pareto)
@@ -636,6 +652,10 @@ const pageHTML = `<!DOCTYPE html>
 <div class="grid">{{range .OverTime}}{{template "chart" .}}{{end}}</div>{{end}}
 {{if .Server}}<h2>Server side</h2>
 <div class="grid">{{range .Server}}{{template "chart" .}}{{end}}</div>{{end}}
+{{with .Replicas}}<h2>Replicas</h2>
+<pre class="block">{{.}}</pre>{{end}}
+{{with .Shards}}<h2>Shards</h2>
+<pre class="block">{{.}}</pre>{{end}}
 {{with .Sessions}}<h2>Sessions</h2>
 {{template "table" .Summary}}
 {{template "table" .Turns}}
@@ -669,6 +689,7 @@ const pageHTML = `<!DOCTYPE html>
 {{end}}{{define "css"}}body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;margin:0;color:#1b1b1b;background:#fff}
 main{max-width:1240px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
 h1{font-size:1.5rem;margin:.2rem 0}
+pre.block{font-size:.82rem;background:#f7f7f7;border:1px solid #e3e3e3;padding:.6rem .8rem;overflow-x:auto}
 h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
 .sub{color:#555;margin:0 0 .8rem}
 .sla{font-size:1.1rem;background:#f3f5f8;border-left:4px solid #5b6b7f;padding:.6rem .9rem}

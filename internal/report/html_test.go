@@ -441,3 +441,24 @@ func section(t *testing.T, page []byte, name string) []byte {
 	}
 	return append(append([]byte{}, head...), rest...)
 }
+
+// TestHTMLReplicasAndShards: a cluster's replicas and a sharded run's
+// shards get a section each, laid out as the terminal shows them; a run
+// with neither has neither.
+func TestHTMLReplicasAndShards(t *testing.T) {
+	meta := handMeta()
+	levels := SummarizeLevels(meta, handRecords(), stats.Options{})
+	reps := &Replicas{Router: "prefix-aware", Rows: []ReplicaRow{{Replica: 1, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20, KVPeak: 0.5}, {Replica: 2, Requests: 1, KVPeak: -1}}}
+	reps.balance()
+	shards := []ShardRow{{ShardSummary: runlog.ShardSummary{Index: 0, Count: 2, Records: 3, Expected: 3, Sent: 3, Ended: true}},
+		{ShardSummary: runlog.ShardSummary{Index: 1, Count: 2, Missing: true}}}
+	page := string(renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Replicas: reps, Shards: shards}))
+	for _, want := range []string{"<h2>Replicas</h2>", "Replicas, router:", "prefix-aware", "12.50", "<h2>Shards</h2>", "Shards: 1 of 2 in these figures", "shard 1: missing"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if page := string(renderHTML(t, HTMLInput{Meta: meta, Levels: levels})); strings.Contains(page, "<h2>Replicas</h2>") || strings.Contains(page, "<h2>Shards</h2>") {
+		t.Error("a run without a cluster or shards has their sections")
+	}
+}

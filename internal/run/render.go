@@ -308,7 +308,15 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 		levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 	}
 	in := report.HTMLInput{Title: title, Meta: r.Meta, Levels: levels, Records: report.Records(r.Records),
-		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server, Pareto: r.Pareto}
+		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server, Pareto: r.Pareto,
+		Shards: r.Shards}
+	if len(r.Levels) > 0 {
+		focus := len(r.Levels) - 1
+		if r.Focus >= 0 && r.Focus < len(r.Levels) {
+			focus = r.Focus
+		}
+		in.Replicas = r.Levels[focus].Replicas
+	}
 	switch {
 	case r.Sweep != nil:
 		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1}
