@@ -17,6 +17,8 @@ type answer struct {
 	gap    time.Duration // between tokens
 	tokens int
 	class  runlog.ErrorClass // fail with this class at once
+	// retryAfter is a 429's advertised wait (0: 7 s).
+	retryAfter time.Duration
 	hang   bool              // never answer (until the context ends)
 }
 
@@ -92,6 +94,9 @@ func (f *fakeBackend) Prepare(id string, r workload.Request) (func(context.Conte
 			rec.Status = 500
 			if a.class == runlog.ErrHTTP429 {
 				rec.Status, rec.RetryAfterNs = 429, int64(7*time.Second)
+				if a.retryAfter > 0 {
+					rec.RetryAfterNs = int64(a.retryAfter)
+				}
 			}
 			return
 		}

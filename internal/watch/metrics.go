@@ -155,7 +155,7 @@ func NewMetrics(reg prometheus.Registerer, clock Clock) (*Metrics, error) {
 		e2e:  hist("goodput_watch_e2e_request_latency_seconds", "Probe's time from sending to its last token-carrying chunk, successful probes.", e2eBuckets),
 		probes: counter("goodput_watch_probes_total",
 			"Probes by outcome: ok, slo_miss, resolve_error, prepare_error, or the error class (http_429, http_5xx, timeout, connect, ...).", "outcome"),
-		missed:      counter("goodput_watch_probes_missed_total", "Probes skipped because the previous probe of the target was still running when they were due."),
+		missed:      counter("goodput_watch_probes_missed_total", "Probes skipped because the previous probe of the target was still running when they were due, or fell within the wait a rate-limited answer asked for (Retry-After)."),
 		rateLimited: counter("goodput_watch_rate_limited_total", "Probes answered 429 (rate limited): counted apart, never as server failures, and outside the SLO."),
 		good:        counter("goodput_watch_slo_good_total", "Probes that met the target's SLO."),
 		total:       counter("goodput_watch_slo_total", "Probes that count toward the SLO: all but rate-limited and cancelled ones."),

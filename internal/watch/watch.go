@@ -247,12 +247,18 @@ func (p *prober) loop(ctx context.Context, s schedule) {
 		if p.w.clock.SleepUntil(ctx, due) != nil || ctx.Err() != nil {
 			return
 		}
-		p.probe(ctx, due)
+		r := p.probe(ctx, due)
 		if ctx.Err() != nil {
 			return
 		}
+		// A rate limit that said when to come back is obeyed: the probes
+		// due before then are skipped, not sent into the limit.
+		from := p.w.clock.Now()
+		if rec := r.Record; rec != nil && rec.ErrorClass == runlog.ErrHTTP429 && rec.RetryAfterNs > 0 {
+			from = from.Add(time.Duration(rec.RetryAfterNs))
+		}
 		var missed int64
-		k, missed = s.next(k, p.w.clock.Now())
+		k, missed = s.next(k, from)
 		if missed > 0 {
 			p.skipped(int(missed))
 		}

@@ -356,3 +356,37 @@ func TestLabelValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunObeysRetryAfter: a rate-limited probe whose answer asks for 25 s
+// skips the probes due within them (10 s, 20 s), counted as missed; the
+// next one goes at 30 s.
+func TestRunObeysRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &fakes{answers: map[string]func(int) answer{
+			"a": func(k int) answer {
+				if k == 0 {
+					return answer{class: runlog.ErrHTTP429, retryAfter: 25 * time.Second}
+				}
+				return answer{ttft: time.Second, tokens: 1}
+			},
+		}}
+		cfg := testTargets(1, 10*time.Second)
+		w, err := New(cfg, Options{Open: fs.open, Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		start := time.Now()
+		runFor(t, w, 45*time.Second)
+		var at []time.Duration
+		for _, s := range fs.get("a").sent {
+			at = append(at, s.Sub(start).Truncate(10*time.Second))
+		}
+		if want := []time.Duration{0, 30 * time.Second, 40 * time.Second}; len(at) != len(want) || at[0] != want[0] || at[1] != want[1] || at[2] != want[2] {
+			t.Errorf("probes sent at %v; want %v (plus jitter): none within the 25 s asked", at, want)
+		}
+		if got := testutil.ToFloat64(w.metrics.missed.WithLabelValues("a", "m")); got != 2 {
+			t.Errorf("missed probes = %v; want 2 (10 s and 20 s)", got)
+		}
+	})
+}
