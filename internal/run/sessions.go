@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/simrun"
 	"github.com/goodput/goodput/internal/tokenize"
@@ -280,8 +281,12 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 				// A call's arguments must not be cut by the final answer's length.
 				req.OutputTokens = max(turn.OutputTokens, minToolRoundTokens)
 			}
+			stamp := func(rec *runlog.Record) {
+				rec.SessionID, rec.Turn, rec.ToolRound, rec.History, rec.HistoryDropped = sess.ID, ti+1, round, history, h.dropped
+			}
 			rec := r.sessionRequest(ctx, id, req, intended, sr)
-			rec.SessionID, rec.Turn, rec.ToolRound, rec.History, rec.HistoryDropped = sess.ID, ti+1, round, history, h.dropped
+			stamp(rec)
+			rec = r.retryTurn(ctx, rec, id, req, sr, stamp)
 			sent++
 			calls := rec.ToolCalls
 			if rec.OK() && len(calls) > 0 {
@@ -362,6 +367,41 @@ const DefaultMaxToolRounds = simrun.DefaultMaxToolRounds
 // minToolRoundTokens is the least max_tokens a request that the workload
 // expects to be answered with tool calls asks for.
 const minToolRoundTokens = 256
+
+// retryTurn retries a turn's failed request as Config.Retry says (the
+// client's retries, as in a plain run): each retried attempt is recorded,
+// stamped as the turn's, and the last attempt is returned as the turn's
+// record.
+func (r *runner) retryTurn(ctx context.Context, rec *runlog.Record, id string, req workload.Request, sr *sessionsRun, stamp func(*runlog.Record)) *runlog.Record {
+	p := r.cfg.Retry
+	if p == nil {
+		return rec
+	}
+	var rng *rand.Rand
+	for k := 1; k <= p.Max && !rec.OK() && loadgen.Retryable(rec) && ctx.Err() == nil; k++ {
+		if rng == nil {
+			rng = rand.New(rand.NewPCG(uint64(r.cfg.Seed), loadgen.HashID(id)))
+		}
+		due := r.wall.now() + int64(p.Wait(k, rec, rng))
+		rec.Retried = true
+		_ = r.fan.Record(rec)
+		if sr.watch != nil {
+			_ = sr.watch.Record(rec)
+		}
+		if !sleepUntil(ctx, r.wall.now, due) {
+			now := r.wall.now()
+			next := &runlog.Record{ID: id + "-a" + strconv.Itoa(k+1), Attempt: k + 1, RetryOf: id, Intended: due, Sent: now, End: now,
+				ErrorClass: runlog.ErrCancelled, Error: "cancelled while backing off before a retry"}
+			stamp(next)
+			return next
+		}
+		next := r.sessionRequest(ctx, id, req, due, sr)
+		next.ID, next.Attempt, next.RetryOf = id+"-a"+strconv.Itoa(k+1), k+1, id
+		stamp(next)
+		rec = next
+	}
+	return rec
+}
 
 // sessionRequest sends one request of a session and returns its record.
 func (r *runner) sessionRequest(ctx context.Context, id string, req workload.Request, intended int64, sr *sessionsRun) *runlog.Record {

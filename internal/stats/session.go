@@ -161,8 +161,8 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 	var ids []string
 	for i := range recs {
 		r := &recs[i]
-		if r.SessionID == "" || r.Warmup {
-			continue
+		if r.SessionID == "" || r.Warmup || r.Retried {
+			continue // a retried attempt is not the turn's outcome: its retry is
 		}
 		if r.HistoryDropped > 0 && r.ToolRound == 0 {
 			out.HistoryCut++
