@@ -19,7 +19,7 @@ type answer struct {
 	class  runlog.ErrorClass // fail with this class at once
 	// retryAfter is a 429's advertised wait (0: 7 s).
 	retryAfter time.Duration
-	hang   bool              // never answer (until the context ends)
+	hang       bool // never answer (until the context ends)
 }
 
 // fakeBackend is a run.Backend answering on the clock (the fake one
