@@ -81,6 +81,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		o.verdict.register(fs)
 	})
 	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
+	cmd.AddCommand(newSimFitCmd(env))
 	return cmd
 }
 

@@ -166,6 +166,8 @@ func (e Efficiency) merged(d Efficiency) Efficiency {
 		DecodeTileRows: pick(e.DecodeTileRows, d.DecodeTileRows),
 		IterationUs:    pick(e.IterationUs, d.IterationUs),
 		LayerUs:        pick(e.LayerUs, d.LayerUs),
+		EagerLayerUs:   pick(e.EagerLayerUs, d.EagerLayerUs),
+		GraphMaxTokens: pick(e.GraphMaxTokens, d.GraphMaxTokens),
 		RequestUs:      pick(e.RequestUs, d.RequestUs),
 		KernelUs:       pick(e.KernelUs, d.KernelUs),
 		AllReduceUs:    pick(e.AllReduceUs, d.AllReduceUs),
