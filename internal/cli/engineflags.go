@@ -37,6 +37,7 @@ func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
 	fs.IntVar(&c.ToolCallTokens, "tool-call-tokens", c.ToolCallTokens, "hidden tokens of one tool call's name and arguments (0 = 24)")
 	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
 	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "measured iteration times overriding the cost formula: a CSV tokens,context_tokens,time_ms, or splitwise:PATH[#MODEL/HARDWARE] (SplitwiseSim's perf_model.csv)")
+	registerSpecFlags(fs, c)
 }
 
 // negBool is a boolean flag that stores the negation of its value, for

@@ -65,6 +65,10 @@ var (
 		"tool-call-share":         "--tool-call-share",
 		"tool-call-tokens":        "--tool-call-tokens",
 		"profile-table":           "--profile-table",
+		"num-speculative-tokens":  "--num-speculative-tokens",
+		"spec-acceptance":         "--spec-acceptance",
+		"spec-draft":              "--spec-draft",
+		"spec-draft-cost-frac":    "--spec-draft-cost-frac",
 	}
 	// clientFieldFlags are the flags of openai.Config's fields, by Go name.
 	clientFieldFlags = map[string]string{"BaseURL": "--base-url"}

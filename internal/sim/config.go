@@ -102,7 +102,37 @@ type Config struct {
 	// ProfileTable is a CSV of measured iteration times that overrides the
 	// cost formula (--profile-table); "" means none.
 	ProfileTable string
+	// SpecTokens is the draft tokens each decoding request proposes per
+	// step for speculative decoding (--num-speculative-tokens), at most
+	// MaxSpecTokens; 0 turns speculative decoding off.
+	SpecTokens int
+	// SpecAcceptance is the probability α in (0, 1] that the target accepts
+	// a draft token given it accepted the ones before (--spec-acceptance);
+	// 0 means DefaultSpecAcceptance. Only read with SpecTokens > 0.
+	SpecAcceptance float64
+	// SpecDraft is what proposes the drafts (--spec-draft): "ngram" or
+	// "eagle", a draft without a model of its own whose tokens cost
+	// SpecDraftCostFrac of the target's step each, or a model the cost
+	// model can price (a built-in name, a .yaml profile or a config.json),
+	// served on the same GPUs; "" means "ngram".
+	SpecDraft string
+	// SpecDraftCostFrac is, for an ngram or eagle draft, the cost of one
+	// draft token as a fraction in [0, 1] of the target's decode step
+	// (--spec-draft-cost-frac); 0 means DefaultSpecDraftCostFrac.
+	SpecDraftCostFrac float64
 }
+
+// Speculative decoding's limits and defaults.
+const (
+	// MaxSpecTokens is the most draft tokens per step Config.SpecTokens
+	// allows.
+	MaxSpecTokens = 16
+	// DefaultSpecAcceptance is Config.SpecAcceptance when 0.
+	DefaultSpecAcceptance = 0.7
+	// DefaultSpecDraftCostFrac is Config.SpecDraftCostFrac when 0: about
+	// one layer of a 32-layer target, as an EAGLE head costs.
+	DefaultSpecDraftCostFrac = 0.05
+)
 
 // DefaultToolCallTokens is a tool call's length when Config.ToolCallTokens
 // is 0: a function name and a short JSON object of arguments.
@@ -150,7 +180,8 @@ type ConfigError struct {
 	// "gpu-memory-utilization", "max-model-len", "num-gpu-blocks-override",
 	// "scheduler", "max-waiting", "max-queue-time", "reasoning-tokens",
 	// "tool-call-share", "tool-call-tokens", "profile-table" (the field of
-	// the same name in CamelCase). The names
+	// the same name in CamelCase), "num-speculative-tokens" (SpecTokens),
+	// "spec-acceptance", "spec-draft", "spec-draft-cost-frac". The names
 	// are stable; the CLI maps each to its flag.
 	Field string
 	// Err says what is wrong.
@@ -173,6 +204,7 @@ type resolved struct {
 	numBlocks    int
 	modelLenCap  bool // MaxModelLen was lowered to fit the KV cache
 	kvBytesTotal float64
+	spec         *costmodel.SpecDecode // nil with speculative decoding off
 }
 
 // resolve validates c and fills in the defaults that depend on the GPU and
@@ -204,6 +236,12 @@ func (c Config) resolve() (*resolved, error) {
 		return nil, fieldErr("tool-call-share", "%v must be in [0, 1]", c.ToolCallShare)
 	case c.ToolCallTokens < 0 || c.ToolCallTokens > 1<<16:
 		return nil, fieldErr("tool-call-tokens", "%d must be in [1, 65536] (0 for the default, %d)", c.ToolCallTokens, DefaultToolCallTokens)
+	case c.SpecTokens < 0 || c.SpecTokens > MaxSpecTokens:
+		return nil, fieldErr("num-speculative-tokens", "%d must be in [0, %d]", c.SpecTokens, MaxSpecTokens)
+	case !(c.SpecAcceptance >= 0 && c.SpecAcceptance <= 1):
+		return nil, fieldErr("spec-acceptance", "%v must be in (0, 1]", c.SpecAcceptance)
+	case !(c.SpecDraftCostFrac >= 0 && c.SpecDraftCostFrac <= 1):
+		return nil, fieldErr("spec-draft-cost-frac", "%v must be in [0, 1]", c.SpecDraftCostFrac)
 	}
 	if r.Model == "" {
 		r.Model = DefaultConfig().Model
@@ -275,6 +313,9 @@ func (c Config) resolve() (*resolved, error) {
 		}
 	}
 	r.dep = dep
+	if err := r.resolveSpec(m, g); err != nil {
+		return nil, err
+	}
 	// vLLM's defaults for the OpenAI server: bigger on ≥ 70 GiB GPUs other
 	// than the A100.
 	big := g.MemoryGiB >= 70 && !strings.HasPrefix(g.Name, "a100")
@@ -295,16 +336,25 @@ func (c Config) resolve() (*resolved, error) {
 		dep.Eff.GraphMaxTokens = costmodel.GraphCaptureTokens(r.MaxNumSeqs)
 	}
 	weights := dep.WeightBytesPerGPU()
+	kvPerToken := dep.KVBytesPerTokenPerGPU()
+	var draftWeights float64
+	if r.spec != nil && r.spec.Draft != nil {
+		// A draft model shares the GPUs: its weights come out of the KV
+		// budget, and it keeps its own KV for every token of the target's.
+		draftWeights = r.spec.Draft.WeightBytesPerGPU()
+		weights += draftWeights
+		kvPerToken += r.spec.Draft.KVBytesPerTokenPerGPU()
+	}
 	avail := g.MemoryGiB * costmodel.GiB * r.GPUMemoryUtilization
 	if weights >= avail {
 		return nil, fieldErr("model", "%s does not fit: %.1f GiB of weights per GPU > %.1f GiB usable on %s (GPU memory utilization %.2f); raise the tensor-parallel size or use a bigger GPU or a smaller dtype",
 			m.Name, weights/costmodel.GiB, avail/costmodel.GiB, g.Name, r.GPUMemoryUtilization)
 	}
-	blockBytes := dep.KVBytesPerTokenPerGPU() * float64(r.BlockSize)
+	blockBytes := kvPerToken * float64(r.BlockSize)
 	if r.NumGPUBlocksOverride > 0 {
 		r.numBlocks = r.NumGPUBlocksOverride
 	} else {
-		kv := dep.KVCacheBytesPerGPU(r.GPUMemoryUtilization, r.MaxNumBatchedTokens, r.MaxNumSeqs)
+		kv := dep.KVCacheBytesPerGPU(r.GPUMemoryUtilization, r.MaxNumBatchedTokens, r.MaxNumSeqs) - draftWeights
 		r.numBlocks = int(kv / blockBytes)
 		if r.numBlocks < 1 {
 			return nil, fieldErr("model", "%s leaves no room for the KV cache on %s (%.1f GiB weights per GPU, %.1f GiB usable); raise the tensor-parallel size or the GPU memory utilization",
@@ -354,4 +404,41 @@ func loadSplitwise(path string, m costmodel.Model, g costmodel.GPU, tp int) (*co
 		}
 	}
 	return nil, firstErr
+}
+
+// resolveSpec fills in speculative decoding's defaults and prices its
+// draft; it leaves r.spec nil when SpecTokens is 0.
+func (r *resolved) resolveSpec(m costmodel.Model, g costmodel.GPU) error {
+	if r.SpecTokens == 0 {
+		return nil
+	}
+	if r.SpecAcceptance == 0 {
+		r.SpecAcceptance = DefaultSpecAcceptance
+	}
+	if r.SpecDraftCostFrac == 0 {
+		r.SpecDraftCostFrac = DefaultSpecDraftCostFrac
+	}
+	if r.SpecDraft == "" {
+		r.SpecDraft = "ngram"
+	}
+	r.spec = &costmodel.SpecDecode{K: r.SpecTokens, CostFrac: r.SpecDraftCostFrac}
+	if d := strings.ToLower(r.SpecDraft); d == "ngram" || d == "eagle" {
+		r.SpecDraft = d
+		return nil
+	}
+	dm, err := costmodel.LookupModel(r.SpecDraft)
+	if err != nil {
+		return &ConfigError{Field: "spec-draft", Err: fmt.Errorf("%w (or ngram, eagle)", err)}
+	}
+	if dm.Vocab != 0 && m.Vocab != 0 && dm.Vocab != m.Vocab {
+		// The target verifies the draft's token ids: they must share a
+		// vocabulary.
+		return fieldErr("spec-draft", "%s has a vocabulary of %d tokens, %s of %d: a draft must share the target's", dm.Name, dm.Vocab, m.Name, m.Vocab)
+	}
+	dd, err := costmodel.NewDeployment(dm, g, r.TP, r.DType, r.KVCacheDType)
+	if err != nil {
+		return &ConfigError{Field: "spec-draft", Err: err}
+	}
+	r.spec.Draft = dd
+	return nil
 }

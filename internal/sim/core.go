@@ -28,6 +28,7 @@ type req struct {
 	generated int // output tokens produced
 	sched     int // tokens scheduled this step
 	running   bool
+	draft     uint8 // of sched, the draft tokens to verify (≤ MaxSpecTokens); beside running to take no room
 
 	firstSched  int64 // -1 until first scheduled
 	firstToken  int64 // -1 until the first token
@@ -117,6 +118,8 @@ type core struct {
 	serial  uint64
 
 	batch     costmodel.Batch
+	drafts    costmodel.Batch // the drafting decodes, one token each
+	specRows  int             // draft tokens verified this step
 	scheduled []*req
 	events    []Event
 	pending   []Event // rejections found outside a Step
@@ -270,7 +273,7 @@ func (e *Engine) Snapshot() Snapshot {
 // max_num_seqs, max_num_batched_tokens, max_model_len, ...).
 func (e *Engine) Describe() map[string]any {
 	c := e.cfg
-	return map[string]any{
+	d := map[string]any{
 		"model":                   c.dep.Model.Name,
 		"hf_id":                   c.dep.Model.HFID,
 		"gpu":                     c.dep.GPU.Name,
@@ -298,6 +301,13 @@ func (e *Engine) Describe() map[string]any {
 		"profile_table":           c.ProfileTable,
 		"max_model_len_kv_capped": c.modelLenCap,
 	}
+	if c.spec != nil {
+		// Only when on, so reports of runs without it are unchanged.
+		d["num_speculative_tokens"] = c.SpecTokens
+		d["spec_acceptance"] = c.SpecAcceptance
+		d["spec_draft"] = c.SpecDraft
+	}
+	return d
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
@@ -342,4 +352,15 @@ func (e *Engine) hashesUpTo(q *req, n int) []uint64 {
 		q.hashes = append(q.hashes, mix(parent, content))
 	}
 	return q.hashes[:n]
+}
+
+// idHash is FNV-1a over a request id: the seed of its draft acceptances,
+// so that they depend on the request, not on when it ran.
+func idHash(id string) uint64 {
+	h := uint64(0xcbf29ce484222325)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 0x100000001b3
+	}
+	return h
 }

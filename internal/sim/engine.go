@@ -83,8 +83,8 @@ type Event struct {
 	ID string
 	// Kind says what happened.
 	Kind EventKind
-	// Tokens is, for EventTokens, the tokens generated this iteration
-	// (usually 1).
+	// Tokens is, for EventTokens, the tokens generated this iteration:
+	// 1, or with speculative decoding the accepted drafts + 1.
 	Tokens int
 	// Hidden is, for EventTokens, true when these tokens are reasoning (not
 	// visible to the user).
@@ -126,6 +126,12 @@ type Snapshot struct {
 	Finished int64
 	// Rejected is the cumulative number of rejected requests.
 	Rejected int64
+	// SpecDraftTokens is the cumulative draft tokens verified by
+	// speculative decoding (0 with it off).
+	SpecDraftTokens int64
+	// SpecAcceptedTokens is the cumulative draft tokens accepted; over
+	// SpecDraftTokens it is the measured acceptance rate.
+	SpecAcceptedTokens int64
 }
 
 // ErrInvalidRequest is wrapped by every error Add returns: the request

@@ -39,8 +39,18 @@ func (e *Engine) Step(now int64) (end int64, events []Event) {
 		}
 		q.everSched = true
 		e.batch.Add(q.sched, q.computed, q.tokens()-q.computed > 1)
+		if q.draft > 0 {
+			e.specRows += int(q.draft)
+			e.drafts.Add(1, q.computed, false)
+		}
 	}
-	end = now + e.dep.IterationNs(&e.batch)
+	if e.specRows > 0 {
+		end = now + e.cfg.spec.StepNs(e.dep, &e.batch, e.specRows, &e.drafts)
+		e.specRows = 0
+		e.drafts.Reset()
+	} else {
+		end = now + e.dep.IterationNs(&e.batch)
+	}
 	e.finishStep(end)
 	return end, e.events
 }
@@ -123,6 +133,7 @@ func (e *Engine) preempt(q *req) {
 			}
 		}
 		q.sched = 0
+		q.draft = 0
 	}
 	if full := q.computed / e.bs; full > q.committed && e.kv.PrefixCaching() {
 		e.kv.Commit(q.table, e.hashesUpTo(q, full), q.committed, full)
@@ -146,11 +157,20 @@ func (e *Engine) runOne(q *req, budget int) (n int, preempted bool) {
 	if n <= 0 {
 		return 0, false
 	}
+	draft := 0
+	if e.cfg.spec != nil && n == 1 && q.generated > 0 && q.tokens()-q.computed == 1 {
+		// A decode proposes drafts, no more than its output has left
+		// after this step's own token, and the target verifies them all:
+		// they count against the budget and need KV slots.
+		draft = min(e.cfg.SpecTokens, q.output-q.generated-1, budget-1)
+		n += draft
+	}
 	before := e.snap.Preemptions
 	if !e.grow(q, n) {
 		return 0, true
 	}
 	q.sched = n
+	q.draft = uint8(draft)
 	e.scheduled = append(e.scheduled, q)
 	return n, e.snap.Preemptions != before
 }
@@ -312,7 +332,18 @@ func (e *Engine) decodeAll() {
 func (e *Engine) finishStep(end int64) {
 	done := 0
 	for _, q := range e.scheduled {
-		q.computed += q.sched
+		emit := 1
+		if q.draft > 0 {
+			// Only the accepted drafts' KV is kept: the target's own
+			// token after them is fed back next step.
+			emit += e.accepted(q)
+			e.snap.SpecDraftTokens += int64(q.draft)
+			e.snap.SpecAcceptedTokens += int64(emit - 1)
+			q.computed += emit
+			q.draft = 0
+		} else {
+			q.computed += q.sched
+		}
 		q.sched = 0
 		// Blocks with a shared identity are registered as soon as their
 		// tokens are computed, generated ones too: vLLM caches every full
@@ -330,9 +361,16 @@ func (e *Engine) finishStep(end int64) {
 		if q.computed < q.tokens() {
 			continue // a prefill chunk: no token yet
 		}
-		q.generated++
-		e.snap.GenerationTokens++
-		ev := Event{ID: q.id, Kind: EventTokens, Tokens: 1, Hidden: q.generated <= q.reasoning}
+		from := q.generated
+		q.generated += emit
+		e.snap.GenerationTokens += int64(emit)
+		ev := Event{ID: q.id, Kind: EventTokens, Tokens: emit, Hidden: q.generated <= q.reasoning}
+		if hidden := q.reasoning - from; hidden > 0 && hidden < emit {
+			// The tokens straddle the end of the reasoning: its hidden
+			// part first, then the visible rest.
+			e.events = append(e.events, Event{ID: q.id, Kind: EventTokens, Tokens: hidden, Hidden: true})
+			ev.Tokens = emit - hidden
+		}
 		if q.firstToken < 0 {
 			q.firstToken = end
 			ev.Cached = q.cached
@@ -372,4 +410,21 @@ func (e *Engine) finishStep(end int64) {
 			e.recycle(q)
 		}
 	}
+}
+
+// accepted draws how many of q's drafts the target accepts this step: the
+// leading successes of q.draft Bernoulli(SpecAcceptance) trials. Each trial
+// hashes the request's id with its output position, so a run is
+// reproducible and a request's acceptances do not depend on the batch it
+// shared or the load (runs at different concurrency see the same draws).
+func (e *Engine) accepted(q *req) int {
+	seed := idHash(q.id)
+	a := 0
+	for ; a < int(q.draft); a++ {
+		u := mix(seed, uint64(q.generated)<<5|uint64(a))
+		if float64(u>>11)*0x1p-53 >= e.cfg.SpecAcceptance {
+			break
+		}
+	}
+	return a
 }

@@ -452,6 +452,8 @@ func (c *Cluster) Snapshot() sim.Snapshot {
 		s.GenerationTokens += r.GenerationTokens
 		s.Finished += r.Finished
 		s.Rejected += r.Rejected
+		s.SpecDraftTokens += r.SpecDraftTokens
+		s.SpecAcceptedTokens += r.SpecAcceptedTokens
 	}
 	s.KVUsage /= float64(len(c.reps))
 	return s
