@@ -12,22 +12,32 @@ import (
 )
 
 // clusterFlags put "goodput sim"'s engine behind a router as several
-// replicas: --replicas and --router.
+// replicas: --replicas and --router, or vLLM's data parallelism
+// (--data-parallel-size, its DP load balancer) with or without
+// --enable-expert-parallel.
 type clusterFlags struct {
 	replicas int
 	// router is --router as given; "" when not given (round-robin).
 	router string
+	// dataParallel is --data-parallel-size (1: none).
+	dataParallel   int
+	expertParallel bool
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
 	fs.StringVar(&c.router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
+	fs.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
+	fs.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
 }
 
 // config is the cluster of --replicas copies of engine behind --router,
 // or nil for the engine alone.
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
+	if c.dataParallel != 1 || c.expertParallel {
+		return c.dpConfig(engine)
+	}
 	if c.replicas < 1 {
 		return nil, usagef("--replicas %d: want ≥ 1 (1: the engine alone)", c.replicas)
 	}
@@ -51,6 +61,25 @@ func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
 	return cfg, nil
 }
 
+// dpConfig is --data-parallel-size ranks of engine behind the dp-balance
+// router, in lockstep with --enable-expert-parallel (one rank too: its
+// experts are then sharded over its tensor-parallel GPUs only).
+func (c *clusterFlags) dpConfig(engine sim.Config) (*cluster.Config, error) {
+	switch {
+	case c.dataParallel < 1:
+		return nil, usagef("--data-parallel-size %d: want ≥ 1 (1: one rank)", c.dataParallel)
+	case c.replicas != 1:
+		return nil, usagef("--replicas %d and --data-parallel-size %d both copy the engine: give one", c.replicas, c.dataParallel)
+	case c.router != "":
+		return nil, usagef("--router %s: data-parallel ranks are balanced as vLLM does (%s); use --replicas for another router", c.router, cluster.PolicyDPBalance)
+	}
+	cfg := &cluster.Config{Router: cluster.Router{Policy: cluster.PolicyDPBalance}, ExpertParallel: c.expertParallel, Replicas: make([]sim.Config, c.dataParallel)}
+	for i := range cfg.Replicas {
+		cfg.Replicas[i] = engine
+	}
+	return cfg, nil
+}
+
 // clusterFlagError names --replicas or --router for a cluster setting the
 // run refused; a replica's engine setting is left to the engine flags'
 // map (every replica has the same), anything else passes as it is.
@@ -62,8 +91,11 @@ func clusterFlagError(err error) error {
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Field, "Cluster.") || !errors.As(err, &ce) || ce.Replica >= 0 {
 		return err
 	}
-	if ce.Field == "Replicas" {
+	switch ce.Field {
+	case "Replicas":
 		return usagef("--replicas: %v", ce.Err)
+	case "ExpertParallel":
+		return usagef("--enable-expert-parallel: %v", ce.Err)
 	}
 	return usagef("--router: %v", ce.Err)
 }

@@ -364,3 +364,11 @@ func idHash(id string) uint64 {
 	}
 	return h
 }
+
+// Deployment is the engine's cost model (its model, GPU and TP), for a
+// driver that adds costs across engines (expert parallelism's all-to-all).
+func (e *Engine) Deployment() *costmodel.Deployment { return e.dep }
+
+// StepTokens is the tokens (prefill chunks and decodes) the latest Step
+// scheduled; 0 before any or after one that ran nothing.
+func (e *Engine) StepTokens() int { return e.batch.Tokens }

@@ -19,12 +19,21 @@ type Config struct {
 	Replicas []sim.Config
 	// Router spreads the requests over the replicas.
 	Router
+	// ExpertParallel makes the replicas the data-parallel ranks of one MoE
+	// deployment with its experts sharded over all their GPUs (vLLM's
+	// --enable-expert-parallel): the replicas step in lockstep, each step
+	// lasting as long as the slowest rank's (an idle rank runs a dummy
+	// forward) plus the MoE all-to-all (costmodel.Deployment.EPCommSeconds
+	// over Σ TP GPUs). Every replica's model must be MoE. false: each
+	// replica steps on its own schedule.
+	ExpertParallel bool
 }
 
 // ConfigError is a configuration problem of one Config field.
 type ConfigError struct {
 	// Field names the field at fault: "Replicas" (none, or one the engine
-	// rejects), "Policy", "LoadCap" or "PrefixTokens" (the Router's).
+	// rejects), "Policy", "LoadCap" or "PrefixTokens" (the Router's), or
+	// "ExpertParallel" (a dense model).
 	Field string
 	// Replica is, for a replica's configuration the engine rejected, its
 	// index in Config.Replicas (from 0); -1 otherwise. Err is then the
@@ -106,6 +115,10 @@ type Cluster struct {
 	keys      []uint64
 	hashBlock int
 	steps     int64
+	// ep: the replicas step in lockstep (Config.ExpertParallel), over
+	// epRanks GPUs in all.
+	ep      bool
+	epRanks int
 }
 
 // replica is one engine and the loop's state of it.
@@ -122,6 +135,13 @@ type replica struct {
 	end              int64
 	evs              []sim.Event
 	prefix           *prefixIndex
+	// dummyNs is, under expert parallelism, the dummy forward an idle
+	// rank runs in a lockstep step, ns.
+	dummyNs int64
+	// stepNs and stepTok are, during startLockstep, the rank's own step
+	// time (ns) and tokens this step (an idle rank's dummy: 1 token).
+	stepNs  int64
+	stepTok int
 }
 
 // New validates cfg and builds the cluster, each replica a fresh engine.
@@ -156,6 +176,17 @@ func New(cfg Config) (*Cluster, error) {
 		}
 	}
 	c.hashBlock = c.reps[0].eng.Config().BlockSize
+	if cfg.ExpertParallel {
+		for i := range c.reps {
+			e := c.reps[i].eng
+			if !e.Deployment().MoE() {
+				return nil, &ConfigError{Field: "ExpertParallel", Replica: -1, Err: fmt.Errorf("expert parallelism needs an MoE model; replica %d's %s is dense", i+1, e.Config().Model)}
+			}
+			c.epRanks += e.Deployment().TP
+			c.reps[i].dummyNs = e.Deployment().DummyStepNs()
+		}
+		c.ep = true
+	}
 	switch c.loadCap = cfg.LoadCap; {
 	case p != prefixAware:
 	case c.loadCap == 0:
@@ -251,6 +282,8 @@ func (c *Cluster) route(r *Request, prompt []uint64) int {
 		return best
 	case prefixAware:
 		return c.prefixRoute(prompt)
+	case dpBalance:
+		return c.dpBalance()
 	case sessionAffinity:
 		if r.Session != "" {
 			if i, ok := c.sessions[r.Session]; ok {
@@ -268,6 +301,20 @@ func (c *Cluster) leastOutstanding() int {
 	for i := 1; i < len(c.reps); i++ {
 		if c.reps[i].outstanding < c.reps[best].outstanding {
 			best = i
+		}
+	}
+	return best
+}
+
+// dpBalance is vLLM's DP load balancer's choice: the lowest 4 × waiting +
+// running, the lowest index on ties. Waiting weighs more since a queued
+// request still has its whole prefill ahead of it.
+func (c *Cluster) dpBalance() int {
+	best, bestScore := 0, math.MaxInt
+	for i := range c.reps {
+		s := c.reps[i].eng.Snapshot()
+		if score := 4*s.Waiting + s.Running; score < bestScore {
+			best, bestScore = i, score
 		}
 	}
 	return best
@@ -313,7 +360,10 @@ func (c *Cluster) enqueue(i int32) {
 // First every replica without an iteration in flight that has work starts
 // one at now, in replica order (each replica steps on its own schedule:
 // an iteration starts when its previous one ended or, on an idle replica,
-// when a request arrives). Events of an iteration that ran no time
+// when a request arrives). With Config.ExpertParallel they step in
+// lockstep instead: a step starts on every replica at once, only when
+// none is in flight, and ends for all at the same moment. Events of an
+// iteration that ran no time
 // (rejections) come back at once, at now. Otherwise the earliest end of an
 // iteration in flight is the next moment; if until comes first, Step
 // returns until with no events, so a request added then can start an idle
@@ -355,6 +405,10 @@ func (c *Cluster) Step(now, until int64) (int64, []Batch) {
 
 // start begins an iteration at now on every ready replica with work.
 func (c *Cluster) start(now int64) {
+	if c.ep {
+		c.startLockstep(now)
+		return
+	}
 	if len(c.ready) == 0 {
 		return
 	}
@@ -384,6 +438,73 @@ func (c *Cluster) start(now int64) {
 		}
 	}
 	c.spare = list[:0]
+}
+
+// startLockstep begins one step of every replica at now, when any has
+// work and no step is in flight: work arriving during a step waits for
+// its end, as vLLM's DP ranks under EP enter each forward together. The
+// step ends for all at now + the longest rank's time + the all-to-all of
+// the rank with the most tokens. A rank's time is its engine's step (an
+// idle rank's: its dummy forward) with its routed-expert GEMMs recosted
+// for the tokens routed to its experts from every rank.
+func (c *Cluster) startLockstep(now int64) {
+	if len(c.ends) > 0 || len(c.ready) == 0 {
+		return
+	}
+	for _, i := range c.ready {
+		c.reps[i].queued = false
+	}
+	c.ready = c.ready[:0]
+	maxTok, global, ran := 0, 0, false
+	for k := range c.reps {
+		i := int32(k)
+		r := &c.reps[i]
+		r.stepNs, r.stepTok = r.dummyNs, 1
+		if !r.eng.Busy() {
+			continue
+		}
+		end, evs := r.eng.Step(now)
+		if end == now {
+			c.collect(i, evs)
+			continue
+		}
+		r.steps++
+		c.steps++
+		r.kvPeak = max(r.kvPeak, r.eng.Snapshot().KVUsage)
+		r.stepping, r.evs = true, evs
+		r.stepNs, r.stepTok = end-now, r.eng.StepTokens()
+		maxTok = max(maxTok, r.stepTok)
+		global += r.stepTok
+		ran = true
+	}
+	if !ran {
+		// Nothing runnable anywhere (rejections only): no forward, no
+		// collectives; the busy replicas try again at the next Step.
+		for k := range c.reps {
+			if c.reps[k].eng.Busy() {
+				c.enqueue(int32(k))
+			}
+		}
+		return
+	}
+	var longest int64
+	for k := range c.reps {
+		r := &c.reps[k]
+		d := r.eng.Deployment().EPExpertDeltaSeconds(r.stepTok, global, c.epRanks)
+		longest = max(longest, r.stepNs+int64(math.Round(d*1e9)))
+	}
+	comm := int64(math.Round(c.reps[0].eng.Deployment().EPCommSeconds(maxTok, c.epRanks) * 1e9))
+	end := now + max(longest, 1) + comm
+	for k := range c.reps {
+		switch r := &c.reps[k]; {
+		case r.stepping:
+			r.end = end
+			c.pushEnd(int32(k))
+		case r.eng.Busy():
+			// Work it could not schedule now waits for the next step.
+			c.enqueue(int32(k))
+		}
+	}
 }
 
 // collect appends replica i's events to the output, counting off the

@@ -2,9 +2,11 @@
 // virtual time: N sim.Engines (each of its own configuration) sharing one
 // clock, a router that picks a replica for each request as it arrives
 // (round-robin, least-outstanding, least-kv, prefix-aware,
-// session-affinity), and a deterministic event loop that always advances
-// to the earliest thing due — the caller's next arrival or the end of some
-// replica's iteration — so each replica steps on its own schedule.
+// session-affinity, dp-balance), and a deterministic event loop that
+// always advances to the earliest thing due — the caller's next arrival or
+// the end of some replica's iteration — so each replica steps on its own
+// schedule; or, with Config.ExpertParallel, all replicas step in lockstep
+// as the data-parallel ranks of one expert-parallel MoE deployment.
 //
 // Like the engine it is a synchronous state machine: no clock, no
 // goroutines, no I/O; the caller supplies the times. The same requests at

@@ -33,10 +33,16 @@ const (
 	// cluster remembers each session's replica for its life (a name and
 	// an index per session).
 	PolicySessionAffinity = "session-affinity"
+	// PolicyDPBalance is vLLM's data-parallel load balancer: a request goes
+	// to the rank (replica) with the lowest score 4 × waiting + running
+	// (its engine's queue and batch, sim.Snapshot, counting the requests
+	// already routed to it at the same moment); ties go to the lowest
+	// index. The data-parallel front end uses it.
+	PolicyDPBalance = "dp-balance"
 )
 
 // Policies lists the router policies, the default first.
-var Policies = []string{PolicyRoundRobin, PolicyLeastOutstanding, PolicyLeastKV, PolicyPrefixAware, PolicySessionAffinity}
+var Policies = []string{PolicyRoundRobin, PolicyLeastOutstanding, PolicyLeastKV, PolicyPrefixAware, PolicySessionAffinity, PolicyDPBalance}
 
 // DefaultLoadCap is prefix-aware's load margin when Router.LoadCap is 0:
 // a cached prefix is worth a few requests of queue, not an unbounded one.
@@ -73,6 +79,7 @@ const (
 	leastKV
 	prefixAware
 	sessionAffinity
+	dpBalance
 )
 
 // policyOf decodes name; false for an unknown one.
@@ -88,6 +95,8 @@ func policyOf(name string) (policy, bool) {
 		return prefixAware, true
 	case PolicySessionAffinity:
 		return sessionAffinity, true
+	case PolicyDPBalance:
+		return dpBalance, true
 	}
 	return 0, false
 }

@@ -27,7 +27,8 @@ var update = flag.Bool("update", false, "rewrite the golden traces in testdata/*
 //
 // Commands, one per line (# starts a comment):
 //
-//	cluster replicas=N router=SPEC [--SETTING=VALUE]...   N replicas alike (first line)
+//	cluster replicas=N router=SPEC [ep=true] [--SETTING=VALUE]...   N replicas alike (first line;
+//	                                                       ep: expert parallelism, lockstep)
 //	replica R --SETTING=VALUE...                           replica R's own settings (before the first arrive)
 //	arrive id=ID prompt=N output=N [t=NS] [session=S] [hashes=H,H,...] [hashblock=N] [want=R]
 //	advance t=NS          run the loop until t (events at t delivered)
@@ -217,7 +218,7 @@ func runScenario(t *testing.T, script string) string {
 			if err := applySettings(&base, settings); err != nil {
 				t.Fatalf("line %d: %v", line, err)
 			}
-			cfg = Config{Router: r}
+			cfg = Config{Router: r, ExpertParallel: m["ep"] == "true"}
 			for range n {
 				cfg.Replicas = append(cfg.Replicas, base)
 			}
