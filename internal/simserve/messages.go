@@ -287,21 +287,10 @@ func parseAnthropicTools(raw json.RawMessage) ([]toolDef, error) {
 		case t.Name == nil || *t.Name == "":
 			return nil, badRequest(field+".name", "required")
 		}
-		for _, prev := range tools {
-			if prev.name == *t.Name {
-				return nil, badRequest(field+".name", "%q declared twice", *t.Name)
-			}
+		var err error
+		if tools, err = addTool(tools, *t.Name, field+".name", t.InputSchema, field+".input_schema"); err != nil {
+			return nil, err
 		}
-		def := toolDef{name: *t.Name, argKey: defaultArgKey}
-		if p := t.InputSchema; !isNull(p) {
-			if p[0] != '{' {
-				return nil, badRequest(field+".input_schema", "want a JSON Schema object")
-			}
-			if k := firstProperty(p); k != "" {
-				def.argKey = k
-			}
-		}
-		tools = append(tools, def)
 	}
 	return tools, nil
 }

@@ -299,21 +299,10 @@ func parseResponsesTools(raw json.RawMessage) ([]toolDef, error) {
 		case t.Name == nil || *t.Name == "":
 			return nil, badRequest(field+".name", "required")
 		}
-		for _, prev := range tools {
-			if prev.name == *t.Name {
-				return nil, badRequest(field+".name", "%q declared twice", *t.Name)
-			}
+		var err error
+		if tools, err = addTool(tools, *t.Name, field+".name", t.Parameters, field+".parameters"); err != nil {
+			return nil, err
 		}
-		def := toolDef{name: *t.Name, argKey: defaultArgKey}
-		if p := t.Parameters; !isNull(p) {
-			if p[0] != '{' {
-				return nil, badRequest(field+".parameters", "want a JSON Schema object")
-			}
-			if k := firstProperty(p); k != "" {
-				def.argKey = k
-			}
-		}
-		tools = append(tools, def)
 	}
 	return tools, nil
 }
@@ -321,23 +310,8 @@ func parseResponsesTools(raw json.RawMessage) ([]toolDef, error) {
 // parseResponsesToolChoice reads tool_choice: "none", "auto", "required"
 // or {"type":"function","name":...}. Absent means auto.
 func parseResponsesToolChoice(raw json.RawMessage) (toolChoiceKind, string, error) {
-	if isNull(raw) {
-		return choiceAuto, "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "auto":
-			return choiceAuto, "", nil
-		case "none":
-			return choiceNone, "", nil
-		case "required":
-			return choiceRequired, "", nil
-		}
-		return 0, "", badRequest("tool_choice", `want "none", "auto", "required" or a function object, got %q`, s)
-	}
-	if raw[0] != '{' {
-		return 0, "", badRequest("tool_choice", `want "none", "auto", "required" or a function object`)
+	if kind, ok, err := toolChoiceWord(raw); ok || err != nil {
+		return kind, "", err
 	}
 	var c struct {
 		Type *string `json:"type"`

@@ -94,24 +94,34 @@ func parseTools(raw json.RawMessage) ([]toolDef, error) {
 		case t.Function.Name == nil || *t.Function.Name == "":
 			return nil, badRequest(field+".function.name", "required")
 		}
-		name := *t.Function.Name
-		for _, prev := range tools {
-			if prev.name == name {
-				return nil, badRequest(field+".function.name", "%q declared twice", name)
-			}
+		var err error
+		if tools, err = addTool(tools, *t.Function.Name, field+".function.name", t.Function.Parameters, field+".function.parameters"); err != nil {
+			return nil, err
 		}
-		def := toolDef{name: name, argKey: defaultArgKey}
-		if p := t.Function.Parameters; !isNull(p) {
-			if p[0] != '{' {
-				return nil, badRequest(field+".function.parameters", "want a JSON Schema object")
-			}
-			if k := firstProperty(p); k != "" {
-				def.argKey = k
-			}
-		}
-		tools = append(tools, def)
 	}
 	return tools, nil
+}
+
+// addTool appends the declared tool name, whose arguments' JSON Schema is
+// schema (null: none), to tools; nameField and schemaField name them in
+// errors. Every API's tool list checks the same: names unique, a schema
+// an object whose first property names the simulated call's argument.
+func addTool(tools []toolDef, name, nameField string, schema json.RawMessage, schemaField string) ([]toolDef, error) {
+	for _, prev := range tools {
+		if prev.name == name {
+			return nil, badRequest(nameField, "%q declared twice", name)
+		}
+	}
+	def := toolDef{name: name, argKey: defaultArgKey}
+	if !isNull(schema) {
+		if schema[0] != '{' {
+			return nil, badRequest(schemaField, "want a JSON Schema object")
+		}
+		if k := firstProperty(schema); k != "" {
+			def.argKey = k
+		}
+	}
+	return append(tools, def), nil
 }
 
 // firstProperty returns the first key of a JSON Schema's "properties"
@@ -135,26 +145,36 @@ func firstProperty(schema json.RawMessage) string {
 	return k
 }
 
-// parseToolChoice reads tool_choice: "none", "auto", "required" or
-// {"type":"function","function":{"name":...}}. Absent means auto.
-func parseToolChoice(raw json.RawMessage) (toolChoiceKind, string, error) {
+// toolChoiceWord reads the forms of tool_choice chat and Responses share:
+// absent (auto), or "none", "auto" or "required"; ok is false for an
+// object, which each API reads its own way.
+func toolChoiceWord(raw json.RawMessage) (kind toolChoiceKind, ok bool, err error) {
 	if isNull(raw) {
-		return choiceAuto, "", nil
+		return choiceAuto, true, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		switch s {
 		case "auto":
-			return choiceAuto, "", nil
+			return choiceAuto, true, nil
 		case "none":
-			return choiceNone, "", nil
+			return choiceNone, true, nil
 		case "required":
-			return choiceRequired, "", nil
+			return choiceRequired, true, nil
 		}
-		return 0, "", badRequest("tool_choice", `want "none", "auto", "required" or a function object, got %q`, s)
+		return 0, false, badRequest("tool_choice", `want "none", "auto", "required" or a function object, got %q`, s)
 	}
 	if raw[0] != '{' {
-		return 0, "", badRequest("tool_choice", `want "none", "auto", "required" or a function object`)
+		return 0, false, badRequest("tool_choice", `want "none", "auto", "required" or a function object`)
+	}
+	return 0, false, nil
+}
+
+// parseToolChoice reads tool_choice: "none", "auto", "required" or
+// {"type":"function","function":{"name":...}}. Absent means auto.
+func parseToolChoice(raw json.RawMessage) (toolChoiceKind, string, error) {
+	if kind, ok, err := toolChoiceWord(raw); ok || err != nil {
+		return kind, "", err
 	}
 	var c struct {
 		Type     *string `json:"type"`
