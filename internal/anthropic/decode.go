@@ -125,10 +125,6 @@ var (
 	finishToolCalls = []byte("tool_calls")
 )
 
-// noTiming is the Timing of a chunk: the API reports no per-request
-// server timing (a zero Timing would read as timings of 0 ns).
-var noTiming = openai.Timing{QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}
-
 // unknownError is the message of an error that gave none.
 var unknownError = []byte("unknown error")
 
@@ -191,7 +187,7 @@ type apiError struct {
 // overwriting all of c. Data that is not a JSON object is an error
 // wrapping openai.ErrMalformed.
 func (d *Decoder) Decode(data []byte, c *openai.Chunk) error {
-	*c = openai.Chunk{Timing: noTiming}
+	*c = openai.Chunk{Timing: openai.NoTiming()}
 	p := &d.p
 	p.Reset(data)
 	var e event
@@ -332,17 +328,7 @@ func (d *Decoder) contentDelta(e *event, c *openai.Chunk) {
 // errMessage is an error's text: "type: message", or whichever of the two
 // it gave, or "unknown error".
 func (d *Decoder) errMessage(e apiError) []byte {
-	typ, msg := d.p.Bytes(e.typ), d.p.Bytes(e.msg)
-	switch {
-	case len(typ) > 0 && len(msg) > 0:
-		d.errBuf = append(append(append(d.errBuf[:0], typ...), ": "...), msg...)
-		return d.errBuf
-	case len(msg) > 0:
-		return msg
-	case len(typ) > 0:
-		return typ
-	}
-	return unknownError
+	return openai.ErrorText(&d.errBuf, d.p.Bytes(e.typ), d.p.Bytes(e.msg), unknownError)
 }
 
 // block reads a content block object (any other value is skipped and
@@ -470,7 +456,7 @@ func (d *Decoder) apiError() (e apiError, err error) {
 // (prompt counts as message_start's) and stop_reason; an error object
 // ({"type":"error","error":{…}}) gives ErrMessage.
 func (d *Decoder) DecodeResponse(data []byte, c *openai.Chunk) error {
-	*c = openai.Chunk{Timing: noTiming}
+	*c = openai.Chunk{Timing: openai.NoTiming()}
 	p := &d.p
 	p.Reset(data)
 	d.content, d.reasoning, d.calls = d.content[:0], d.reasoning[:0], d.calls[:0]

@@ -60,6 +60,11 @@ type Timing struct {
 // noTiming is the Timing of a chunk that reported none.
 var noTiming = Timing{QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}
 
+// NoTiming is the Timing of a chunk that reported none (every field -1;
+// a zero Timing would read as timings of 0 ns), for other protocols'
+// decoders.
+func NoTiming() Timing { return noTiming }
+
 // Given reports whether t holds at least one reported value.
 func (t Timing) Given() bool {
 	return t.QueueNs >= 0 || t.PrefillNs >= 0 || t.DecodeNs >= 0 || t.CachedTokens >= 0
@@ -165,6 +170,23 @@ type ToolCallDelta struct {
 var ErrMalformed = jsonscan.ErrMalformed
 
 var unknownError = []byte("unknown error")
+
+// ErrorText is an error event's text as a record keeps it: "kind: message"
+// (built in *buf, reused across events), or whichever of the two was
+// given, or none. Protocols name the kind differently (Anthropic's type,
+// Responses' code) but join it the same way.
+func ErrorText(buf *[]byte, kind, msg, none []byte) []byte {
+	switch {
+	case len(kind) > 0 && len(msg) > 0:
+		*buf = append(append(append((*buf)[:0], kind...), ": "...), msg...)
+		return *buf
+	case len(msg) > 0:
+		return msg
+	case len(kind) > 0:
+		return kind
+	}
+	return none
+}
 
 // ChunkDecoder decodes chunks without building a document: a single pass
 // over the bytes that validates the whole payload as JSON, skips what goodput

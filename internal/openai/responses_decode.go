@@ -189,17 +189,7 @@ func (d *ResponsesDecoder) final(r *responseObject, c *Chunk, incomplete bool) {
 // errMessage is an error's text: "code: message", or whichever it gave,
 // or none.
 func (d *ResponsesDecoder) errMessage(e responsesError, none []byte) []byte {
-	code, msg := d.p.Bytes(e.code), d.p.Bytes(e.msg)
-	switch {
-	case len(code) > 0 && len(msg) > 0:
-		d.errBuf = append(append(append(d.errBuf[:0], code...), ": "...), msg...)
-		return d.errBuf
-	case len(msg) > 0:
-		return msg
-	case len(code) > 0:
-		return code
-	}
-	return none
+	return ErrorText(&d.errBuf, d.p.Bytes(e.code), d.p.Bytes(e.msg), none)
 }
 
 // response reads a response object (any other value gives the zero one).
