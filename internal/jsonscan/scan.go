@@ -108,6 +108,30 @@ func (p *Scanner) Count(limit int64) (int, error) {
 	return int(n), err
 }
 
+// IntValue returns an integer literal that fits an int (negative ones
+// included, for the caller to judge), or 0 for any other value (which is
+// validated and skipped).
+func (p *Scanner) IntValue() (int, error) {
+	n, ok, err := p.Int()
+	if !ok || int64(int(n)) != n {
+		return 0, err
+	}
+	return int(n), err
+}
+
+// MemberInt reads the object at the cursor and returns its member name as
+// IntValue reads it (0 when absent, or when the value is not an object).
+func (p *Scanner) MemberInt(name string) (v int, err error) {
+	_, err = p.Members(func(k []byte) (err error) {
+		if string(k) == name {
+			v, err = p.IntValue()
+			return err
+		}
+		return p.Skip()
+	})
+	return v, err
+}
+
 // Syntax is the error for the byte at the cursor, or for the end.
 func (p *Scanner) Syntax(what string) error {
 	if p.pos >= len(p.data) {

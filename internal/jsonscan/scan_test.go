@@ -124,3 +124,29 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+func TestIntValueAndMemberInt(t *testing.T) {
+	var p Scanner
+	p.Reset([]byte(`{"a":-3,"b":1.5,"d":{"x":7,"y":9},"e":"s","f":[1]}`))
+	got := map[string]int{}
+	_, err := p.Members(func(k []byte) (err error) {
+		switch string(k) {
+		case "d":
+			got["d.y"], err = p.MemberInt("y")
+		case "f":
+			got["f.y"], err = p.MemberInt("y") // not an object: 0, skipped
+		default:
+			got[string(k)], err = p.IntValue()
+		}
+		return err
+	})
+	if err != nil || p.End() != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"a": -3, "b": 0, "d.y": 9, "e": 0, "f.y": 0}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %d, want %d", k, got[k], v)
+		}
+	}
+}

@@ -494,13 +494,13 @@ func (p *parser) usage() (Usage, error) {
 	u.Present, err = p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "prompt_tokens":
-			u.PromptTokens, err = p.count()
+			u.PromptTokens, err = p.IntValue()
 		case "completion_tokens":
-			u.CompletionTokens, err = p.count()
+			u.CompletionTokens, err = p.IntValue()
 		case "prompt_tokens_details":
-			u.CachedTokens, err = p.detail("cached_tokens")
+			u.CachedTokens, err = p.MemberInt("cached_tokens")
 		case "completion_tokens_details":
-			u.ReasoningTokens, err = p.detail("reasoning_tokens")
+			u.ReasoningTokens, err = p.MemberInt("reasoning_tokens")
 		default:
 			err = p.Skip()
 		}
@@ -585,27 +585,6 @@ func mergeTiming(vllm, llama Timing) Timing {
 	}
 	t.CachedTokens = llama.CachedTokens
 	return t
-}
-
-// count returns an integer literal as an int, or 0 for any other value.
-func (p *parser) count() (int, error) {
-	n, ok, err := p.Int()
-	if !ok || int64(int(n)) != n {
-		return 0, err
-	}
-	return int(n), err
-}
-
-// detail returns the integer member name of a details object (0 if absent).
-func (p *parser) detail(name string) (v int, err error) {
-	_, err = p.Members(func(k []byte) (err error) {
-		if string(k) == name {
-			v, err = p.count()
-			return err
-		}
-		return p.Skip()
-	})
-	return v, err
 }
 
 // errorValue parses a top-level "error" member: an object or a string means

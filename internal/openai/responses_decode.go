@@ -324,42 +324,19 @@ func (d *ResponsesDecoder) usage() (u Usage, err error) {
 	u.Present, err = p.Members(func(k []byte) (err error) {
 		switch string(k) {
 		case "input_tokens":
-			u.PromptTokens, err = d.count()
+			u.PromptTokens, err = d.p.IntValue()
 		case "output_tokens":
-			u.CompletionTokens, err = d.count()
+			u.CompletionTokens, err = d.p.IntValue()
 		case "input_tokens_details":
-			u.CachedTokens, err = d.detail("cached_tokens")
+			u.CachedTokens, err = d.p.MemberInt("cached_tokens")
 		case "output_tokens_details":
-			u.ReasoningTokens, err = d.detail("reasoning_tokens")
+			u.ReasoningTokens, err = d.p.MemberInt("reasoning_tokens")
 		default:
 			err = p.Skip()
 		}
 		return err
 	})
 	return u, err
-}
-
-// count reads an integer literal as an int (a negative one is kept for
-// the meter to reject), or 0 for any other value.
-func (d *ResponsesDecoder) count() (int, error) {
-	n, ok, err := d.p.Int()
-	if !ok || int64(int(n)) != n {
-		return 0, err
-	}
-	return int(n), err
-}
-
-// detail reads the integer member name of a details object (0 if absent).
-func (d *ResponsesDecoder) detail(name string) (v int, err error) {
-	p := &d.p
-	_, err = p.Members(func(k []byte) (err error) {
-		if string(k) == name {
-			v, err = d.count()
-			return err
-		}
-		return p.Skip()
-	})
-	return v, err
 }
 
 // errorObject reads an error object's code (or, lacking one, its type)
