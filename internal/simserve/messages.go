@@ -260,39 +260,23 @@ func anthropicMessage(i int, raw json.RawMessage, toolUses map[string]bool) (tex
 // "input_schema"}]. Names must be unique; server tools (a "type" other
 // than "custom") are not simulated.
 func parseAnthropicTools(raw json.RawMessage) ([]toolDef, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var elems []json.RawMessage
-	if json.Unmarshal(raw, &elems) != nil {
-		return nil, badRequest("tools", "want an array of tool objects")
-	}
-	tools := make([]toolDef, 0, len(elems))
-	for i, e := range elems {
-		field := "tools[" + strconv.Itoa(i) + "]"
-		if len(e) == 0 || e[0] != '{' {
-			return nil, badRequest(field, "want a tool object")
-		}
+	return parseToolList(raw, func(field string, e json.RawMessage) (toolDecl, error) {
 		var t struct {
 			Type        *string         `json:"type"`
 			Name        *string         `json:"name"`
 			InputSchema json.RawMessage `json:"input_schema"`
 		}
 		if err := unmarshalAt(e, &t, field); err != nil {
-			return nil, err
+			return toolDecl{}, err
 		}
 		switch {
 		case t.Type != nil && *t.Type != "custom":
-			return nil, badRequest(field+".type", `only custom tools are simulated, got %q`, *t.Type)
+			return toolDecl{}, badRequest(field+".type", `only custom tools are simulated, got %q`, *t.Type)
 		case t.Name == nil || *t.Name == "":
-			return nil, badRequest(field+".name", "required")
+			return toolDecl{}, badRequest(field+".name", "required")
 		}
-		var err error
-		if tools, err = addTool(tools, *t.Name, field+".name", t.InputSchema, field+".input_schema"); err != nil {
-			return nil, err
-		}
-	}
-	return tools, nil
+		return toolDecl{*t.Name, field + ".name", t.InputSchema, field + ".input_schema"}, nil
+	})
 }
 
 // parseAnthropicToolChoice reads tool_choice: {"type": "auto" | "any" |

@@ -270,41 +270,25 @@ func responsesText(raw json.RawMessage, field string) (string, error) {
 // "description", "parameters", "strict"}]. Built-in tools (web_search,
 // file_search, ...) are not simulated.
 func parseResponsesTools(raw json.RawMessage) ([]toolDef, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var elems []json.RawMessage
-	if json.Unmarshal(raw, &elems) != nil {
-		return nil, badRequest("tools", "want an array of tool objects")
-	}
-	tools := make([]toolDef, 0, len(elems))
-	for i, e := range elems {
-		field := "tools[" + strconv.Itoa(i) + "]"
-		if len(e) == 0 || e[0] != '{' {
-			return nil, badRequest(field, "want a tool object")
-		}
+	return parseToolList(raw, func(field string, e json.RawMessage) (toolDecl, error) {
 		var t struct {
 			Type       *string         `json:"type"`
 			Name       *string         `json:"name"`
 			Parameters json.RawMessage `json:"parameters"`
 		}
 		if err := unmarshalAt(e, &t, field); err != nil {
-			return nil, err
+			return toolDecl{}, err
 		}
 		switch {
 		case t.Type == nil:
-			return nil, badRequest(field+".type", "required")
+			return toolDecl{}, badRequest(field+".type", "required")
 		case *t.Type != "function":
-			return nil, badRequest(field+".type", `only "function" tools are simulated, got %q`, *t.Type)
+			return toolDecl{}, badRequest(field+".type", `only "function" tools are simulated, got %q`, *t.Type)
 		case t.Name == nil || *t.Name == "":
-			return nil, badRequest(field+".name", "required")
+			return toolDecl{}, badRequest(field+".name", "required")
 		}
-		var err error
-		if tools, err = addTool(tools, *t.Name, field+".name", t.Parameters, field+".parameters"); err != nil {
-			return nil, err
-		}
-	}
-	return tools, nil
+		return toolDecl{*t.Name, field + ".name", t.Parameters, field + ".parameters"}, nil
+	})
 }
 
 // parseResponsesToolChoice reads tool_choice: "none", "auto", "required"

@@ -60,6 +60,44 @@ func unmarshalAt(raw json.RawMessage, v any, field string) error {
 // {"type":"function","function":{"name":...,"description":...,"parameters":{...}}}.
 // Names must be unique.
 func parseTools(raw json.RawMessage) ([]toolDef, error) {
+	return parseToolList(raw, func(field string, e json.RawMessage) (toolDecl, error) {
+		var t struct {
+			Type     *string `json:"type"`
+			Function *struct {
+				Name        *string         `json:"name"`
+				Description *string         `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := unmarshalAt(e, &t, field); err != nil {
+			return toolDecl{}, err
+		}
+		switch {
+		case t.Type == nil:
+			return toolDecl{}, badRequest(field+".type", "required")
+		case *t.Type != "function":
+			return toolDecl{}, badRequest(field+".type", `only "function" is supported, got %q`, *t.Type)
+		case t.Function == nil:
+			return toolDecl{}, badRequest(field+".function", "required")
+		case t.Function.Name == nil || *t.Function.Name == "":
+			return toolDecl{}, badRequest(field+".function.name", "required")
+		}
+		return toolDecl{*t.Function.Name, field + ".function.name", t.Function.Parameters, field + ".function.parameters"}, nil
+	})
+}
+
+// toolDecl is one tool as an API declares it: its name and arguments'
+// JSON Schema (null: none), and the fields that hold them, for errors.
+type toolDecl struct {
+	name, nameField string
+	schema          json.RawMessage
+	schemaField     string
+}
+
+// parseToolList reads a tools array: each element must be an object,
+// which read checks in its API's shape (field is its place, tools[i]);
+// then every API's tools are checked alike (addTool).
+func parseToolList(raw json.RawMessage, read func(field string, e json.RawMessage) (toolDecl, error)) ([]toolDef, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -73,29 +111,11 @@ func parseTools(raw json.RawMessage) ([]toolDef, error) {
 		if len(e) == 0 || e[0] != '{' {
 			return nil, badRequest(field, "want a tool object")
 		}
-		var t struct {
-			Type     *string `json:"type"`
-			Function *struct {
-				Name        *string         `json:"name"`
-				Description *string         `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		}
-		if err := unmarshalAt(e, &t, field); err != nil {
+		d, err := read(field, e)
+		if err != nil {
 			return nil, err
 		}
-		switch {
-		case t.Type == nil:
-			return nil, badRequest(field+".type", "required")
-		case *t.Type != "function":
-			return nil, badRequest(field+".type", `only "function" is supported, got %q`, *t.Type)
-		case t.Function == nil:
-			return nil, badRequest(field+".function", "required")
-		case t.Function.Name == nil || *t.Function.Name == "":
-			return nil, badRequest(field+".function.name", "required")
-		}
-		var err error
-		if tools, err = addTool(tools, *t.Function.Name, field+".function.name", t.Function.Parameters, field+".function.parameters"); err != nil {
+		if tools, err = addTool(tools, d.name, d.nameField, d.schema, d.schemaField); err != nil {
 			return nil, err
 		}
 	}
