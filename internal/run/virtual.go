@@ -94,13 +94,33 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 		}
 		return eng.Describe(), nil
 	}
-	c, err := cluster.New(*cfg.Cluster)
+	c, err := newFleet(cfg.Cluster)
 	if err != nil {
-		return nil, clusterError(err)
+		return nil, err
 	}
 	d := c.Describe(0)
 	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
 	return d, nil
+}
+
+// fleet is what a virtual run builds from Config.Cluster: the fleet
+// simrun drives, and what the run's meta says of it.
+type fleet interface {
+	simrun.Fleet
+	// Len is the number of replicas.
+	Len() int
+	// Describe is replica i's engine description.
+	Describe(i int) map[string]any
+}
+
+// newFleet builds the fleet cfg describes, fresh; a bad setting is a
+// *ConfigError (Field "Cluster.<field>").
+func newFleet(cfg *cluster.Config) (fleet, error) {
+	c, err := cluster.New(*cfg)
+	if err != nil {
+		return nil, clusterError(err)
+	}
+	return c, nil
 }
 
 // clusterError is a cluster configuration error as the run's ConfigError
@@ -124,9 +144,9 @@ func (v *virtual) simulate(ctx context.Context, idx int, ds workload.Dataset, lo
 		}
 		return simrun.Run(ctx, eng, ds, load, emit)
 	}
-	c, err := cluster.New(*v.cfg.Cluster)
+	c, err := newFleet(v.cfg.Cluster)
 	if err != nil {
-		return simrun.Result{}, clusterError(err)
+		return simrun.Result{}, err
 	}
 	res, err := simrun.RunCluster(ctx, c, ds, load, emit)
 	v.keepReplicas(idx, res.Replicas)
@@ -207,15 +227,15 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (simrun.SessionResult, error) {
 	var (
 		eng *sim.Engine
-		c   *cluster.Cluster
+		c   fleet
 		err error
 	)
 	if v.cfg.Cluster == nil {
 		if eng, err = sim.New(v.cfg.Engine); err != nil {
 			return simrun.SessionResult{}, engineError(err)
 		}
-	} else if c, err = cluster.New(*v.cfg.Cluster); err != nil {
-		return simrun.SessionResult{}, clusterError(err)
+	} else if c, err = newFleet(v.cfg.Cluster); err != nil {
+		return simrun.SessionResult{}, err
 	}
 	seed := v.cfg.Seed
 	// Tool calls the sessions do not time or size draw from the load's
