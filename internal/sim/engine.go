@@ -97,6 +97,10 @@ type Event struct {
 	Timing *runlog.ServerTiming
 	// Err is, for EventRejected, why the request was refused.
 	Err string
+	// RetryAfterNs is, for EventRejected, the wait the refuser advertises
+	// before a retry can be served (a gateway's rate limit knows it); 0
+	// means it says nothing, and the run's default applies.
+	RetryAfterNs int64
 }
 
 // Snapshot is the engine's gauges and cumulative counters, for /metrics
