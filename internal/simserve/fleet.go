@@ -244,7 +244,11 @@ func (s *Server) applyFleet(c command) {
 			delete(s.live, st.id)
 			s.fleet.Abort(max(s.clock(), s.lastAdd), st.id)
 			s.fl.outstanding[st.replica]--
-			s.ms[st.replica].success["abort"].Inc()
+			m := s.ms[st.replica]
+			m.success["abort"].Inc()
+			// The replica may have no iteration left to export its state
+			// at: its gauges show the freed request now.
+			m.observeGauges(s.fleet.Stats()[st.replica].Engine)
 			if s.onAbort != nil {
 				s.onAbort(st.id)
 			}

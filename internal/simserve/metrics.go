@@ -211,15 +211,21 @@ func (m *metrics) observeSnapshot(s sim.Snapshot) {
 	if n := (s.PromptTokens - m.last.PromptTokens) + (s.GenerationTokens - m.last.GenerationTokens); n > 0 {
 		m.iterTokens.Observe(float64(n))
 	}
-	m.running.Set(float64(s.Running))
-	m.waiting.Set(float64(s.Waiting))
-	m.kvUsage.Set(s.KVUsage)
+	m.observeGauges(s)
 	addDelta(m.prefixQueries, s.PrefixQueryTokens, m.last.PrefixQueryTokens)
 	addDelta(m.prefixHits, s.PrefixHitTokens, m.last.PrefixHitTokens)
 	addDelta(m.preemptions, s.Preemptions, m.last.Preemptions)
 	addDelta(m.promptTokens, s.PromptTokens, m.last.PromptTokens)
 	addDelta(m.genTokens, s.GenerationTokens, m.last.GenerationTokens)
 	m.last = s
+}
+
+// observeGauges sets the gauges alone to s: a fleet's replica after an
+// abort, whose counters may include an iteration not yet over.
+func (m *metrics) observeGauges(s sim.Snapshot) {
+	m.running.Set(float64(s.Running))
+	m.waiting.Set(float64(s.Waiting))
+	m.kvUsage.Set(s.KVUsage)
 }
 
 // registerSlowdown exports the slowdown factor in force (read at scrape
