@@ -317,3 +317,52 @@ func TestFleetSlowdownRefused(t *testing.T) {
 		t.Errorf(`Describe()["replicas"] = %v; want 2`, got)
 	}
 }
+
+// TestFleetLockstepOnSchedule: vLLM's data parallelism with expert
+// parallelism (the ranks step in lockstep) on the wall clock keeps the
+// cluster's virtual times too: r2, arriving during the first step, joins
+// at the next one on the rank the DP balancer picks.
+func TestFleetLockstepOnSchedule(t *testing.T) {
+	words := func(n int) string { return strings.TrimSpace(strings.Repeat("word ", n)) }
+	reqs := []fleetReq{
+		{0, words(400), 6},
+		{int64(3100 * time.Microsecond), "a " + words(200), 4},
+		{int64(3100 * time.Microsecond), "b " + words(100), 3},
+	}
+	rank := testConfig()
+	rank.Model = "qwen3-30b-a3b"
+	cfg := cluster.Config{Router: cluster.Router{Policy: cluster.PolicyDPBalance}, ExpertParallel: true,
+		Replicas: []sim.Config{rank, rank}}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewFleet(cfg, Options{ServedModelName: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := serveFleetRequests(t, s, reqs)
+		want, reps := replayFleet(t, cfg, reqs)
+		// dp-balance: r1 to rank 0; r2 to idle rank 1; r3 to rank 0
+		// (score 4·0 + 1 running) over rank 1 (r2 waiting: 4).
+		if diff := cmp.Diff(map[string]int{"r1": 0, "r2": 1, "r3": 0}, reps); diff != "" {
+			t.Fatalf("replay routing (-want +got):\n%s", diff)
+		}
+		for i, w := range ws {
+			id := "r" + strconv.Itoa(i+1)
+			if got, want := w.Header().Get(ReplicaHeader), strconv.Itoa(reps[id]); got != want {
+				t.Errorf("%s: %s %q; want %q", id, ReplicaHeader, got, want)
+			}
+			var got []int64
+			for _, f := range w.flushes {
+				if strings.Contains(f.data, `"text":" `) {
+					got = append(got, f.t)
+				}
+			}
+			if diff := cmp.Diff(want[id], got); diff != "" {
+				t.Errorf("%s: token departure times (-cluster schedule +server):\n%s", id, diff)
+			}
+		}
+		// In lockstep the ranks' tokens leave together.
+		if want["r1"][1] != want["r2"][0] {
+			t.Errorf("r1's second token at %d, r2's first at %d: want one lockstep end", want["r1"][1], want["r2"][0])
+		}
+	})
+}
