@@ -366,3 +366,49 @@ func TestFleetLockstepOnSchedule(t *testing.T) {
 		}
 	})
 }
+
+// TestFleetAdmission: each replica applies its own admission bounds. Two
+// replicas of max_num_seqs 1 and max_waiting 1, six requests at once,
+// round-robin: each replica gets three (r1 r3 r5, r2 r4 r6), runs one,
+// queues one and rejects the third with a 429 at once; and on a replica of
+// max_num_seqs 1 and max_queue_time 30 ms a request queued behind a long
+// one is failed once it has waited past the limit.
+func TestFleetAdmission(t *testing.T) {
+	rep := testConfig()
+	rep.MaxNumSeqs, rep.MaxWaiting = 1, 1
+	cfg := cluster.Config{Router: cluster.Router{Policy: cluster.PolicyRoundRobin}, Replicas: []sim.Config{rep, rep}}
+	reqs := make([]fleetReq, 6)
+	for i := range reqs {
+		reqs[i] = fleetReq{0, fmt.Sprintf("request %d", i), 3}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewFleet(cfg, Options{ServedModelName: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := serveFleetRequests(t, s, reqs)
+		var got []int
+		for _, w := range ws {
+			got = append(got, w.status)
+		}
+		if diff := cmp.Diff([]int{200, 200, 200, 200, 429, 429}, got); diff != "" {
+			t.Errorf("statuses (-want +got):\n%s", diff)
+		}
+	})
+	rep = testConfig()
+	rep.MaxNumSeqs, rep.MaxQueueTime = 1, 30*time.Millisecond
+	cfg = cluster.Config{Router: cluster.Router{Policy: cluster.PolicyRoundRobin}, Replicas: []sim.Config{rep}}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewFleet(cfg, Options{ServedModelName: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := serveFleetRequests(t, s, []fleetReq{{0, "long one", 40}, {0, "queued", 3}})
+		// The stream started when the engine admitted it to its queue, so
+		// the rejection at the first step start past 30 ms is an error
+		// event (code 429) after a 200.
+		if ws[0].status != 200 || !strings.Contains(ws[1].buf.String(), `over the 30ms limit","type":"RateLimitError"`) {
+			t.Errorf("statuses %d, %d (%q); want 200 and the queued one failed past max_queue_time", ws[0].status, ws[1].status, tail(ws[1].buf.String(), 200))
+		}
+	})
+}
