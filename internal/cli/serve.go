@@ -57,7 +57,8 @@ engine iteration F times (TTFT, TPOT and E2E all grow), from the start or
 clock); --data-parallel-size N is vLLM's spelling, its DP load balancer in
 front. /metrics then has every vLLM series once per replica, labelled
 engine="0".."N-1" (sum by model_name for the fleet), and each answer names
-its replica in the X-Goodput-Replica header.`,
+its replica in the X-Goodput-Replica header; --router session-affinity
+keeps the requests of one X-Session-Id header value on one replica.`,
 		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
   goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
   goodput serve --slowdown-after 5m --slowdown 3

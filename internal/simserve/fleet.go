@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/goodput/goodput/internal/sim"
@@ -41,6 +42,24 @@ var _ Fleet = (*cluster.Cluster)(nil)
 // request, as its engine label on /metrics ("0" to "N-1"); sent only by a
 // server driving a fleet.
 const ReplicaHeader = "X-Goodput-Replica"
+
+// SessionHeader is the request header naming the session (conversation,
+// agent loop) a request is a turn of, for a fleet's session-affinity
+// router; requests without one are routed as if of no session.
+const SessionHeader = "X-Session-Id"
+
+// sessionKey is the request context's key for the SessionHeader's value.
+type sessionKey struct{}
+
+// withSession passes the SessionHeader to submit in the request's context.
+func withSession(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(SessionHeader); v != "" {
+			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, v))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // arrivalGrain is how far ahead of the present the fleet is stepped while
 // some replica is idle: a request arriving then starts on the idle replica
@@ -256,7 +275,7 @@ func (s *Server) applyFleet(c command) {
 		return
 	}
 	at := max(st.arrival, s.stepStart, s.lastAdd)
-	i, err := s.fleet.Add(at, cluster.Request{Request: c.req})
+	i, err := s.fleet.Add(at, cluster.Request{Request: c.req, Session: c.session})
 	if err != nil {
 		st.fail(400, err.Error())
 		return

@@ -25,6 +25,7 @@ type fleetReq struct {
 	at        int64
 	prompt    string
 	maxTokens int
+	session   string // sent as SessionHeader when set
 }
 
 func fleetConfig(n int, policy string) cluster.Config {
@@ -50,7 +51,7 @@ func replayFleet(t *testing.T, cfg cluster.Config, reqs []fleetReq) (map[string]
 		for ; k < len(reqs) && reqs[k].at <= now; k++ {
 			info := analyzePrompt([]string{reqs[k].prompt}, nil, 0, cfg.Replicas[0].BlockSize, false)
 			id := "r" + strconv.Itoa(k+1)
-			i, err := c.Add(now, cluster.Request{Request: sim.Request{ID: id, PromptTokens: info.tokens,
+			i, err := c.Add(now, cluster.Request{Session: reqs[k].session, Request: sim.Request{ID: id, PromptTokens: info.tokens,
 				OutputTokens: reqs[k].maxTokens, BlockHashes: info.hashes, HashBlockTokens: 16}})
 			if err != nil {
 				t.Fatal(err)
@@ -92,6 +93,9 @@ func serveFleetRequests(t *testing.T, s *Server, reqs []fleetReq) []*flushWriter
 		ws[i] = &flushWriter{now: s.clock}
 		body := fmt.Sprintf(`{"prompt":%q,"max_tokens":%d,"ignore_eos":true,"stream":true}`, rq.prompt, rq.maxTokens)
 		r := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(body))
+		if rq.session != "" {
+			r.Header.Set(SessionHeader, rq.session)
+		}
 		wg.Go(func() { s.Handler().ServeHTTP(ws[i], r) })
 		synctest.Wait() // queued before the next is sent
 	}
@@ -109,9 +113,9 @@ func serveFleetRequests(t *testing.T, s *Server, reqs []fleetReq) []*flushWriter
 func TestFleetDeparturesOnSchedule(t *testing.T) {
 	words := func(n int) string { return strings.TrimSpace(strings.Repeat("word ", n)) }
 	reqs := []fleetReq{
-		{0, words(1200), 12},
-		{int64(7300 * time.Microsecond), words(300), 8},
-		{int64(23100 * time.Microsecond), "the " + words(60), 5},
+		{0, words(1200), 12, ""},
+		{int64(7300 * time.Microsecond), words(300), 8, ""},
+		{int64(23100 * time.Microsecond), "the " + words(60), 5, ""},
 	}
 	cfg := fleetConfig(2, cluster.PolicyRoundRobin)
 	synctest.Test(t, func(t *testing.T) {
@@ -171,7 +175,7 @@ func TestFleetMetrics(t *testing.T) {
 	words := func(n int) string { return strings.TrimSpace(strings.Repeat("word ", n)) }
 	// Prompts of 40, 50 and 64 distinct-enough tokens (no shared blocks:
 	// r3 starts with a different word), outputs 5, 7, 2.
-	reqs := []fleetReq{{0, words(40), 5}, {0, "a " + words(49), 7}, {0, "b " + words(63), 2}}
+	reqs := []fleetReq{{0, words(40), 5, ""}, {0, "a " + words(49), 7, ""}, {0, "b " + words(63), 2, ""}}
 	synctest.Test(t, func(t *testing.T) {
 		s, err := NewFleet(fleetConfig(2, cluster.PolicyRoundRobin), Options{ServedModelName: "m"})
 		if err != nil {
@@ -325,9 +329,9 @@ func TestFleetSlowdownRefused(t *testing.T) {
 func TestFleetLockstepOnSchedule(t *testing.T) {
 	words := func(n int) string { return strings.TrimSpace(strings.Repeat("word ", n)) }
 	reqs := []fleetReq{
-		{0, words(400), 6},
-		{int64(3100 * time.Microsecond), "a " + words(200), 4},
-		{int64(3100 * time.Microsecond), "b " + words(100), 3},
+		{0, words(400), 6, ""},
+		{int64(3100 * time.Microsecond), "a " + words(200), 4, ""},
+		{int64(3100 * time.Microsecond), "b " + words(100), 3, ""},
 	}
 	rank := testConfig()
 	rank.Model = "qwen3-30b-a3b"
@@ -379,7 +383,7 @@ func TestFleetAdmission(t *testing.T) {
 	cfg := cluster.Config{Router: cluster.Router{Policy: cluster.PolicyRoundRobin}, Replicas: []sim.Config{rep, rep}}
 	reqs := make([]fleetReq, 6)
 	for i := range reqs {
-		reqs[i] = fleetReq{0, fmt.Sprintf("request %d", i), 3}
+		reqs[i] = fleetReq{0, fmt.Sprintf("request %d", i), 3, ""}
 	}
 	synctest.Test(t, func(t *testing.T) {
 		s, err := NewFleet(cfg, Options{ServedModelName: "m"})
@@ -403,7 +407,7 @@ func TestFleetAdmission(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws := serveFleetRequests(t, s, []fleetReq{{0, "long one", 40}, {0, "queued", 3}})
+		ws := serveFleetRequests(t, s, []fleetReq{{0, "long one", 40, ""}, {0, "queued", 3, ""}})
 		// The stream started when the engine admitted it to its queue, so
 		// the rejection at the first step start past 30 ms is an error
 		// event (code 429) after a 200.
@@ -411,4 +415,38 @@ func TestFleetAdmission(t *testing.T) {
 			t.Errorf("statuses %d, %d (%q); want 200 and the queued one failed past max_queue_time", ws[0].status, ws[1].status, tail(ws[1].buf.String(), 200))
 		}
 	})
+}
+
+// TestFleetSessionAffinity: the session header keeps a session's turns on
+// the replica its first went to. Four requests at once on 2 replicas,
+// sessions a, b, b, b: affinity routes them 0, 1, 1, 1 (b's first turn
+// least-outstanding to 1, the rest follow it); without the header they go
+// least-outstanding, 0, 1, 0, 1.
+func TestFleetSessionAffinity(t *testing.T) {
+	for _, tc := range []struct {
+		sessions []string
+		want     []string
+	}{
+		{[]string{"a", "b", "b", "b"}, []string{"0", "1", "1", "1"}},
+		{[]string{"", "", "", ""}, []string{"0", "1", "0", "1"}},
+	} {
+		cfg := fleetConfig(2, cluster.PolicySessionAffinity)
+		reqs := make([]fleetReq, len(tc.sessions))
+		for i, sess := range tc.sessions {
+			reqs[i] = fleetReq{0, fmt.Sprintf("turn %d", i), 4, sess}
+		}
+		synctest.Test(t, func(t *testing.T) {
+			s, err := NewFleet(cfg, Options{ServedModelName: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range serveFleetRequests(t, s, reqs) {
+				got = append(got, w.Header().Get(ReplicaHeader))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("sessions %q: replicas (-want +got):\n%s", tc.sessions, diff)
+			}
+		})
+	}
 }

@@ -57,6 +57,9 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
+	if s.fleet != nil {
+		return withSession(mux)
+	}
 	return mux
 }
 

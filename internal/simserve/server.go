@@ -141,9 +141,10 @@ type pendingEvent struct {
 }
 
 type command struct {
-	abort bool
-	st    *stream
-	req   sim.Request
+	abort   bool
+	st      *stream
+	req     sim.Request
+	session string // a fleet's session-affinity key (SessionHeader)
 }
 
 // resyncLag is how far behind its schedule the engine goroutine may wake
@@ -529,8 +530,12 @@ func seconds(ns int64) float64 { return float64(ns) / 1e9 }
 // submit queues st for the engine; false when the server stopped or the
 // client left first.
 func (s *Server) submit(ctx context.Context, st *stream, req sim.Request) bool {
+	c := command{st: st, req: req}
+	if s.fleet != nil {
+		c.session, _ = ctx.Value(sessionKey{}).(string)
+	}
 	select {
-	case s.cmds <- command{st: st, req: req}:
+	case s.cmds <- c:
 		return true
 	case <-s.stopped:
 		return false
