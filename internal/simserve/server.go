@@ -291,7 +291,8 @@ func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any
 func (s *Server) Model() string { return s.model }
 
 // Describe returns the engine's description (model, GPU, TP, limits), for
-// reports and the startup banner.
+// reports and the startup banner; a fleet's is its first replica's plus
+// "replicas", their number.
 func (s *Server) Describe() map[string]any { return s.describe }
 
 // clock returns the server clock: ns since the server was built, on the
