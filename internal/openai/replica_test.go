@@ -2,7 +2,10 @@ package openai
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
+
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 func TestReplicaOf(t *testing.T) {
@@ -26,4 +29,25 @@ func TestReplicaOf(t *testing.T) {
 			t.Errorf("replicaOf(%s: %q) = %d; want %d", ReplicaHeader, tc.header, got, tc.want)
 		}
 	}
+}
+
+// FuzzReplicaOf: any header value gives 0 or a replica number a record
+// holds, and a number comes only from the decimal index one below it.
+func FuzzReplicaOf(f *testing.F) {
+	for _, s := range []string{"", "0", "7", "-1", "65534", "65535", "x", "+3", " 1", "01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{}
+		h.Set(ReplicaHeader, v)
+		n := replicaOf(h)
+		if n < 0 || n > runlog.MaxReplica {
+			t.Fatalf("replicaOf(%q) = %d: outside 0..%d", v, n, runlog.MaxReplica)
+		}
+		if n > 0 {
+			if i, err := strconv.Atoi(h.Get(ReplicaHeader)); err != nil || i != n-1 {
+				t.Fatalf("replicaOf(%q) = %d, but the header reads as %d, %v", v, n, i, err)
+			}
+		}
+	})
 }
