@@ -183,7 +183,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
-		Retry: v.cfg.Retry,
+		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned,
 	}
 	hist := newEngineHistograms() // a fresh engine: its histograms start empty
 	if v.srv != nil {
@@ -247,7 +247,8 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	}
 	load := simrun.SessionLoad{Sessions: s.Set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
 		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
-		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS}
+		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS,
+		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned}
 	hist := newEngineHistograms()
 	if v.srv != nil {
 		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
