@@ -39,7 +39,7 @@ type SimOptions struct {
 	// --server-ignores-disconnect: a timed-out request runs on.
 	timeout           time.Duration
 	ignoresDisconnect bool
-	args           []string
+	args              []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
