@@ -143,6 +143,10 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 			if v := res.Virtual; v != nil && !o.out.Quiet {
 				fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
 					v.Simulated.Seconds(), run.DescribeEngine(res.Meta.Simulated), v.Wall.Seconds(), v.Steps)
+				if v.Abandoned > 0 {
+					fmt.Fprintf(env.Stderr, "goodput: the engine ran on %d timed-out requests whose clients had left (%d tokens wasted; --server-ignores-disconnect)\n",
+						v.Abandoned, v.AbandonedTokens)
+				}
 			}
 		}}
 	return out.finish(env, res, err)

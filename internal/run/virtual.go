@@ -217,6 +217,8 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
+	v.stats.Abandoned += res.Abandoned
+	v.stats.AbandonedTokens += res.AbandonedTokens
 	lv.DelayedArrivals = res.DelayedArrivals
 	return lv, err
 }
@@ -279,6 +281,8 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
+	v.stats.Abandoned += res.Abandoned
+	v.stats.AbandonedTokens += res.AbandonedTokens
 	return res, err
 }
 
