@@ -112,7 +112,8 @@ type SessionResult struct {
 // index in the run, k its turn from 1) and, after tool rounds,
 // "s<i>-t<k>-r<round>"; records carry SessionID (the session's ID, with
 // "#2", "#3"… on later cycles through the set), Turn, ToolRound and
-// HistoryDropped. A failed request ends its session: its later requests are
+// HistoryDropped. A failed request ends its session (with
+// SessionLoad.Retry, once its last attempt failed): its later requests are
 // not sent. emit owns the record; an emit error stops the run and is
 // returned. When ctx is cancelled, requests in flight are aborted and
 // emitted as cancelled, and ctx's error is returned with the result so far.

@@ -327,7 +327,8 @@ func (t *timedFeed) next() (int64, bool) {
 // is 0: the Retry-After goodput serve sends with its 429s.
 const DefaultRetryAfter = time.Second
 
-// retry is a rejected request's next attempt.
+// retry is a failed request's next attempt (Run's; a session's next
+// attempt is its next send).
 type retry struct {
 	due     int64
 	seq     int64 // order among retries due at once
