@@ -251,3 +251,37 @@ func TestRetryStorm(t *testing.T) {
 		t.Errorf("a server ignoring disconnects: %d ok ×%.2f; want worse than the %d ok ×%.2f of one that notices", k.ok, k.amp, a.ok, a.amp)
 	}
 }
+
+// TestClusterTimeout: TestTimeoutByHand on each replica of a round-robin
+// pair — four requests at once, replica 1 serving 0 and 2, replica 2
+// serving 1 and 3, one at a time. Each replica runs as the lone engine
+// did, so 0 and 1 complete at E0, and 2 and 3 time out at exactly T,
+// having seen as many tokens as the lone engine's request 1.
+func TestClusterTimeout(t *testing.T) {
+	one := shapes{{PromptTokens: 100, OutputTokens: 100}, {PromptTokens: 100, OutputTokens: 100}}
+	mod := func(c *sim.Config) { c.MaxNumSeqs = 1 }
+	recs, _ := collect(t, newEngine(t, mod), one, Load{})
+	got := byID(recs)
+	timeout := time.Duration((got["0"].End + got["1"].End) / 2)
+	recs, _ = collect(t, newEngine(t, mod), one, Load{Timeout: timeout})
+	lone := byID(recs)
+
+	ds := append(append(shapes{}, one...), one...)
+	c := newCluster(t, 2, cluster.Router{Policy: cluster.PolicyRoundRobin}, mod)
+	recs, res := collectCluster(t, c, ds, Load{Timeout: timeout})
+	got = byID(recs)
+	for _, id := range []string{"0", "1"} {
+		if r := got[id]; !r.OK() || r.End != lone["0"].End {
+			t.Errorf("request %s: ok %v end %d; want complete at %d", id, r.OK(), r.End, lone["0"].End)
+		}
+	}
+	for _, id := range []string{"2", "3"} {
+		if r := got[id]; r.ErrorClass != runlog.ErrTimeout || r.End != int64(timeout) || r.CompletionTokens != lone["1"].CompletionTokens {
+			t.Errorf("request %s: class %q end %d tokens %d; want a timeout at %d with %d tokens seen",
+				id, r.ErrorClass, r.End, r.CompletionTokens, int64(timeout), lone["1"].CompletionTokens)
+		}
+	}
+	if res.Completed != 2 || res.Failed != 2 {
+		t.Errorf("completed %d failed %d; want 2 and 2", res.Completed, res.Failed)
+	}
+}
