@@ -108,6 +108,11 @@ type SweepResult struct {
 type VirtualStats struct {
 	Simulated, Wall time.Duration
 	Steps           int64
+	// Abandoned counts timed-out requests the engine ran on
+	// (Config.KeepAbandoned) and AbandonedTokens the tokens it generated
+	// for them after their client left: wasted work.
+	Abandoned       int
+	AbandonedTokens int64
 }
 
 // levelData is what one level leaves for the analysis.

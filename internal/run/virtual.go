@@ -183,7 +183,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
-		Retry: v.cfg.Retry,
+		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned,
 	}
 	hist := newEngineHistograms() // a fresh engine: its histograms start empty
 	if v.srv != nil {
@@ -217,6 +217,8 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
+	v.stats.Abandoned += res.Abandoned
+	v.stats.AbandonedTokens += res.AbandonedTokens
 	lv.DelayedArrivals = res.DelayedArrivals
 	return lv, err
 }
@@ -247,7 +249,8 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	}
 	load := simrun.SessionLoad{Sessions: s.Set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
 		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
-		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS}
+		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS,
+		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned}
 	hist := newEngineHistograms()
 	if v.srv != nil {
 		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
@@ -278,6 +281,8 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
+	v.stats.Abandoned += res.Abandoned
+	v.stats.AbandonedTokens += res.AbandonedTokens
 	return res, err
 }
 
