@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -100,7 +101,36 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 	}
 	d := c.Describe(0)
 	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
+	if len(cfg.Cluster.Pools) > 0 {
+		// Pools of their own engines: the first replica's description is
+		// not the cluster's; say each pool's, and the GPUs of all.
+		d["pools"], d["gpus"] = describePools(c, cfg.Cluster.Pools)
+	}
 	return d, nil
+}
+
+// describePools is a cluster file's pools in a line ("big: 2 ×
+// llama-3.1-70b on h100-sxm tp=4, small: ..."), and the GPUs of all its
+// replicas (Σ tensor parallelism).
+func describePools(c fleet, pools []string) (string, int) {
+	var parts []string
+	gpus := 0
+	for i := 0; i < c.Len(); {
+		j := i + 1
+		for j < c.Len() && j < len(pools) && i < len(pools) && pools[j] == pools[i] {
+			j++
+		}
+		d := c.Describe(i)
+		tp, _ := d["tensor_parallel_size"].(int)
+		gpus += (j - i) * max(tp, 1)
+		name := ""
+		if i < len(pools) {
+			name = pools[i]
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d × %v on %v tp=%d", name, j-i, d["model"], d["gpu"], max(tp, 1)))
+		i = j
+	}
+	return strings.Join(parts, ", "), gpus
 }
 
 // fleet is what a virtual run builds from Config.Cluster: the fleet
@@ -161,7 +191,8 @@ func (v *virtual) keepReplicas(idx int, st []cluster.ReplicaStats) {
 }
 
 // attachReplicas completes each level's Replicas block (from its records)
-// with what only the run knew: the router and each replica's KV peak.
+// with what only the run knew: the router, each replica's KV peak and
+// pool.
 func (v *virtual) attachReplicas(res *Result) {
 	for i := range res.Levels {
 		l := &res.Levels[i]
@@ -174,6 +205,7 @@ func (v *virtual) attachReplicas(res *Result) {
 			peaks[k] = st[k].KVPeak
 		}
 		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
+		l.Replicas.SetPools(v.cfg.Cluster.Pools)
 	}
 }
 

@@ -78,6 +78,10 @@ func startEmbedded(ctx context.Context, cfg *Config, log *slog.Logger) (*embedde
 
 // DescribeEngine is a one-line "model on GPU" of an engine's description.
 func DescribeEngine(d map[string]any) string {
+	if p, ok := d["pools"].(string); ok && p != "" {
+		// A cluster file's pools, each of its own engine.
+		return "simulated pools " + p
+	}
 	var parts []string
 	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler"} {
 		if v, ok := d[k]; ok && fmt.Sprint(v) != "" {
