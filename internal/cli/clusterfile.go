@@ -6,8 +6,8 @@ import (
 )
 
 // clusterFileUsage is --cluster's help.
-const clusterFileUsage = "a cluster file (YAML): pools of replicas, each with its own engine settings (gpu, model, tensor_parallel_size, max_num_seqs, ...), " +
-	"behind its router:; the engine flags given are every pool's defaults (instead of --replicas, --data-parallel-size, --router)"
+const clusterFileUsage = "a cluster file (YAML, see docs/simulator.md): pools of replicas, each with its own engine settings (gpu, model, tensor_parallel_size, max_num_seqs, ...), " +
+	"behind the file's router; the engine flags given are every pool's defaults (instead of --replicas, --data-parallel-size, --router)"
 
 // fileConfig is the cluster of --cluster's file, its pools' engine
 // settings over engine (the engine flags as given). The flags that copy
