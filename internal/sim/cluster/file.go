@@ -169,6 +169,10 @@ func PoolKeys() []string {
 // at its node's line.
 type fileParser struct {
 	file string
+	// checked holds the engine settings built so far and whether their
+	// model is MoE: pools alike (anchors make them cheap to write) are
+	// built once.
+	checked map[sim.Config]bool
 }
 
 func (p *fileParser) errorf(line int, pool, field, format string, args ...any) *FileError {
@@ -492,7 +496,7 @@ func (p *fileParser) pool(n *yaml.Node, i int, base sim.Config, ep bool) (filePo
 			}
 		}
 	}
-	eng, err := sim.New(pl.engine)
+	moe, err := p.check(pl.engine)
 	if err != nil {
 		var ce *sim.ConfigError
 		if !errors.As(err, &ce) {
@@ -505,12 +509,30 @@ func (p *fileParser) pool(n *yaml.Node, i int, base sim.Config, ep bool) (filePo
 		// The pool inherited the setting at fault from the command line.
 		return pl, p.errorf(pl.line, pl.name, key, "%v (as the command line sets it)", ce.Err)
 	}
-	if ep && !eng.Deployment().MoE() {
+	if ep && !moe {
 		line := pl.line
 		if e, ok := m["model"]; ok {
 			line = e.line
 		}
-		return pl, p.errorf(line, pl.name, "model", "enable_expert_parallel needs an MoE model; %s is dense", eng.Config().Model)
+		return pl, p.errorf(line, pl.name, "model", "enable_expert_parallel needs an MoE model; %s is dense", pl.engine.Model)
 	}
 	return pl, nil
+}
+
+// check builds an engine of c, as the cluster will, and says whether its
+// model is MoE; the engine's error if it refuses c.
+func (p *fileParser) check(c sim.Config) (moe bool, err error) {
+	if moe, ok := p.checked[c]; ok {
+		return moe, nil
+	}
+	eng, err := sim.New(c)
+	if err != nil {
+		return false, err
+	}
+	if p.checked == nil {
+		p.checked = map[sim.Config]bool{}
+	}
+	moe = eng.Deployment().MoE()
+	p.checked[c] = moe
+	return moe, nil
 }
