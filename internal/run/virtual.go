@@ -113,22 +113,22 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 // llama-3.1-70b on h100-sxm tp=4, small: ..."), and the GPUs of all its
 // replicas (Σ tensor parallelism).
 func describePools(c fleet, pools []string) (string, int) {
+	name := func(i int) string {
+		if i < len(pools) {
+			return pools[i]
+		}
+		return ""
+	}
 	var parts []string
 	gpus := 0
-	for i := 0; i < c.Len(); {
-		j := i + 1
-		for j < c.Len() && j < len(pools) && i < len(pools) && pools[j] == pools[i] {
-			j++
+	for i, j := 0, 0; i < c.Len(); i = j {
+		for j = i + 1; j < c.Len() && name(j) == name(i); j++ {
 		}
 		d := c.Describe(i)
 		tp, _ := d["tensor_parallel_size"].(int)
-		gpus += (j - i) * max(tp, 1)
-		name := ""
-		if i < len(pools) {
-			name = pools[i]
-		}
-		parts = append(parts, fmt.Sprintf("%s: %d × %v on %v tp=%d", name, j-i, d["model"], d["gpu"], max(tp, 1)))
-		i = j
+		tp = max(tp, 1)
+		gpus += (j - i) * tp
+		parts = append(parts, fmt.Sprintf("%s: %d × %v on %v tp=%d", name(i), j-i, d["model"], d["gpu"], tp))
 	}
 	return strings.Join(parts, ", "), gpus
 }

@@ -76,7 +76,8 @@ func startEmbedded(ctx context.Context, cfg *Config, log *slog.Logger) (*embedde
 	}, nil
 }
 
-// DescribeEngine is a one-line "model on GPU" of an engine's description.
+// DescribeEngine is a one-line "model on GPU" of an engine's description
+// (or a cluster file's pools, as its "pools" says them).
 func DescribeEngine(d map[string]any) string {
 	if p, ok := d["pools"].(string); ok && p != "" {
 		// A cluster file's pools, each of its own engine.
