@@ -95,6 +95,8 @@ func TestParseErrors(t *testing.T) {
 		want       string // the whole message
 	}{
 		{"bad yaml", "pools: [\n", dense, `c.yaml:1: not valid YAML: did not find expected node content`},
+		// yaml.v3 names line 2, where the block began.
+		{"bad yaml deeper", "pools:\n  - name: p\n    replicas: [2\n", dense, `c.yaml:3: not valid YAML: did not find expected ',' or ']'`},
 		{"empty", "", dense, "c.yaml: the file is empty: want a mapping with a list of pools"},
 		{"not a mapping", "- a\n", dense, "c.yaml:1: want a mapping (router, pools)"},
 		{"no pools", "router: least-kv\n", dense, "c.yaml:1: pools: missing: want a list of pools of replicas"},
