@@ -1,6 +1,8 @@
 package run
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -22,18 +24,33 @@ func TestPoolsDescribedAndCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "big: 1 × llama-3.1-8b on h100-sxm tp=2, small: 2 × llama-3.1-8b on l4 tp=1"; d["pools"] != want {
-		t.Errorf("pools = %q; want %q", d["pools"], want)
+	const text = "big: 1 × llama-3.1-8b on h100-sxm tp=2, small: 2 × llama-3.1-8b on l4 tp=1"
+	// As read back from a records file: JSON's []any, map[string]any and
+	// float64.
+	js, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := servingGPUs(&runlog.Meta{Simulated: d}); got != 4 {
-		t.Errorf("servingGPUs = %d; want 4", got)
+	var back map[string]any
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
 	}
-	// As read back from a records file, a number is a float64.
-	if got := servingGPUs(&runlog.Meta{Simulated: map[string]any{"gpus": 4.0, "tensor_parallel_size": 2.0, "replicas": 3.0}}); got != 4 {
-		t.Errorf("servingGPUs of read-back meta = %d; want 4", got)
+	for _, m := range []map[string]any{d, back} {
+		if got := poolsText(metaPools(m)); got != text {
+			t.Errorf("pools = %q; want %q", got, text)
+		}
+		if got := replicaPools(metaPools(m)); !slices.Equal(got, []string{"big", "small", "small"}) {
+			t.Errorf("replica pools = %q; want big, small, small", got)
+		}
+		if got := servingGPUs(&runlog.Meta{Simulated: m}); got != 4 {
+			t.Errorf("servingGPUs = %d; want 4", got)
+		}
+		if got := DescribeEngine(m); got != "simulated pools "+text {
+			t.Errorf("DescribeEngine = %q; want the pools", got)
+		}
 	}
-	if got := DescribeEngine(d); got != "simulated pools "+d["pools"].(string) {
-		t.Errorf("DescribeEngine = %q; want the pools", got)
+	if metaPools(map[string]any{"pools": "not a list"}) != nil || metaPools(map[string]any{"pools": []any{1}}) != nil {
+		t.Error("metaPools of a shape not understood is not nil")
 	}
 	// --replicas N: no pools, the meta as before.
 	cfg.Cluster.Pools = nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -109,30 +108,6 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 	return d, nil
 }
 
-// describePools is a cluster file's pools in a line ("big: 2 ×
-// llama-3.1-70b on h100-sxm tp=4, small: ..."), and the GPUs of all its
-// replicas (Σ tensor parallelism).
-func describePools(c fleet, pools []string) (string, int) {
-	name := func(i int) string {
-		if i < len(pools) {
-			return pools[i]
-		}
-		return ""
-	}
-	var parts []string
-	gpus := 0
-	for i, j := 0, 0; i < c.Len(); i = j {
-		for j = i + 1; j < c.Len() && name(j) == name(i); j++ {
-		}
-		d := c.Describe(i)
-		tp, _ := d["tensor_parallel_size"].(int)
-		tp = max(tp, 1)
-		gpus += (j - i) * tp
-		parts = append(parts, fmt.Sprintf("%s: %d × %v on %v tp=%d", name(i), j-i, d["model"], d["gpu"], tp))
-	}
-	return strings.Join(parts, ", "), gpus
-}
-
 // fleet is what a virtual run builds from Config.Cluster: the fleet
 // simrun drives, and what the run's meta says of it.
 type fleet interface {
@@ -191,8 +166,7 @@ func (v *virtual) keepReplicas(idx int, st []cluster.ReplicaStats) {
 }
 
 // attachReplicas completes each level's Replicas block (from its records)
-// with what only the run knew: the router, each replica's KV peak and
-// pool.
+// with what only the run knew: the router and each replica's KV peak.
 func (v *virtual) attachReplicas(res *Result) {
 	for i := range res.Levels {
 		l := &res.Levels[i]
@@ -205,7 +179,6 @@ func (v *virtual) attachReplicas(res *Result) {
 			peaks[k] = st[k].KVPeak
 		}
 		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
-		l.Replicas.SetPools(v.cfg.Cluster.Pools)
 	}
 }
 

@@ -79,7 +79,7 @@ func startEmbedded(ctx context.Context, cfg *Config, log *slog.Logger) (*embedde
 // DescribeEngine is a one-line "model on GPU" of an engine's description
 // (or a cluster file's pools, as its "pools" says them).
 func DescribeEngine(d map[string]any) string {
-	if p, ok := d["pools"].(string); ok && p != "" {
+	if p := poolsText(metaPools(d)); p != "" {
 		// A cluster file's pools, each of its own engine.
 		return "simulated pools " + p
 	}
