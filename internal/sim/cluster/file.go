@@ -116,41 +116,42 @@ var (
 	poolReserved = []string{"role", "class"}
 )
 
-// poolKey is an engine setting a pool may set: its key, the engine's
-// name of the field (sim.ConfigError.Field) and where it goes.
+// poolKey is an engine setting a pool may set: its key and where it
+// goes.
 type poolKey struct {
-	key, field string
-	ptr        func(*sim.Config) any
+	key string
+	ptr func(*sim.Config) any
 }
 
 // poolKeys are the engine settings of a pool, as the engine flags name
-// them (dashes as underscores).
+// them with underscores for dashes: the engine's own names of its fields
+// (sim.ConfigError.Field) spelled so.
 var poolKeys = []poolKey{
-	{"model", "model", func(c *sim.Config) any { return &c.Model }},
-	{"gpu", "gpu", func(c *sim.Config) any { return &c.GPU }},
-	{"tensor_parallel_size", "tensor-parallel-size", func(c *sim.Config) any { return &c.TP }},
-	{"dtype", "dtype", func(c *sim.Config) any { return &c.DType }},
-	{"kv_cache_dtype", "kv-cache-dtype", func(c *sim.Config) any { return &c.KVCacheDType }},
-	{"max_num_seqs", "max-num-seqs", func(c *sim.Config) any { return &c.MaxNumSeqs }},
-	{"max_num_batched_tokens", "max-num-batched-tokens", func(c *sim.Config) any { return &c.MaxNumBatchedTokens }},
-	{"block_size", "block-size", func(c *sim.Config) any { return &c.BlockSize }},
-	{"gpu_memory_utilization", "gpu-memory-utilization", func(c *sim.Config) any { return &c.GPUMemoryUtilization }},
-	{"enable_chunked_prefill", "enable-chunked-prefill", func(c *sim.Config) any { return &c.EnableChunkedPrefill }},
-	{"enable_prefix_caching", "enable-prefix-caching", func(c *sim.Config) any { return &c.EnablePrefixCaching }},
-	{"max_model_len", "max-model-len", func(c *sim.Config) any { return &c.MaxModelLen }},
-	{"num_gpu_blocks_override", "num-gpu-blocks-override", func(c *sim.Config) any { return &c.NumGPUBlocksOverride }},
-	{"scheduler", "scheduler", func(c *sim.Config) any { return &c.Scheduler }},
-	{"max_waiting", "max-waiting", func(c *sim.Config) any { return &c.MaxWaiting }},
-	{"max_queue_time", "max-queue-time", func(c *sim.Config) any { return &c.MaxQueueTime }},
-	{"reasoning_tokens", "reasoning-tokens", func(c *sim.Config) any { return &c.ReasoningTokens }},
-	{"tool_call_share", "tool-call-share", func(c *sim.Config) any { return &c.ToolCallShare }},
-	{"tool_call_tokens", "tool-call-tokens", func(c *sim.Config) any { return &c.ToolCallTokens }},
-	{"priority", "priority", func(c *sim.Config) any { return &c.Priority }},
-	{"profile_table", "profile-table", func(c *sim.Config) any { return &c.ProfileTable }},
-	{"num_speculative_tokens", "num-speculative-tokens", func(c *sim.Config) any { return &c.SpecTokens }},
-	{"spec_acceptance", "spec-acceptance", func(c *sim.Config) any { return &c.SpecAcceptance }},
-	{"spec_draft", "spec-draft", func(c *sim.Config) any { return &c.SpecDraft }},
-	{"spec_draft_cost_frac", "spec-draft-cost-frac", func(c *sim.Config) any { return &c.SpecDraftCostFrac }},
+	{"model", func(c *sim.Config) any { return &c.Model }},
+	{"gpu", func(c *sim.Config) any { return &c.GPU }},
+	{"tensor_parallel_size", func(c *sim.Config) any { return &c.TP }},
+	{"dtype", func(c *sim.Config) any { return &c.DType }},
+	{"kv_cache_dtype", func(c *sim.Config) any { return &c.KVCacheDType }},
+	{"max_num_seqs", func(c *sim.Config) any { return &c.MaxNumSeqs }},
+	{"max_num_batched_tokens", func(c *sim.Config) any { return &c.MaxNumBatchedTokens }},
+	{"block_size", func(c *sim.Config) any { return &c.BlockSize }},
+	{"gpu_memory_utilization", func(c *sim.Config) any { return &c.GPUMemoryUtilization }},
+	{"enable_chunked_prefill", func(c *sim.Config) any { return &c.EnableChunkedPrefill }},
+	{"enable_prefix_caching", func(c *sim.Config) any { return &c.EnablePrefixCaching }},
+	{"max_model_len", func(c *sim.Config) any { return &c.MaxModelLen }},
+	{"num_gpu_blocks_override", func(c *sim.Config) any { return &c.NumGPUBlocksOverride }},
+	{"scheduler", func(c *sim.Config) any { return &c.Scheduler }},
+	{"max_waiting", func(c *sim.Config) any { return &c.MaxWaiting }},
+	{"max_queue_time", func(c *sim.Config) any { return &c.MaxQueueTime }},
+	{"reasoning_tokens", func(c *sim.Config) any { return &c.ReasoningTokens }},
+	{"tool_call_share", func(c *sim.Config) any { return &c.ToolCallShare }},
+	{"tool_call_tokens", func(c *sim.Config) any { return &c.ToolCallTokens }},
+	{"priority", func(c *sim.Config) any { return &c.Priority }},
+	{"profile_table", func(c *sim.Config) any { return &c.ProfileTable }},
+	{"num_speculative_tokens", func(c *sim.Config) any { return &c.SpecTokens }},
+	{"spec_acceptance", func(c *sim.Config) any { return &c.SpecAcceptance }},
+	{"spec_draft", func(c *sim.Config) any { return &c.SpecDraft }},
+	{"spec_draft_cost_frac", func(c *sim.Config) any { return &c.SpecDraftCostFrac }},
 }
 
 // keyAliases are other spellings of a key, as the flags have them.

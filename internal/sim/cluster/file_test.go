@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,4 +243,19 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every field the engine's ConfigError names (sim.ConfigError.Field's
+// list) is a pool key, with _ for -, so that an engine error always
+// points at the key that set it.
+func TestEngineFieldsArePoolKeys(t *testing.T) {
+	keys := PoolKeys()
+	for _, f := range []string{"model", "gpu", "tensor-parallel-size", "dtype", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens",
+		"block-size", "gpu-memory-utilization", "max-model-len", "num-gpu-blocks-override", "scheduler", "max-waiting", "max-queue-time",
+		"reasoning-tokens", "tool-call-share", "tool-call-tokens", "profile-table", "num-speculative-tokens", "spec-acceptance", "spec-draft",
+		"spec-draft-cost-frac"} {
+		if k := strings.ReplaceAll(f, "-", "_"); !slices.Contains(keys, k) {
+			t.Errorf("the engine's field %s has no pool key %s", f, k)
+		}
+	}
 }
