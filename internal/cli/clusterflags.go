@@ -22,6 +22,10 @@ type clusterFlags struct {
 	// dataParallel is --data-parallel-size (1: none).
 	dataParallel   int
 	expertParallel bool
+	// file is --cluster, a cluster file ("": none); fs is the flag set,
+	// to tell the flags given alongside it.
+	file string
+	fs   *pflag.FlagSet
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
@@ -29,12 +33,17 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
 	fs.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
+	fs.StringVar(&c.file, "cluster", "", clusterFileUsage)
+	c.fs = fs
 	fs.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
 }
 
 // config is the cluster of --replicas copies of engine behind --router,
-// or nil for the engine alone.
+// or of --cluster's pools over engine, or nil for the engine alone.
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
+	if c.file != "" {
+		return c.fileConfig(engine)
+	}
 	if c.dataParallel != 1 || c.expertParallel {
 		return c.dpConfig(engine)
 	}

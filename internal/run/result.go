@@ -181,6 +181,9 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		}
 		lr.TTFTSplit = d.split
 		lr.Replicas = d.replicas
+		if meta != nil {
+			lr.Replicas.SetPools(replicaPools(metaPools(meta.Simulated)))
+		}
 		lr.Cost = levelCost(meta, &d.summary, lr.Server)
 		res.Levels = append(res.Levels, lr)
 	}

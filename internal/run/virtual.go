@@ -100,6 +100,11 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 	}
 	d := c.Describe(0)
 	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
+	if len(cfg.Cluster.Pools) > 0 {
+		// Pools of their own engines: the first replica's description is
+		// not the cluster's; say each pool's, and the GPUs of all.
+		d["pools"], d["gpus"] = describePools(c, cfg.Cluster.Pools)
+	}
 	return d, nil
 }
 

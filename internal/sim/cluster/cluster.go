@@ -27,6 +27,11 @@ type Config struct {
 	// over Σ TP GPUs). Every replica's model must be MoE. false: each
 	// replica steps on its own schedule.
 	ExpertParallel bool
+	// Pools names the pool of each replica, replica i's at i, as a cluster
+	// file (Parse) names them; nil when the replicas are of no named pool
+	// (--replicas N). Reports subtotal the replicas by it; routing and
+	// stepping ignore it.
+	Pools []string
 }
 
 // ConfigError is a configuration problem of one Config field.
