@@ -22,6 +22,8 @@ type clusterFlags struct {
 	// dataParallel is --data-parallel-size (1: none).
 	dataParallel   int
 	expertParallel bool
+	// autoscale is --autoscale and its tuning (autoscaleflags.go).
+	autoscale autoscaleFlags
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
@@ -30,11 +32,15 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
 	fs.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
 	fs.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
+	c.autoscale.register(fs)
 }
 
 // config is the cluster of --replicas copies of engine behind --router,
 // or nil for the engine alone.
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
+	if as, err := c.autoscale.config(); err != nil || as != nil {
+		return c.scaledConfig(engine, as, err)
+	}
 	if c.dataParallel != 1 || c.expertParallel {
 		return c.dpConfig(engine)
 	}
@@ -90,6 +96,9 @@ func clusterFlagError(err error) error {
 	)
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Field, "Cluster.") || !errors.As(err, &ce) || ce.Replica >= 0 {
 		return err
+	}
+	if strings.HasPrefix(ce.Field, "Autoscale.") {
+		return autoscaleFlagError(ce.Field, ce.Err)
 	}
 	switch ce.Field {
 	case "Replicas":

@@ -24,6 +24,9 @@ type Replicas struct {
 	MaxRequests  int
 	MeanRequests float64
 	Imbalance    float64
+	// Autoscale is what the cluster's autoscaler did (nil: none, or a
+	// report of records, which do not carry it).
+	Autoscale *Autoscale
 }
 
 // ReplicaRow is one replica's share of a level.
@@ -165,6 +168,9 @@ func ReplicasTerminal(w io.Writer, r *Replicas) error {
 	}
 	// Flush only fails if its writer does, and that is a bytes.Buffer.
 	_ = tw.Flush()
+	if r.Autoscale != nil {
+		autoscaleTerminal(t, r.Autoscale)
+	}
 	t.b.WriteString(center("", '=') + "\n")
 	_, err := w.Write(t.b.Bytes())
 	return err
@@ -192,6 +198,9 @@ func ReplicasJSON(r *Replicas) map[string]any {
 		"imbalance": r.Imbalance, "per_replica": rows}
 	if r.Router != "" {
 		m["router"] = r.Router
+	}
+	if r.Autoscale != nil {
+		m["autoscale"] = autoscaleJSON(r.Autoscale)
 	}
 	return m
 }
