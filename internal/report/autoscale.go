@@ -11,8 +11,9 @@ import (
 // Autoscale is what a simulated cluster's autoscaler did over a level:
 // its rule and bounds, the fleet's size over time and the GPU-hours paid.
 type Autoscale struct {
-	// Rule is the scale-up rule, "p95-ttft > 2s".
-	Rule string
+	// Rule is the scale-up rule, "p95-ttft > 2s"; Spec the rule as
+	// --autoscale reads it, "p95-ttft:2s,1s".
+	Rule, Spec string
 	// Signal and Threshold are the rule's parts, DownThreshold the level
 	// it scales down below (p95-ttft in seconds).
 	Signal                   string
@@ -71,7 +72,7 @@ func autoscaleJSON(a *Autoscale) map[string]any {
 		tl[i] = map[string]any{"t_s": p.At.Seconds(), "active": p.Active, "provisioning": p.Provisioning, "draining": p.Draining}
 	}
 	return map[string]any{
-		"rule": a.Rule, "signal": a.Signal, "threshold": a.Threshold, "down_threshold": a.DownThreshold,
+		"rule": a.Spec, "signal": a.Signal, "threshold": a.Threshold, "down_threshold": a.DownThreshold,
 		"min": a.Min, "max": a.Max, "provision_delay_s": a.ProvisionDelay.Seconds(), "cooldown_s": a.Cooldown.Seconds(),
 		"start": a.Start, "peak": a.Peak, "final": a.Final, "decisions": a.Decisions, "gpu_hours": a.GPUHours,
 		"timeline": tl,

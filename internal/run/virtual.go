@@ -220,7 +220,7 @@ func (v *virtual) keepAutoscale(idx int, c simrun.Fleet, end int64) {
 // autoscaleBlock is the report's view of what the autoscaler did.
 func autoscaleBlock(a *cluster.AutoscaleReport) *report.Autoscale {
 	c := a.Autoscale
-	out := &report.Autoscale{Rule: c.String(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
+	out := &report.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
 		Min: c.Min, Max: c.Max, ProvisionDelay: c.ProvisionDelay, Cooldown: c.Cooldown,
 		Start: a.Start, Peak: a.Peak, Final: a.Final, Decisions: len(a.Decisions), GPUHours: a.GPUHours}
 	for _, p := range a.Timeline {
