@@ -436,7 +436,10 @@ func (c *Cluster) enqueue(i int32) {
 // the same moment as events are added after them, as with one engine.
 // The batches are valid until the next Step; Add does not disturb them.
 // The events of an iteration in flight that a request was aborted during
-// still come, naming it.
+// still come, naming it. With Config.Autoscale the controller's ticks are
+// moments too: if nothing comes first, Step returns the next tick with no
+// events (an idle cluster still returns now; its ticks are caught up, at
+// their own times, by the next Add or Step).
 func (c *Cluster) Step(now, until int64) (int64, []Batch) {
 	if until <= now {
 		until = math.MaxInt64
