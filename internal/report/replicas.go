@@ -30,6 +30,9 @@ type Replicas struct {
 	Pools []PoolRow
 	// acc keeps the rows' records' figures, for the pools' percentiles.
 	acc []replicaAcc
+	// Autoscale is what the cluster's autoscaler did (nil: none, or a
+	// report of records, which do not carry it).
+	Autoscale *Autoscale
 }
 
 // PoolRow is one pool's share of a level: its replicas' rows together.
@@ -269,6 +272,9 @@ func ReplicasTerminal(w io.Writer, r *Replicas) error {
 		}
 		_ = tw.Flush()
 	}
+	if r.Autoscale != nil {
+		autoscaleTerminal(t, r.Autoscale)
+	}
 	t.b.WriteString(center("", '=') + "\n")
 	_, err := w.Write(t.b.Bytes())
 	return err
@@ -327,6 +333,9 @@ func ReplicasJSON(r *Replicas) map[string]any {
 	}
 	if r.Router != "" {
 		m["router"] = r.Router
+	}
+	if r.Autoscale != nil {
+		m["autoscale"] = autoscaleJSON(r.Autoscale)
 	}
 	return m
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -42,6 +43,9 @@ type virtual struct {
 	// replicas keeps a cluster run's replica figures by level index, for
 	// what the records cannot say (each replica's KV peak).
 	replicas map[int][]cluster.ReplicaStats
+	// autoscale keeps what an autoscaled cluster's controller did, by
+	// level index.
+	autoscale map[int]*cluster.AutoscaleReport
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
@@ -155,6 +159,7 @@ func (v *virtual) simulate(ctx context.Context, idx int, ds workload.Dataset, lo
 	}
 	res, err := simrun.RunCluster(ctx, c, ds, load, emit)
 	v.keepReplicas(idx, res.Replicas)
+	v.keepAutoscale(idx, c, res.End)
 	return res, err
 }
 
@@ -178,8 +183,55 @@ func (v *virtual) attachReplicas(res *Result) {
 		for k := range st {
 			peaks[k] = st[k].KVPeak
 		}
+		a, scaled := v.autoscale[l.Index]
+		if scaled && l.Replicas == nil {
+			// The autoscaler never served from a second replica: the
+			// records alone make no block, so the run's counts do.
+			l.Replicas = &report.Replicas{}
+			for k := range st {
+				l.Replicas.Rows = append(l.Replicas.Rows, report.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
+			}
+		}
 		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
+		if scaled {
+			l.Replicas.SetAutoscale(autoscaleBlock(a))
+		}
 	}
+}
+
+// autoscaled is a fleet with an autoscaler: what it did, its lifetimes
+// running to end (ns); nil when it has none.
+type autoscaled interface {
+	Autoscaling(end int64) *cluster.AutoscaleReport
+}
+
+// keepAutoscale keeps what fleet c's autoscaler did over level idx,
+// which ended at end (ns), if it has one.
+func (v *virtual) keepAutoscale(idx int, c simrun.Fleet, end int64) {
+	as, ok := c.(autoscaled)
+	if !ok {
+		return
+	}
+	rep := as.Autoscaling(end)
+	if rep == nil {
+		return
+	}
+	if v.autoscale == nil {
+		v.autoscale = map[int]*cluster.AutoscaleReport{}
+	}
+	v.autoscale[idx] = rep
+}
+
+// autoscaleBlock is the report's view of what the autoscaler did.
+func autoscaleBlock(a *cluster.AutoscaleReport) *report.Autoscale {
+	c := a.Autoscale
+	out := &report.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
+		Min: c.Min, Max: c.Max, ProvisionDelay: c.ProvisionDelay, Cooldown: c.Cooldown,
+		Start: a.Start, Peak: a.Peak, Final: a.Final, Decisions: len(a.Decisions), GPUHours: a.GPUHours}
+	for _, p := range a.Timeline {
+		out.Timeline = append(out.Timeline, report.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
+	}
+	return out
 }
 
 // runLevel runs level idx on a fresh engine (or cluster), every record
@@ -280,6 +332,7 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	if c != nil {
 		res, err = simrun.RunSessionsCluster(ctx, c, load, emit)
 		v.keepReplicas(0, res.Replicas)
+		v.keepAutoscale(0, c, res.End)
 	} else {
 		res, err = simrun.RunSessions(ctx, eng, load, emit)
 	}
