@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,26 +251,22 @@ func mergeError(err error) error {
 	return usageError{fmt.Errorf("%w; use --force to merge them anyway", err)}
 }
 
-// readRecordsFiles reads every file, naming the file in errors; a file of
-// several runs gives one RecordsFile per run (with --merge).
+// readRecordsFiles reads every file (run.ReadRecordsFiles), naming the
+// file in errors; a file of several runs gives one RecordsFile per run
+// (with --merge).
 func readRecordsFiles(env Env, names []string, o runlog.ReadOptions) ([]runlog.RecordsFile, error) {
-	var files []runlog.RecordsFile
-	for _, name := range names {
-		f, err := os.Open(resolve(env, name))
-		if err != nil {
-			return nil, fmt.Errorf("records file: %w", err)
-		}
-		rfs, warns, err := runlog.ReadRecordsFile(f, name, o)
-		f.Close()
-		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
-		}
-		if err != nil {
-			return nil, readError(err, o)
-		}
-		files = append(files, rfs...)
-	}
-	return files, nil
+	files, err := run.ReadRecordsFiles(opener(env), names, o, warner(env))
+	return files, readError(err, o)
+}
+
+// opener opens the files a user names, relative to env.Dir.
+func opener(env Env) run.Opener {
+	return func(name string) (io.ReadCloser, error) { return os.Open(resolve(env, name)) }
+}
+
+// warner prints a reading's warnings.
+func warner(env Env) func(string) {
+	return func(w string) { fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w) }
 }
 
 func runReport(_ context.Context, env Env, o *ReportOptions) error {
@@ -284,24 +281,16 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	default:
 		return usagef("--per-request %q: want csv or jsonl", o.PerRequest)
 	}
-	files, err := readRecordsFiles(env, o.Files, o.Read)
-	if err != nil {
-		return err
-	}
-	meta, recs, warns, err := runlog.Merge(files, o.Force)
-	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
-	}
+	m, err := run.ReadMerged(opener(env), o.Files, o.Read, o.Force, warner(env))
 	if errors.Is(err, runlog.ErrIncompatible) {
 		return mergeError(err)
 	}
 	if err != nil {
-		return err
+		return readError(err, o.Read)
 	}
-	if o.scrapes, err = runlog.MergeScrapes(files); err != nil {
-		return err
-	}
-	res, err := o.Analyze(meta, recs)
+	o.scrapes = m.Scrapes
+	recs := m.Records
+	res, err := o.Analyze(m.Meta, recs)
 	if err != nil {
 		return err
 	}
