@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -339,34 +338,17 @@ func (t *targetFlags) wholeAnswers() string {
 	return ""
 }
 
-// noStreamStats fits the summary to whole answers (why names their
-// cause: --no-stream, an embeddings backend), where only E2E (and
-// response time) is measured: the streaming metrics are dropped rather than
-// reported from the one chunk a whole answer makes (TTFT would equal E2E,
-// TPOT be 0). Asking for them, or for an SLO on them, is a usage error.
+// noStreamStats fits the summary to whole answers (run.WholeAnswers;
+// why names their cause: --no-stream, an embeddings backend): asking for a
+// streaming metric, or an SLO on one, is a usage error naming the flag.
 func noStreamStats(so *stats.Options, metricsSet bool, why string) error {
-	streaming := []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricITL, stats.MetricTTP}
-	for i, limit := range []time.Duration{so.SLO.TTFT, so.SLO.TPOT, so.SLO.TTP} {
-		if limit > 0 {
-			return usagef("--goodput %s: %s measures E2E only (use e2el)", []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricTTP}[i], why)
-		}
+	err := run.WholeAnswers(so, metricsSet)
+	var ne *run.NoStreamError
+	switch {
+	case !errors.As(err, &ne):
+		return err
+	case ne.SLO:
+		return usagef("--goodput %s: %s measures E2E only (use e2el)", ne.Metric, why)
 	}
-	ms := so.Metrics
-	if ms == nil {
-		ms = stats.AllMetrics
-	}
-	var kept []string
-	for _, m := range ms {
-		switch {
-		case !slices.Contains(streaming, m):
-			kept = append(kept, m)
-		case metricsSet:
-			return usagef("--percentile-metrics %s: %s measures E2E only (e2el, response)", m, why)
-		}
-	}
-	if len(kept) == 0 {
-		kept = []string{stats.MetricE2E}
-	}
-	so.Metrics = kept
-	return nil
+	return usagef("--percentile-metrics %s: %s measures E2E only (e2el, response)", ne.Metric, why)
 }
