@@ -355,34 +355,14 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 	if err != nil {
 		return nil, err
 	}
-	so, speed := flags, o.ReadingSpeedMs
-	if meta != nil && meta.Analysis != nil {
-		stored, storedSpeed, err := run.StoredOptions(meta)
-		if err != nil {
-			return nil, err
-		}
-		so = stored
-		if o.changed("goodput") || o.changed("slo-preset") || len(o.sloWords) > 0 {
-			so.SLO = flags.SLO
-		}
-		if o.changed("percentile-metrics") {
-			so.Metrics = flags.Metrics
-		}
-		if o.changed("metric-percentiles") {
-			so.Percentiles = flags.Percentiles
-		}
-		if o.changed("buckets") {
-			so.Buckets = flags.Buckets
-		}
-		if storedSpeed > 0 && !o.changed("reading-speed-ms") {
-			speed = storedSpeed
-		}
-	}
-	if meta != nil && meta.NoStream {
+	so, speed, err := run.Given{Stats: flags, ReadingSpeedMs: o.ReadingSpeedMs,
+		SLOSet:     o.changed("goodput") || o.changed("slo-preset") || len(o.sloWords) > 0,
+		MetricsSet: o.changed("percentile-metrics"), PercentilesSet: o.changed("metric-percentiles"),
+		BucketsSet: o.changed("buckets"), ReadingSpeedSet: o.changed("reading-speed-ms"),
+	}.Settle(meta)
+	if err != nil {
 		// Not streamed: only E2E and response time were measured.
-		if err := noStreamStats(&so, o.changed("percentile-metrics"), "a run of whole answers"); err != nil {
-			return nil, err
-		}
+		return nil, wholeAnswersError(err, "a run of whole answers")
 	}
 	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: o.scrapes}
 	if o.changed("gpu-cost-per-hour") || o.changed("num-gpus") {

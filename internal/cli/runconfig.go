@@ -339,10 +339,15 @@ func (t *targetFlags) wholeAnswers() string {
 }
 
 // noStreamStats fits the summary to whole answers (run.WholeAnswers;
-// why names their cause: --no-stream, an embeddings backend): asking for a
-// streaming metric, or an SLO on one, is a usage error naming the flag.
+// why names their cause: --no-stream, an embeddings backend).
 func noStreamStats(so *stats.Options, metricsSet bool, why string) error {
-	err := run.WholeAnswers(so, metricsSet)
+	return wholeAnswersError(run.WholeAnswers(so, metricsSet), why)
+}
+
+// wholeAnswersError makes a *run.NoStreamError a usage error naming the
+// flag that asked for a streaming metric of whole answers (why: their
+// cause); other errors pass as they are.
+func wholeAnswersError(err error, why string) error {
 	var ne *run.NoStreamError
 	switch {
 	case !errors.As(err, &ne):
