@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -218,8 +217,8 @@ durations and never spans the idle time between them.`,
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
 	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; for several levels one object holding each level's (\"levels\") and, for a sweep, its verdict (\"sweep\")")
 	fs.StringVar(&o.Title, "title", "", "title of the HTML report")
-	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
-	fs.StringVar(&o.SessionGoodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
+	registerReadingSpeed(fs, &o.ReadingSpeedMs)
+	registerSessionGoodput(fs, &o.SessionGoodput)
 	return cmd
 }
 

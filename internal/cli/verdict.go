@@ -22,7 +22,13 @@ type verdictFlags struct {
 
 func (v *verdictFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&v.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'p99_ttft_ms>500' or 'request_goodput<10' (repeatable)")
-	fs.Float64Var(&v.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
+	registerReadingSpeed(fs, &v.ReadingSpeedMs)
+}
+
+// registerReadingSpeed adds --reading-speed-ms, the findings' reading
+// speed, as every command that judges a run names it.
+func registerReadingSpeed(fs *pflag.FlagSet, ms *float64) {
+	fs.Float64Var(ms, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
 }
 
 // parse checks the flags before anything runs: a --fail-if key the result
