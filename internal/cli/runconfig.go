@@ -160,7 +160,7 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	if strings.TrimSpace(t.ExtraBody) != "" {
 		var body map[string]any
 		if err := json.Unmarshal([]byte(t.ExtraBody), &body); err != nil {
-			return run.Target{}, usagef("--extra-body: not a JSON object: %v", err)
+			return run.Target{}, flagUsagef("--extra-body", "--extra-body: not a JSON object: %v", err)
 		}
 		maps.Copy(extra, body)
 	}
@@ -229,6 +229,22 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 			return c, nil
 		},
 	}, nil
+}
+
+// flagUsage is a usage error of one flag's value, naming the flag, so
+// that a command filling the flag from elsewhere (watch, from its config)
+// can tell which it was.
+type flagUsage struct {
+	flag string
+	err  error // a usageError, its line naming the flag
+}
+
+func (e *flagUsage) Error() string { return e.err.Error() }
+func (e *flagUsage) Unwrap() error { return e.err }
+
+// flagUsagef is usagef for a flag's value.
+func flagUsagef(flag, format string, args ...any) error {
+	return &flagUsage{flag: flag, err: usagef(format, args...)}
 }
 
 // modelFlag names the flag that gave the request's model id.

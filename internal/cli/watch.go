@@ -236,12 +236,14 @@ func watchTargets(ctx context.Context, env Env, cfg *watch.Config) (targets map[
 
 // watchField is the config field behind a flag runTarget names.
 func watchField(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.HasPrefix(msg, "--header"):
-		return "headers"
-	case strings.HasPrefix(msg, "--extra-body"):
-		return "probe"
+	var fu *flagUsage
+	if errors.As(err, &fu) {
+		switch fu.flag {
+		case "--header":
+			return "headers"
+		case "--extra-body":
+			return "probe"
+		}
 	}
 	return "backend"
 }
