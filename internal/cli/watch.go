@@ -137,23 +137,13 @@ func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
 		if err != nil {
 			return err
 		}
-		var failed []string
-		for _, r := range results {
-			if r.Outcome != watch.OutcomeOK {
-				failed = append(failed, r.Target+": "+r.Outcome)
-			}
-		}
-		if len(failed) > 0 {
+		if failed := watch.NotOK(results); len(failed) > 0 {
 			return &GateError{Failed: failed}
 		}
 		return nil
 	}
 
-	var every []string
-	for _, t := range cfg.Targets {
-		every = append(every, fmt.Sprintf("%s every %v", t.Name, t.Interval))
-	}
-	fmt.Fprintf(env.Stderr, "goodput: watching %s (Ctrl-C to stop)\n", strings.Join(every, ", "))
+	fmt.Fprintf(env.Stderr, "goodput: watching %s (Ctrl-C to stop)\n", watch.Intervals(cfg))
 	rctx := ctx
 	if o.Duration > 0 {
 		var cancel context.CancelFunc

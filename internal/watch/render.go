@@ -102,3 +102,24 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// NotOK lists the probes whose outcome was not ok, as "TARGET: OUTCOME".
+func NotOK(results []Result) []string {
+	var failed []string
+	for _, r := range results {
+		if r.Outcome != OutcomeOK {
+			failed = append(failed, r.Target+": "+r.Outcome)
+		}
+	}
+	return failed
+}
+
+// Intervals says how often each target of cfg is probed: "NAME every
+// INTERVAL", comma-separated.
+func Intervals(cfg *Config) string {
+	every := make([]string, 0, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		every = append(every, fmt.Sprintf("%s every %v", t.Name, t.Interval))
+	}
+	return strings.Join(every, ", ")
+}

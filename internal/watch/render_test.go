@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -67,5 +68,18 @@ func TestServeRedacts(t *testing.T) {
 	resp.Body.Close()
 	if strings.Contains(string(body), "sk-secret123456") || !strings.Contains(string(body), "probe_up") {
 		t.Errorf("page %q: want probe_up without the secret", body)
+	}
+}
+
+// TestNotOKAndIntervals: of an ok and a rate-limited probe only the latter
+// is named; two targets' intervals read in the config's order.
+func TestNotOKAndIntervals(t *testing.T) {
+	got := NotOK([]Result{{Target: "a", Outcome: OutcomeOK}, {Target: "b", Outcome: "http_429"}})
+	if len(got) != 1 || got[0] != "b: http_429" {
+		t.Errorf("NotOK = %q", got)
+	}
+	cfg := &Config{Targets: []Target{{Name: "a", Interval: 30 * time.Second}, {Name: "b", Interval: time.Minute}}}
+	if got, want := Intervals(cfg), "a every 30s, b every 1m0s"; got != want {
+		t.Errorf("Intervals = %q; want %q", got, want)
 	}
 }
