@@ -109,18 +109,14 @@ func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlag
 			return nil, slo, usagef("--tokenizer: %v", err)
 		}
 	}
+	mooncake := strings.EqualFold(w.DatasetName, "mooncake-sessions")
 	var set workload.SessionSet
 	switch {
-	case strings.EqualFold(w.DatasetName, "mooncake-sessions"):
-		if path == "" {
-			return nil, slo, usagef("--dataset-name mooncake-sessions needs --dataset-path (the Mooncake conversation trace)")
-		}
-		set, _, err = workload.LoadMooncakeSessions(path, workload.MooncakeSessionsConfig{NumSessions: s.NumSessions})
-	case path != "" && strings.HasSuffix(strings.ToLower(path), ".jsonl"):
-		set, err = workload.LoadSessionsJSONL(path, workload.SessionJSONLConfig{NumSessions: s.NumSessions, Tokenizer: tok})
+	case mooncake && path == "":
+		return nil, slo, usagef("--dataset-name mooncake-sessions needs --dataset-path (the Mooncake conversation trace)")
 	case path != "":
-		set, err = workload.LoadShareGPTSessions(path, workload.ShareGPTSessionsConfig{NumSessions: s.NumSessions, Seed: seed,
-			NoShuffle: w.NoShuffle, Tokenizer: tok})
+		set, err = workload.LoadSessionFile(workload.SessionFile{Path: path, Mooncake: mooncake, NumSessions: s.NumSessions,
+			Seed: seed, NoShuffle: w.NoShuffle, Tokenizer: tok})
 	default:
 		set, err = s.conversations(w, seed)
 	}
