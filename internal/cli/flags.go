@@ -584,7 +584,7 @@ func parseKV(flag string, kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, usagef("%s %q: want KEY=VALUE", flag, kv)
+			return nil, flagUsagef(flag, "%s %q: want KEY=VALUE", flag, kv)
 		}
 		m[strings.TrimSpace(k)] = v
 	}
