@@ -27,6 +27,10 @@ type Config struct {
 	// over Σ TP GPUs). Every replica's model must be MoE. false: each
 	// replica steps on its own schedule.
 	ExpertParallel bool
+	// Disagg, when set, splits the replicas into a prefill pool and a
+	// decode pool with a KV link between them (NewDisagg builds it; New
+	// ignores it); nil: every replica serves whole requests.
+	Disagg *Disaggregation
 }
 
 // ConfigError is a configuration problem of one Config field.
