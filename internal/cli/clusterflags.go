@@ -22,6 +22,8 @@ type clusterFlags struct {
 	// dataParallel is --data-parallel-size (1: none).
 	dataParallel   int
 	expertParallel bool
+	// pd splits the replicas into prefill and decode pools (pdflags.go).
+	pd pdFlags
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
@@ -30,11 +32,15 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
 	fs.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
 	fs.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
+	c.pd.register(fs)
 }
 
 // config is the cluster of --replicas copies of engine behind --router,
 // or nil for the engine alone.
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
+	if c.pd.set() {
+		return c.pd.config(engine, c)
+	}
 	if c.dataParallel != 1 || c.expertParallel {
 		return c.dpConfig(engine)
 	}
@@ -96,6 +102,10 @@ func clusterFlagError(err error) error {
 		return usagef("--replicas: %v", ce.Err)
 	case "ExpertParallel":
 		return usagef("--enable-expert-parallel: %v", ce.Err)
+	case "Disagg", "Disagg.Prefill":
+		return usagef("--prefill-replicas: %v", ce.Err)
+	case "Disagg.Link":
+		return usagef("--kv-link: %v", ce.Err)
 	}
 	return usagef("--router: %v", ce.Err)
 }
