@@ -72,7 +72,7 @@ type ReplicaCounter struct {
 
 type replicaAcc struct {
 	requests, failed int
-	decoded          int // successful requests it decoded (a split's decode replica)
+	decoded          int       // successful requests it decoded (a split's decode replica)
 	ttft             []float64 // ms
 	prompt, cached   int64
 }
@@ -158,7 +158,6 @@ func (r *Replicas) SetRoles(roles []string) {
 	}
 	r.balance()
 }
-
 
 // SetReplicas completes r with what the run itself knew: the router, and
 // each replica's KV peak (kvPeaks[i] for replica i+1), which also says
