@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -109,18 +110,32 @@ func parseRatios(s string) ([]pdRatio, error) {
 	return out, nil
 }
 
-// pdRow is one fleet's figures in the --pd-ratios table.
+// pdRow is one fleet's figures in the --pd-ratios table: at the rate
+// given, and its per-GPU goodput found by the search.
 type pdRow struct {
-	name                 string
-	goodput, attainment  float64
-	perGPU, transferP50  float64
-	prefillGPUs, allGPUs int
+	name                string
+	goodput, attainment float64
+	transferP50         float64
+	// maxRate is the highest rate found meeting the SLO for pdAttainment
+	// of the requests; atTop says the rate given already does.
+	maxRate float64
+	atTop   bool
 }
+
+// pdAttainment is the share of requests meeting the SLO that DistServe's
+// goodput asks for; pdSearchSteps the bisection's steps below the rate
+// given (its resolution: the rate / 2^steps).
+const (
+	pdAttainment  = 0.9
+	pdSearchSteps = 6
+)
 
 // runPDRatios runs the workload on the same replicas colocated and then
 // split each way --pd-ratios gives, each run quiet and without files, and
-// prints each fleet's goodput per GPU under the run's SLO, and the best
-// split: DistServe's figure of merit, at the load given.
+// prints for each fleet its goodput and SLO attainment at --request-rate
+// and its per-GPU goodput as DistServe defines it: the highest request
+// rate, per GPU, at which 90 % of the requests meet the SLO, found by
+// bisection between 0 and --request-rate. Then the best split.
 func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	ratios, err := parseRatios(o.cluster.pd.ratios)
 	if err != nil {
@@ -132,6 +147,10 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	case c.replicas != 1 || c.dataParallel != 1 || c.expertParallel:
 		return usagef("--pd-ratios sizes the fleet from its splits: drop --replicas, --data-parallel-size and --enable-expert-parallel")
 	}
+	top, err := strconv.ParseFloat(strings.TrimSpace(o.load.RequestRate), 64)
+	if err != nil || !(top > 0) || math.IsInf(top, 0) {
+		return usagef("--pd-ratios searches request rates up to --request-rate: give a finite rate (it is %s)", o.load.RequestRate)
+	}
 	so, err := o.out.statsOptions(o.args)
 	if err != nil {
 		return err
@@ -142,67 +161,99 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
 	tp := max(o.Engine.TP, 1)
 	n := ratios[0].prefill + ratios[0].decode
-	run1 := func(name string, prefill int) (pdRow, error) {
+	gpus := float64(n * tp)
+	// at runs the fleet (prefill > 0: split) at rate.
+	at := func(prefill int, rate float64) (attain, goodput, transfer float64, err error) {
 		o.cluster.replicas, o.cluster.pd.prefill, o.cluster.pd.decode = n, 0, 0
 		if prefill > 0 {
 			o.cluster.replicas, o.cluster.pd.prefill, o.cluster.pd.decode = 1, prefill, n-prefill
 		}
+		o.load.RequestRate = strconv.FormatFloat(rate, 'g', -1, 64)
 		res, err := o.Run(ctx, env)
 		if err != nil {
-			return pdRow{}, err
+			return 0, 0, 0, err
 		}
 		l := res.Levels[0]
-		row := pdRow{name: name, goodput: l.Summary.SLO.Goodput, attainment: l.Summary.SLO.Attainment,
-			allGPUs: n * tp, prefillGPUs: prefill * tp, transferP50: -1}
-		row.perGPU = row.goodput / float64(row.allGPUs)
+		transfer = -1
 		if l.Replicas != nil && l.Replicas.Transfer != nil {
-			row.transferP50 = l.Replicas.Transfer.P50
+			transfer = l.Replicas.Transfer.P50
 		}
+		return l.Summary.SLO.Attainment, l.Summary.SLO.Goodput, transfer, nil
+	}
+	run1 := func(name string, prefill int) (pdRow, error) {
+		row := pdRow{name: name}
+		var err error
+		if row.attainment, row.goodput, row.transferP50, err = at(prefill, top); err != nil {
+			return row, err
+		}
+		if row.attainment >= pdAttainment {
+			row.maxRate, row.atTop = top, true
+			return row, nil
+		}
+		lo, hi := 0.0, top
+		for range pdSearchSteps {
+			mid := (lo + hi) / 2
+			a, _, _, err := at(prefill, mid)
+			if err != nil {
+				return row, err
+			}
+			if a >= pdAttainment {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		row.maxRate = lo
 		return row, nil
 	}
 	rows := make([]pdRow, 0, len(ratios)+1)
-	r, err := run1("colocated", 0)
-	if err != nil {
-		return err
-	}
-	rows = append(rows, r)
 	best := -1
-	for _, q := range ratios {
-		r, err := run1(fmt.Sprintf("%d:%d", q.prefill, q.decode), q.prefill)
+	for i := -1; i < len(ratios); i++ {
+		name, prefill := "colocated", 0
+		if i >= 0 {
+			name, prefill = fmt.Sprintf("%d:%d", ratios[i].prefill, ratios[i].decode), ratios[i].prefill
+		}
+		r, err := run1(name, prefill)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, r)
-		if best < 0 || r.perGPU > rows[best].perGPU {
+		if i >= 0 && (best < 0 || r.maxRate > rows[best].maxRate) {
 			best = len(rows) - 1
 		}
 	}
 	w := env.Stdout
 	fmt.Fprintf(w, "%s\n", center(" Prefill/decode splits ", '='))
 	fmt.Fprintf(w, "%-40s %d × TP %d = %d GPUs\n", "Replicas:", n, tp, n*tp)
-	fmt.Fprintf(w, "%-40s %s\n", "SLO:", so.SLO)
-	fmt.Fprintf(w, "%-40s %s\n", "Request rate (req/s):", o.load.RequestRate)
+	fmt.Fprintf(w, "%-40s %s, for %.0f %% of requests\n", "SLO:", so.SLO, 100*pdAttainment)
+	fmt.Fprintf(w, "%-40s %g (searched below it to %g)\n", "Request rate (req/s):", top, top/(1<<pdSearchSteps))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Split\tGoodput (req/s)\tPer GPU\tSLO met (%)\tKV transfer P50 (ms)")
+	fmt.Fprintln(tw, "Split\tGoodput at rate\tSLO met (%)\tMax rate (req/s)\tPer GPU\tKV transfer P50 (ms)")
 	for _, r := range rows {
 		tr := "-"
 		if r.transferP50 >= 0 {
 			tr = strconv.FormatFloat(r.transferP50, 'f', 3, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.3f\t%.1f\t%s\n", r.name, r.goodput, r.perGPU, 100*r.attainment, tr)
+		ge := ""
+		if r.atTop {
+			ge = "≥ "
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%s%.3g\t%s%.3g\t%s\n", r.name, r.goodput, 100*r.attainment, ge, r.maxRate, ge, r.maxRate/gpus, tr)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b := rows[best]
+	b, c := rows[best], rows[0]
 	verdict := "beats"
 	switch {
-	case b.perGPU < rows[0].perGPU:
+	case b.atTop && c.atTop:
+		verdict = "cannot be told from (both meet the SLO at the rate given: raise it)"
+	case b.maxRate < c.maxRate:
 		verdict = "loses to"
-	case b.perGPU == rows[0].perGPU:
+	case b.maxRate == c.maxRate:
 		verdict = "ties"
 	}
-	fmt.Fprintf(w, "%-40s %s (%.3f req/s per GPU; %s colocated, %.3f)\n", "Best split:", b.name, b.perGPU, verdict, rows[0].perGPU)
+	fmt.Fprintf(w, "%-40s %s (%.3g req/s per GPU; %s colocated, %.3g)\n", "Best split:", b.name, b.maxRate/gpus, verdict, c.maxRate/gpus)
 	fmt.Fprintln(w, strings.Repeat("=", 50))
 	return nil
 }
