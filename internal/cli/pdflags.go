@@ -253,7 +253,11 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	case b.maxRate == c.maxRate:
 		verdict = "ties"
 	}
-	fmt.Fprintf(w, "%-40s %s (%.3g req/s per GPU; %s colocated, %.3g)\n", "Best split:", b.name, b.maxRate/gpus, verdict, c.maxRate/gpus)
+	ge := ""
+	if b.atTop {
+		ge = "≥ "
+	}
+	fmt.Fprintf(w, "%-40s %s (%s%.3g req/s per GPU; %s colocated, %.3g)\n", "Best split:", b.name, ge, b.maxRate/gpus, verdict, c.maxRate/gpus)
 	fmt.Fprintln(w, strings.Repeat("=", 50))
 	return nil
 }
