@@ -341,7 +341,7 @@ func (g *Disagg) Step(now, until int64) (int64, []Batch) {
 			_, b := g.decode.Step(now, m)
 			g.fromDecode(m, b)
 		}
-		if len(g.out) > 0 {
+		if len(g.out) > 0 || m == until {
 			return m, g.out
 		}
 		now = m
