@@ -46,13 +46,16 @@ type Accumulator struct {
 	edges  []int
 	labels []string
 
-	level             int // -2 none seen yet, -1 mixed
-	requests, failed  int
-	completed, empty  int
-	warmups           int
-	failures          map[runlog.ErrorClass]int
+	level            int // -2 none seen yet, -1 mixed
+	requests, failed int
+	completed, empty int
+	warmups          int
+	failures         map[runlog.ErrorClass]int
+	// firstSend and lastEnd bound the run's window, over every attempt
+	// (a retried one too: it was load); windowed once one is in.
 	firstSend         int64
 	lastEnd           int64
+	windowed          bool
 	firstOKSend       int64
 	inTok, outTok     int64
 	embeds            int64
@@ -197,6 +200,17 @@ func (a *Accumulator) bucketOf(n int) int {
 	return i
 }
 
+// widen stretches the run's window to cover an attempt sent at sent that
+// ended at end.
+func (a *Accumulator) widen(sent, end int64) {
+	if !a.windowed {
+		a.firstSend, a.lastEnd, a.windowed = sent, end, true
+		return
+	}
+	a.firstSend = min(a.firstSend, sent)
+	a.lastEnd = max(a.lastEnd, end)
+}
+
 // Add folds one record into the aggregate. Warm-up records are only counted.
 // The Accumulator keeps no reference to r.
 func (a *Accumulator) Add(r *runlog.Record) {
@@ -209,6 +223,7 @@ func (a *Accumulator) Add(r *runlog.Record) {
 		// request's outcome (its last attempt is).
 		a.retried++
 		a.retriedBy[r.ErrorClass]++
+		a.widen(r.Sent, max(r.End, r.Sent))
 		return
 	}
 	switch a.level {
@@ -224,11 +239,7 @@ func (a *Accumulator) Add(r *runlog.Record) {
 	if e2e, ok := r.E2E(); ok {
 		end = max(end, r.Sent+int64(e2e))
 	}
-	if a.requests == 0 {
-		a.firstSend, a.lastEnd = r.Sent, end
-	}
-	a.firstSend = min(a.firstSend, r.Sent)
-	a.lastEnd = max(a.lastEnd, end)
+	a.widen(r.Sent, end)
 	a.requests++
 	a.flight.add(r.Sent, end)
 	a.sendLag.addInt(int64(r.SendLag()))

@@ -472,3 +472,22 @@ func TestSummarizeRetries(t *testing.T) {
 		t.Errorf("retried by %v; want a timeout and a 429", s.RetriedBy)
 	}
 }
+
+// TestWindowFromFirstAttempt: the run's window opens at the first attempt
+// sent, even when that attempt was retried and its request's outcome is a
+// later one: 0 → 3 s here, not the final attempts' 1 → 3 s.
+func TestWindowFromFirstAttempt(t *testing.T) {
+	recs := []runlog.Record{
+		{ID: "a", Sent: 0, End: 200 * ms, ErrorClass: runlog.ErrHTTP429, Status: 429, Retried: true},
+		{ID: "a-a2", Attempt: 2, RetryOf: "a", Sent: 1000 * ms, End: 3000 * ms, Status: 200, PromptTokens: 10,
+			Chunks: []runlog.Chunk{{T: 1500 * ms, Tokens: 1, Visible: true}}},
+	}
+	s := Summarize(recs, Options{})
+	if s.DurationS != 3 || s.FirstSendNs != 0 {
+		t.Errorf("duration %v s, first send %d; want 3 s from 0", s.DurationS, s.FirstSendNs)
+	}
+	// 1 request over 3 s, 2 attempts over 3 s.
+	if s.OriginalRate != 1.0/3 || s.AttemptRate != 2.0/3 {
+		t.Errorf("original %v/s, offered %v/s; want 1/3 and 2/3", s.OriginalRate, s.AttemptRate)
+	}
+}
