@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"slices"
+
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
@@ -37,12 +39,21 @@ func (c *clusterFlags) fileConfig(engine sim.Config) (*cluster.Config, error) {
 // onlySim refuses the cluster flags where the run is not a virtual-time
 // one (sweep without --sim): only the virtual-time driver runs a cluster.
 func (c *clusterFlags) onlySim() error {
+	return c.onlyFlags(nil, func(f string) error {
+		return usagef("--%s simulates a cluster in virtual time: give --sim", f)
+	})
+}
+
+// onlyFlags refuses, with refuse's error, the first of the cluster flags
+// given that is not in keep: a command that registers them all but runs
+// only some, so that none is silently ignored.
+func (c *clusterFlags) onlyFlags(keep []string, refuse func(flag string) error) error {
 	if c.fs == nil {
 		return nil
 	}
-	for _, f := range []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel"} {
-		if c.fs.Changed(f) {
-			return usagef("--%s simulates a cluster in virtual time: give --sim", f)
+	for _, f := range c.names {
+		if c.fs.Changed(f) && !slices.Contains(keep, f) {
+			return refuse(f)
 		}
 	}
 	return nil

@@ -26,6 +26,9 @@ type clusterFlags struct {
 	// to tell the flags given alongside it.
 	file string
 	fs   *pflag.FlagSet
+	// names are the flags register declared, for the commands that take
+	// only some (onlyFlags).
+	names []string
 	// autoscale is --autoscale and its tuning (autoscaleflags.go).
 	autoscale autoscaleFlags
 	// pd splits the replicas into prefill and decode pools (pdflags.go).
@@ -33,15 +36,18 @@ type clusterFlags struct {
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
-	fs.IntVar(&c.replicas, "replicas", 1, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
-	fs.StringVar(&c.router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
+	own := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
+	own.IntVar(&c.replicas, "replicas", 1, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
+	own.StringVar(&c.router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
-	fs.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
-	fs.StringVar(&c.file, "cluster", "", clusterFileUsage)
+	own.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
+	own.StringVar(&c.file, "cluster", "", clusterFileUsage)
+	own.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
+	c.autoscale.register(own)
+	c.pd.register(own)
+	own.VisitAll(func(f *pflag.Flag) { c.names = append(c.names, f.Name) })
+	fs.AddFlagSet(own)
 	c.fs = fs
-	fs.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
-	c.autoscale.register(fs)
-	c.pd.register(fs)
 }
 
 // config is the cluster of --replicas copies of engine behind --router,

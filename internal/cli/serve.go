@@ -92,6 +92,11 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	case o.SlowdownAfter > 0 && o.Slowdown == 0:
 		return usagef("--slowdown-after %v: needs --slowdown FACTOR", o.SlowdownAfter)
 	}
+	if err := o.cluster.onlyFlags(serveClusterFlags, func(f string) error {
+		return usagef("--%s: goodput serve runs a fixed fleet of whole replicas; a prefill/decode split and an autoscaler run in virtual time (goodput sim)", f)
+	}); err != nil {
+		return err
+	}
 	fleet, err := o.cluster.config(o.Engine)
 	if err != nil {
 		return err
@@ -127,6 +132,9 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	<-ctx.Done()
 	return stop()
 }
+
+// serveClusterFlags are the cluster flags serve runs on the wall clock.
+var serveClusterFlags = []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel"}
 
 // serveClusterError names --replicas, --router or --enable-expert-parallel
 // for a cluster setting NewFleet refused (a replica's engine setting is

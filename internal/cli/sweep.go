@@ -270,6 +270,9 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	if o.Sim {
 		cfg.Engine, cfg.IgnoreEOS = o.sim.cfg, o.target.IgnoreEOS
+		if o.cluster.pd.ratios != "" {
+			return nil, usagef("--pd-ratios compares splits at one load: run it with goodput sim (a sweep takes one split, --prefill-replicas and --decode-replicas)")
+		}
 		if cfg.Cluster, err = o.cluster.config(o.sim.cfg); err != nil {
 			return nil, err
 		}

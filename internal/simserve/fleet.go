@@ -90,6 +90,13 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if opt.Slowdown != 0 {
 		return nil, errSlowdownFleet
 	}
+	// The wall-clock loop drives a fixed fleet of whole replicas.
+	switch {
+	case cfg.Disagg != nil:
+		return nil, &cluster.ConfigError{Field: "Disagg", Replica: -1, Err: errors.New("a prefill/decode split is simulated in virtual time only")}
+	case cfg.Autoscale != nil:
+		return nil, &cluster.ConfigError{Field: "Autoscale", Replica: -1, Err: errors.New("an autoscaler is simulated in virtual time only")}
+	}
 	c, err := cluster.New(cfg)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package simserve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -313,6 +314,18 @@ func TestFleetSlowdownRefused(t *testing.T) {
 	}
 	if _, err := NewFleet(cluster.Config{}, Options{}); err == nil {
 		t.Error("NewFleet with no replicas succeeded")
+	}
+	// What only virtual time runs is refused, naming the field.
+	split := fleetConfig(2, "")
+	split.Disagg = &cluster.Disaggregation{Prefill: 1}
+	scaled := fleetConfig(2, "")
+	scaled.Autoscale = &cluster.Autoscale{}
+	for field, cfg := range map[string]cluster.Config{"Disagg": split, "Autoscale": scaled} {
+		_, err := NewFleet(cfg, Options{})
+		var ce *cluster.ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("NewFleet with %s = %v; want a ConfigError of %s", field, err, field)
+		}
 	}
 	if got := s.Replicas(); got != 2 {
 		t.Errorf("Replicas() = %d; want 2", got)
