@@ -27,6 +27,10 @@ type Config struct {
 	// over Σ TP GPUs). Every replica's model must be MoE. false: each
 	// replica steps on its own schedule.
 	ExpertParallel bool
+	// Gateway, when set, puts a gateway in front of the replicas
+	// (NewGateway builds it; New ignores it): admission, priority classes,
+	// overload degradation.
+	Gateway *GatewayConfig
 }
 
 // ConfigError is a configuration problem of one Config field.
