@@ -111,7 +111,7 @@ func ClassOf(mix []float64, seed int64, idx int) int {
 		return 0
 	}
 	// 53 bits of the hash as a uniform in [0, 1).
-	u := float64(sim.Mix64(uint64(seed)^sim.Mix64(uint64(idx)^0x70726f)) >> 11) / (1 << 53)
+	u := float64(sim.Mix64(uint64(seed)^sim.Mix64(uint64(idx)^0x70726f))>>11) / (1 << 53)
 	u *= total
 	for c, s := range mix {
 		if u < max(s, 0) {

@@ -24,15 +24,15 @@ type stepper interface {
 
 // outcome is what became of one request in a driven run.
 type outcome struct {
-	replica       int // from 0; -1 refused at the gateway
-	first, end    int64
-	tokens        int
-	hidden        int
-	rejected      string
-	retryAfter    int64
-	finished      bool
-	arrival       int64
-	prio          int
+	replica    int // from 0; -1 refused at the gateway
+	first, end int64
+	tokens     int
+	hidden     int
+	rejected   string
+	retryAfter int64
+	finished   bool
+	arrival    int64
+	prio       int
 }
 
 // gwDrive runs arrivals (sorted by time) to completion and returns each
