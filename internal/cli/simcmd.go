@@ -31,6 +31,7 @@ type SimOptions struct {
 	verdict     verdictFlags
 	sessions    sessionFlags
 	cluster     clusterFlags
+	gateway     gatewayFlags
 	// scrapeInterval samples the engine's state as a scraper of its
 	// /metrics would (0: not).
 	scrapeInterval time.Duration
@@ -69,6 +70,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		o.load.register(fs)
 		o.load.registerRetry(fs)
 	})
+	group(fs, "Gateway flags", o.gateway.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
 		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
@@ -80,7 +82,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		o.out.register(fs)
 		o.verdict.register(fs)
 	})
-	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
+	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Gateway flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
 	cmd.AddCommand(newSimFitCmd(env))
 	return cmd
 }
@@ -100,6 +102,9 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	cfg.Engine, cfg.IgnoreEOS, cfg.NaturalStopRecorded, cfg.ReadingSpeedMs = o.Engine, o.IgnoreEOS, o.NaturalStop, o.verdict.ReadingSpeedMs
 	if cfg.Cluster, err = o.cluster.config(o.Engine); err != nil {
+		return nil, err
+	}
+	if err := o.gateway.apply(&cfg.Cluster, o.Engine); err != nil {
 		return nil, err
 	}
 	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)

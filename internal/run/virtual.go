@@ -116,6 +116,13 @@ type fleet interface {
 // newFleet builds the fleet cfg describes, fresh; a bad setting is a
 // *ConfigError (Field "Cluster.<field>").
 func newFleet(cfg *cluster.Config) (fleet, error) {
+	if cfg.Gateway != nil {
+		g, err := cluster.NewGateway(*cfg)
+		if err != nil {
+			return nil, clusterError(err)
+		}
+		return g, nil
+	}
 	c, err := cluster.New(*cfg)
 	if err != nil {
 		return nil, clusterError(err)
@@ -184,6 +191,9 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
 		Retry: v.cfg.Retry,
+	}
+	if c := v.cfg.Cluster; c != nil && c.Gateway != nil {
+		load.PriorityMix = c.Gateway.Mix
 	}
 	hist := newEngineHistograms() // a fresh engine: its histograms start empty
 	if v.srv != nil {
