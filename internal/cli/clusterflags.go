@@ -88,9 +88,6 @@ func clusterFlagError(err error) error {
 		re *run.ConfigError
 		ce *cluster.ConfigError
 	)
-	if ge := gatewayFlagError(err); ge != nil {
-		return ge
-	}
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Field, "Cluster.") || !errors.As(err, &ce) || ce.Replica >= 0 {
 		return err
 	}

@@ -26,6 +26,8 @@ type gatewayFlags struct {
 	degradeAbove              int
 	degrade                   string
 	smallModel                string
+	// small are the small-model replicas apply set up (indexes from 0).
+	small []int
 }
 
 func (g *gatewayFlags) register(fs *pflag.FlagSet) {
@@ -95,6 +97,7 @@ func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) error {
 			if d.Pool, err = addSmallPool(gc, small, n); err != nil {
 				return usagef("--degrade %q: %v", g.degrade, err)
 			}
+			g.small = small
 			if g.smallModel != "" {
 				for _, i := range small {
 					c.Replicas[i].Model = g.smallModel
@@ -262,22 +265,26 @@ func parseDegrade(s string, n int) (*cluster.Degrade, []int, error) {
 	return nil, nil, fmt.Errorf("action %q: want max_tokens, reasoning or small-model", action)
 }
 
-// gatewayFlagError names the flag of a gateway setting the run refused
-// (the parsers catch most; a pool not covering the replicas, or an engine
-// refusing --small-model, gets here), nil when err is not one.
-func gatewayFlagError(err error) error {
+// flagError names the flag of a gateway setting the run refused (the
+// parsers catch most; a pool not covering the replicas, or an engine
+// refusing --small-model, gets here); any other err passes as it is.
+func (g *gatewayFlags) flagError(err error) error {
 	var (
 		re *run.ConfigError
 		ce *cluster.ConfigError
+		se *sim.ConfigError
 	)
 	if !errors.As(err, &re) || !errors.As(err, &ce) {
-		return nil
+		return err
+	}
+	if ce.Replica >= 0 && g.smallModel != "" && slices.Contains(g.small, ce.Replica) && errors.As(err, &se) && se.Field == "model" {
+		return usagef("--small-model: %v", se.Err)
 	}
 	flag, ok := map[string]string{"Gateway.Requests": "--rate-limit", "Gateway.Tokens": "--token-rate-limit",
 		"Gateway.Pools": "--priority-pools", "Gateway.ClassPools": "--priority-pools", "Gateway.Degrade": "--degrade",
 		"Gateway.Mix": "--priority-mix"}[ce.Field]
 	if !ok {
-		return nil
+		return err
 	}
 	return usagef("%s: %v", flag, ce.Err)
 }

@@ -119,7 +119,7 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		cfg.Scrape = &run.ScrapeConfig{Interval: o.scrapeInterval}
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, runError(clusterFlagError(err), nil, "--model")
+	return res, runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model")
 }
 
 // runSim runs one level in virtual time and reports it like bench.

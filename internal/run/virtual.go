@@ -100,6 +100,9 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 	}
 	d := c.Describe(0)
 	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
+	if gw := cfg.Cluster.Gateway; gw != nil {
+		d["gateway"] = gw.String()
+	}
 	return d, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/goodput/goodput/internal/sim"
 )
@@ -612,4 +614,66 @@ func (g *Gateway) Snapshot() sim.Snapshot {
 	s.KVUsage /= float64(g.n)
 	s.Rejected += g.limited
 	return s
+}
+
+// String describes the gateway for a run's meta, spelled as goodput sim's
+// flags are (replicas from 1): "rate-limit=10/s,burst=5 degrade=max_tokens:8,above=4".
+// The zero config is "none".
+func (gc GatewayConfig) String() string {
+	var parts []string
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	bucket := func(name string, b *Bucket) {
+		if b == nil {
+			return
+		}
+		s := name + "=" + num(b.Rate) + "/s"
+		if b.Burst != 0 {
+			s += ",burst=" + num(b.Burst)
+		}
+		parts = append(parts, s)
+	}
+	bucket("rate-limit", gc.Requests)
+	bucket("token-rate-limit", gc.Tokens)
+	if gc.PerClass {
+		parts = append(parts, "per-class")
+	}
+	if gc.PriorityQueues {
+		parts = append(parts, "priority-queues")
+	}
+	if len(gc.Mix) > 0 {
+		ms := make([]string, len(gc.Mix))
+		for i, m := range gc.Mix {
+			ms[i] = num(m)
+		}
+		parts = append(parts, "priority-mix="+strings.Join(ms, ","))
+	}
+	if len(gc.Pools) > 0 {
+		ps := make([]string, len(gc.Pools))
+		for k, p := range gc.Pools {
+			rs := make([]string, len(p.Replicas))
+			for j, i := range p.Replicas {
+				rs[j] = strconv.Itoa(i + 1)
+			}
+			ps[k] = p.Name + "=" + strings.Join(rs, "+")
+		}
+		parts = append(parts, "pools="+strings.Join(ps, ","))
+	}
+	if len(gc.ClassPools) > 0 {
+		cs := make([]string, len(gc.ClassPools))
+		for c, k := range gc.ClassPools {
+			cs[c] = strconv.Itoa(k)
+		}
+		parts = append(parts, "class-pools="+strings.Join(cs, ","))
+	}
+	if d := gc.Degrade; d != nil {
+		v := strconv.Itoa(d.Value)
+		if d.Action == DegradeSmallModel {
+			v = "pool " + strconv.Itoa(d.Pool)
+		}
+		parts = append(parts, "degrade="+d.Action+":"+v+",above="+strconv.Itoa(d.Above))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }

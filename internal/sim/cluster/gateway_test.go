@@ -389,3 +389,16 @@ func TestClassOf(t *testing.T) {
 		t.Error("ClassOf: want 0 with no mix, 1 with all of it on class 1")
 	}
 }
+
+func TestGatewayString(t *testing.T) {
+	gc := GatewayConfig{Requests: &Bucket{Rate: 10, Burst: 5}, Tokens: &Bucket{Rate: 5e4}, PerClass: true, Mix: []float64{0.8, 0.2},
+		Pools: []Pool{{"interactive", []int{0, 1}}, {"batch", []int{2}}}, ClassPools: []int{0, 1},
+		Degrade: &Degrade{Above: 4, Action: DegradeMaxTokens, Value: 8}}
+	want := "rate-limit=10/s,burst=5 token-rate-limit=50000/s per-class priority-mix=0.8,0.2 pools=interactive=1+2,batch=3 class-pools=0,1 degrade=max_tokens:8,above=4"
+	if got := gc.String(); got != want {
+		t.Errorf("String() = %q\nwant       %q", got, want)
+	}
+	if got := (GatewayConfig{}).String(); got != "none" {
+		t.Errorf("zero String() = %q; want none", got)
+	}
+}
