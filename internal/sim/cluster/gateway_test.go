@@ -37,7 +37,7 @@ type outcome struct {
 
 // gwDrive runs arrivals (sorted by time) to completion and returns each
 // request's outcome by id.
-func gwDrive(t *testing.T, c stepper, arrivals []arrival) map[string]*outcome {
+func gwDrive(t testing.TB, c stepper, arrivals []arrival) map[string]*outcome {
 	t.Helper()
 	out := map[string]*outcome{}
 	var now int64
@@ -282,16 +282,16 @@ func TestPoolsAreSeparateClusters(t *testing.T) {
 }
 
 // flood is interactive requests (class 0: 512 prompt, 64 output) at 4/s
-// for 20 s, and a batch flood (class 1: 2048 prompt, 512 output) at 40/s
-// from 2 s to 12 s, far past what two replicas serve.
+// for 20 s, and a batch flood (class 1: 2048 prompt, 256 output) at 40/s
+// from 2 s to 10 s, past what two replicas serve.
 func flood() []arrival {
 	rng := rand.New(rand.NewPCG(3, 5))
 	var out []arrival
 	for t := 0.0; t < 20; t += rng.ExpFloat64() / 4 {
 		out = append(out, req(fmt.Sprintf("i%d", len(out)), int64(t*1e9), 512, 64, 0))
 	}
-	for t := 2.0; t < 12; t += rng.ExpFloat64() / 40 {
-		out = append(out, req(fmt.Sprintf("b%d", len(out)), int64(t*1e9), 2048, 512, 1))
+	for t := 2.0; t < 10; t += rng.ExpFloat64() / 40 {
+		out = append(out, req(fmt.Sprintf("b%d", len(out)), int64(t*1e9), 2048, 256, 1))
 	}
 	slices.SortStableFunc(out, func(a, b arrival) int { return int(a.at - b.at) })
 	return out
@@ -313,13 +313,13 @@ func ttft(out map[string]*outcome) (p50, p99 float64) {
 // TestClassIsolation: under the batch flood, interactive TTFT on two
 // replicas (round-robin) with both classes mixed, with priority queues,
 // and with a pool each. Measured (docs/simulator.md): P50/P99 mixed
-// 1520/21250 ms, priority queues 379/19500 ms, pools 27/44 ms.
-// Priority queues put interactive requests first in the
-// queue, which halves the median, but the flood holds the KV cache and
-// the engine does not preempt a running batch request for them, so the
-// tail still waits for batch requests to finish; a pool of their own
-// serves them as if the flood were not there: a 512-token prefill and a
-// first decode on an idle replica.
+// 84/1475 ms, priority queues 84/415 ms, pools 27/44 ms. The median
+// interactive request arrives outside the flood and is served alike;
+// in it, priority queues put interactive requests at the head of the
+// queue, but the engine does not preempt a running batch request for
+// them, so they still wait behind the running batch's steps; a pool of
+// their own serves them as if the flood were not there (a 512-token
+// prefill on a replica of interactive requests only).
 func TestClassIsolation(t *testing.T) {
 	arr := flood()
 	eng := sim.DefaultConfig()
@@ -334,8 +334,8 @@ func TestClassIsolation(t *testing.T) {
 	q50, q99 := run(GatewayConfig{PriorityQueues: true})
 	p50, p99 := run(GatewayConfig{Pools: []Pool{{Name: "interactive", Replicas: []int{0}}, {Name: "batch", Replicas: []int{1}}}, ClassPools: []int{0, 1}})
 	t.Logf("interactive TTFT P50/P99: mixed %.0f/%.0f ms, priority queues %.0f/%.0f ms, pools %.0f/%.0f ms", m50, m99, q50, q99, p50, p99)
-	if !(q50 < m50/2 && q99 < m99 && p99 < m99/100 && p99 < 100) {
-		t.Errorf("want queues' P50 under half of mixed, its P99 under mixed's, and pools' P99 under 100 ms and 1%% of mixed's")
+	if !(q99 < m99/2 && p99 < q99/4 && p99 < 100 && p50 <= q50 && q50 <= m50) {
+		t.Errorf("want queues' P99 under half of mixed's, pools' under a quarter of queues' and 100 ms, medians in that order too")
 	}
 }
 
@@ -400,5 +400,41 @@ func TestGatewayString(t *testing.T) {
 	}
 	if got := (GatewayConfig{}).String(); got != "none" {
 		t.Errorf("zero String() = %q; want none", got)
+	}
+}
+
+// BenchmarkGateway: 4,000 requests at 200 req/s over 8 replicas, half of
+// them class 1: as one cluster, behind a gateway of one pool (a rate
+// limit refusing some, degradation), and as two pools of four (a class
+// each, the same load per replica) whose clocks the gateway merges.
+func BenchmarkGateway(b *testing.B) {
+	arr := workload(4000, 200, 9)
+	for i := range arr {
+		arr[i].req.Priority = i % 2
+	}
+	eng := sim.DefaultConfig()
+	for _, bc := range []struct {
+		name string
+		gc   *GatewayConfig
+	}{
+		{"cluster", nil},
+		{"one-pool", &GatewayConfig{Requests: &Bucket{Rate: 150, Burst: 50}, Degrade: &Degrade{Above: 64, Action: DegradeMaxTokens, Value: 32}}},
+		{"two-pools", &GatewayConfig{Pools: []Pool{{"a", []int{0, 1, 2, 3}}, {"b", []int{4, 5, 6, 7}}}, ClassPools: []int{0, 1}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				var c stepper
+				var err error
+				if bc.gc == nil {
+					c, err = New(Config{Replicas: replicas(8, eng), Router: Router{Policy: PolicyLeastOutstanding}})
+				} else {
+					c, err = NewGateway(Config{Replicas: replicas(8, eng), Router: Router{Policy: PolicyLeastOutstanding}, Gateway: bc.gc})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				gwDrive(b, c, arr)
+			}
+		})
 	}
 }
