@@ -254,7 +254,14 @@ func TestDegradeSmallModel(t *testing.T) {
 // replicas renumbered (pool 1 is replicas 2 and 4 of the cluster).
 func TestPoolsAreSeparateClusters(t *testing.T) {
 	eng := sim.DefaultConfig()
-	arr := workload(300, 40, 7)
+	t.Run("default", func(t *testing.T) { poolsAlone(t, eng, workload(300, 40, 7), false) })
+	// Engines refusing at once (a waiting queue of 2): refusals at now
+	// from one pool while another's iteration is in flight.
+	eng.MaxWaiting = 2
+	t.Run("rejections", func(t *testing.T) { poolsAlone(t, eng, workload(300, 120, 8), true) })
+}
+
+func poolsAlone(t *testing.T, eng sim.Config, arr []arrival, refusals bool) {
 	var byClass [2][]arrival
 	for i := range arr {
 		arr[i].req.Priority = i % 3 % 2 // classes 0, 1, 0, 0, 1, 0, ...
@@ -266,6 +273,15 @@ func TestPoolsAreSeparateClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := gwDrive(t, g, arr)
+	refused := 0
+	for _, o := range got {
+		if o.rejected != "" {
+			refused++
+		}
+	}
+	if refused > 0 != refusals {
+		t.Fatalf("%d refused; want some: %v", refused, refusals)
+	}
 	for c, pool := range [2][]int{{0, 2}, {1, 3}} {
 		alone, err := New(Config{Replicas: replicas(2, eng), Router: Router{Policy: PolicyLeastOutstanding}})
 		if err != nil {
