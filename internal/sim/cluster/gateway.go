@@ -235,7 +235,7 @@ func (gc *GatewayConfig) check(n int, ep bool) error {
 		}
 	}
 	seen := make([]bool, n)
-	for k, p := range gc.Pools {
+	for _, p := range gc.Pools {
 		if len(p.Replicas) == 0 {
 			return bad("Pools", "pool %s has no replicas", p.Name)
 		}
@@ -248,7 +248,6 @@ func (gc *GatewayConfig) check(n int, ep bool) error {
 			}
 			seen[i] = true
 		}
-		_ = k
 	}
 	if len(gc.Pools) > 0 {
 		if i := slices.Index(seen, false); i >= 0 {
