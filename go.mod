@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/DataDog/sketches-go v1.4.8
 	github.com/HdrHistogram/hdrhistogram-go v1.2.0
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/dlclark/regexp2 v1.10.0
 	github.com/google/go-cmp v0.7.0
 	github.com/pkoukk/tiktoken-go v0.1.8

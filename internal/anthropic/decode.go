@@ -189,12 +189,8 @@ type apiError struct {
 func (d *Decoder) Decode(data []byte, c *openai.Chunk) error {
 	*c = openai.Chunk{Timing: openai.NoTiming()}
 	p := &d.p
-	p.Reset(data)
 	var e event
-	if err := p.Object(); err != nil {
-		return err
-	}
-	_, err := p.Members(func(k []byte) (err error) {
+	err := p.Document(data, func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			e.typ, _, err = p.Str()
@@ -224,9 +220,6 @@ func (d *Decoder) Decode(data []byte, c *openai.Chunk) error {
 		return err
 	})
 	if err != nil {
-		return err
-	}
-	if err := p.End(); err != nil {
 		return err
 	}
 	typ := p.Bytes(e.typ)
@@ -458,7 +451,6 @@ func (d *Decoder) apiError() (e apiError, err error) {
 func (d *Decoder) DecodeResponse(data []byte, c *openai.Chunk) error {
 	*c = openai.Chunk{Timing: openai.NoTiming()}
 	p := &d.p
-	p.Reset(data)
 	d.content, d.reasoning, d.calls = d.content[:0], d.reasoning[:0], d.calls[:0]
 	var (
 		typ, stop jsonscan.Span
@@ -466,10 +458,7 @@ func (d *Decoder) DecodeResponse(data []byte, c *openai.Chunk) error {
 		apiErr    apiError
 		toolArgs  int
 	)
-	if err := p.Object(); err != nil {
-		return err
-	}
-	_, err := p.Members(func(k []byte) (err error) {
+	err := p.Document(data, func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			typ, _, err = p.Str()
@@ -500,9 +489,6 @@ func (d *Decoder) DecodeResponse(data []byte, c *openai.Chunk) error {
 		return err
 	})
 	if err != nil {
-		return err
-	}
-	if err := p.End(); err != nil {
 		return err
 	}
 	if string(p.Bytes(typ)) == "error" || apiErr.present {

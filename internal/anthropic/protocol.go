@@ -116,7 +116,8 @@ type (
 // tool messages become tool_result blocks of a user message. The API wants
 // every result of an assistant turn in the one user message after it, the
 // results before any text, so consecutive results share one message and a
-// user message that follows them joins it as a text block.
+// user message that follows them joins it as a text block. An assistant
+// turn with neither text nor calls is left out.
 func convert(msgs []openai.Message) (system string, out []message) {
 	var systems []string
 	var results, texts []any // the user turn being gathered after tool results
@@ -143,7 +144,12 @@ func convert(msgs []openai.Message) (system string, out []message) {
 		case "assistant":
 			flush()
 			if len(msg.ToolCalls) == 0 {
-				out = append(out, message{Role: msg.Role, Content: msg.Content})
+				// The API refuses an empty assistant turn (an answer that
+				// was all hidden thinking) but joins consecutive user
+				// turns, so an empty one is left out.
+				if msg.Content != "" {
+					out = append(out, message{Role: msg.Role, Content: msg.Content})
+				}
 				continue
 			}
 			blocks := make([]any, 0, 1+len(msg.ToolCalls))

@@ -162,6 +162,18 @@ func TestBody(t *testing.T) {
 			],
 			"stream": true
 		}`},
+		{"an empty answer is left out of the history", &openai.Request{MaxTokens: 8, Messages: []openai.Message{
+			{Role: "user", Content: "Think."},
+			{Role: "assistant", Content: ""},
+			{Role: "user", Content: "Say it."},
+		}}, openai.BodyOptions{}, `{
+			"max_tokens": 8,
+			"messages": [
+				{"role": "user", "content": "Think."},
+				{"role": "user", "content": "Say it."}
+			],
+			"stream": false
+		}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // anySchema is the type of Any.
@@ -120,7 +122,7 @@ func near(schema map[string]any, key string) []string {
 	limit := max(2, len(key)/4)
 	var cs []cand
 	for _, p := range paths("", schema, nil) {
-		d := editDistance(strings.ToLower(key), strings.ToLower(p))
+		d := levenshtein.ComputeDistance(strings.ToLower(key), strings.ToLower(p))
 		shared := 0
 		for _, w := range words(p) {
 			if slices.Contains(kw, w) && w != "ms" && w != "0" {
@@ -150,25 +152,4 @@ func near(schema map[string]any, key string) []string {
 		out = append(out, c.path)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -252,6 +252,21 @@ func (p *Scanner) Members(member func(k []byte) error) (obj bool, err error) {
 	return true, err
 }
 
+// Document reads data as one JSON object, calling member with each of its
+// members as Members does, and checks that nothing follows it: how a
+// decoder reads one event's payload. A payload that is not an object is
+// Object's error.
+func (p *Scanner) Document(data []byte, member func(k []byte) error) error {
+	p.Reset(data)
+	if err := p.Object(); err != nil {
+		return err
+	}
+	if _, err := p.Members(member); err != nil {
+		return err
+	}
+	return p.End()
+}
+
 // OpenArray consumes '[' (the caller has peeked it) and reports whether an
 // element follows.
 func (p *Scanner) OpenArray() (bool, error) { return p.open(']') }

@@ -150,3 +150,27 @@ func TestIntValueAndMemberInt(t *testing.T) {
 		}
 	}
 }
+
+// Document reads one object's members and refuses what is not exactly one
+// object.
+func TestDocument(t *testing.T) {
+	var p Scanner
+	var keys []string
+	err := p.Document([]byte(` {"a":1,"b":[2,3]} `), func(k []byte) error {
+		keys = append(keys, string(k))
+		return p.Skip()
+	})
+	if err != nil || strings.Join(keys, ",") != "a,b" {
+		t.Fatalf("keys %q, err %v; want a,b and nil", keys, err)
+	}
+	for _, in := range []string{``, `[1]`, `"s"`, `{"a":1} x`, `{"a":}`} {
+		err := p.Document([]byte(in), func([]byte) error { return p.Skip() })
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("Document(%q) = %v; want ErrMalformed", in, err)
+		}
+	}
+	stop := errors.New("member's own error")
+	if err := p.Document([]byte(`{"a":1}`), func([]byte) error { return stop }); err != stop {
+		t.Errorf("member error = %v; want it passed through", err)
+	}
+}

@@ -166,7 +166,7 @@ func (p *RetryPolicy) WithRetries(call Call, emit func(*runlog.Record), now func
 			due := now() + int64(d)
 			level, warm := rec.Level, rec.Warmup
 			*rec = runlog.Record{Chunks: rec.Chunks[:0], Level: level, Warmup: warm, Intended: due}
-			if !waitFor(ctx, now, due) {
+			if !SleepUntil(ctx, now, due) {
 				rec.ID, rec.Attempt, rec.RetryOf = orig+"-a"+strconv.Itoa(k+1), k+1, orig
 				rec.Sent, rec.End = now(), now()
 				rec.ErrorClass, rec.Error = runlog.ErrCancelled, "cancelled while backing off before a retry"
@@ -178,8 +178,9 @@ func (p *RetryPolicy) WithRetries(call Call, emit func(*runlog.Record), now func
 	}
 }
 
-// waitFor waits until now reads at; false when ctx ended first.
-func waitFor(ctx context.Context, now func() int64, at int64) bool {
+// SleepUntil waits until the clock now (ns) reads at; false when ctx
+// ended first.
+func SleepUntil(ctx context.Context, now func() int64, at int64) bool {
 	d := time.Duration(at - now())
 	if d <= 0 {
 		return ctx.Err() == nil

@@ -245,17 +245,13 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 	var callsFrom, callsTo int
 	p := &d.p
 	p.d, p.whole = d, whole
-	p.Reset(data)
 	var (
 		content, text, reasoningContent, reasoning, finish jsonscan.Span
 		errMsg, topMsg                                     jsonscan.Span
 		isErr, objectIsError                               bool
 		vllmTiming, llamaTiming                            = noTiming, noTiming
 	)
-	if err := p.Object(); err != nil {
-		return err
-	}
-	_, err := p.Members(func(k []byte) (err error) {
+	err := p.Document(data, func(k []byte) (err error) {
 		switch string(k) {
 		case "choices":
 			var ch choiceState
@@ -291,9 +287,6 @@ func (d *ChunkDecoder) decode(data []byte, c *Chunk, whole bool) error {
 		return err
 	})
 	if err != nil {
-		return err
-	}
-	if err := p.End(); err != nil {
 		return err
 	}
 

@@ -53,13 +53,9 @@ func (d *EmbeddingsDecoder) Decode(data []byte, c *Chunk) error { return d.Decod
 func (d *EmbeddingsDecoder) DecodeResponse(data []byte, c *Chunk) error {
 	*c = Chunk{Timing: noTiming}
 	p := &d.p
-	p.Reset(data)
-	if err := p.Object(); err != nil {
-		return err
-	}
 	var errMsg jsonscan.Span
 	isErr := false
-	_, err := p.Members(func(k []byte) (err error) {
+	err := p.Document(data, func(k []byte) (err error) {
 		switch string(k) {
 		case "data":
 			if p.Peek() != '[' {
@@ -104,9 +100,6 @@ func (d *EmbeddingsDecoder) DecodeResponse(data []byte, c *Chunk) error {
 		return p.Skip()
 	})
 	if err != nil {
-		return err
-	}
-	if err := p.End(); err != nil {
 		return err
 	}
 	if isErr {

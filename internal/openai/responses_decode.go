@@ -100,12 +100,8 @@ func (d *ResponsesDecoder) Decode(data []byte, c *Chunk) error {
 	*c = Chunk{Timing: noTiming} // the API reports no server timing
 	d.whole = false
 	p := &d.p
-	p.Reset(data)
 	var e responsesEvent
-	if err := p.Object(); err != nil {
-		return err
-	}
-	_, err := p.Members(func(k []byte) (err error) {
+	err := p.Document(data, func(k []byte) (err error) {
 		switch string(k) {
 		case "type":
 			e.typ, _, err = p.Str()
@@ -129,9 +125,6 @@ func (d *ResponsesDecoder) Decode(data []byte, c *Chunk) error {
 		return err
 	})
 	if err != nil {
-		return err
-	}
-	if err := p.End(); err != nil {
 		return err
 	}
 	switch string(p.Bytes(e.typ)) {

@@ -186,19 +186,7 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	for i := range r.Levels {
 		l := &r.Levels[i]
 		extra := map[string]any{"findings": nonNil(l.Findings), "level_label": l.Level.Label}
-		serverJSON(extra, l.Server)
-		if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
-			extra["ttft_split"] = m
-		}
-		if m := report.ReplicasJSON(l.Replicas); m != nil {
-			extra["replicas"] = m
-		}
-		if m := report.ClassesJSON(l.Classes); m != nil {
-			extra["gateway"] = m
-		}
-		if m := report.CostJSON(l.Cost); m != nil {
-			extra["cost"] = m
-		}
+		levelBlocks(extra, l)
 		if r.Sweep != nil {
 			extra["saturated"], extra["median_queue_ms"], extra["median_queue_from_server"] = l.Saturated, l.MedianQueueMs, l.QueueFromServer
 		}
@@ -250,10 +238,10 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// levelJSON is a single level's result.
-func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
-	l := &r.Levels[0]
-	extra := map[string]any{"records_file": r.RecordsPath, "findings": nonNil(r.Findings)}
+// levelBlocks adds level l's blocks that exist (the server's side, the
+// TTFT split, the replicas, the gateway, the cost) to its JSON object extra, the same
+// for a single level as for each level of a sweep.
+func levelBlocks(extra map[string]any, l *LevelResult) {
 	serverJSON(extra, l.Server)
 	if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
 		extra["ttft_split"] = m
@@ -267,6 +255,13 @@ func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
 	if m := report.CostJSON(l.Cost); m != nil {
 		extra["cost"] = m
 	}
+}
+
+// levelJSON is a single level's result.
+func (r *Result) levelJSON(o JSONOptions) ([]byte, error) {
+	l := &r.Levels[0]
+	extra := map[string]any{"records_file": r.RecordsPath, "findings": nonNil(r.Findings)}
+	levelBlocks(extra, l)
 	if r.TokenizerID != "" {
 		extra["tokenizer_id"] = r.TokenizerID
 	}

@@ -144,7 +144,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	if at, on := w.sync.take(); on {
 		// The shards' sessions arrive on one schedule, from the start.
 		t0 = at
-		sleepUntil(ctx, w.now, t0)
+		loadgen.SleepUntil(ctx, w.now, t0)
 	}
 	cpu := startCPU(w.embedded)
 	var wg sync.WaitGroup
@@ -162,7 +162,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 		if sh := c.Shard; sh != nil && i%sh.Count != sh.Index {
 			continue // another shard's session: its arrival is drawn all the same
 		}
-		if !sleepUntil(ctx, w.now, t0+int64(due)) {
+		if !loadgen.SleepUntil(ctx, w.now, t0+int64(due)) {
 			break
 		}
 		intended := t0 + int64(due)
@@ -262,7 +262,7 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			if load.MaxContext > 0 {
 				h.fit(load.MaxContext - turn.OutputTokens)
 			}
-			if !sleepUntil(ctx, w.now, intended) {
+			if !loadgen.SleepUntil(ctx, w.now, intended) {
 				return sent
 			}
 			id := w.prefix + "s" + strconv.Itoa(idx) + "-t" + strconv.Itoa(ti+1)
@@ -388,7 +388,7 @@ func (r *runner) retryTurn(ctx context.Context, rec *runlog.Record, id string, r
 		if sr.watch != nil {
 			_ = sr.watch.Record(rec)
 		}
-		if !sleepUntil(ctx, r.wall.now, due) {
+		if !loadgen.SleepUntil(ctx, r.wall.now, due) {
 			now := r.wall.now()
 			next := &runlog.Record{ID: id + "-a" + strconv.Itoa(k+1), Attempt: k + 1, RetryOf: id, Intended: due, Sent: now, End: now,
 				ErrorClass: runlog.ErrCancelled, Error: "cancelled while backing off before a retry"}
@@ -550,21 +550,4 @@ func (sr *sessionsRun) toolResults(session, turn, round int, calls []runlog.Tool
 		size += n
 	}
 	return wait, msgs, size
-}
-
-// sleepUntil waits until the run clock now reads at (ns); false when ctx
-// ended first.
-func sleepUntil(ctx context.Context, now func() int64, at int64) bool {
-	d := time.Duration(at - now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

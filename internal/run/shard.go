@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -311,7 +312,7 @@ func measureClock(ctx context.Context, base string, n int) (*runlog.ClockOffset,
 	var lastErr error
 	// sample asks once at the local wall-clock instant at (UnixNano).
 	sample := func(at int64) bool {
-		if !sleepUntil(ctx, func() int64 { return time.Now().UnixNano() }, at) {
+		if !loadgen.SleepUntil(ctx, func() int64 { return time.Now().UnixNano() }, at) {
 			return false
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -216,19 +215,7 @@ func BenchmarkCluster1M(b *testing.B) {
 	for b.Loop() {
 		c := newCluster(b, 16, cluster.Router{Policy: cluster.PolicyLeastOutstanding}, nil)
 		var live []float64
-		emitted := 0
-		res, err := RunCluster(context.Background(), c, ds, Load{Level: runlog.Level{RequestRate: 80, Burstiness: 1, NumPrompts: n}, Seed: 1}, func(r *runlog.Record) error {
-			emitted++
-			if emitted%200_000 == 0 {
-				b.StopTimer()
-				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				live = append(live, float64(ms.HeapAlloc)/(1<<20))
-				b.StartTimer()
-			}
-			return nil
-		})
+		res, err := RunCluster(context.Background(), c, ds, Load{Level: runlog.Level{RequestRate: 80, Burstiness: 1, NumPrompts: n}, Seed: 1}, liveHeap(b, 200_000, &live))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -212,19 +212,7 @@ func BenchmarkShareGPT100k(b *testing.B) {
 		// The live heap after a forced GC every 20,000 records: it must stay
 		// flat as the run goes on (GC time is excluded from the timing).
 		var live []float64
-		emitted := 0
-		res, err := Run(context.Background(), eng, ds, Load{Level: runlog.Level{RequestRate: 7, Burstiness: 1, NumPrompts: n}, Seed: 1}, func(r *runlog.Record) error {
-			emitted++
-			if emitted%20_000 == 0 {
-				b.StopTimer()
-				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				live = append(live, float64(ms.HeapAlloc)/(1<<20))
-				b.StartTimer()
-			}
-			return nil
-		})
+		res, err := Run(context.Background(), eng, ds, Load{Level: runlog.Level{RequestRate: 7, Burstiness: 1, NumPrompts: n}, Seed: 1}, liveHeap(b, 20_000, &live))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -235,5 +223,23 @@ func BenchmarkShareGPT100k(b *testing.B) {
 		b.ReportMetric(float64(res.Steps), "steps")
 		b.ReportMetric(live[0], "live-MiB@20k")
 		b.ReportMetric(live[len(live)-1], "live-MiB@100k")
+	}
+}
+
+// liveHeap is a benchmark's emit that samples the live heap (MiB) into
+// *live after a forced GC every every records, the timer stopped so the
+// GC is not timed: a run's memory must stay flat as it goes on.
+func liveHeap(b *testing.B, every int, live *[]float64) func(*runlog.Record) error {
+	emitted := 0
+	return func(*runlog.Record) error {
+		if emitted++; emitted%every == 0 {
+			b.StopTimer()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			*live = append(*live, float64(ms.HeapAlloc)/(1<<20))
+			b.StartTimer()
+		}
+		return nil
 	}
 }

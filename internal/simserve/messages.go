@@ -613,26 +613,21 @@ func (mw *messagesWire) piece(rs *response, d delivery, _ bool) bool {
 // others are its input's JSON text as input_json_delta.
 func (mw *messagesWire) appendCalls(dst []byte, rs *response, from, n int) []byte {
 	per := rs.p.callTokens
-	for t, end := from, from+n; t < end; {
-		ci, k := t/per, t%per
-		if ci >= len(rs.p.calls) {
-			break
-		}
-		stop := min(end, (ci+1)*per)
-		if k == 0 || mw.open != blockTool || mw.call != ci {
+	for pc := range callPieces(len(rs.p.calls), per, from, n) {
+		ci := pc.call
+		if pc.from == 0 || mw.open != blockTool || mw.call != ci {
 			dst = mw.appendOpen(dst, rs, blockTool, ci)
 		}
 		mark := len(dst)
 		dst = mw.appendDeltaHead(dst, "input_json_delta")
 		dst = append(dst, `,"partial_json":"`...)
 		body := len(dst)
-		dst = appendToolArgs(dst, &rs.p.calls[ci], true, rs.st.seq, ci*per, per, k, stop-ci*per)
+		dst = appendToolArgs(dst, &rs.p.calls[ci], true, rs.st.seq, ci*per, per, pc.from, pc.to)
 		if len(dst) == body {
 			dst = dst[:mark] // the name token: no input text yet
 		} else {
 			dst = closeEvent(append(dst, `"}}`...))
 		}
-		t = stop
 	}
 	return dst
 }

@@ -790,13 +790,9 @@ func (rw *responsesWire) piece(rs *response, d delivery, _ bool) bool {
 // others are its arguments' text.
 func (rw *responsesWire) appendCalls(dst []byte, rs *response, from, n int) []byte {
 	per := rs.p.callTokens
-	for t, end := from, from+n; t < end; {
-		ci, k := t/per, t%per
-		if ci >= len(rs.p.calls) {
-			break
-		}
-		stop := min(end, (ci+1)*per)
-		if k == 0 || rw.open != itemCall || rw.call != ci {
+	for pc := range callPieces(len(rs.p.calls), per, from, n) {
+		ci := pc.call
+		if pc.from == 0 || rw.open != itemCall || rw.call != ci {
 			dst = rw.appendOpen(dst, rs, itemCall, ci)
 		}
 		mark, seqNo := len(dst), rw.seqNo
@@ -804,13 +800,12 @@ func (rw *responsesWire) appendCalls(dst []byte, rs *response, from, n int) []by
 		dst = rw.appendItemRef(dst, rs, itemCall, ci)
 		dst = append(dst, `,"delta":"`...)
 		body := len(dst)
-		dst = appendToolArgs(dst, &rs.p.calls[ci], true, rs.st.seq, ci*per, per, k, stop-ci*per)
+		dst = appendToolArgs(dst, &rs.p.calls[ci], true, rs.st.seq, ci*per, per, pc.from, pc.to)
 		if len(dst) == body {
 			dst, rw.seqNo = dst[:mark], seqNo // the name token: no arguments yet
 		} else {
 			dst = closeObjEvent(append(dst, '"'))
 		}
-		t = stop
 	}
 	return dst
 }

@@ -3,6 +3,7 @@ package simserve
 import (
 	"encoding/json"
 	"errors"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -464,26 +465,45 @@ func appendToolArgs(dst []byte, c *toolCall, esc bool, seq uint64, c0, perCall, 
 // perCall tokens each: one entry per call the tokens touch, the first of a
 // call carrying its id and name.
 func appendToolDelta(dst []byte, calls []toolCall, seq uint64, perCall, from, n int) []byte {
-	for t, end := from, from+n; t < end; {
-		ci, k := t/perCall, t%perCall
-		if ci >= len(calls) {
-			break
-		}
-		stop := min(end, (ci+1)*perCall)
-		if t > from {
+	first := len(dst)
+	for pc := range callPieces(len(calls), perCall, from, n) {
+		if len(dst) > first {
 			dst = append(dst, ',')
 		}
-		c := &calls[ci]
-		if k == 0 {
+		c := &calls[pc.call]
+		if pc.from == 0 {
 			dst = append(dst, c.head...)
 		} else {
 			dst = append(dst, c.cont...)
 		}
-		dst = appendToolArgs(dst, c, true, seq, ci*perCall, perCall, k, stop-ci*perCall)
+		dst = appendToolArgs(dst, c, true, seq, pc.call*perCall, perCall, pc.from, pc.to)
 		dst = append(dst, `"}}`...)
-		t = stop
 	}
 	return dst
+}
+
+// callPiece is the part of one tool call that a run of output tokens
+// covers: call's tokens [from, to), counted within the call.
+type callPiece struct{ call, from, to int }
+
+// callPieces splits output tokens [from, from+n) of an answer of calls
+// tool calls, perCall tokens each, into the pieces of each call they
+// cover, in order; tokens past the last call are none. Every wire (chat,
+// Responses, Messages) streams an answer's calls piece by piece.
+func callPieces(calls, perCall, from, n int) iter.Seq[callPiece] {
+	return func(yield func(callPiece) bool) {
+		for t, end := from, from+n; t < end; {
+			ci := t / perCall
+			if ci >= calls {
+				return
+			}
+			stop := min(end, (ci+1)*perCall)
+			if !yield(callPiece{call: ci, from: t - ci*perCall, to: stop - ci*perCall}) {
+				return
+			}
+			t = stop
+		}
+	}
 }
 
 // wireToolCall is a tool call in a non-streamed answer's message.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/goodput/goodput/internal/redact"
@@ -360,35 +361,15 @@ func join(path, key string) string {
 // closest is the known word within two edits of w, if any.
 func closest(w string, known []string) string {
 	best, bestD := "", 3
+	if len(w) > 64 {
+		return "" // no known word is near a long one; keep the cost bounded
+	}
 	for _, k := range known {
-		if d := editDistance(strings.ToLower(w), k); d < bestD {
+		if d := levenshtein.ComputeDistance(strings.ToLower(w), k); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func (p *parser) str(e entry, field string) (string, error) {
