@@ -23,7 +23,7 @@ type gatewayFlags struct {
 	perClass                  bool
 	mix                       string
 	pools                     string
-	degradeAbove              int
+	degradeAbove              string
 	degrade                   string
 	smallModel                string
 	// small are the small-model replicas apply set up (indexes from 0).
@@ -36,7 +36,7 @@ func (g *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&g.perClass, "rate-limit-per-class", false, "give every priority class rate-limit buckets of its own (default: the classes share them)")
 	fs.StringVar(&g.mix, "priority-mix", "", "priority classes' shares of the requests, class 0 (interactive) first: 0.8,0.2 (each request's class drawn by a hash of its index); with --priority each replica schedules a lower class first")
 	fs.StringVar(&g.pools, "priority-pools", "", "a pool of replicas per priority class, class 0 first, as [NAME=]RANGE of replicas numbered from 1: interactive=1-6,batch=7-8")
-	fs.IntVar(&g.degradeAbove, "degrade-above", 0, "apply --degrade to requests arriving while more than N requests wait in their pool's queues (summed over its replicas)")
+	fs.StringVar(&g.degradeAbove, "degrade-above", "", "apply --degrade to requests arriving while more than N requests wait in their pool's queues (summed over its replicas), or with N/replica in every replica's own queue (default 0)")
 	fs.StringVar(&g.degrade, "degrade", "", "overload degradation above --degrade-above: max_tokens:N (cap the output), reasoning:N (cut hidden reasoning to N tokens) or small-model:RANGE (route to those replicas, numbered from 1)")
 	fs.StringVar(&g.smallModel, "small-model", "", "the model the small-model:RANGE replicas of --degrade run (default: the engine's --model)")
 }
@@ -44,7 +44,7 @@ func (g *gatewayFlags) register(fs *pflag.FlagSet) {
 // set reports whether any gateway flag was given.
 func (g *gatewayFlags) set() bool {
 	return g.rateLimit != "" || g.tokenRateLimit != "" || g.perClass || g.mix != "" || g.pools != "" || g.degrade != "" ||
-		g.degradeAbove != 0 || g.smallModel != ""
+		g.degradeAbove != "" || g.smallModel != ""
 }
 
 // apply puts the gateway the flags describe in front of *cc, the
@@ -82,17 +82,18 @@ func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) error {
 			gc.ClassPools = append(gc.ClassPools, k)
 		}
 	}
+	above, perReplica, err := parseDegradeAbove(g.degradeAbove)
 	switch {
-	case g.degradeAbove < 0:
-		return usagef("--degrade-above %d: want ≥ 0", g.degradeAbove)
-	case g.degrade == "" && g.degradeAbove != 0:
-		return usagef("--degrade-above %d: give --degrade, the action", g.degradeAbove)
+	case err != nil:
+		return usagef("--degrade-above %q: %v", g.degradeAbove, err)
+	case g.degrade == "" && g.degradeAbove != "":
+		return usagef("--degrade-above %s: give --degrade, the action", g.degradeAbove)
 	case g.degrade != "":
 		d, small, err := parseDegrade(g.degrade, n)
 		if err != nil {
 			return usagef("--degrade %q: %v", g.degrade, err)
 		}
-		d.Above = g.degradeAbove
+		d.Above, d.PerReplica = above, perReplica
 		if small != nil {
 			if d.Pool, err = addSmallPool(gc, small, n); err != nil {
 				return usagef("--degrade %q: %v", g.degrade, err)
@@ -233,6 +234,19 @@ func parseReplicaRange(s string, n int) ([]int, error) {
 		out = append(out, i-1)
 	}
 	return out, nil
+}
+
+// parseDegradeAbove parses --degrade-above's N or N/replica ("" is 0).
+func parseDegradeAbove(s string) (int, bool, error) {
+	if s == "" {
+		return 0, false, nil
+	}
+	num, per := strings.CutSuffix(s, "/replica")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return 0, false, errors.New("want N or N/replica, waiting requests N ≥ 0")
+	}
+	return n, per, nil
 }
 
 // parseDegrade parses --degrade's ACTION:VALUE; for small-model it also

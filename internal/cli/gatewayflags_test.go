@@ -45,7 +45,7 @@ func TestParseRate(t *testing.T) {
 func TestGatewayApply(t *testing.T) {
 	eng := sim.DefaultConfig()
 	cc := &cluster.Config{Replicas: []sim.Config{eng, eng, eng, eng}}
-	g := gatewayFlags{pools: "interactive=1-2,batch=3", degrade: "small-model:4", degradeAbove: 3, smallModel: "qwen2.5-7b"}
+	g := gatewayFlags{pools: "interactive=1-2,batch=3", degrade: "small-model:4", degradeAbove: "3/replica", smallModel: "qwen2.5-7b"}
 	if err := g.apply(&cc, eng); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestGatewayApply(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	if !slices.Equal(names, []string{"interactive", "batch", "small"}) || !slices.Equal(gc.Pools[0].Replicas, []int{0, 1}) ||
-		!slices.Equal(gc.ClassPools, []int{0, 1}) || gc.Degrade.Pool != 2 || gc.Degrade.Above != 3 || cc.Replicas[3].Model != "qwen2.5-7b" || cc.Replicas[2].Model != eng.Model {
+		!slices.Equal(gc.ClassPools, []int{0, 1}) || gc.Degrade.Pool != 2 || gc.Degrade.Above != 3 || !gc.Degrade.PerReplica || cc.Replicas[3].Model != "qwen2.5-7b" || cc.Replicas[2].Model != eng.Model {
 		t.Errorf("gateway %+v, degrade %+v", gc, gc.Degrade)
 	}
 	var one *cluster.Config
@@ -163,6 +163,21 @@ func FuzzParseDegrade(f *testing.F) {
 			}
 		default:
 			t.Fatalf("action %q from %q", d.Action, s)
+		}
+	})
+}
+
+func FuzzParseDegradeAbove(f *testing.F) {
+	for _, s := range []string{"", "8", "8/replica", "-1", "x/replica", "/replica"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, per, err := parseDegradeAbove(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || per && !strings.HasSuffix(s, "/replica") {
+			t.Fatalf("parseDegradeAbove(%q) = %d, %v", s, n, per)
 		}
 	})
 }

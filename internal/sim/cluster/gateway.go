@@ -83,10 +83,15 @@ const (
 
 // Degrade is overload degradation: a request arriving while more than
 // Above requests wait in its pool's queues (every replica's waiting
-// requests summed) is degraded by Action.
+// requests summed; with PerReplica, in every replica's queue) is degraded
+// by Action.
 type Degrade struct {
 	// Above is the threshold: degrade while waiting > Above (≥ 0).
 	Above int
+	// PerReplica applies Above to each replica's own queue: degrade when
+	// every replica of the pool has more than Above waiting, so whichever
+	// the router picks is over it.
+	PerReplica bool
 	// Action is DegradeMaxTokens, DegradeReasoning or DegradeSmallModel.
 	Action string
 	// Value is the output cap (max_tokens, ≥ 1) or the reasoning budget
@@ -381,7 +386,7 @@ func (g *Gateway) poolOf(c int) int {
 // nothing: not overloaded, or the action would change nothing).
 func (g *Gateway) degrade(k int, r *Request) (int, string) {
 	d := g.cfg.Degrade
-	if d == nil || g.pools[k].c.Snapshot().Waiting <= d.Above {
+	if d == nil || !g.overloaded(k, d) {
 		return k, ""
 	}
 	switch d.Action {
@@ -413,6 +418,20 @@ func (g *Gateway) degrade(k int, r *Request) (int, string) {
 		return d.Pool, d.Action
 	}
 	return k, d.Action
+}
+
+// overloaded reports whether pool k is over d's threshold.
+func (g *Gateway) overloaded(k int, d *Degrade) bool {
+	c := g.pools[k].c
+	if !d.PerReplica {
+		return c.Snapshot().Waiting > d.Above
+	}
+	for i := range c.reps {
+		if c.reps[i].eng.Snapshot().Waiting <= d.Above {
+			return false
+		}
+	}
+	return true
 }
 
 // Add admits r at now, or refuses it (its EventRejected comes at the next
@@ -669,7 +688,11 @@ func (gc GatewayConfig) String() string {
 		if d.Action == DegradeSmallModel {
 			v = "pool " + strconv.Itoa(d.Pool)
 		}
-		parts = append(parts, "degrade="+d.Action+":"+v+",above="+strconv.Itoa(d.Above))
+		above := strconv.Itoa(d.Above)
+		if d.PerReplica {
+			above += "/replica"
+		}
+		parts = append(parts, "degrade="+d.Action+":"+v+",above="+above)
 	}
 	if len(parts) == 0 {
 		return "none"

@@ -454,3 +454,30 @@ func BenchmarkGateway(b *testing.B) {
 		})
 	}
 }
+
+// TestDegradePerReplica: two replicas (round-robin), above 1 waiting per
+// replica. Requests added at one moment all wait; request k finds
+// ⌈(k-1)/2⌉ waiting on replica 1 and ⌊(k-1)/2⌋ on replica 2, so every
+// replica has more than 1 from the 5th on (2 and 2): r5, r6 degraded. The
+// summed threshold (above 1) would degrade from the 3rd.
+func TestDegradePerReplica(t *testing.T) {
+	for _, tt := range []struct {
+		per  bool
+		want []string
+	}{
+		{true, []string{"", "", "", "", "max_tokens", "max_tokens"}},
+		{false, []string{"", "", "max_tokens", "max_tokens", "max_tokens", "max_tokens"}},
+	} {
+		g := newGW(t, 2, sim.DefaultConfig(), GatewayConfig{Degrade: &Degrade{Above: 1, PerReplica: tt.per, Action: DegradeMaxTokens, Value: 4}})
+		var how []string
+		for k := 1; k <= 6; k++ {
+			if _, err := g.Add(0, req("r"+strconv.Itoa(k), 0, 64, 100, 0).req); err != nil {
+				t.Fatal(err)
+			}
+			how = append(how, g.LastDegraded())
+		}
+		if !slices.Equal(how, tt.want) {
+			t.Errorf("per replica %v: degraded %q; want %q", tt.per, how, tt.want)
+		}
+	}
+}
