@@ -160,6 +160,9 @@ type Gateway struct {
 type gwSlot struct{ pool, local int }
 
 // gwPool is one pool: its cluster and the global index of its replicas.
+// A pool is a *Cluster, not any fleet: merging the pools' clocks needs
+// each one's next end without delivering it (the end heap's top), which
+// Step alone cannot give.
 type gwPool struct {
 	c   *Cluster
 	idx []int
@@ -167,7 +170,10 @@ type gwPool struct {
 	// pass unchanged.
 	identity bool
 	// held: the pool's cluster already delivered the batches of heldAt,
-	// a moment after the one the gateway returned (kept until then).
+	// a moment after the one the gateway returned (kept until then). It
+	// happens only when one pool refuses a request at now while another's
+	// iteration ends at now+1 ns; a request routed to the held pool in
+	// that nanosecond sees it 1 ns ahead.
 	held   bool
 	heldAt int64
 	heldB  []Batch
