@@ -481,3 +481,100 @@ func TestDegradePerReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayEveryRequestEndsOnce: random gateways (pools, classes, rate
+// limits, degradation, engines refusing at once) over random workloads;
+// every request admitted ends exactly once — finished with its tokens, or
+// refused — and nothing is left in flight.
+func TestGatewayEveryRequestEndsOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	for trial := range 12 {
+		n := 1 + rng.IntN(5)
+		eng := sim.DefaultConfig()
+		if rng.IntN(2) == 0 {
+			eng.MaxWaiting = 1 + rng.IntN(4)
+		}
+		gc := GatewayConfig{PriorityQueues: rng.IntN(2) == 0, PerClass: rng.IntN(2) == 0}
+		if rng.IntN(2) == 0 {
+			gc.Requests = &Bucket{Rate: 5 + 50*rng.Float64(), Burst: float64(1 + rng.IntN(20))}
+		}
+		if rng.IntN(2) == 0 {
+			gc.Tokens = &Bucket{Rate: 2e4 + 1e5*rng.Float64(), Burst: 5e4}
+		}
+		if n > 1 && rng.IntN(2) == 0 {
+			cut := 1 + rng.IntN(n-1)
+			var a, b []int
+			for i := range n {
+				if i < cut {
+					a = append(a, i)
+				} else {
+					b = append(b, i)
+				}
+			}
+			gc.Pools = []Pool{{"a", a}, {"b", b}}
+			gc.ClassPools = []int{0, 1}
+		}
+		switch rng.IntN(4) {
+		case 0:
+			gc.Degrade = &Degrade{Above: rng.IntN(4), Action: DegradeMaxTokens, Value: 1 + rng.IntN(16)}
+		case 1:
+			gc.Degrade = &Degrade{Above: rng.IntN(4), PerReplica: true, Action: DegradeReasoning, Value: rng.IntN(8)}
+		case 2:
+			if len(gc.Pools) > 1 {
+				gc.Degrade = &Degrade{Above: rng.IntN(4), Action: DegradeSmallModel, Pool: 1}
+			}
+		}
+		g, err := NewGateway(Config{Replicas: replicas(n, eng), Router: Router{Policy: Policies[rng.IntN(len(Policies))]}, Gateway: &gc})
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		arr := workload(150, 20+200*rng.Float64(), uint64(trial))
+		for i := range arr {
+			arr[i].req.Priority = rng.IntN(3)
+		}
+		ends := map[string]int{}
+		var now int64
+		i := 0
+		for steps := 0; ; steps++ {
+			for i < len(arr) && arr[i].at <= now {
+				if _, err := g.Add(arr[i].at, arr[i].req); err != nil {
+					t.Fatalf("trial %d: %v", trial, err)
+				}
+				i++
+			}
+			until := int64(math.MaxInt64)
+			if i < len(arr) {
+				until = arr[i].at
+			}
+			end, bs := g.Step(now, until)
+			if end < now {
+				t.Fatalf("trial %d: time went back from %d to %d", trial, now, end)
+			}
+			for _, b := range bs {
+				if b.Replica < 0 || b.Replica > n {
+					t.Fatalf("trial %d: batch of replica %d", trial, b.Replica)
+				}
+				for _, ev := range b.Events {
+					if ev.Kind == sim.EventFinished || ev.Kind == sim.EventRejected {
+						ends[ev.ID]++
+					}
+				}
+			}
+			if end == now && len(bs) == 0 {
+				if i == len(arr) {
+					break
+				}
+				end = arr[i].at
+			}
+			now = end
+		}
+		if g.Busy() || len(ends) != len(arr) {
+			t.Fatalf("trial %d: %d of %d requests ended, busy %v", trial, len(ends), len(arr), g.Busy())
+		}
+		for id, k := range ends {
+			if k != 1 {
+				t.Fatalf("trial %d: %s ended %d times", trial, id, k)
+			}
+		}
+	}
+}
