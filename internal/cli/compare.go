@@ -87,47 +87,18 @@ that do not parse or hold a value out of range, each named in a warning;
 	return cmd
 }
 
-// loadedRun is one side as read from its file.
-type loadedRun struct {
-	run  compare.Run
-	side report.CompareSide
-}
-
-func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (loadedRun, error) {
+// loadRun reads one side of the comparison from its file.
+func loadRun(env Env, name string, so stats.Options, o *CompareOptions) (run.CompareSide, error) {
 	f, err := os.Open(resolve(env, name))
 	if err != nil {
-		return loadedRun{}, err
+		return run.CompareSide{}, err
 	}
 	defer f.Close()
-	in, warns, err := report.ReadInput(f, name, o.Read)
-	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
+	side, err := run.ReadCompareSide(f, name, so, o.Read, o.Force, warner(env))
+	if errors.Is(err, runlog.ErrIncompatible) {
+		return side, mergeError(err)
 	}
-	if err != nil {
-		return loadedRun{}, readError(err, o.Read)
-	}
-	if in.Result != nil {
-		return loadedRun{run: compare.Run{Name: name, Figures: report.Figures(in.Result)}}, nil
-	}
-	meta, recs := in.Records[0].Meta, in.Records[0].Records
-	if len(in.Records) > 1 {
-		// --merge: the file's runs, each on its own clock, as one side.
-		var warns []string
-		meta, recs, warns, err = runlog.Merge(in.Records, o.Force)
-		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
-		}
-		if errors.Is(err, runlog.ErrIncompatible) {
-			return loadedRun{}, mergeError(err)
-		}
-		if err != nil {
-			return loadedRun{}, err
-		}
-	}
-	return loadedRun{
-		run:  compare.Run{Name: name, Records: recs, Meta: meta},
-		side: report.CompareSide{Meta: meta, Records: recs, Levels: report.SummarizeLevels(meta, recs, so)},
-	}, nil
+	return side, readError(err, o.Read)
 }
 
 func runCompare(_ context.Context, env Env, o *CompareOptions) error {
@@ -171,7 +142,7 @@ func runCompare(_ context.Context, env Env, o *CompareOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := compare.Compare(a.run, b.run, compare.Options{
+	c, err := compare.Compare(a.Run, b.Run, compare.Options{
 		SLO: slo, Percentiles: ps, Metrics: ms, Resamples: o.Resamples, Confidence: o.Confidence, Seed: o.Seed,
 		ReadingSpeed: time.Duration(o.ReadingSpeedMs * float64(time.Millisecond)), SessionSLO: sessionSLO,
 	})
@@ -182,7 +153,7 @@ func runCompare(_ context.Context, env Env, o *CompareOptions) error {
 		return err
 	}
 	if o.HTML != "" {
-		in := report.CompareHTMLInput{Comparison: c, A: a.side, B: b.side, Generated: env.Now()}
+		in := report.CompareHTMLInput{Comparison: c, A: a.Report, B: b.Report, Generated: env.Now()}
 		var output run.Output
 		if err := output.WriteFile(resolve(env, o.HTML), func(b *bytes.Buffer) error { return report.CompareHTML(b, in) }); err != nil {
 			return fmt.Errorf("--html: %w", err)

@@ -2,15 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/stats"
 )
 
 // outputs is what a finished run prints and saves, from its flags.
@@ -72,7 +68,7 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	if res.Interrupted {
 		return interruptedError{o.interrupted(res)}
 	}
-	if err := allFailed(res); err != nil {
+	if err := res.AllFailed(); err != nil {
 		return err
 	}
 	return checkGate(o.gate, doc)
@@ -90,42 +86,12 @@ func writeHTML(env Env, output run.Output, path string, res *run.Result, title s
 
 // checkGate applies --fail-if to the result JSON.
 func checkGate(g gate.Gate, doc []byte) error {
-	if len(g.Conds) == 0 {
-		return nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil {
+	failed, err := g.CheckJSON(doc)
+	if err != nil {
 		return fmt.Errorf("--fail-if: %w", err)
 	}
-	if failed := g.Check(m); len(failed) > 0 {
+	if len(failed) > 0 {
 		return &GateError{Failed: failed}
 	}
 	return nil
-}
-
-// allFailed is a run error when not one measured request of any level
-// succeeded: the numbers above then describe failures, not the server.
-func allFailed(res *run.Result) error {
-	if len(res.Levels) == 0 {
-		return nil
-	}
-	for _, l := range res.Levels {
-		if l.Summary.Completed > 0 {
-			return nil
-		}
-	}
-	return allFailedSummary(&res.Levels[0].Summary)
-}
-
-func allFailedSummary(s *stats.Summary) error {
-	if s.Completed > 0 || s.Failed == 0 {
-		return nil
-	}
-	classes := make([]string, 0, len(s.Failures))
-	for _, c := range runlog.ErrorClasses {
-		if n := s.Failures[c]; n > 0 {
-			classes = append(classes, fmt.Sprintf("%s %d", c, n))
-		}
-	}
-	return fmt.Errorf("all %d requests failed (%s)", s.Failed, strings.Join(classes, ", "))
 }

@@ -308,13 +308,17 @@ type loadFlags struct {
 	// retries of failed requests (bench and sweep).
 	Retries      int
 	RetryBackoff string
+	// RetryIgnoreRetryAfter is --retry-ignore-retry-after: an aggressive
+	// client that waits only its backoff.
+	RetryIgnoreRetryAfter bool
 }
 
 // registerRetry adds the client-retry flags (bench and sweep, over the
 // wire).
 func (l *loadFlags) registerRetry(fs *pflag.FlagSet) {
 	fs.IntVar(&l.Retries, "retries", 0, "retry a request that failed with 429, 5xx, a timeout or a reset connection up to this many times, as client SDKs do (each attempt is a record; 0: none)")
-	fs.StringVar(&l.RetryBackoff, "retry-backoff", "exponential:500ms,8s,full", "wait before each retry: exponential:BASE,CAP[,none|full|equal] (jitter) or constant:WAIT; never shorter than the answer's Retry-After")
+	fs.StringVar(&l.RetryBackoff, "retry-backoff", "exponential:500ms,8s,full", "wait before each retry: exponential:BASE,CAP[,none|full|equal] (jitter) or constant:WAIT; never shorter than the answer's Retry-After (unless --retry-ignore-retry-after)")
+	fs.BoolVar(&l.RetryIgnoreRetryAfter, "retry-ignore-retry-after", false, "wait only the --retry-backoff before a retry, however long the answer's Retry-After: an aggressive client (with constant:0 it hammers, as in a retry storm)")
 }
 
 // retry checks the retry flags; nil means no retries.
@@ -327,9 +331,13 @@ func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
 		return nil, usagef("--retry-backoff %v", err)
 	}
 	if l.Retries == 0 {
+		if l.RetryIgnoreRetryAfter {
+			return nil, usagef("--retry-ignore-retry-after needs --retries")
+		}
 		return nil, nil
 	}
 	p.Max = l.Retries
+	p.IgnoreRetryAfter = l.RetryIgnoreRetryAfter
 	return &p, nil
 }
 
@@ -576,7 +584,7 @@ func parseKV(flag string, kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, usagef("%s %q: want KEY=VALUE", flag, kv)
+			return nil, flagUsagef(flag, "%s %q: want KEY=VALUE", flag, kv)
 		}
 		m[strings.TrimSpace(k)] = v
 	}

@@ -24,37 +24,11 @@ import (
 // jobIndexEnv is where a Kubernetes Indexed Job gives each pod its index.
 const jobIndexEnv = "JOB_COMPLETION_INDEX"
 
-// parseShard parses --shard's I/N: shard I, counted from 0, of N ≥ 1.
-func parseShard(s string) (index, count int, err error) {
-	bad := func(why string) (int, int, error) {
-		return 0, 0, usagef("--shard %q: %s", s, why)
-	}
-	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		return bad("want I/N, shard I (from 0) of N, e.g. 0/4")
-	}
-	index, err1 := strconv.Atoi(strings.TrimSpace(a))
-	count, err2 := strconv.Atoi(strings.TrimSpace(b))
-	switch {
-	case err1 != nil || err2 != nil:
-		return bad("want I/N with whole numbers, e.g. 0/4")
-	case count < 1 || count > maxShardCount:
-		return bad(fmt.Sprintf("want 1 to %d shards", maxShardCount))
-	case index < 0 || index >= count:
-		return bad(fmt.Sprintf("the index counts from 0: want 0 to %d", count-1))
-	}
-	return index, count, nil
-}
-
-// maxShardCount is run's bound on shards.
-const maxShardCount = 10000
-
-// parseStartAt parses --start-at: an RFC 3339 instant, fractional seconds
-// allowed, with its zone (Z or ±hh:mm).
+// parseStartAt parses --start-at (run.ParseStartAt), naming the flag.
 func parseStartAt(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+	t, err := run.ParseStartAt(s)
 	if err != nil {
-		return time.Time{}, usagef("--start-at %q: want an RFC 3339 instant with its zone, e.g. 2026-12-01T10:00:00Z", s)
+		return time.Time{}, usagef("--start-at %q: %v", s, err)
 	}
 	return t, nil
 }
@@ -68,14 +42,14 @@ func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
 	case l.Shard != "" && l.Shards != 0:
 		return nil, time.Time{}, usagef("--shard %s and --shards %d: give one (--shards takes the index from %s)", l.Shard, l.Shards, jobIndexEnv)
 	case l.Shard != "":
-		i, n, err := parseShard(l.Shard)
+		i, n, err := run.ParseShard(l.Shard)
 		if err != nil {
-			return nil, time.Time{}, err
+			return nil, time.Time{}, usagef("--shard %q: %v", l.Shard, err)
 		}
 		sh = &run.Shard{Index: i, Count: n}
 	case l.Shards != 0:
-		if l.Shards < 1 || l.Shards > maxShardCount {
-			return nil, time.Time{}, usagef("--shards %d: want 1 to %d", l.Shards, maxShardCount)
+		if l.Shards < 1 || l.Shards > run.MaxShards {
+			return nil, time.Time{}, usagef("--shards %d: want 1 to %d", l.Shards, run.MaxShards)
 		}
 		v := ""
 		if env.Getenv != nil {
@@ -233,15 +207,12 @@ shards' Job is complete. Report's own flags go after --.`,
 	return cmd
 }
 
-// benchOwned are bench's flags the Job sets itself.
-var benchOwned = []string{"base-url", "host", "port", "shard", "shards", "start-at", "rendezvous", "records"}
-
 // writeK8sJob checks the options, bench's flags with them, and writes the
 // shards' manifests to env.Stdout.
 func writeK8sJob(env Env, o *K8sJobOptions) error {
 	switch {
-	case o.Shards < 1 || o.Shards > maxShardCount:
-		return usagef("--shards %d: want 1 to %d pods", o.Shards, maxShardCount)
+	case o.Shards < 1 || o.Shards > run.MaxShards:
+		return usagef("--shards %d: want 1 to %d pods", o.Shards, run.MaxShards)
 	case o.BaseURL == "":
 		return usagef("--base-url: give the server's root URL as the pods reach it (the embedded simulator runs in no pod)")
 	case !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://"):
@@ -273,7 +244,7 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 	if rest := bc.Flags().Args(); len(rest) > 0 && len(bo.out.Goodput) == 0 {
 		return usagef("after --: unexpected argument %q (bench takes flags only)", rest[0])
 	}
-	for _, f := range benchOwned {
+	for _, f := range k8s.BenchOwned {
 		if bc.Flags().Changed(f) {
 			return usagef("after --: --%s is the Job's to set (give goodput k8s job --base-url, --shards, --start-at, --records-claim)", f)
 		}
@@ -281,15 +252,16 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 	if tok := bo.work.o.Tokenizer; tok != "" && !strings.HasPrefix(tok, "tiktoken:") {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
-	bench := o.Bench
 	path := bo.work.o.DatasetPath
+	pods := k8s.BenchRun{Name: o.Name, Port: o.Port, Shards: o.Shards, BaseURL: o.BaseURL, StartAt: o.StartAt,
+		RecordsClaim: o.RecordsClaim, Quiet: bo.out.Quiet, Bench: o.Bench}
 	if path != "" {
 		b, err := os.ReadFile(resolve(env, path))
 		if err != nil {
 			return usagef("--dataset-path %s: %v (the file goes into a ConfigMap)", path, err)
 		}
 		spec.Workload = &k8s.File{Name: filepath.Base(path), Data: b}
-		bench = withDatasetPath(bench, k8s.WorkloadPath(spec.Workload.Name))
+		pods.Dataset = k8s.WorkloadPath(spec.Workload.Name)
 	}
 	if o.APIKeySecret != "" {
 		// Without a '/' the key is empty, which the Job refuses.
@@ -297,7 +269,7 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 		spec.APIKey = &k8s.SecretKey{Name: name, Key: key}
 		spec.APIKeyEnv = bo.target.keyEnv()
 	}
-	spec.Args = k8sBenchArgs(o, bo, bench)
+	spec.Args = k8s.BenchArgs(pods)
 	docs, err := k8s.Job(spec)
 	if err != nil {
 		return k8sFlagError(err, o.APIKeySecret, path)
@@ -306,51 +278,10 @@ func writeK8sJob(env Env, o *K8sJobOptions) error {
 	return k8s.Write(env.Stdout, head, docs)
 }
 
-// k8sBenchArgs are the pods' arguments: bench against the target as shard
-// $JOB_COMPLETION_INDEX of o.Shards (--shards), started at the rendezvous
-// or at --start-at, its records on the claim or in the pod's log, then
-// bench's own flags (dataset path rewritten to the pods' mount).
-func k8sBenchArgs(o *K8sJobOptions, bo *BenchOptions, bench []string) []string {
-	args := []string{"bench", "--base-url", o.BaseURL, "--shards", strconv.Itoa(o.Shards)}
-	if o.StartAt != "" {
-		args = append(args, "--start-at", o.StartAt)
-	} else {
-		args = append(args, "--rendezvous", k8s.Rendezvous(o.Name, o.Port))
-	}
-	if o.RecordsClaim != "" {
-		args = append(args, "--records", k8s.ShardRecords(k8s.ShardIndexRef))
-	} else {
-		// The records are the pod's output; the summary and notes that
-		// share the log are skipped when read (--skip-bad-lines).
-		args = append(args, "--records", "/dev/stdout", "--overwrite")
-	}
-	if !bo.out.Quiet {
-		args = append(args, "--quiet")
-	}
-	return append(args, bench...)
-}
-
-// withDatasetPath returns a copy of bench's flags with --dataset-path's
-// value replaced by in, where the pods read the file.
-func withDatasetPath(bench []string, in string) []string {
-	out := make([]string, len(bench))
-	copy(out, bench)
-	for i := 0; i < len(out); i++ {
-		switch a := out[i]; {
-		case a == "--dataset-path" && i+1 < len(out):
-			out[i+1] = in
-			i++
-		case strings.HasPrefix(a, "--dataset-path="):
-			out[i] = "--dataset-path=" + in
-		}
-	}
-	return out
-}
-
 // writeK8sCollect writes the Job that merges the shards' records.
 func writeK8sCollect(env Env, o *K8sCollectOptions) error {
-	if o.Shards < 1 || o.Shards > maxShardCount {
-		return usagef("--shards %d: want 1 to %d", o.Shards, maxShardCount)
+	if o.Shards < 1 || o.Shards > run.MaxShards {
+		return usagef("--shards %d: want 1 to %d", o.Shards, run.MaxShards)
 	}
 	spec := k8s.CollectSpec{Name: o.Name, Namespace: o.Namespace, Shards: o.Shards, Image: o.Image, RecordsClaim: o.RecordsClaim}
 	// The Job's own fields first, so that a bad one fails before report's
@@ -368,12 +299,7 @@ func writeK8sCollect(env Env, o *K8sCollectOptions) error {
 	if rc.Flags().Changed("json") {
 		return usagef("after --: --json is the Job's to set (%s)", k8s.MergedPath)
 	}
-	args := []string{"report"}
-	for i := range o.Shards {
-		args = append(args, k8s.ShardRecords(strconv.Itoa(i)))
-	}
-	args = append(args, "--json", k8s.MergedPath)
-	spec.Args = append(args, o.Report...)
+	spec.Args = k8s.CollectArgs(o.Shards, o.Report)
 	docs, err := k8s.Collect(spec)
 	if err != nil {
 		return k8sFlagError(err, "", "")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -217,8 +217,8 @@ durations and never spans the idle time between them.`,
 	fs.StringVar(&o.HTML, "html", "", "write a self-contained HTML report to this file")
 	fs.StringVar(&o.JSON, "json", "", "write the result JSON (vLLM's keys) to this file; for several levels one object holding each level's (\"levels\") and, for a sweep, its verdict (\"sweep\")")
 	fs.StringVar(&o.Title, "title", "", "title of the HTML report")
-	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
-	fs.StringVar(&o.SessionGoodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
+	registerReadingSpeed(fs, &o.ReadingSpeedMs)
+	registerSessionGoodput(fs, &o.SessionGoodput)
 	return cmd
 }
 
@@ -250,26 +250,22 @@ func mergeError(err error) error {
 	return usageError{fmt.Errorf("%w; use --force to merge them anyway", err)}
 }
 
-// readRecordsFiles reads every file, naming the file in errors; a file of
-// several runs gives one RecordsFile per run (with --merge).
+// readRecordsFiles reads every file (run.ReadRecordsFiles), naming the
+// file in errors; a file of several runs gives one RecordsFile per run
+// (with --merge).
 func readRecordsFiles(env Env, names []string, o runlog.ReadOptions) ([]runlog.RecordsFile, error) {
-	var files []runlog.RecordsFile
-	for _, name := range names {
-		f, err := os.Open(resolve(env, name))
-		if err != nil {
-			return nil, fmt.Errorf("records file: %w", err)
-		}
-		rfs, warns, err := runlog.ReadRecordsFile(f, name, o)
-		f.Close()
-		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
-		}
-		if err != nil {
-			return nil, readError(err, o)
-		}
-		files = append(files, rfs...)
-	}
-	return files, nil
+	files, err := run.ReadRecordsFiles(opener(env), names, o, warner(env))
+	return files, readError(err, o)
+}
+
+// opener opens the files a user names, relative to env.Dir.
+func opener(env Env) run.Opener {
+	return func(name string) (io.ReadCloser, error) { return os.Open(resolve(env, name)) }
+}
+
+// warner prints a reading's warnings.
+func warner(env Env) func(string) {
+	return func(w string) { fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w) }
 }
 
 func runReport(_ context.Context, env Env, o *ReportOptions) error {
@@ -284,24 +280,16 @@ func runReport(_ context.Context, env Env, o *ReportOptions) error {
 	default:
 		return usagef("--per-request %q: want csv or jsonl", o.PerRequest)
 	}
-	files, err := readRecordsFiles(env, o.Files, o.Read)
-	if err != nil {
-		return err
-	}
-	meta, recs, warns, err := runlog.Merge(files, o.Force)
-	for _, w := range warns {
-		fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w)
-	}
+	m, err := run.ReadMerged(opener(env), o.Files, o.Read, o.Force, warner(env))
 	if errors.Is(err, runlog.ErrIncompatible) {
 		return mergeError(err)
 	}
 	if err != nil {
-		return err
+		return readError(err, o.Read)
 	}
-	if o.scrapes, err = runlog.MergeScrapes(files); err != nil {
-		return err
-	}
-	res, err := o.Analyze(meta, recs)
+	o.scrapes = m.Scrapes
+	recs := m.Records
+	res, err := o.Analyze(m.Meta, recs)
 	if err != nil {
 		return err
 	}
@@ -366,34 +354,14 @@ func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.R
 	if err != nil {
 		return nil, err
 	}
-	so, speed := flags, o.ReadingSpeedMs
-	if meta != nil && meta.Analysis != nil {
-		stored, storedSpeed, err := run.StoredOptions(meta)
-		if err != nil {
-			return nil, err
-		}
-		so = stored
-		if o.changed("goodput") || o.changed("slo-preset") || len(o.sloWords) > 0 {
-			so.SLO = flags.SLO
-		}
-		if o.changed("percentile-metrics") {
-			so.Metrics = flags.Metrics
-		}
-		if o.changed("metric-percentiles") {
-			so.Percentiles = flags.Percentiles
-		}
-		if o.changed("buckets") {
-			so.Buckets = flags.Buckets
-		}
-		if storedSpeed > 0 && !o.changed("reading-speed-ms") {
-			speed = storedSpeed
-		}
-	}
-	if meta != nil && meta.NoStream {
+	so, speed, err := run.Given{Stats: flags, ReadingSpeedMs: o.ReadingSpeedMs,
+		SLOSet:     o.changed("goodput") || o.changed("slo-preset") || len(o.sloWords) > 0,
+		MetricsSet: o.changed("percentile-metrics"), PercentilesSet: o.changed("metric-percentiles"),
+		BucketsSet: o.changed("buckets"), ReadingSpeedSet: o.changed("reading-speed-ms"),
+	}.Settle(meta)
+	if err != nil {
 		// Not streamed: only E2E and response time were measured.
-		if err := noStreamStats(&so, o.changed("percentile-metrics"), "a run of whole answers"); err != nil {
-			return nil, err
-		}
+		return nil, wholeAnswersError(err, "a run of whole answers")
 	}
 	ao := run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: o.scrapes}
 	if o.changed("gpu-cost-per-hour") || o.changed("num-gpus") {

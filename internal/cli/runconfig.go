@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -161,7 +160,7 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	if strings.TrimSpace(t.ExtraBody) != "" {
 		var body map[string]any
 		if err := json.Unmarshal([]byte(t.ExtraBody), &body); err != nil {
-			return run.Target{}, usagef("--extra-body: not a JSON object: %v", err)
+			return run.Target{}, flagUsagef("--extra-body", "--extra-body: not a JSON object: %v", err)
 		}
 		maps.Copy(extra, body)
 	}
@@ -230,6 +229,22 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 			return c, nil
 		},
 	}, nil
+}
+
+// flagUsage is a usage error of one flag's value, naming the flag, so
+// that a command filling the flag from elsewhere (watch, from its config)
+// can tell which it was.
+type flagUsage struct {
+	flag string
+	err  error // a usageError, its line naming the flag
+}
+
+func (e *flagUsage) Error() string { return e.err.Error() }
+func (e *flagUsage) Unwrap() error { return e.err }
+
+// flagUsagef is usagef for a flag's value.
+func flagUsagef(flag, format string, args ...any) error {
+	return &flagUsage{flag: flag, err: usagef(format, args...)}
 }
 
 // modelFlag names the flag that gave the request's model id.
@@ -339,34 +354,22 @@ func (t *targetFlags) wholeAnswers() string {
 	return ""
 }
 
-// noStreamStats fits the summary to whole answers (why names their
-// cause: --no-stream, an embeddings backend), where only E2E (and
-// response time) is measured: the streaming metrics are dropped rather than
-// reported from the one chunk a whole answer makes (TTFT would equal E2E,
-// TPOT be 0). Asking for them, or for an SLO on them, is a usage error.
+// noStreamStats fits the summary to whole answers (run.WholeAnswers;
+// why names their cause: --no-stream, an embeddings backend).
 func noStreamStats(so *stats.Options, metricsSet bool, why string) error {
-	streaming := []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricITL, stats.MetricTTP}
-	for i, limit := range []time.Duration{so.SLO.TTFT, so.SLO.TPOT, so.SLO.TTP} {
-		if limit > 0 {
-			return usagef("--goodput %s: %s measures E2E only (use e2el)", []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricTTP}[i], why)
-		}
+	return wholeAnswersError(run.WholeAnswers(so, metricsSet), why)
+}
+
+// wholeAnswersError makes a *run.NoStreamError a usage error naming the
+// flag that asked for a streaming metric of whole answers (why: their
+// cause); other errors pass as they are.
+func wholeAnswersError(err error, why string) error {
+	var ne *run.NoStreamError
+	switch {
+	case !errors.As(err, &ne):
+		return err
+	case ne.SLO:
+		return usagef("--goodput %s: %s measures E2E only (use e2el)", ne.Metric, why)
 	}
-	ms := so.Metrics
-	if ms == nil {
-		ms = stats.AllMetrics
-	}
-	var kept []string
-	for _, m := range ms {
-		switch {
-		case !slices.Contains(streaming, m):
-			kept = append(kept, m)
-		case metricsSet:
-			return usagef("--percentile-metrics %s: %s measures E2E only (e2el, response)", m, why)
-		}
-	}
-	if len(kept) == 0 {
-		kept = []string{stats.MetricE2E}
-	}
-	so.Metrics = kept
-	return nil
+	return usagef("--percentile-metrics %s: %s measures E2E only (e2el, response)", ne.Metric, why)
 }

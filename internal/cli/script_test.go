@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,8 +37,22 @@ func TestScripts(t *testing.T) {
 			e.Setenv("NO_COLOR", "1")
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": cmdStatus},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": cmdStatus, "freeport": cmdFreePort},
 	})
+}
+
+// cmdFreePort runs "freeport VAR": VAR names a loopback port free a
+// moment ago, for a script that starts a server in the background and
+// must know its address (a fixed port may be taken on a shared machine).
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport VAR")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	port := l.Addr().(*net.TCPAddr).Port
+	ts.Check(l.Close())
+	ts.Setenv(args[0], strconv.Itoa(port))
 }
 
 // cmdStatus runs "status CODE PROG ARGS..." and asserts the exit code, so a

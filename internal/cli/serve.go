@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
 )
 
@@ -28,6 +30,9 @@ type ServeOptions struct {
 	// SlowdownAfter is how long after the start the slowdown begins; 0
 	// means at once.
 	SlowdownAfter time.Duration
+	// cluster is --replicas/--router or --data-parallel-size: several
+	// copies of Engine behind one port.
+	cluster clusterFlags
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -45,10 +50,20 @@ computes, so any benchmark client sees a GPU-less stand-in for vLLM.
 To degrade the simulated vendor on purpose, --slowdown F stretches every
 engine iteration F times (TTFT, TPOT and E2E all grow), from the start or
 --slowdown-after a while; POST /goodput/slowdown?factor=F changes it live
-(1 restores full speed).`,
+(1 restores full speed).
+
+--replicas N serves N copies of the engine behind one port, spread by
+--router (as goodput sim runs them, in one virtual time, here on the wall
+clock); --data-parallel-size N is vLLM's spelling, its DP load balancer in
+front. /metrics then has every vLLM series once per replica, labelled
+engine="0".."N-1" (sum by model_name for the fleet), and each answer names
+its replica in the X-Goodput-Replica header; --router session-affinity
+keeps the requests of one X-Session-Id header value on one replica.`,
 		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
   goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
-  goodput serve --slowdown-after 5m --slowdown 3`,
+  goodput serve --slowdown-after 5m --slowdown 3
+  goodput serve --replicas 4 --router least-outstanding
+  goodput serve --model qwen3-30b-a3b --data-parallel-size 2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
 	}
@@ -60,6 +75,7 @@ engine iteration F times (TTFT, TPOT and E2E all grow), from the start or
 	fs.Float64Var(&o.Slowdown, "slowdown", 0, "stretch every engine iteration by this factor (3: three times as slow), from --slowdown-after on; 0: none")
 	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")
 	registerEngineFlags(fs, &o.Engine)
+	o.cluster.register(fs)
 	return cmd
 }
 
@@ -76,21 +92,58 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	case o.SlowdownAfter > 0 && o.Slowdown == 0:
 		return usagef("--slowdown-after %v: needs --slowdown FACTOR", o.SlowdownAfter)
 	}
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := simserve.New(o.Engine, simserve.Options{ServedModelName: o.ServedModelName, Logger: log,
-		Slowdown: o.Slowdown, SlowdownAfter: o.SlowdownAfter})
+	fleet, err := o.cluster.config(o.Engine)
 	if err != nil {
-		return flagError(err, "--model")
+		return err
+	}
+	if fleet != nil && o.Slowdown != 0 {
+		return usagef("--slowdown %v: not supported with several replicas (each keeps its own schedule)", o.Slowdown)
+	}
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opt := simserve.Options{ServedModelName: o.ServedModelName, Logger: log,
+		Slowdown: o.Slowdown, SlowdownAfter: o.SlowdownAfter}
+	var srv *simserve.Server
+	if fleet == nil {
+		srv, err = simserve.New(o.Engine, opt)
+	} else {
+		srv, err = simserve.NewFleet(*fleet, opt)
+	}
+	if err != nil {
+		return flagError(serveClusterError(err), "--model")
 	}
 	url, stop, err := srv.Start(ctx, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", run.DescribeEngine(srv.Describe()), srv.Model(), url)
+	what := run.DescribeEngine(srv.Describe())
+	if n := srv.Replicas(); n > 1 {
+		what = fmt.Sprintf("%d replicas of %s", n, what)
+	}
+	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", what, srv.Model(), url)
 	if o.Slowdown != 0 && o.Slowdown != 1 {
 		fmt.Fprintf(env.Stderr, "goodput: every engine iteration runs %v× as long from %v after the start (POST %s/goodput/slowdown?factor=1 restores full speed)\n",
 			o.Slowdown, o.SlowdownAfter, url)
 	}
 	<-ctx.Done()
 	return stop()
+}
+
+// serveClusterError names --replicas, --router or --enable-expert-parallel
+// for a cluster setting NewFleet refused (a replica's engine setting is
+// left to the engine flags' map: every replica has the same).
+func serveClusterError(err error) error {
+	var ce *cluster.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if ce.Replica >= 0 {
+		return ce.Err
+	}
+	switch ce.Field {
+	case "Replicas":
+		return usagef("--replicas: %v", ce.Err)
+	case "ExpertParallel":
+		return usagef("--enable-expert-parallel: %v", ce.Err)
+	}
+	return usagef("--router: %v", ce.Err)
 }

@@ -50,7 +50,13 @@ func (s *sessionFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&s.ToolShare, "tool-share", 0, "synthetic conversations: share of turns in which the model calls tools")
 	fs.StringVar(&s.ToolCalls, "tool-calls", "", "synthetic conversations: tool calls in a turn that calls tools, a distribution (default fixed:1)")
 	fs.StringSliceVar(&s.Tools, "tools", nil, "synthetic conversations: the tools the sessions declare, comma-separated (default tool)")
-	fs.StringVar(&s.Goodput, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
+	registerSessionGoodput(fs, &s.Goodput)
+}
+
+// registerSessionGoodput adds --session-goodput, the session SLO, as bench
+// and report name it.
+func registerSessionGoodput(fs *pflag.FlagSet, spec *string) {
+	fs.StringVar(spec, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
 }
 
 // notSessions refuses a session workload where sessions do not run yet.
@@ -103,18 +109,14 @@ func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlag
 			return nil, slo, usagef("--tokenizer: %v", err)
 		}
 	}
+	mooncake := strings.EqualFold(w.DatasetName, "mooncake-sessions")
 	var set workload.SessionSet
 	switch {
-	case strings.EqualFold(w.DatasetName, "mooncake-sessions"):
-		if path == "" {
-			return nil, slo, usagef("--dataset-name mooncake-sessions needs --dataset-path (the Mooncake conversation trace)")
-		}
-		set, _, err = workload.LoadMooncakeSessions(path, workload.MooncakeSessionsConfig{NumSessions: s.NumSessions})
-	case path != "" && strings.HasSuffix(strings.ToLower(path), ".jsonl"):
-		set, err = workload.LoadSessionsJSONL(path, workload.SessionJSONLConfig{NumSessions: s.NumSessions, Tokenizer: tok})
+	case mooncake && path == "":
+		return nil, slo, usagef("--dataset-name mooncake-sessions needs --dataset-path (the Mooncake conversation trace)")
 	case path != "":
-		set, err = workload.LoadShareGPTSessions(path, workload.ShareGPTSessionsConfig{NumSessions: s.NumSessions, Seed: seed,
-			NoShuffle: w.NoShuffle, Tokenizer: tok})
+		set, err = workload.LoadSessionFile(workload.SessionFile{Path: path, Mooncake: mooncake, NumSessions: s.NumSessions,
+			Seed: seed, NoShuffle: w.NoShuffle, Tokenizer: tok})
 	default:
 		set, err = s.conversations(w, seed)
 	}

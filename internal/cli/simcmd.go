@@ -35,7 +35,12 @@ type SimOptions struct {
 	// scrapeInterval samples the engine's state as a scraper of its
 	// /metrics would (0: not).
 	scrapeInterval time.Duration
-	args           []string
+	// timeout is --timeout, the client's limit on a whole request in
+	// virtual time (0: none), and ignoresDisconnect
+	// --server-ignores-disconnect: a timed-out request runs on.
+	timeout           time.Duration
+	ignoresDisconnect bool
+	args              []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -69,6 +74,8 @@ times per request) and the same report as bench, deterministically for a seed.`,
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
 		o.load.registerRetry(fs)
+		fs.DurationVar(&o.timeout, "timeout", 0, "limit on a whole request in virtual time, as bench's --timeout: a request not finished by then fails as a timeout (retried under --retries) and the engine drops it (0: none)")
+		fs.BoolVar(&o.ignoresDisconnect, "server-ignores-disconnect", false, "with --timeout, leave a timed-out request running on the engine, as a server that does not notice the client left: wasted work that feeds a retry storm")
 	})
 	group(fs, "Gateway flags", o.gateway.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
@@ -113,6 +120,13 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	cfg.Sessions, cfg.SessionSLO = sessions, sessionSLO
 	switch {
+	case o.timeout < 0:
+		return nil, usagef("--timeout %v: want ≥ 0 (0: none)", o.timeout)
+	case o.ignoresDisconnect && o.timeout == 0:
+		return nil, usagef("--server-ignores-disconnect needs --timeout (without one no client leaves)")
+	}
+	cfg.ClientTimeout, cfg.KeepAbandoned = o.timeout, o.ignoresDisconnect
+	switch {
 	case o.scrapeInterval < 0:
 		return nil, usagef("--scrape-interval %v: want ≥ 0 (0: not sampled)", o.scrapeInterval)
 	case o.scrapeInterval > 0:
@@ -134,6 +148,10 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 			if v := res.Virtual; v != nil && !o.out.Quiet {
 				fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
 					v.Simulated.Seconds(), run.DescribeEngine(res.Meta.Simulated), v.Wall.Seconds(), v.Steps)
+				if v.Abandoned > 0 {
+					fmt.Fprintf(env.Stderr, "goodput: the engine ran on %d timed-out requests whose clients had left (%d tokens wasted; --server-ignores-disconnect)\n",
+						v.Abandoned, v.AbandonedTokens)
+				}
 			}
 		}}
 	return out.finish(env, res, err)

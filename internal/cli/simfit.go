@@ -5,15 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
-	"github.com/goodput/goodput/internal/sim/costmodel"
 	"github.com/goodput/goodput/internal/sim/fit"
 )
 
@@ -70,9 +70,9 @@ func (o *SimFitOptions) Run(_ context.Context, env Env) error {
 	if o.Network < 0 {
 		return usagef("--network-latency %v: want ≥ 0", o.Network)
 	}
-	setup, err := o.setup()
+	setup, err := run.FitSetup(o.Engine)
 	if err != nil {
-		return err
+		return flagError(err, "--model")
 	}
 	files, err := readRecordsFiles(env, o.Files, runlog.ReadOptions{Merge: true})
 	if err != nil {
@@ -82,22 +82,11 @@ func (o *SimFitOptions) Run(_ context.Context, env Env) error {
 		}
 		return usageError{err} // an unreadable records file is bad input too
 	}
-	var obs []fit.Observation
-	n := 0
-	for _, f := range files {
-		n += len(f.Records)
-		// Each file's records share one clock; files do not.
-		got, err := fit.Observe(f.Records, fit.ObserveOptions{NetworkNs: o.Network.Nanoseconds()})
-		if err != nil {
-			continue
-		}
-		obs = append(obs, got...)
-	}
-	if len(obs) == 0 {
-		return usagef("%d records in %d file(s) hold no successful streamed request to fit to", n, len(files))
-	}
-	res, err := fit.Fit(setup, obs)
-	if err != nil {
+	res, err := run.FitFiles(setup, files, o.Network)
+	switch {
+	case errors.Is(err, run.ErrNoFitData):
+		return usageError{err}
+	case err != nil:
 		return usagef("fit: %v", err)
 	}
 	prof, err := fit.Profile(res, setup.GPU.Name)
@@ -107,7 +96,9 @@ func (o *SimFitOptions) Run(_ context.Context, env Env) error {
 	if _, err := env.Stdout.Write(prof); err != nil {
 		return err
 	}
-	writeFitTable(env, res)
+	if err := report.FitTable(env.Stdout, res); err != nil {
+		return err
+	}
 	for _, e := range res.Estimates {
 		if !e.Identified {
 			fmt.Fprintf(env.Stderr, "goodput: warning: %s not identified, kept from %s: %s\n", e.Param, setup.GPU.Name, e.Why)
@@ -122,52 +113,4 @@ func (o *SimFitOptions) Run(_ context.Context, env Env) error {
 		}
 	}
 	return nil
-}
-
-// setup resolves the deployment as the simulator would (its defaults for
-// the step budget and the CUDA-graph size), so the fit models the engine
-// the records came from.
-func (o *SimFitOptions) setup() (fit.Setup, error) {
-	eng, err := sim.New(o.Engine)
-	if err != nil {
-		var ce *sim.ConfigError
-		if errors.As(err, &ce) {
-			return fit.Setup{}, usagef("--%s: %v", ce.Field, ce.Err)
-		}
-		return fit.Setup{}, usagef("%v", err)
-	}
-	m, err := costmodel.LookupModel(o.Engine.Model)
-	if err != nil {
-		return fit.Setup{}, usagef("--model: %v", err)
-	}
-	g, err := costmodel.LookupGPU(o.Engine.GPU)
-	if err != nil {
-		return fit.Setup{}, usagef("--gpu: %v", err)
-	}
-	d := eng.Describe()
-	seqs, _ := d["max_num_seqs"].(int)
-	budget, _ := d["max_num_batched_tokens"].(int)
-	graph := costmodel.GraphCaptureTokens(seqs)
-	if g.Efficiency != nil && g.Efficiency.GraphMaxTokens > 0 {
-		graph = g.Efficiency.GraphMaxTokens
-	}
-	return fit.Setup{Model: m, GPU: g, TP: max(o.Engine.TP, 1), DType: o.Engine.DType, KVCacheDType: o.Engine.KVCacheDType,
-		MaxBatchedTokens: budget, GraphMaxTokens: graph}, nil
-}
-
-// writeFitTable prints each observation beside the base and fitted
-// models' times.
-func writeFitTable(env Env, res *fit.Result) {
-	fmt.Fprintf(env.Stdout, "\n# Observed vs modelled step times (fit RMS error %.1f %%)\n", 100*res.RMSRelErr)
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "# kind\tbatch\tprompt\tcontext\trequests\tobserved ms\tbase ms\tfitted ms\terror")
-	for i, ob := range res.Observations {
-		ctx := "-"
-		if ob.Kind == fit.Decode {
-			ctx = fmt.Sprintf("%.0f", ob.Context)
-		}
-		fmt.Fprintf(tw, "# %s\t%d\t%.0f\t%s\t%d\t%.3f\t%.3f\t%.3f\t%+.1f %%\n", ob.Kind, ob.Batch, ob.Prompt, ctx, ob.Requests,
-			ob.Seconds*1e3, res.BaseModelled[i]*1e3, res.Modelled[i]*1e3, 100*(res.Modelled[i]/ob.Seconds-1))
-	}
-	tw.Flush()
 }

@@ -44,6 +44,9 @@ type SweepOptions struct {
 	// concurrencies.
 	Pareto string
 	gate   gate.Gate
+	// cluster puts --sim's engine behind a router as several replicas
+	// (--replicas, --cluster, ...), as in "goodput sim".
+	cluster clusterFlags
 }
 
 func newSweepCmd(env Env) *cobra.Command { return sweepCommand(env, &SweepOptions{}) }
@@ -97,7 +100,10 @@ above --max-error-rate) stops early and ends the sweep, and says so.
 	})
 	group(fs, "Workload flags", o.work.register)
 	group(fs, "Output flags", o.out.register)
-	group(fs, "Simulator flags (--sim, or no --base-url)", o.sim.register)
+	group(fs, "Simulator flags (--sim, or no --base-url)", func(fs *pflag.FlagSet) {
+		o.sim.register(fs)
+		o.cluster.register(fs)
+	})
 	groupedUsage(cmd, "Sweep flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Simulator flags (--sim, or no --base-url)")
 	fs.Lookup("request-rate").Usage = "arrival rates to sweep, requests/s, e.g. 1,2,4,8 (or one rate with --concurrency)"
 	fs.StringVar(&o.Concurrency, "concurrency", "", "concurrencies to sweep, e.g. 1,8,16,32,64")
@@ -264,6 +270,11 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	if o.Sim {
 		cfg.Engine, cfg.IgnoreEOS = o.sim.cfg, o.target.IgnoreEOS
+		if cfg.Cluster, err = o.cluster.config(o.sim.cfg); err != nil {
+			return nil, err
+		}
+	} else if err := o.cluster.onlySim(); err != nil {
+		return nil, err
 	}
 	cfg.ReadingSpeedMs = o.ReadingSpeedMs
 	sat := sweep.Saturation{MaxErrorRate: o.MaxErrorRate, Off: !o.SaturationStop}
@@ -311,7 +322,7 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		fmt.Fprintln(env.Stdout, line)
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, &o.target, "--sim-model")
+	return res, runError(clusterFlagError(err), &o.target, "--sim-model")
 }
 
 // runSweep runs the sweep (or the search) and reports it.

@@ -3,9 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -25,7 +22,13 @@ type verdictFlags struct {
 
 func (v *verdictFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&v.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'p99_ttft_ms>500' or 'request_goodput<10' (repeatable)")
-	fs.Float64Var(&v.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
+	registerReadingSpeed(fs, &v.ReadingSpeedMs)
+}
+
+// registerReadingSpeed adds --reading-speed-ms, the findings' reading
+// speed, as every command that judges a run names it.
+func registerReadingSpeed(fs *pflag.FlagSet, ms *float64) {
+	fs.Float64Var(ms, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
 }
 
 // parse checks the flags before anything runs: a --fail-if key the result
@@ -57,77 +60,40 @@ func (v *verdictFlags) parse(out *outputFlags, args []string) error {
 	return nil
 }
 
-// percentileKey finds the percentile a metric key asks for ("p99.9" in
-// "buckets.0.p99.9_ttft_ms").
-var percentileKey = regexp.MustCompile(`(?:^|\.)p([0-9]+(?:\.[0-9]+)?)_[a-z0-9_]+_ms$`)
-
 // whatIf is another run's schema a bad key may belong to, with the hint
 // that says how to get that run.
 type whatIf struct {
 	hint   string
-	schema func(stats.Options) (map[string]any, error)
+	schema run.Schema
 }
 
-// validateGate checks g against the result schema for so and turns a bad
-// key into a usage error naming it and either the flag that would make the
-// result hold it (--goodput, --percentile-metrics, --metric-percentiles,
-// or one of ifs) or the closest known keys.
-func validateGate(g gate.Gate, so stats.Options, schema func(stats.Options) (map[string]any, error), ifs ...whatIf) error {
-	valid := func(so stats.Options) (bool, error) {
-		m, err := schema(so)
-		if err != nil {
-			return false, err
-		}
-		return g.Validate(m) == nil, nil
+// validateGate checks g against the result schema for so
+// (run.CheckGate) and turns a bad key into a usage error naming it and
+// either the flag that would make the result hold it (--goodput,
+// --percentile-metrics, --metric-percentiles, or one of ifs) or the
+// closest known keys.
+func validateGate(g gate.Gate, so stats.Options, schema run.Schema, ifs ...whatIf) error {
+	alts := make([]run.Schema, len(ifs))
+	for i, w := range ifs {
+		alts[i] = w.schema
 	}
-	m, err := schema(so)
-	if err != nil {
-		return err
-	}
-	err = g.Validate(m)
-	var ke *gate.KeyError
+	err := run.CheckGate(g, so, schema, alts...)
+	var ke *run.GateKeyError
 	if !errors.As(err, &ke) {
 		return err
 	}
-	for _, c := range g.Conds { // the hints below ask about the bad key alone
-		if c.Expr == ke.Expr {
-			g = gate.Gate{Conds: []gate.Cond{c}}
-			break
-		}
-	}
-	var hint string
-	for _, w := range ifs {
-		if m, err := w.schema(so); err == nil && g.Validate(m) == nil {
-			hint = " (" + w.hint + ")"
-		}
-	}
-	switch {
-	case hint != "":
-	case so.SLO.IsZero() && must(valid(with(so, func(o *stats.Options) { o.SLO = run.AnySLO }))):
+	hint := ""
+	switch ke.Need {
+	case run.NeedAlternative:
+		hint = " (" + ifs[ke.Alternative].hint + ")"
+	case run.NeedSLO:
 		hint = " (only a run with an SLO has it: add --goodput)"
-	case so.Metrics != nil && must(valid(with(so, func(o *stats.Options) { o.Metrics = nil }))):
+	case run.NeedMetric:
 		hint = " (add its metric to --percentile-metrics)"
-	default:
-		if sm := percentileKey.FindStringSubmatch(ke.Key); sm != nil {
-			if p, err := strconv.ParseFloat(sm[1], 64); err == nil && p <= 100 && !slices.Contains(so.Percentiles, p) &&
-				must(valid(with(so, func(o *stats.Options) { o.Percentiles = append(slices.Clone(o.Percentiles), p) }))) {
-				hint = fmt.Sprintf(" (add %s to --metric-percentiles)", sm[1])
-			}
-		}
+	case run.NeedPercentile:
+		hint = fmt.Sprintf(" (add %s to --metric-percentiles)", ke.Percentile)
 	}
-	if hint != "" {
-		ke.Near = nil
-	}
-	return usagef("%v%s", flagError(ke, ""), hint)
-}
-
-// with returns a copy of so changed by f.
-func with(so stats.Options, f func(*stats.Options)) stats.Options {
-	if so.Percentiles == nil {
-		so.Percentiles = stats.DefaultPercentiles
-	}
-	f(&so)
-	return so
+	return usagef("%v%s", flagError(ke.KeyError, ""), hint)
 }
 
 // validateSweepGate checks sweep's --fail-if against the sweep result's
@@ -145,7 +111,7 @@ func validateSweepGate(g gate.Gate, o *SweepOptions) error {
 	if err != nil {
 		return nil
 	}
-	schema := func(search bool) func(stats.Options) (map[string]any, error) {
+	schema := func(search bool) run.Schema {
 		return func(so stats.Options) (map[string]any, error) {
 			m, err := run.SweepSchema(so, md)
 			if sw, ok := m["sweep"].(map[string]any); ok && !search {
@@ -160,6 +126,3 @@ func validateSweepGate(g gate.Gate, o *SweepOptions) error {
 	}
 	return validateGate(g, so, schema(o.Search), ifs...)
 }
-
-// must reads a validity check whose schema failed to render as false.
-func must(ok bool, err error) bool { return ok && err == nil }

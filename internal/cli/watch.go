@@ -1,28 +1,20 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
@@ -135,7 +127,7 @@ func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
 
 	if o.Once {
 		results, err := w.Once(ctx)
-		printOnce(env, results)
+		_ = watch.WriteResults(env.Stdout, results)
 		if o.served != nil && metricsURL != "" {
 			o.served(metricsURL)
 		}
@@ -145,23 +137,13 @@ func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
 		if err != nil {
 			return err
 		}
-		var failed []string
-		for _, r := range results {
-			if r.Outcome != watch.OutcomeOK {
-				failed = append(failed, r.Target+": "+r.Outcome)
-			}
-		}
-		if len(failed) > 0 {
+		if failed := watch.NotOK(results); len(failed) > 0 {
 			return &GateError{Failed: failed}
 		}
 		return nil
 	}
 
-	var every []string
-	for _, t := range cfg.Targets {
-		every = append(every, fmt.Sprintf("%s every %v", t.Name, t.Interval))
-	}
-	fmt.Fprintf(env.Stderr, "goodput: watching %s (Ctrl-C to stop)\n", strings.Join(every, ", "))
+	fmt.Fprintf(env.Stderr, "goodput: watching %s (Ctrl-C to stop)\n", watch.Intervals(cfg))
 	rctx := ctx
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
@@ -169,7 +151,7 @@ func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
 		defer cancel()
 	}
 	err = w.Run(rctx)
-	printSummary(env, w.Summary())
+	_ = watch.WriteSummary(env.Stdout, w.Summary())
 	return err
 }
 
@@ -244,12 +226,14 @@ func watchTargets(ctx context.Context, env Env, cfg *watch.Config) (targets map[
 
 // watchField is the config field behind a flag runTarget names.
 func watchField(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.HasPrefix(msg, "--header"):
-		return "headers"
-	case strings.HasPrefix(msg, "--extra-body"):
-		return "probe"
+	var fu *flagUsage
+	if errors.As(err, &fu) {
+		switch fu.flag {
+		case "--header":
+			return "headers"
+		case "--extra-body":
+			return "probe"
+		}
 	}
 	return "backend"
 }
@@ -260,148 +244,10 @@ func serveWatchMetrics(env Env, o *WatchOptions, reg *prometheus.Registry) (stri
 	if o.Listen == "" || strings.EqualFold(o.Listen, "none") || (o.Once && !o.listenSet) {
 		return "", func() {}, nil
 	}
-	ln, err := net.Listen("tcp", o.Listen)
+	url, stop, err := watch.Serve(o.Listen, reg, env.secrets)
 	if err != nil {
 		return "", nil, fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
-	var h http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, DisableCompression: true})
-	if env.secrets != nil {
-		h = redacted(h, env.secrets)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(ln) })
-	url := "http://" + ln.Addr().String() + "/metrics"
 	fmt.Fprintf(env.Stderr, "goodput: metrics at %s\n", url)
-	return url, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if srv.Shutdown(sctx) != nil {
-			_ = srv.Close()
-		}
-		wg.Wait()
-	}, nil
-}
-
-// redacted serves h's answers with the secrets blanked. The page is
-// rendered whole first (uncompressed), so no secret is split across writes:
-// a label value is whatever a server answered (a model id), and a
-// server can answer anything.
-func redacted(h http.Handler, secrets *redact.Secrets) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &pageRecorder{header: http.Header{}, status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		for k, v := range rec.header {
-			w.Header()[k] = v
-		}
-		body := secrets.Bytes(rec.body.Bytes())
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(rec.status)
-		_, _ = w.Write(body)
-	})
-}
-
-// pageRecorder keeps a handler's answer in memory.
-type pageRecorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (p *pageRecorder) Header() http.Header         { return p.header }
-func (p *pageRecorder) WriteHeader(code int)        { p.status = code }
-func (p *pageRecorder) Write(b []byte) (int, error) { return p.body.Write(b) }
-
-// printOnce writes one line per probe: the vendor, model and outcome, then
-// the latencies of a successful probe or the error of a failed one.
-func printOnce(env Env, results []watch.Result) {
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s", r.Target, r.Model, r.Outcome)
-		rec := r.Record
-		switch {
-		case rec != nil && rec.OK():
-			for _, m := range []struct {
-				name string
-				get  func() (time.Duration, bool)
-			}{{"ttft", rec.TTFT}, {"ttp", rec.TTP}, {"tpot", rec.TPOT}, {"e2e", rec.E2E}} {
-				if d, ok := m.get(); ok {
-					fmt.Fprintf(tw, "\t%s %s", m.name, shortMs(d))
-				} else {
-					fmt.Fprintf(tw, "\t%s -", m.name)
-				}
-			}
-		case rec != nil:
-			fmt.Fprintf(tw, "\t%s", oneLine(rec.Error))
-		case r.Err != nil:
-			fmt.Fprintf(tw, "\t%s", oneLine(r.Err.Error()))
-		}
-		fmt.Fprintln(tw)
-	}
-	tw.Flush()
-}
-
-// printSummary writes one line per target of a watch that ended.
-func printSummary(env Env, sums []watch.TargetSummary) {
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	for _, s := range sums {
-		outcomes := make([]string, 0, len(s.Outcomes))
-		for k := range s.Outcomes {
-			outcomes = append(outcomes, k)
-		}
-		// ok first, then by name.
-		slices.SortFunc(outcomes, func(a, b string) int {
-			switch {
-			case a == b:
-				return 0
-			case a == watch.OutcomeOK:
-				return -1
-			case b == watch.OutcomeOK:
-				return 1
-			}
-			return strings.Compare(a, b)
-		})
-		var parts []string
-		for _, k := range outcomes {
-			parts = append(parts, fmt.Sprintf("%d %s", s.Outcomes[k], k))
-		}
-		burn := ""
-		for _, win := range watch.Windows {
-			if v, ok := s.Burn[win.Label]; ok {
-				burn += fmt.Sprintf("\tburn %s %.2f", win.Label, v)
-			}
-		}
-		probes := fmt.Sprintf("%d probes", s.Probes)
-		if s.Probes == 1 {
-			probes = "1 probe"
-		}
-		if len(parts) > 0 {
-			probes += ": " + strings.Join(parts, ", ")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d missed%s\n", s.Target, s.Model, probes, s.Missed, burn)
-	}
-	tw.Flush()
-}
-
-// shortMs formats a latency in ms with three significant digits.
-func shortMs(d time.Duration) string {
-	ms := float64(d) / float64(time.Millisecond)
-	switch {
-	case ms >= 100:
-		return fmt.Sprintf("%.0fms", ms)
-	case ms >= 10:
-		return fmt.Sprintf("%.1fms", ms)
-	}
-	return fmt.Sprintf("%.2fms", ms)
-}
-
-// oneLine is an error message on one line, cut to a readable length.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:159]) + "…"
-	}
-	return s
+	return url, stop, nil
 }

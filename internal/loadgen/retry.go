@@ -29,6 +29,10 @@ type RetryPolicy struct {
 	// JitterFull a uniform draw in [0, backoff], JitterEqual half of it
 	// plus a uniform draw in [0, half].
 	Jitter Jitter
+	// IgnoreRetryAfter waits the backoff alone, however long the answer's
+	// Retry-After: an aggressive client, as some are, that makes a retry
+	// storm worse.
+	IgnoreRetryAfter bool
 }
 
 // Jitter is how a backoff is spread.
@@ -125,7 +129,8 @@ func Retryable(rec *runlog.Record) bool {
 
 // Wait is the wait before retry k (from 1) of the attempt rec, drawn with
 // rng: the jittered backoff, or the answer's Retry-After when that is
-// longer. The virtual-time driver draws its waits with it too.
+// longer (unless IgnoreRetryAfter). The virtual-time driver draws its
+// waits with it too.
 func (p *RetryPolicy) Wait(k int, rec *runlog.Record, rng *rand.Rand) time.Duration {
 	b := p.Base
 	for i := 1; i < k && b < p.Cap; i++ {
@@ -137,6 +142,9 @@ func (p *RetryPolicy) Wait(k int, rec *runlog.Record, rng *rand.Rand) time.Durat
 		b = time.Duration(rng.Int64N(int64(b) + 1))
 	case JitterEqual:
 		b = b/2 + time.Duration(rng.Int64N(int64(b/2)+1))
+	}
+	if p.IgnoreRetryAfter {
+		return b
 	}
 	return max(b, time.Duration(rec.RetryAfterNs))
 }

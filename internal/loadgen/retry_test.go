@@ -70,6 +70,12 @@ func TestBackoffWaitsByHand(t *testing.T) {
 	if got := p.Wait(3, &runlog.Record{RetryAfterNs: int64(time.Millisecond)}, rng); got != 400*time.Millisecond {
 		t.Errorf("with Retry-After 1 ms the third wait is %v, want the backoff's 400 ms", got)
 	}
+	// An aggressive client waits its backoff alone: 100 ms, not the 3 s.
+	aggressive := p
+	aggressive.IgnoreRetryAfter = true
+	if got := aggressive.Wait(1, &runlog.Record{RetryAfterNs: int64(3 * time.Second)}, rng); got != 100*time.Millisecond {
+		t.Errorf("ignoring Retry-After 3 s the wait is %v, want the backoff's 100 ms", got)
+	}
 	// Jitter: full draws in [0, b], equal in [b/2, b]; both vary.
 	for _, j := range []Jitter{JitterFull, JitterEqual} {
 		p.Jitter = j

@@ -532,6 +532,9 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	}
 	defer resp.Body.Close()
 	rec.Status = resp.StatusCode
+	if n := replicaOf(resp.Header); n != 0 {
+		rec.Replica = n // a simulated fleet's replica
+	}
 	if resp.StatusCode/100 == 3 {
 		// A redirect Go did not follow: no (usable) Location, or a status
 		// it does not follow (300, 304).

@@ -111,6 +111,7 @@ type pageData struct {
 	SLAClass   string
 	Findings   []findingView
 	Failures   *table
+	Retries    *table
 	Summary    table
 	Metrics    []table
 	Buckets    []table
@@ -280,6 +281,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	}
 	serverCharts(&d, in.Server, add)
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
+	d.Retries = retriesTable(in.Levels)
 	var blk bytes.Buffer
 	if ReplicasTerminal(&blk, in.Replicas) == nil {
 		d.Replicas = blk.String()
@@ -332,6 +334,33 @@ func slaVerdict(in HTMLInput) string {
 		return "met"
 	}
 	return "missed"
+}
+
+// retriesTable is each level's offered against original load: the
+// client's retried attempts, attempts per request, original requests/s,
+// attempts/s and goodput beside them; nil when no level retried.
+func retriesTable(levels []LevelSummary) *table {
+	t := &table{Head: []string{"level", "requests", "retried attempts", "attempts per request", "original load (req/s)", "offered load (attempts/s)", "goodput (req/s)"}}
+	for _, l := range levels {
+		s := &l.Summary
+		if s.RetriedAttempts == 0 {
+			continue
+		}
+		amp := cell{Text: fmtMs(s.RetryAmplification)}
+		if s.RetryAmplification >= 2 {
+			amp.Class = "bad"
+		}
+		good := fmtMs(s.RequestThroughput)
+		if s.SLO.Set {
+			good = fmtMs(s.SLO.Goodput)
+		}
+		t.Rows = append(t.Rows, []cell{{Text: LevelName(l, len(levels))}, {Text: strconv.Itoa(s.Requests)},
+			{Text: strconv.Itoa(s.RetriedAttempts)}, amp, {Text: fmtMs(s.OriginalRate)}, {Text: fmtMs(s.AttemptRate)}, {Text: good}})
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
 }
 
 // failuresTable counts each level's failures by error class, with up to
@@ -651,6 +680,7 @@ const pageHTML = `<!DOCTYPE html>
 <h2>Summary</h2>
 {{template "table" .Summary}}
 {{with .Failures}}<h2>Failures</h2>
+{{template "table" .}}{{end}}{{with .Retries}}<h2>Client retries</h2>
 {{template "table" .}}{{end}}
 {{if .Dist}}<h2>Latency distributions</h2>
 <div class="grid">{{range .Dist}}{{template "chart" .}}{{end}}</div>{{end}}

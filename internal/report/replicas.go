@@ -24,6 +24,30 @@ type Replicas struct {
 	MaxRequests  int
 	MeanRequests float64
 	Imbalance    float64
+	// Pools subtotals the rows by pool (ReplicaRow.Pool), in the order of
+	// their first replicas; nil unless the replicas are of two pools or
+	// more (see SetPools).
+	Pools []PoolRow
+	// acc keeps the rows' records' figures, for the pools' percentiles.
+	acc []replicaAcc
+	// Autoscale is what the cluster's autoscaler did (nil: none, or a
+	// report of records, which do not carry it).
+	Autoscale *Autoscale
+}
+
+// PoolRow is one pool's share of a level: its replicas' rows together.
+type PoolRow struct {
+	// Pool is its name; Replicas the number of its replicas.
+	Pool     string
+	Replicas int
+	// Requests, Failed, TTFTN, TTFTP50, TTFTP99 and CachedShare are as a
+	// ReplicaRow's, over all the pool's requests.
+	Requests, Failed int
+	TTFTN            int
+	TTFTP50, TTFTP99 float64
+	CachedShare      float64
+	// KVPeak is the highest of its replicas' KV peaks, -1 when not known.
+	KVPeak float64
 }
 
 // ReplicaRow is one replica's share of a level.
@@ -43,6 +67,9 @@ type ReplicaRow struct {
 	// KVPeak is the highest KV cache usage it reached (0..1), or -1 when
 	// not known: a report of records, which do not carry it.
 	KVPeak float64
+	// Pool is the name of the pool the replica is of ("" when of none,
+	// as in a report of records: see SetPools).
+	Pool string
 }
 
 // ReplicaCounter collects a level's records by replica, for the Replicas
@@ -85,7 +112,7 @@ func (c *ReplicaCounter) Summary() *Replicas {
 	if len(c.rows) < 2 {
 		return nil
 	}
-	out := &Replicas{Rows: make([]ReplicaRow, len(c.rows))}
+	out := &Replicas{Rows: make([]ReplicaRow, len(c.rows)), acc: c.rows}
 	for i := range c.rows {
 		a := &c.rows[i]
 		row := ReplicaRow{Replica: i + 1, Requests: a.requests, Failed: a.failed, TTFTN: len(a.ttft), KVPeak: -1}
@@ -134,6 +161,71 @@ func (r *Replicas) balance() {
 	if total > 0 {
 		r.Imbalance = float64(r.MaxRequests) / r.MeanRequests
 	}
+	r.subtotal()
+}
+
+// SetPools names each replica's pool (pools[i] for replica i+1, as a
+// cluster file's cluster.Config.Pools has them), which also says how
+// many replicas there were, and subtotals the rows by pool when there are
+// two pools or more. A nil r stays nil.
+func (r *Replicas) SetPools(pools []string) {
+	if r == nil {
+		return
+	}
+	for len(r.Rows) < len(pools) {
+		r.Rows = append(r.Rows, ReplicaRow{Replica: len(r.Rows) + 1, KVPeak: -1})
+	}
+	for i, p := range pools {
+		r.Rows[i].Pool = p
+	}
+	r.balance()
+}
+
+// subtotal sets Pools from the rows (and the records' figures kept).
+func (r *Replicas) subtotal() {
+	r.Pools = nil
+	index := map[string]int{}
+	for _, row := range r.Rows {
+		if _, ok := index[row.Pool]; !ok && row.Pool != "" {
+			index[row.Pool] = len(r.Pools)
+			r.Pools = append(r.Pools, PoolRow{Pool: row.Pool})
+		}
+	}
+	if len(r.Pools) < 2 {
+		r.Pools = nil
+		return
+	}
+	accs := make([]replicaAcc, len(r.Pools))
+	for i, row := range r.Rows {
+		k, ok := index[row.Pool]
+		if !ok {
+			continue
+		}
+		p, a := &r.Pools[k], &accs[k]
+		if p.Replicas == 0 || row.KVPeak < 0 || p.KVPeak >= 0 && row.KVPeak > p.KVPeak {
+			p.KVPeak = row.KVPeak
+		}
+		p.Replicas++
+		p.Requests += row.Requests
+		p.Failed += row.Failed
+		if i < len(r.acc) {
+			a.ttft = append(a.ttft, r.acc[i].ttft...)
+			a.prompt += r.acc[i].prompt
+			a.cached += r.acc[i].cached
+		}
+	}
+	for k := range r.Pools {
+		p, a := &r.Pools[k], &accs[k]
+		p.TTFTN = len(a.ttft)
+		if len(a.ttft) > 0 {
+			m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, a.ttft)
+			p.TTFTP50, _ = m.P(50)
+			p.TTFTP99, _ = m.P(99)
+		}
+		if a.prompt > 0 {
+			p.CachedShare = float64(a.cached) / float64(a.prompt)
+		}
+	}
 }
 
 // ReplicasTerminal writes the Replicas block: the imbalance, then one row
@@ -151,23 +243,55 @@ func ReplicasTerminal(w io.Writer, r *Replicas) error {
 	}
 	t.line("Requests per replica max / mean:", fmt.Sprintf("%d / %s (imbalance %s)", r.MaxRequests, f2(r.MeanRequests), f2(r.Imbalance)))
 	tw := tabwriter.NewWriter(&t.b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Replica\tRequests\tFailed\tTTFT P50\tTTFT P99\tCached %\tKV peak %")
+	pooled := false
 	for _, row := range r.Rows {
-		p50, p99 := "-", "-"
-		if row.TTFTN > 0 {
-			p50, p99 = f2(row.TTFTP50), f2(row.TTFTP99)
+		pooled = pooled || row.Pool != ""
+	}
+	if pooled {
+		fmt.Fprint(tw, "Replica\tPool\t")
+	} else {
+		fmt.Fprint(tw, "Replica\t")
+	}
+	fmt.Fprintln(tw, "Requests\tFailed\tTTFT P50\tTTFT P99\tCached %\tKV peak %")
+	for _, row := range r.Rows {
+		if pooled {
+			fmt.Fprintf(tw, "%d\t%s\t", row.Replica, row.Pool)
+		} else {
+			fmt.Fprintf(tw, "%d\t", row.Replica)
 		}
-		kv := "-"
-		if row.KVPeak >= 0 {
-			kv = f2(100 * row.KVPeak)
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\n", row.Replica, row.Requests, row.Failed, p50, p99, f2(100*row.CachedShare), kv)
+		fmt.Fprintln(tw, replicaFigures(row.Requests, row.Failed, row.TTFTN, row.TTFTP50, row.TTFTP99, row.CachedShare, row.KVPeak))
 	}
 	// Flush only fails if its writer does, and that is a bytes.Buffer.
 	_ = tw.Flush()
+	if len(r.Pools) > 0 {
+		t.b.WriteString("Per pool:\n")
+		tw := tabwriter.NewWriter(&t.b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "Pool\tReplicas\tRequests\tFailed\tTTFT P50\tTTFT P99\tCached %\tKV peak %")
+		for _, p := range r.Pools {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", p.Pool, p.Replicas, replicaFigures(p.Requests, p.Failed, p.TTFTN, p.TTFTP50, p.TTFTP99, p.CachedShare, p.KVPeak))
+		}
+		_ = tw.Flush()
+	}
+	if r.Autoscale != nil {
+		autoscaleTerminal(t, r.Autoscale)
+	}
 	t.b.WriteString(center("", '=') + "\n")
 	_, err := w.Write(t.b.Bytes())
 	return err
+}
+
+// replicaFigures are a replica's or a pool's columns, tab-separated: "-"
+// for a figure not known.
+func replicaFigures(requests, failed, ttftN int, p50, p99, cached, kvPeak float64) string {
+	ps50, ps99 := "-", "-"
+	if ttftN > 0 {
+		ps50, ps99 = f2(p50), f2(p99)
+	}
+	kv := "-"
+	if kvPeak >= 0 {
+		kv = f2(100 * kvPeak)
+	}
+	return fmt.Sprintf("%d\t%d\t%s\t%s\t%s\t%s", requests, failed, ps50, ps99, f2(100*cached), kv)
 }
 
 // ReplicasJSON is the block for the result JSON; nil for nil. A figure
@@ -186,12 +310,32 @@ func ReplicasJSON(r *Replicas) map[string]any {
 		if row.KVPeak >= 0 {
 			m["kv_peak"] = row.KVPeak
 		}
+		if row.Pool != "" {
+			m["pool"] = row.Pool
+		}
 		rows[i] = m
 	}
 	m := map[string]any{"count": len(r.Rows), "max_requests": r.MaxRequests, "mean_requests": r.MeanRequests,
 		"imbalance": r.Imbalance, "per_replica": rows}
+	if len(r.Pools) > 0 {
+		pools := make([]map[string]any, len(r.Pools))
+		for i, p := range r.Pools {
+			pm := map[string]any{"pool": p.Pool, "replicas": p.Replicas, "requests": p.Requests, "failed": p.Failed, "cached_share": p.CachedShare}
+			if p.TTFTN > 0 {
+				pm["median_ttft_ms"], pm["p99_ttft_ms"] = p.TTFTP50, p.TTFTP99
+			}
+			if p.KVPeak >= 0 {
+				pm["kv_peak"] = p.KVPeak
+			}
+			pools[i] = pm
+		}
+		m["per_pool"] = pools
+	}
 	if r.Router != "" {
 		m["router"] = r.Router
+	}
+	if r.Autoscale != nil {
+		m["autoscale"] = autoscaleJSON(r.Autoscale)
 	}
 	return m
 }

@@ -6,6 +6,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -79,4 +82,54 @@ func TestReplicasOnlyForClusters(t *testing.T) {
 	}
 	var none *Replicas
 	none.SetReplicas("round-robin", []float64{1}) // no panic
+}
+
+// The Replicas block of a cluster of two pools, a (replicas 1 and 2) and
+// b (3 and 4), subtotalled by hand: pool a's TTFTs 100, 200 (replica 1)
+// and 300 ms (replica 2) give P50 200 and P99 298, 1,600 of its 3,000
+// prompt tokens cached, KV peak max(0.5, 0.3); pool b's 50 and 70 ms
+// give P50 60 and P99 69.8, 500 of 1,000 cached, KV peak max(0.25, 0.1).
+func TestReplicasPools(t *testing.T) {
+	var c ReplicaCounter
+	for _, r := range []runlog.Record{
+		replicaRecord(1, 100, 1000, 800), replicaRecord(1, 200, 1000, 800), replicaRecord(2, 300, 1000, 0),
+		replicaRecord(3, 50, 500, 250), replicaRecord(4, 70, 500, 250),
+		{ID: "x", Replica: 2, Status: 429, ErrorClass: runlog.ErrHTTP429},
+	} {
+		c.Add(&r)
+	}
+	r := c.Summary()
+	r.SetPools([]string{"a", "a", "b", "b"})
+	r.SetReplicas("least-outstanding", []float64{0.5, 0.3, 0.25, 0.1})
+	want := []PoolRow{
+		{Pool: "a", Replicas: 2, Requests: 4, Failed: 1, TTFTN: 3, TTFTP50: 200, TTFTP99: 298, CachedShare: 1600.0 / 3000, KVPeak: 0.5},
+		{Pool: "b", Replicas: 2, Requests: 2, TTFTN: 2, TTFTP50: 60, TTFTP99: 69.8, CachedShare: 0.5, KVPeak: 0.25},
+	}
+	if diff := cmp.Diff(want, r.Pools, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("Pools (-want +got):\n%s", diff)
+	}
+	var b bytes.Buffer
+	if err := ReplicasTerminal(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "replicas_pools.golden", b.Bytes())
+	js, err := json.MarshalIndent(ReplicasJSON(r), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "replicas_pools.golden.json", append(js, '\n'))
+
+	// One pool only: each replica names it, no subtotals (they would be
+	// the block's own figures).
+	r = c.Summary()
+	r.SetPools([]string{"a", "a", "a", "a"})
+	if r.Pools != nil || r.Rows[3].Pool != "a" {
+		t.Errorf("one pool: Pools = %+v, replica 4's pool %q; want none, a", r.Pools, r.Rows[3].Pool)
+	}
+	// A KV peak not known in a pool leaves the pool's unknown.
+	r = c.Summary()
+	r.SetPools([]string{"a", "a", "b", "b"})
+	if r.Pools[0].KVPeak != -1 {
+		t.Errorf("pool a's KV peak without the run's = %v; want -1", r.Pools[0].KVPeak)
+	}
 }

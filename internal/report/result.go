@@ -215,6 +215,9 @@ func conditionsJSON(s *stats.Summary, meta *runlog.Meta, lv *runlog.Level) *obje
 			by[string(c)] = n
 		}
 		o.set("retried_by_class", by)
+		o.set("attempt_rate", pyFloat(s.AttemptRate))
+		o.set("original_request_rate", pyFloat(s.OriginalRate))
+		o.set("retry_amplification", pyFloat(s.RetryAmplification))
 	}
 	if s.Embeddings > 0 {
 		o.set("total_embeddings", s.Embeddings)

@@ -146,6 +146,10 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 		// What the client offered beyond its requests: each retried
 		// attempt loaded the server once more.
 		t.line("Retried attempts (client retries):", fmt.Sprintf("%d, %s attempts per request", n, f2(float64(s.Requests+n)/float64(max(s.Requests, 1)))))
+		// Offered against original load: a retry storm is the first
+		// rising while goodput falls.
+		t.line("Offered load (attempts/s):", f2(s.AttemptRate))
+		t.line("Original load (requests/s):", f2(s.OriginalRate))
 	}
 	if lv != nil && lv.MaxConcurrency > 0 {
 		t.line("Maximum request concurrency:", strconv.Itoa(lv.MaxConcurrency))

@@ -82,6 +82,12 @@ type Config struct {
 	// Retry, when set, retries failed requests as a client would (wall
 	// clock; see RetryPolicy).
 	Retry *loadgen.RetryPolicy
+	// ClientTimeout is the client's limit on a whole request in virtual
+	// time (sim's --timeout; 0: none), and KeepAbandoned leaves a request
+	// that timed out running on the engine, a server that does not notice
+	// the disconnect (simrun.Load).
+	ClientTimeout time.Duration
+	KeepAbandoned bool
 	// Shard, when set, makes the run one shard of a run split over several
 	// processes: it sends only its share of the one global schedule (see
 	// Shard); nil for a whole run.

@@ -47,6 +47,10 @@ func servingGPUs(meta *runlog.Meta) int {
 	if a := meta.Analysis; a != nil && a.NumGPUs > 0 {
 		return a.NumGPUs
 	}
+	// A cluster of pools counts its GPUs over its pools' own.
+	if _, ok := meta.Simulated["gpus"]; ok {
+		return simulatedCount(meta, "gpus")
+	}
 	// A simulated cluster's replicas each have their tensor parallelism.
 	return simulatedCount(meta, "tensor_parallel_size") * simulatedCount(meta, "replicas")
 }

@@ -111,6 +111,11 @@ type SweepResult struct {
 type VirtualStats struct {
 	Simulated, Wall time.Duration
 	Steps           int64
+	// Abandoned counts timed-out requests the engine ran on
+	// (Config.KeepAbandoned) and AbandonedTokens the tokens it generated
+	// for them after their client left: wasted work.
+	Abandoned       int
+	AbandonedTokens int64
 }
 
 // levelData is what one level leaves for the analysis.
@@ -180,6 +185,9 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		}
 		lr.TTFTSplit = d.split
 		lr.Replicas = d.replicas
+		if meta != nil {
+			lr.Replicas.SetPools(replicaPools(metaPools(meta.Simulated)))
+		}
 		lr.Classes = d.classes
 		lr.Cost = levelCost(meta, &d.summary, lr.Server)
 		res.Levels = append(res.Levels, lr)

@@ -91,7 +91,8 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 // schemaReplicas is a cluster's Replicas block with every figure known.
 func schemaReplicas() *report.Replicas {
 	row := report.ReplicaRow{Replica: 1, Requests: 1, TTFTN: 1, KVPeak: 1}
-	return &report.Replicas{Router: "x", Rows: []report.ReplicaRow{row}, MaxRequests: 1, MeanRequests: 1, Imbalance: 1}
+	return &report.Replicas{Router: "x", Rows: []report.ReplicaRow{row}, MaxRequests: 1, MeanRequests: 1, Imbalance: 1,
+		Autoscale: &report.Autoscale{Timeline: []report.ScalePoint{{}}}}
 }
 
 // schemaClasses is a gateway's block with every figure known.

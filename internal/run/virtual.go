@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -42,6 +43,9 @@ type virtual struct {
 	// replicas keeps a cluster run's replica figures by level index, for
 	// what the records cannot say (each replica's KV peak).
 	replicas map[int][]cluster.ReplicaStats
+	// autoscale keeps what an autoscaled cluster's controller did, by
+	// level index.
+	autoscale map[int]*cluster.AutoscaleReport
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
@@ -100,6 +104,11 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 	}
 	d := c.Describe(0)
 	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
+	if len(cfg.Cluster.Pools) > 0 {
+		// Pools of their own engines: the first replica's description is
+		// not the cluster's; say each pool's, and the GPUs of all.
+		d["pools"], d["gpus"] = describePools(c, cfg.Cluster.Pools)
+	}
 	if gw := cfg.Cluster.Gateway; gw != nil {
 		d["gateway"] = gw.String()
 	}
@@ -160,6 +169,7 @@ func (v *virtual) simulate(ctx context.Context, idx int, ds workload.Dataset, lo
 	}
 	res, err := simrun.RunCluster(ctx, c, ds, load, emit)
 	v.keepReplicas(idx, res.Replicas)
+	v.keepAutoscale(idx, c, res.End)
 	return res, err
 }
 
@@ -183,8 +193,55 @@ func (v *virtual) attachReplicas(res *Result) {
 		for k := range st {
 			peaks[k] = st[k].KVPeak
 		}
+		a, scaled := v.autoscale[l.Index]
+		if scaled && l.Replicas == nil {
+			// The autoscaler never served from a second replica: the
+			// records alone make no block, so the run's counts do.
+			l.Replicas = &report.Replicas{}
+			for k := range st {
+				l.Replicas.Rows = append(l.Replicas.Rows, report.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
+			}
+		}
 		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
+		if scaled {
+			l.Replicas.SetAutoscale(autoscaleBlock(a))
+		}
 	}
+}
+
+// autoscaled is a fleet with an autoscaler: what it did, its lifetimes
+// running to end (ns); nil when it has none.
+type autoscaled interface {
+	Autoscaling(end int64) *cluster.AutoscaleReport
+}
+
+// keepAutoscale keeps what fleet c's autoscaler did over level idx,
+// which ended at end (ns), if it has one.
+func (v *virtual) keepAutoscale(idx int, c simrun.Fleet, end int64) {
+	as, ok := c.(autoscaled)
+	if !ok {
+		return
+	}
+	rep := as.Autoscaling(end)
+	if rep == nil {
+		return
+	}
+	if v.autoscale == nil {
+		v.autoscale = map[int]*cluster.AutoscaleReport{}
+	}
+	v.autoscale[idx] = rep
+}
+
+// autoscaleBlock is the report's view of what the autoscaler did.
+func autoscaleBlock(a *cluster.AutoscaleReport) *report.Autoscale {
+	c := a.Autoscale
+	out := &report.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
+		Min: c.Min, Max: c.Max, ProvisionDelay: c.ProvisionDelay, Cooldown: c.Cooldown,
+		Start: a.Start, Peak: a.Peak, Final: a.Final, Decisions: len(a.Decisions), GPUHours: a.GPUHours}
+	for _, p := range a.Timeline {
+		out.Timeline = append(out.Timeline, report.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
+	}
+	return out
 }
 
 // runLevel runs level idx on a fresh engine (or cluster), every record
@@ -193,7 +250,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
-		Retry: v.cfg.Retry,
+		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned,
 	}
 	if c := v.cfg.Cluster; c != nil && c.Gateway != nil {
 		load.PriorityMix = c.Gateway.Mix
@@ -230,6 +287,8 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
+	v.stats.Abandoned += res.Abandoned
+	v.stats.AbandonedTokens += res.AbandonedTokens
 	lv.DelayedArrivals = res.DelayedArrivals
 	return lv, err
 }
@@ -260,7 +319,8 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	}
 	load := simrun.SessionLoad{Sessions: s.Set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
 		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
-		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS}
+		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS,
+		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned}
 	hist := newEngineHistograms()
 	if v.srv != nil {
 		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
@@ -285,12 +345,15 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	if c != nil {
 		res, err = simrun.RunSessionsCluster(ctx, c, load, emit)
 		v.keepReplicas(0, res.Replicas)
+		v.keepAutoscale(0, c, res.End)
 	} else {
 		res, err = simrun.RunSessions(ctx, eng, load, emit)
 	}
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
 	v.stats.Steps += res.Steps
+	v.stats.Abandoned += res.Abandoned
+	v.stats.AbandonedTokens += res.AbandonedTokens
 	return res, err
 }
 

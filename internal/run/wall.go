@@ -76,8 +76,13 @@ func startEmbedded(ctx context.Context, cfg *Config, log *slog.Logger) (*embedde
 	}, nil
 }
 
-// DescribeEngine is a one-line "model on GPU" of an engine's description.
+// DescribeEngine is a one-line "model on GPU" of an engine's description
+// (or a cluster file's pools, as its "pools" says them).
 func DescribeEngine(d map[string]any) string {
+	if p := poolsText(metaPools(d)); p != "" {
+		// A cluster file's pools, each of its own engine.
+		return "simulated pools " + p
+	}
 	var parts []string
 	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler"} {
 		if v, ok := d[k]; ok && fmt.Sprint(v) != "" {

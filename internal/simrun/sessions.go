@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/tokenize"
@@ -83,6 +84,14 @@ type SessionLoad struct {
 	NaturalStop bool
 	// Index is copied into every Record (the sweep level index).
 	Index int
+	// Retry, RetryAfter, Timeout and KeepAbandoned are Load's: a turn's
+	// request that timed out or was rejected is sent again as the policy
+	// says (the same request, its history unchanged, "-a<k>" after its id),
+	// and the session fails only when its last attempt does.
+	Retry         *loadgen.RetryPolicy
+	RetryAfter    time.Duration
+	Timeout       time.Duration
+	KeepAbandoned bool
 }
 
 // SessionResult is a Result with the sessions' own counts.
@@ -103,7 +112,8 @@ type SessionResult struct {
 // index in the run, k its turn from 1) and, after tool rounds,
 // "s<i>-t<k>-r<round>"; records carry SessionID (the session's ID, with
 // "#2", "#3"… on later cycles through the set), Turn, ToolRound and
-// HistoryDropped. A failed request ends its session: its later requests are
+// HistoryDropped. A failed request ends its session (with
+// SessionLoad.Retry, once its last attempt failed): its later requests are
 // not sent. emit owns the record; an emit error stops the run and is
 // returned. When ctx is cancelled, requests in flight are aborted and
 // emitted as cancelled, and ctx's error is returned with the result so far.
@@ -141,10 +151,13 @@ func runSessions(ctx context.Context, eng engine, load SessionLoad, emit func(*r
 		return SessionResult{}, fmt.Errorf("simrun: max concurrent sessions %d must be ≥ 0", load.MaxConcurrent)
 	case load.MaxContext < 0:
 		return SessionResult{}, fmt.Errorf("simrun: max context %d must be ≥ 0", load.MaxContext)
+	case load.Timeout < 0:
+		return SessionResult{}, fmt.Errorf("simrun: timeout %v must be ≥ 0 (0: none)", load.Timeout)
 	case math.IsNaN(load.Rate) || math.IsInf(load.Rate, 0) || load.Rate < 0:
 		return SessionResult{}, fmt.Errorf("simrun: session rate %v must be ≥ 0 (0: all at once)", load.Rate)
 	}
-	r := &runner{eng: eng, load: Load{Seed: load.Seed, Index: load.Index, Sample: load.Sample, SampleEvery: load.SampleEvery},
+	r := &runner{eng: eng, load: Load{Seed: load.Seed, Index: load.Index, Sample: load.Sample, SampleEvery: load.SampleEvery,
+		Retry: load.Retry, RetryAfter: load.RetryAfter, Timeout: load.Timeout, KeepAbandoned: load.KeepAbandoned},
 		emit: emit, inflight: map[string]*flight{}}
 	defer r.sampleEnd()
 	cfg := eng.config()
@@ -204,6 +217,12 @@ type convo struct {
 	firstSent int64 // send of the turn's first request
 	intended  int64 // of the request due next or in flight
 	latency   int64 // tool wait after the tool-call answer in flight
+	// attempt is the retries sent of the request due next or in flight
+	// (0: its first attempt), orig the first attempt's id and retryDue
+	// when the next retry is due (set by runner.retryLater).
+	attempt  int
+	orig     string
+	retryDue int64
 }
 
 // plannedCall is one tool call of a turn, its latency and result length
@@ -427,7 +446,7 @@ func (f *sessionFeed) beginTurn(c *convo) {
 // send adds c's next request to the engine at `at`.
 func (f *sessionFeed) send(c *convo, at int64) error {
 	t := &c.sess.Turns[c.turn]
-	if c.round == 0 {
+	if c.round == 0 && c.attempt == 0 {
 		c.firstSent = at
 	}
 	if m := f.load.MaxContext; m > 0 {
@@ -452,6 +471,10 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 		History:               runlog.HistoryServer,
 		HistoryDropped:        c.dropped,
 	}
+	if c.attempt > 0 {
+		rec.ID = c.orig + "-a" + strconv.Itoa(c.attempt+1)
+		rec.Attempt, rec.RetryOf = c.attempt+1, c.orig
+	}
 	var out, hidden int
 	if c.round < len(c.rounds) {
 		// A tool-call answer: the calls' names and arguments are hidden
@@ -473,8 +496,10 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 			out, rec.FinishReason = natural, "stop"
 		}
 	}
-	f.r.res.Sent++
-	q := sim.Request{ID: id, PromptTokens: c.total, OutputTokens: out, ReasoningTokens: hidden}
+	if c.attempt == 0 {
+		f.r.res.Sent++
+	}
+	q := sim.Request{ID: rec.ID, PromptTokens: c.total, OutputTokens: out, ReasoningTokens: hidden}
 	if f.block > 0 {
 		// The output as the engine generates it: a tool call is all
 		// hidden and resent whole; an answer is the engine's reasoning
@@ -490,13 +515,20 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 			seg{key: f.replyKey(c), tokens: reply})
 		q.HashBlockTokens = f.block
 	}
-	return f.r.add(&flight{rec: rec, out: out, conv: c}, q)
+	return f.r.add(&flight{rec: rec, out: out, conv: c, attempt: c.attempt + 1}, q)
 }
 
 // ended moves c on after its request rec ended: the next request of the
 // turn after the tool wait, the next turn after the think time, or the
 // session's end.
 func (f *sessionFeed) ended(c *convo, rec *runlog.Record) {
+	if rec.Retried {
+		// The same request again after the backoff (runner.retryLater).
+		c.intended = c.retryDue
+		f.schedule(c, c.retryDue)
+		return
+	}
+	c.attempt = 0
 	if !rec.OK() {
 		f.active--
 		f.res.SessionsFailed++

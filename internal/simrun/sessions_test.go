@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
@@ -46,7 +47,7 @@ func collectSessions(t *testing.T, eng *sim.Engine, load SessionLoad) ([]*runlog
 	if err != nil {
 		t.Fatalf("RunSessions: %v", err)
 	}
-	if res.Sent != len(recs) || res.Completed+res.Failed != res.Sent {
+	if res.Sent+res.Retried != len(recs) || res.Completed+res.Failed != res.Sent {
 		t.Fatalf("result %+v with %d records; want every sent request recorded", res.Result, len(recs))
 	}
 	return recs, res
@@ -627,5 +628,54 @@ func BenchmarkSessions(b *testing.B) {
 		b.ReportMetric(float64(res.Completed), "requests")
 		b.ReportMetric(res.Duration().Seconds(), "virtual-s")
 		b.ReportMetric(float64(res.Engine.PrefixHitTokens)/float64(res.Engine.PrefixQueryTokens), "hit-share")
+	}
+}
+
+// TestSessionRetries: as in TestSessionFailureEndsSession, b's first turn
+// is refused (429, a waiting queue of one); with a retry it is sent again
+// DefaultRetryAfter (1 s) later as "s1-t1-a2", the same request, and the
+// session goes on from its answer instead of failing. With a client
+// timeout of 1 ms no request can finish (a 60-token prefill takes
+// longer): each first turn is tried three times (two retries at once, a
+// timeout advertising no wait) and both sessions fail.
+func TestSessionRetries(t *testing.T) {
+	long := turns([2]int{100, 50}, [2]int{100, 50}, [2]int{100, 50}, [2]int{100, 50})
+	set := sessionSet(t, workload.Session{ID: "a", Turns: long}, workload.Session{ID: "b", Turns: turns([2]int{60, 10}, [2]int{60, 10})})
+	p := loadgen.RetryPolicy{Max: 1}
+	recs, res := collectSessions(t, newEngine(t, func(c *sim.Config) { c.MaxWaiting = 1 }), SessionLoad{Sessions: set, Retry: &p})
+	got := byID(recs)
+	first, retry, next := got["s1-t1"], got["s1-t1-a2"], got["s1-t2"]
+	if first == nil || retry == nil || next == nil {
+		t.Fatalf("records %v; want s1-t1, its retry s1-t1-a2 and s1-t2", ids(recs))
+	}
+	if !first.Retried || first.Status != 429 || retry.Attempt != 2 || retry.RetryOf != "s1-t1" || !retry.OK() || retry.Turn != 1 ||
+		retry.RequestedPromptTokens != first.RequestedPromptTokens {
+		t.Errorf("first attempt retried %v status %d; retry attempt %d of %q ok %v turn %d prompt %d; want a retried 429, then the OK attempt 2 of the same turn-1 request (%d tokens)",
+			first.Retried, first.Status, retry.Attempt, retry.RetryOf, retry.OK(), retry.Turn, retry.RequestedPromptTokens, first.RequestedPromptTokens)
+	}
+	if wait := retry.Sent - first.End; wait != int64(DefaultRetryAfter) {
+		t.Errorf("the retry went %v after the refusal; want the advertised 1s", time.Duration(wait))
+	}
+	// Turn 2 carries turn 1's answer: 60 + 10 + 60 tokens, sent as the retry ended.
+	if next.RequestedPromptTokens != 130 || next.Intended != retry.End {
+		t.Errorf("s1-t2: prompt %d intended %d; want 130 tokens due at the retry's end %d", next.RequestedPromptTokens, next.Intended, retry.End)
+	}
+	if res.Retried != 1 || res.Failed != 0 || res.SessionsCompleted != 2 || res.SessionsFailed != 0 {
+		t.Errorf("result %+v; want one retry, no failure, both sessions completed", res)
+	}
+
+	p = loadgen.RetryPolicy{Max: 2}
+	recs, res = collectSessions(t, newEngine(t, nil), SessionLoad{Sessions: set, Retry: &p, Timeout: time.Millisecond})
+	want := []string{"s0-t1", "s0-t1-a2", "s0-t1-a3", "s1-t1", "s1-t1-a2", "s1-t1-a3"}
+	if diff := cmp.Diff(want, sortedIDs(ids(recs))); diff != "" {
+		t.Errorf("records with a 1 ms timeout (-want +got):\n%s", diff)
+	}
+	for _, r := range recs {
+		if r.ErrorClass != runlog.ErrTimeout || r.End-r.Sent != int64(time.Millisecond) {
+			t.Errorf("%s: class %q after %v; want a timeout after 1ms", r.ID, r.ErrorClass, time.Duration(r.End-r.Sent))
+		}
+	}
+	if res.Sent != 2 || res.Retried != 4 || res.Failed != 2 || res.SessionsFailed != 2 {
+		t.Errorf("result %+v; want 2 sent, 4 retried, 2 failed requests and sessions", res)
 	}
 }

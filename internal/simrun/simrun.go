@@ -55,15 +55,29 @@ type Load struct {
 	runlog.Level
 	// Seed seeds the arrival schedule.
 	Seed int64
-	// Retry, when set, retries a request the engine rejected (429: its
-	// queue full, or queued past its limit) as a client would: the
-	// rejected attempt's record has Retried set, and the retry is sent
-	// after the policy's wait — never before RetryAfter, the wait the
-	// server advertises (0: DefaultRetryAfter, as goodput serve says) —
-	// with Attempt and RetryOf linking it to the first attempt. Run only;
-	// sessions do not retry.
+	// Retry, when set, retries a failed attempt that loadgen.Retryable
+	// says is worth it — a rejection (429: a queue full, queued past its
+	// limit, a rate limit) or a timeout (Timeout) — as a client would: the
+	// failed attempt's record has Retried set, and the retry is sent after
+	// the policy's wait, with Attempt and RetryOf linking it to the first
+	// attempt. A rejection advertises a wait (Record.RetryAfterNs): the
+	// rejecter's own (sim.Event.RetryAfterNs) when it says one, else
+	// RetryAfter (0: DefaultRetryAfter, as goodput serve says); the retry
+	// waits at least that unless the policy ignores it. A timeout
+	// advertises nothing.
 	Retry      *loadgen.RetryPolicy
 	RetryAfter time.Duration
+	// Timeout is the client's limit on a whole request, bench's --timeout
+	// (0: none): a request not finished Timeout after its send ends then,
+	// a timeout failure (runlog.ErrTimeout) keeping what it had received,
+	// and the engine drops it — a server that notices the disconnect, as
+	// vLLM does — unless KeepAbandoned.
+	Timeout time.Duration
+	// KeepAbandoned leaves a timed-out request running on the engine, as a
+	// server that does not notice the client went away does: its work is
+	// wasted (Result.Abandoned, AbandonedTokens) and holds up the queue
+	// while the client's retry joins it.
+	KeepAbandoned bool
 	// NaturalStop lets a request stop before its asked output length when
 	// its natural length (sim.NaturalLength) is shorter, as the HTTP server
 	// does for a request sent without ignore_eos; false generates exactly
@@ -95,9 +109,15 @@ type Result struct {
 	Sent, Completed, Failed int
 	// Warmups is the number of warm-up requests run.
 	Warmups int
-	// Retried counts measured attempts rejected and sent again (Load.Retry);
-	// they are in neither Completed nor Failed.
+	// Retried counts measured attempts that failed and were sent again
+	// (Load.Retry); they are in neither Completed nor Failed.
 	Retried int
+	// Abandoned counts measured attempts that timed out and that the
+	// engine went on running (Load.KeepAbandoned); AbandonedTokens are the
+	// output tokens it generated for them after the client left (warm-ups
+	// included): wasted work.
+	Abandoned       int
+	AbandonedTokens int64
 	// DelayedArrivals counts open-loop arrivals that found the in-flight
 	// cap full and were sent late.
 	DelayedArrivals int
@@ -147,6 +167,8 @@ func run(ctx context.Context, eng engine, ds workload.Dataset, load Load, emit f
 		return Result{}, fmt.Errorf("simrun: num warmups %d must be ≥ 0", load.NumWarmups)
 	case load.DurationS < 0:
 		return Result{}, fmt.Errorf("simrun: duration %vs must be ≥ 0", load.DurationS)
+	case load.Timeout < 0:
+		return Result{}, fmt.Errorf("simrun: timeout %v must be ≥ 0 (0: none)", load.Timeout)
 	case math.IsNaN(load.RequestRate) || math.IsInf(load.RequestRate, 0) || load.RequestRate < 0:
 		return Result{}, fmt.Errorf("simrun: request rate %v must be ≥ 0 (0: closed loop)", load.RequestRate)
 	}
@@ -210,13 +232,108 @@ type runner struct {
 	// draws their jitter.
 	retries retryQueue
 	rng     *rand.Rand
+	// deadlines are the flights' client timeouts (Load.Timeout), earliest
+	// first, ended flights left in until they surface; aborts are the ids
+	// of timed-out requests to drop from the engine after the iteration
+	// whose events may still name them; abandoned are those left running
+	// (Load.KeepAbandoned), whose events are counted as waste.
+	deadlines deadlineQueue
+	aborts    []string
+	abandoned map[string]bool
+}
+
+// deadlineQueue is a min-heap of flights by client deadline, then send.
+type deadlineQueue []*flight
+
+func (q deadlineQueue) Len() int { return len(q) }
+func (q deadlineQueue) Less(i, j int) bool {
+	return q[i].deadline < q[j].deadline || (q[i].deadline == q[j].deadline && q[i].seq < q[j].seq)
+}
+func (q deadlineQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *deadlineQueue) Push(x any)   { *q = append(*q, x.(*flight)) }
+func (q *deadlineQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return x
+}
+
+// nextDeadline is the earliest client deadline of a flight still in
+// flight; false when none.
+func (r *runner) nextDeadline() (int64, bool) {
+	for len(r.deadlines) > 0 {
+		if f := r.deadlines[0]; !f.gone {
+			return f.deadline, true
+		}
+		heap.Pop(&r.deadlines)
+	}
+	return 0, false
+}
+
+// expire times out every flight whose deadline is before by (or at it,
+// when inclusive): the client gives up, so the record ends at the
+// deadline with the chunks received by then, and a retry is queued as
+// the policy says.
+func (r *runner) expire(by int64, inclusive bool) error {
+	for {
+		d, ok := r.nextDeadline()
+		if !ok || d > by || (!inclusive && d == by) {
+			return nil
+		}
+		f := heap.Pop(&r.deadlines).(*flight)
+		rec := f.rec
+		delete(r.inflight, rec.ID)
+		rec.End = d
+		rec.ErrorClass, rec.Error, rec.FinishReason = runlog.ErrTimeout, "request exceeded "+r.load.Timeout.String(), ""
+		if r.load.KeepAbandoned {
+			if r.abandoned == nil {
+				r.abandoned = map[string]bool{}
+			}
+			r.abandoned[rec.ID] = true
+			if !rec.Warmup {
+				r.res.Abandoned++
+			}
+		} else {
+			r.aborts = append(r.aborts, rec.ID)
+		}
+		r.retryLater(f, d, 0)
+		if err := r.end(f); err != nil {
+			return err
+		}
+	}
+}
+
+// flushAborts drops the timed-out requests from the engine at now: the
+// server notices the disconnect at its next iteration.
+func (r *runner) flushAborts(now int64) {
+	for _, id := range r.aborts {
+		r.eng.abort(now, id)
+	}
+	r.aborts = r.aborts[:0]
+}
+
+// timedFeed is a feed whose next send is no later than the next client
+// deadline, so that a cluster steps no further than a timeout.
+type timedFeed struct {
+	feed
+	r *runner
+}
+
+func (t *timedFeed) next() (int64, bool) {
+	n, ok := t.feed.next()
+	if d, dok := t.r.nextDeadline(); dok && (!ok || d < n) {
+		return d, true
+	}
+	return n, ok
 }
 
 // DefaultRetryAfter is the wait a rejection advertises when Load.RetryAfter
 // is 0: the Retry-After goodput serve sends with its 429s.
 const DefaultRetryAfter = time.Second
 
-// retry is a rejected request's next attempt.
+// retry is a failed request's next attempt (Run's; a session's next
+// attempt is its next send).
 type retry struct {
 	due     int64
 	seq     int64 // order among retries due at once
@@ -259,6 +376,10 @@ type flight struct {
 	out     int    // output tokens asked of the engine
 	visible bool   // last chunk's visibility, to merge same-time chunks
 	conv    *convo // the session the request is a turn of; nil in Run
+	// deadline is when the client gives up (Load.Timeout; 0: never);
+	// gone is set once the request ended for the client.
+	deadline int64
+	gone     bool
 	// last is the last chunk's time, kept here so that merging does not
 	// read the chunk back: with many requests in flight (a cluster's) it
 	// is rarely still in the CPU's cache.
@@ -479,6 +600,10 @@ func (r *runner) add(f *flight, q sim.Request) error {
 	r.issued++
 	f.seq = r.issued
 	r.inflight[q.ID] = f
+	if t := r.load.Timeout; t > 0 {
+		f.deadline = f.rec.Sent + int64(t)
+		heap.Push(&r.deadlines, f)
+	}
 	return nil
 }
 
@@ -486,24 +611,32 @@ func (r *runner) add(f *flight, q sim.Request) error {
 // session ends) before the record is emitted, so the record carries the
 // tool wait that follows it.
 func (r *runner) end(f *flight) error {
+	f.gone = true
 	if f.conv != nil {
 		r.sessions.ended(f.conv, f.rec)
 	}
 	return r.finish(f.rec)
 }
 
-// retryLater advertises the rejection's wait on f's record and, when the
-// policy allows another attempt, marks the record retried and queues the
-// retry after the policy's wait.
-func (r *runner) retryLater(f *flight, at int64) {
-	after := r.load.RetryAfter
-	if after <= 0 {
-		after = DefaultRetryAfter
-	}
+// retryLater handles f's failed attempt, ended at `at`: a rejection
+// advertises its wait on the record (advertised, the rejecter's, when > 0;
+// else the load's), and when the failure is retryable and the policy
+// allows another attempt the record is marked retried and the retry
+// queued after the policy's wait — in Run's retry queue, or as the
+// session's next send.
+func (r *runner) retryLater(f *flight, at, advertised int64) {
 	rec := f.rec
-	rec.RetryAfterNs = int64(after)
+	if rec.ErrorClass == runlog.ErrHTTP429 {
+		if advertised <= 0 {
+			advertised = int64(r.load.RetryAfter)
+		}
+		if advertised <= 0 {
+			advertised = int64(DefaultRetryAfter)
+		}
+		rec.RetryAfterNs = advertised
+	}
 	p := r.load.Retry
-	if p == nil || f.attempt > p.Max || r.sessions != nil {
+	if p == nil || f.attempt > p.Max || !loadgen.Retryable(rec) {
 		return
 	}
 	if r.rng == nil {
@@ -514,8 +647,14 @@ func (r *runner) retryLater(f *flight, at int64) {
 		orig = rec.RetryOf
 	}
 	rec.Retried = true
+	due := at + int64(p.Wait(f.attempt, rec, r.rng))
+	if c := f.conv; c != nil {
+		// The session sends the same request again (sessionFeed.ended).
+		c.attempt, c.orig, c.retryDue = f.attempt, orig, due
+		return
+	}
 	r.issued++
-	heap.Push(&r.retries, retry{due: at + int64(p.Wait(f.attempt, rec, r.rng)), seq: r.issued, idx: f.idx,
+	heap.Push(&r.retries, retry{due: due, seq: r.issued, idx: f.idx,
 		attempt: f.attempt + 1, orig: orig, warmup: rec.Warmup})
 }
 
@@ -544,6 +683,10 @@ const ctxCheckSteps = 256
 // phase runs fd's sends to completion.
 func (r *runner) phase(ctx context.Context, fd feed) error {
 	var steps int
+	stepFeed := fd
+	if r.load.Timeout > 0 {
+		stepFeed = &timedFeed{feed: fd, r: r}
+	}
 	for {
 		r.sampleTo(r.now)
 		// Arrivals due by now that have a slot (those due earlier waited
@@ -570,16 +713,30 @@ func (r *runner) phase(ctx context.Context, fd feed) error {
 		if steps++; steps%ctxCheckSteps == 0 && ctx.Err() != nil {
 			return r.cancel(ctx)
 		}
-		end, batches := r.eng.step(r.now, fd)
+		end, batches := r.eng.step(r.now, stepFeed)
 		r.res.Steps++
 		if end == r.now && len(batches) == 0 {
-			// Nothing runnable now: let time pass to the next arrival.
+			// Nothing runnable now: let time pass to the next arrival, or
+			// to a client's timeout before it.
 			t, ok := fd.next()
+			if d, dok := r.nextDeadline(); dok && (!ok || d <= t) {
+				r.now = max(d, r.now)
+				if err := r.expire(r.now, true); err != nil {
+					return err
+				}
+				r.flushAborts(r.now)
+				continue
+			}
 			if !ok {
 				return fmt.Errorf("%w at %v with %d requests in flight", ErrStalled, time.Duration(r.now), len(r.inflight))
 			}
 			r.now = max(t, r.now)
 			continue
+		}
+		// Clients that gave up during the iteration: they saw none of its
+		// output, and their retries may go out during it too.
+		if err := r.expire(end, false); err != nil {
+			return err
 		}
 		// Arrivals during the iteration: they reach the engine at their own
 		// time and wait for the next iteration. (Add leaves the events
@@ -592,6 +749,7 @@ func (r *runner) phase(ctx context.Context, fd feed) error {
 				return err
 			}
 		}
+		r.flushAborts(end)
 		r.now = end
 	}
 }
@@ -606,10 +764,13 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 		// request at position i is usually the one there last time: a
 		// string compare (same backing bytes) instead of a map lookup.
 		var f *flight
-		if i < len(prev) && prev[i] != nil && prev[i].rec.ID == ev.ID {
+		if i < len(prev) && prev[i] != nil && !prev[i].gone && prev[i].rec.ID == ev.ID {
 			f = prev[i]
 		} else if f = r.inflight[ev.ID]; f == nil {
 			r.prevFlights = append(r.prevFlights, nil)
+			if r.abandoned != nil && r.abandoned[ev.ID] {
+				r.wasted(ev)
+			}
 			continue
 		}
 		r.prevFlights = append(r.prevFlights, f)
@@ -662,7 +823,7 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 			rec.End = end
 			rec.Status, rec.ErrorClass, rec.Error = 429, runlog.ErrHTTP429, ev.Err
 			rec.FinishReason = ""
-			r.retryLater(f, end)
+			r.retryLater(f, end, ev.RetryAfterNs)
 			if err := r.end(f); err != nil {
 				return err
 			}
@@ -670,6 +831,17 @@ func (r *runner) apply(evs []sim.Event, end int64) error {
 	}
 	r.curFlights = prev
 	return nil
+}
+
+// wasted counts an abandoned request's event: the tokens the engine made
+// for a client that left, and its end.
+func (r *runner) wasted(ev *sim.Event) {
+	switch ev.Kind {
+	case sim.EventTokens:
+		r.res.AbandonedTokens += int64(max(ev.Tokens, 0))
+	case sim.EventFinished, sim.EventRejected:
+		delete(r.abandoned, ev.ID)
+	}
 }
 
 // cancel aborts everything in flight, emits those records as cancelled (in

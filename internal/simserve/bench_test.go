@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // BenchmarkConcurrentStreams holds 250, 1,000 and 2,000 streaming requests at once on
@@ -26,17 +27,38 @@ import (
 // cores, so this is the server under a worst-case local load.
 func BenchmarkConcurrentStreams(b *testing.B) {
 	for _, streams := range []int{250, 1000, 2000} {
-		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchStreams(b, streams) })
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchStreams(b, streams, 1) })
 	}
 }
 
-func benchStreams(b *testing.B, streams int) {
+// BenchmarkFleetStreams is BenchmarkConcurrentStreams against a
+// round-robin fleet of 4 replicas behind one port (NewFleet): the same
+// lateness figures, the engine goroutine now stepping a cluster.
+func BenchmarkFleetStreams(b *testing.B) {
+	for _, streams := range []int{250, 1000} {
+		b.Run(fmt.Sprintf("replicas=4/streams=%d", streams), func(b *testing.B) { benchStreams(b, streams, 4) })
+	}
+}
+
+func benchStreams(b *testing.B, streams, replicas int) {
 	const output = 64
 	cfg := sim.DefaultConfig()
 	cfg.MaxNumSeqs = 2048
 	cfg.MaxNumBatchedTokens = 65536 // admit every prompt in one step
 	for b.Loop() {
-		s, err := New(cfg, Options{})
+		var (
+			s   *Server
+			err error
+		)
+		if replicas == 1 {
+			s, err = New(cfg, Options{})
+		} else {
+			fc := cluster.Config{Replicas: make([]sim.Config, replicas)}
+			for i := range fc.Replicas {
+				fc.Replicas[i] = cfg
+			}
+			s, err = NewFleet(fc, Options{})
+		}
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -71,4 +71,14 @@
 // rejection is a 429 with Retry-After; a later one (a request queued past
 // max queue time) ends the stream with an error event. Client disconnects
 // abort the request in the engine, freeing its KV blocks.
+//
+// # A fleet
+//
+// [NewFleet] serves a cluster (package sim/cluster: N engines behind a
+// router, one virtual clock) behind the same port, through the [Fleet]
+// interface: every vLLM series once per replica, labelled engine="i"; the
+// replica named in each answer's [ReplicaHeader]; a request's session for
+// session-affinity routing read from [SessionHeader]. While a replica is
+// idle the loop steps the fleet at most arrivalGrain (1 ms) ahead, so a
+// request arriving during another replica's iteration starts on time.
 package simserve

@@ -215,8 +215,10 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		streams = append(streams, st)
 	}
-	for _, st := range streams {
+	replicas := make([]int, len(streams))
+	for i, st := range streams {
 		snap, ok := s.awaitEnd(r, st)
+		replicas[i] = snap.replica
 		if !ok {
 			abortAll() // the client left
 			return
@@ -231,7 +233,7 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i := range n {
-		s.m.observeFinished(infos[i].tokens, 1)
+		s.ms[replicas[i]].observeFinished(infos[i].tokens, 1)
 	}
 	out := make([]byte, 0, 64+n*(24+dims*12))
 	out = append(out, `{"object":"list","data":[`...)

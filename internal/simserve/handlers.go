@@ -37,7 +37,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /tokenize", s.serveTokenize)
 	// The families shaped by the engine's limits are registered here, once:
 	// New builds the metrics knowing only the model name.
-	s.m.bindEngine(s.log, s.maxModelLen, s.blockTokens, s.describe)
+	for i, m := range s.ms {
+		d := s.repDescribe[i]
+		m.bindEngine(s.log, engineMaxModelLen(s.engCfg, d), engineBlockSize(s.engCfg, d), d)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		notAllowed := &apiError{status: http.StatusMethodNotAllowed, message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)}
@@ -54,6 +57,9 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 	})
+	if s.fleet != nil {
+		return withSession(mux)
+	}
 	return mux
 }
 
@@ -273,7 +279,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, arrival int64,
 		HashBlockTokens: s.blockTokens,
 		Priority:        g.priority,
 	}
-	reasoning := s.eng.Config().ReasoningFor(p.outputTokens)
+	reasoning := s.engCfg.ReasoningFor(p.outputTokens)
 	if g.chat && s.opt.ChatTokensPerMessage == 0 && p.callTools == nil && reasoning == 0 {
 		// The answer's blocks get the identity they will have when the
 		// client resends it (hidden reasoning is not resent, nor does a
@@ -332,6 +338,7 @@ type response struct {
 	cached     int
 	finishSent bool
 	timing     *runlog.ServerTiming // the engine's, once the request finished
+	replica    int                  // the replica serving it, once routed
 	// non-streaming accumulation
 	content, thinking []byte
 }
@@ -351,6 +358,7 @@ func (rs *response) run(r *http.Request) bool {
 		snap := rs.st.take(rs.dbuf)
 		rs.dbuf = snap.deliveries
 		rs.cached = snap.cached
+		rs.replica = snap.replica
 		if snap.timing != nil {
 			rs.timing = snap.timing
 		}
@@ -371,6 +379,7 @@ func (rs *response) run(r *http.Request) bool {
 			}
 			if snap.state == stateFinished {
 				rs.finished()
+				rs.nameReplica()
 				rs.wire.whole(rs)
 				return true
 			}
@@ -381,6 +390,7 @@ func (rs *response) run(r *http.Request) bool {
 		// an immediate admission rejection can still be a 429.
 		if !started && (snap.admitted || len(snap.deliveries) > 0 || snap.state != stateLive) {
 			started = true
+			rs.nameReplica()
 			if !rs.wire.start(rs) {
 				return false
 			}
@@ -470,13 +480,21 @@ func (*openaiWire) failStream(rs *response, status int, msg string) {
 
 func (rs *response) g() *genRequest { return rs.p.g }
 
+// nameReplica sets the ReplicaHeader of a fleet's answer, before the
+// answer's header is written.
+func (rs *response) nameReplica() {
+	if rs.s.fleet != nil {
+		rs.w.Header().Set(ReplicaHeader, strconv.Itoa(rs.replica))
+	}
+}
+
 // finished counts the finished request's token histograms. The handler
 // does it, not the engine goroutine, because it holds the counts vLLM
 // observes (prompt, and every token generated, now all taken from the
 // mailbox), and it does so before writing the answer's end, so a client
 // holding its answer finds it counted.
 func (rs *response) finished() {
-	rs.s.m.observeFinished(rs.p.info.tokens, rs.generated)
+	rs.s.ms[rs.replica].observeFinished(rs.p.info.tokens, rs.generated)
 }
 
 func (rs *response) writeFailure(snap snapshot) {

@@ -69,8 +69,11 @@ type metrics struct {
 	last sim.Snapshot // counters already exported, for deltas
 }
 
-func newMetrics(reg prometheus.Registerer, model string) (*metrics, error) {
-	labels := prometheus.Labels{"model_name": model, "engine": "0"}
+// newMetrics registers the series of one engine, labelled engine (vLLM
+// V1's data-parallel rank label: "0" for one engine, a replica's index in
+// a fleet, so that summing by model_name gives the fleet).
+func newMetrics(reg prometheus.Registerer, model, engine string) (*metrics, error) {
+	labels := prometheus.Labels{"model_name": model, "engine": engine}
 	var cs []prometheus.Collector
 	gauge := func(name, help string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
@@ -135,7 +138,7 @@ func (m *metrics) bindEngine(log *slog.Logger, maxModelLen, blockSize int, descr
 			Help: "Number of prefill tokens processed.", Buckets: b, ConstLabels: m.labels})
 		gt := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "vllm:request_generation_tokens",
 			Help: "Number of generation tokens processed.", Buckets: b, ConstLabels: m.labels})
-		info := cacheConfigInfo(blockSize, describe)
+		info := cacheConfigInfo(blockSize, describe, m.labels["engine"])
 		for _, c := range []prometheus.Collector{pt, gt, info} {
 			if err := m.reg.Register(c); err != nil {
 				log.Warn("simserve: some vLLM metrics are not exported", "err", err)
@@ -152,7 +155,7 @@ func (m *metrics) bindEngine(log *slog.Logger, maxModelLen, blockSize int, descr
 // 0.9) plus engine, and no model_name; the simulator gives the fields it
 // models, in vLLM's spelling: cache_dtype is "fp8" for an fp8 KV cache and
 // vLLM's default "auto" (the model's dtype) otherwise.
-func cacheConfigInfo(blockSize int, d map[string]any) prometheus.Collector {
+func cacheConfigInfo(blockSize int, d map[string]any, engine string) prometheus.Collector {
 	pyBool := func(b bool) string {
 		if b {
 			return "True"
@@ -181,7 +184,7 @@ func cacheConfigInfo(blockSize int, d map[string]any) prometheus.Collector {
 			"enable_prefix_caching":  pyBool(prefix),
 			"gpu_memory_utilization": pyFloat(util),
 			"num_gpu_blocks":         strconv.Itoa(blocks),
-			"engine":                 "0",
+			"engine":                 engine,
 		},
 	})
 	g.Set(1)
@@ -208,15 +211,21 @@ func (m *metrics) observeSnapshot(s sim.Snapshot) {
 	if n := (s.PromptTokens - m.last.PromptTokens) + (s.GenerationTokens - m.last.GenerationTokens); n > 0 {
 		m.iterTokens.Observe(float64(n))
 	}
-	m.running.Set(float64(s.Running))
-	m.waiting.Set(float64(s.Waiting))
-	m.kvUsage.Set(s.KVUsage)
+	m.observeGauges(s)
 	addDelta(m.prefixQueries, s.PrefixQueryTokens, m.last.PrefixQueryTokens)
 	addDelta(m.prefixHits, s.PrefixHitTokens, m.last.PrefixHitTokens)
 	addDelta(m.preemptions, s.Preemptions, m.last.Preemptions)
 	addDelta(m.promptTokens, s.PromptTokens, m.last.PromptTokens)
 	addDelta(m.genTokens, s.GenerationTokens, m.last.GenerationTokens)
 	m.last = s
+}
+
+// observeGauges sets the gauges alone to s: a fleet's replica after an
+// abort, whose counters may include an iteration not yet over.
+func (m *metrics) observeGauges(s sim.Snapshot) {
+	m.running.Set(float64(s.Running))
+	m.waiting.Set(float64(s.Waiting))
+	m.kvUsage.Set(s.KVUsage)
 }
 
 // registerSlowdown exports the slowdown factor in force (read at scrape

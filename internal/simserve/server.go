@@ -86,7 +86,9 @@ const DefaultIdleTimeout = 2 * time.Minute
 // Server is safe for concurrent use by any number of HTTP handlers.
 type Server struct {
 	opt         Options
-	eng         *sim.Engine
+	eng         *sim.Engine // the one engine; nil when fleet drives several
+	fleet       Fleet       // the replicas behind a router (NewFleet); nil: eng
+	engCfg      sim.Config  // the (first) engine's configuration, resolved
 	model       string
 	aliases     []string
 	maxModelLen int
@@ -94,7 +96,9 @@ type Server struct {
 	toolShare   float64 // sim.Config.ToolCallShare
 	toolTokens  int     // tokens per tool call
 	describe    map[string]any
-	m           *metrics
+	m           *metrics   // replica 0's series (the one engine's)
+	ms          []*metrics // each replica's series, engine="i"; ms[0] is m
+	repDescribe []map[string]any
 	gatherer    prometheus.Gatherer
 	log         *slog.Logger
 
@@ -116,6 +120,7 @@ type Server struct {
 	lastAdd   int64     // latest arrival handed to the engine
 	lag       lagLog    // the host falling behind the engine's schedule
 	stretched bool      // some iteration ran slowed down (see stretch)
+	fl        fleetState
 
 	// onDepart, when set (tests and benchmarks), is called by handlers
 	// after each token chunk is flushed, with the stream's sequence number,
@@ -130,14 +135,16 @@ type Server struct {
 // pendingEvent is a copy of an engine event, kept while the iteration that
 // produced it is still "running" on the wall clock.
 type pendingEvent struct {
-	ev     sim.Event
-	timing runlog.ServerTiming
+	ev      sim.Event
+	timing  runlog.ServerTiming
+	replica int // the replica whose iteration produced it (0: the one engine)
 }
 
 type command struct {
-	abort bool
-	st    *stream
-	req   sim.Request
+	abort   bool
+	st      *stream
+	req     sim.Request
+	session string // a fleet's session-affinity key (SessionHeader)
 }
 
 // resyncLag is how far behind its schedule the engine goroutine may wake
@@ -180,29 +187,50 @@ const idlePoll = 5 * time.Millisecond
 // New builds the engine from cfg and a server around it. Call Run (or use
 // Start) to make it answer.
 func New(cfg sim.Config, opt Options) (*Server, error) {
-	if err := validateSlowdown(opt); err != nil {
+	if err := checkOptions(opt); err != nil {
 		return nil, err
-	}
-	if opt.EmbeddingDimensions < 0 || opt.EmbeddingDimensions > MaxEmbeddingDimensions {
-		return nil, fmt.Errorf("simserve: EmbeddingDimensions %d: want 0 (the default) to %d", opt.EmbeddingDimensions, MaxEmbeddingDimensions)
-	}
-	if opt.MaxStoredResponses < 0 {
-		return nil, fmt.Errorf("simserve: MaxStoredResponses %d: want ≥ 0", opt.MaxStoredResponses)
 	}
 	eng, err := sim.New(cfg)
 	if err != nil {
 		return nil, err
 	}
+	s, err := newServer(opt, cfg, eng.Config(), []map[string]any{eng.Describe()})
+	if err != nil {
+		return nil, err
+	}
+	s.eng = eng
+	return s, nil
+}
+
+// checkOptions rejects the Options no server can run with.
+func checkOptions(opt Options) error {
+	if err := validateSlowdown(opt); err != nil {
+		return err
+	}
+	if opt.EmbeddingDimensions < 0 || opt.EmbeddingDimensions > MaxEmbeddingDimensions {
+		return fmt.Errorf("simserve: EmbeddingDimensions %d: want 0 (the default) to %d", opt.EmbeddingDimensions, MaxEmbeddingDimensions)
+	}
+	if opt.MaxStoredResponses < 0 {
+		return fmt.Errorf("simserve: MaxStoredResponses %d: want ≥ 0", opt.MaxStoredResponses)
+	}
+	return nil
+}
+
+// newServer builds the server around engines described by describes (one
+// per replica, the first's settings naming the model and its limits); cfg
+// is the first engine's configuration as given, resolved as it resolved it.
+func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any) (*Server, error) {
 	s := &Server{
-		opt:      opt,
-		eng:      eng,
-		describe: eng.Describe(),
-		log:      opt.Logger,
-		base:     time.Now(),
-		cmds:     make(chan command, 1024),
-		stopped:  make(chan struct{}),
-		live:     map[string]*stream{},
-		stored:   newResponseStore(cmp.Or(opt.MaxStoredResponses, DefaultMaxStoredResponses), maxStoredBytes),
+		opt:         opt,
+		engCfg:      resolved,
+		describe:    describes[0],
+		repDescribe: describes,
+		log:         opt.Logger,
+		base:        time.Now(),
+		cmds:        make(chan command, 1024),
+		stopped:     make(chan struct{}),
+		live:        map[string]*stream{},
+		stored:      newResponseStore(cmp.Or(opt.MaxStoredResponses, DefaultMaxStoredResponses), maxStoredBytes),
 	}
 	if opt.Slowdown != 0 {
 		if opt.SlowdownAfter > 0 {
@@ -245,9 +273,14 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 		gat = g
 	}
 	s.gatherer = gat
-	if s.m, err = newMetrics(reg, s.model); err != nil {
-		return nil, err
+	s.ms = make([]*metrics, len(describes))
+	for i := range s.ms {
+		var err error
+		if s.ms[i], err = newMetrics(reg, s.model, strconv.Itoa(i)); err != nil {
+			return nil, err
+		}
 	}
+	s.m = s.ms[0]
 	if err := s.m.registerSlowdown(reg, s.model, s.Slowdown); err != nil {
 		return nil, err
 	}
@@ -258,7 +291,8 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 func (s *Server) Model() string { return s.model }
 
 // Describe returns the engine's description (model, GPU, TP, limits), for
-// reports and the startup banner.
+// reports and the startup banner; a fleet's is its first replica's plus
+// "replicas", their number.
 func (s *Server) Describe() map[string]any { return s.describe }
 
 // clock returns the server clock: ns since the server was built, on the
@@ -274,6 +308,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("simserve: Run called twice")
 	}
 	defer s.shutdown()
+	if s.fleet != nil {
+		return s.runFleet(ctx)
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -379,6 +416,10 @@ func (s *Server) drain() {
 
 // apply hands one submission or abort to the engine.
 func (s *Server) apply(c command) {
+	if s.fleet != nil {
+		s.applyFleet(c)
+		return
+	}
 	st := c.st
 	if c.abort {
 		if s.live[st.id] == st {
@@ -405,19 +446,29 @@ func (s *Server) apply(c command) {
 
 // deliver hands the finished iteration's events to their requests.
 func (s *Server) deliver(end int64) {
+	s.deliverEvents(end)
+	// Metrics first, so that a client holding its answer sees it counted.
+	s.m.observeSnapshot(s.eng.Snapshot())
+	s.wakeTouched()
+}
+
+// deliverEvents hands the events in evbuf, of iterations that ended at
+// end, to their requests, observing their replicas' latency histograms.
+func (s *Server) deliverEvents(end int64) {
 	for i := range s.evbuf {
 		pe := &s.evbuf[i]
 		st := s.live[pe.ev.ID]
 		if st == nil {
 			continue // aborted meanwhile
 		}
+		m := s.ms[pe.replica]
 		switch pe.ev.Kind {
 		case sim.EventTokens:
 			if st.firstAt == 0 {
 				st.firstAt = end
-				s.m.ttft.Observe(seconds(end - st.arrival))
+				m.ttft.Observe(seconds(end - st.arrival))
 			} else {
-				s.m.itl.Observe(seconds(end - st.lastAt))
+				m.itl.Observe(seconds(end - st.lastAt))
 			}
 			st.lastAt = end
 			st.push(delivery{at: end, tokens: pe.ev.Tokens, hidden: pe.ev.Hidden}, pe.ev.Cached)
@@ -432,17 +483,20 @@ func (s *Server) deliver(end int64) {
 				t.PrefillNs = st.firstAt - (t.ArrivalNs + t.QueueNs)
 				t.DecodeNs = st.lastAt - st.firstAt
 			}
-			s.m.e2e.Observe(seconds(end - st.arrival))
-			s.m.queue.Observe(seconds(t.QueueNs))
-			s.m.prefill.Observe(seconds(t.PrefillNs))
-			s.m.decode.Observe(seconds(t.DecodeNs))
-			s.m.success[st.finishReason].Inc()
+			m.e2e.Observe(seconds(end - st.arrival))
+			m.queue.Observe(seconds(t.QueueNs))
+			m.prefill.Observe(seconds(t.PrefillNs))
+			m.decode.Observe(seconds(t.DecodeNs))
+			m.success[st.finishReason].Inc()
+			s.finished(pe.replica)
 			st.finish(&t)
 			s.touched = append(s.touched, st)
 		}
 	}
-	// Metrics first, so that a client holding its answer sees it counted.
-	s.m.observeSnapshot(s.eng.Snapshot())
+}
+
+// wakeTouched wakes the handlers of the requests deliverEvents served.
+func (s *Server) wakeTouched() {
 	// Wake handlers only now, so one that wakes sees its tokens and its
 	// finish together.
 	for i, st := range s.touched {
@@ -477,8 +531,12 @@ func seconds(ns int64) float64 { return float64(ns) / 1e9 }
 // submit queues st for the engine; false when the server stopped or the
 // client left first.
 func (s *Server) submit(ctx context.Context, st *stream, req sim.Request) bool {
+	c := command{st: st, req: req}
+	if s.fleet != nil {
+		c.session, _ = ctx.Value(sessionKey{}).(string)
+	}
 	select {
-	case s.cmds <- command{st: st, req: req}:
+	case s.cmds <- c:
 		return true
 	case <-s.stopped:
 		return false
@@ -545,6 +603,7 @@ type stream struct {
 	cached   int
 	state    streamState
 	admitted bool
+	replica  int // the replica serving it (0: the one engine)
 	status   int // stateFailed: the HTTP status to answer
 	errMsg   string
 	timing   *runlog.ServerTiming
@@ -577,6 +636,13 @@ func (st *stream) push(d delivery, cached int) {
 	} else {
 		st.pending = append(st.pending, d)
 	}
+	st.mu.Unlock()
+}
+
+// route records the replica the router sent the request to.
+func (st *stream) route(replica int) {
+	st.mu.Lock()
+	st.replica = replica
 	st.mu.Unlock()
 }
 
@@ -613,6 +679,7 @@ type snapshot struct {
 	cached     int
 	state      streamState
 	admitted   bool
+	replica    int
 	status     int
 	errMsg     string
 	timing     *runlog.ServerTiming
@@ -627,6 +694,7 @@ func (st *stream) take(buf []delivery) snapshot {
 		cached:     st.cached,
 		state:      st.state,
 		admitted:   st.admitted,
+		replica:    st.replica,
 		status:     st.status,
 		errMsg:     st.errMsg,
 		timing:     st.timing,

@@ -72,8 +72,12 @@ func checkSlowdown(f float64) error {
 // SetSlowdown makes every engine iteration from now on take factor times
 // as long on the wall clock (1 restores full speed), so that latencies
 // grow by the factor while the engine's decisions stay the same. It
-// returns an error for a factor outside (0, MaxSlowdown].
+// returns an error for a factor outside (0, MaxSlowdown], and on a fleet
+// (NewFleet), whose replicas keep schedules the server cannot stretch.
 func (s *Server) SetSlowdown(factor float64) error {
+	if s.fleet != nil {
+		return errSlowdownFleet
+	}
 	if err := checkSlowdown(factor); err != nil {
 		return fmt.Errorf("simserve: slowdown %v: %w", factor, err)
 	}
@@ -103,6 +107,10 @@ func (s *Server) serveSlowdown(w http.ResponseWriter, r *http.Request) {
 		f, aerr := slowdownFactor(w, r)
 		if aerr != nil {
 			writeError(w, aerr)
+			return
+		}
+		if s.fleet != nil {
+			writeError(w, badRequest("factor", "a slowdown is not supported with several replicas"))
 			return
 		}
 		s.slow.set(f)

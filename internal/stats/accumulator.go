@@ -392,10 +392,15 @@ func (a *Accumulator) Summary() Summary {
 	if a.retried > 0 {
 		s.RetriedBy = a.retriedBy
 	}
+	if a.requests > 0 {
+		s.RetryAmplification = float64(a.requests+a.retried) / float64(a.requests)
+	}
 	if a.inTok > 0 {
 		s.CachedShare = float64(a.cached) / float64(a.inTok)
 	}
 	if s.DurationS > 0 {
+		s.OriginalRate = float64(a.requests) / s.DurationS
+		s.AttemptRate = float64(a.requests+a.retried) / s.DurationS
 		s.RequestThroughput = float64(a.completed) / s.DurationS
 		s.InputThroughput = float64(a.inTok) / s.DurationS
 		s.EmbeddingThroughput = float64(a.embeds) / s.DurationS

@@ -91,8 +91,10 @@ func TestSummarizeHandRun(t *testing.T) {
 		FirstSendNs: 0, LastEndNs: 1100 * ms, DurationS: 1.1,
 		// Completed only, as vLLM: 100+2000+10000 in, 4+4+1 out.
 		InputTokens: 12100, OutputTokens: 9, ReasoningTokens: 1, CachedTokens: 5,
-		CachedShare:          5.0 / 12100,
-		RequestThroughput:    3 / 1.1,
+		CachedShare:       5.0 / 12100,
+		RequestThroughput: 3 / 1.1,
+		// No retries: offered and original load are both 4 / 1.1.
+		OriginalRate: 4 / 1.1, AttemptRate: 4 / 1.1, RetryAmplification: 1,
 		InputThroughput:      12100 / 1.1,
 		OutputThroughput:     9 / 1.1,
 		TotalTokenThroughput: 12109 / 1.1,
@@ -442,5 +444,31 @@ func TestTimelineCoarsen(t *testing.T) {
 	}
 	if want := span/(2*sec) + 50; total != want {
 		t.Errorf("total tokens after coarsening = %d; want %d", total, want)
+	}
+}
+
+// TestSummarizeRetries: request a completes at 1 s; request b, refused
+// (429) and timed out, is tried three times and its last attempt times
+// out at 2 s. The duration is 0 → 2 s, so the original load is 2 / 2 = 1
+// request/s, the offered load (2 + 2 retried) / 2 = 2 attempts/s, and
+// each request took 4 / 2 = 2 attempts. The retried attempts are load,
+// not outcomes: 1 completed, 1 failed.
+func TestSummarizeRetries(t *testing.T) {
+	recs := []runlog.Record{
+		{ID: "a", Sent: 0, End: 1000 * ms, Status: 200, PromptTokens: 10,
+			Chunks: []runlog.Chunk{{T: 500 * ms, Tokens: 1, Visible: true}, {T: 1000 * ms, Tokens: 1, Visible: true}}},
+		{ID: "b", Sent: 0, End: 300 * ms, ErrorClass: runlog.ErrHTTP429, Status: 429, Retried: true},
+		{ID: "b-a2", Attempt: 2, RetryOf: "b", Sent: 400 * ms, End: 900 * ms, ErrorClass: runlog.ErrTimeout, Retried: true},
+		{ID: "b-a3", Attempt: 3, RetryOf: "b", Sent: 900 * ms, End: 2000 * ms, ErrorClass: runlog.ErrTimeout},
+	}
+	s := Summarize(recs, Options{})
+	if s.Requests != 2 || s.Completed != 1 || s.Failed != 1 || s.RetriedAttempts != 2 || s.DurationS != 2 {
+		t.Fatalf("requests %d completed %d failed %d retried %d duration %v; want 2, 1, 1, 2, 2 s", s.Requests, s.Completed, s.Failed, s.RetriedAttempts, s.DurationS)
+	}
+	if s.OriginalRate != 1 || s.AttemptRate != 2 || s.RetryAmplification != 2 {
+		t.Errorf("original %v/s, offered %v/s, amplification %v; want 1, 2 and 2", s.OriginalRate, s.AttemptRate, s.RetryAmplification)
+	}
+	if s.RetriedBy[runlog.ErrTimeout] != 1 || s.RetriedBy[runlog.ErrHTTP429] != 1 {
+		t.Errorf("retried by %v; want a timeout and a 429", s.RetriedBy)
 	}
 }

@@ -27,6 +27,14 @@ type Summary struct {
 	// Requests + RetriedAttempts is what the server was offered.
 	RetriedAttempts int
 	RetriedBy       map[runlog.ErrorClass]int
+	// OriginalRate is the original load, Requests / DurationS (requests/s,
+	// failed ones included); AttemptRate the offered load, (Requests +
+	// RetriedAttempts) / DurationS (attempts/s); RetryAmplification their
+	// ratio, (Requests + RetriedAttempts) / Requests (1 without retries, 0
+	// with no request). A retry storm is AttemptRate rising while
+	// goodput falls.
+	OriginalRate, AttemptRate float64
+	RetryAmplification        float64
 	// Warmups counts the warm-up records excluded from everything else.
 	Warmups int
 	// Empty counts successful records that carried no generated token (they

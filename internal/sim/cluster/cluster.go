@@ -27,6 +27,14 @@ type Config struct {
 	// over Σ TP GPUs). Every replica's model must be MoE. false: each
 	// replica steps on its own schedule.
 	ExpertParallel bool
+	// Pools names the pool of each replica, replica i's at i, as a cluster
+	// file (Parse) names them; nil when the replicas are of no named pool
+	// (--replicas N). Reports subtotal the replicas by it; routing and
+	// stepping ignore it.
+	Pools []string
+	// Autoscale adds and removes replicas on a signal (nil: the replicas
+	// are fixed). Replicas are then the fleet at time 0.
+	Autoscale *Autoscale
 	// Gateway, when set, puts a gateway in front of the replicas
 	// (NewGateway builds it; New ignores it): admission, priority classes,
 	// overload degradation.
@@ -37,7 +45,9 @@ type Config struct {
 type ConfigError struct {
 	// Field names the field at fault: "Replicas" (none, or one the engine
 	// rejects), "Policy", "LoadCap" or "PrefixTokens" (the Router's), or
-	// "ExpertParallel" (a dense model).
+	// "ExpertParallel" (a dense model), or "Autoscale.<field>" (Signal,
+	// Threshold, DownThreshold, Min, Max, UpStep, DownStep, Interval,
+	// Window, Cooldown, ProvisionDelay).
 	Field string
 	// Replica is, for a replica's configuration the engine rejected, its
 	// index in Config.Replicas (from 0); -1 otherwise. Err is then the
@@ -123,6 +133,10 @@ type Cluster struct {
 	// epRanks GPUs in all.
 	ep      bool
 	epRanks int
+	// as is the autoscaler (nil: none); prefixTokens the router's
+	// Config.PrefixTokens, for a replica it adds.
+	as           *autoscaler
+	prefixTokens int
 }
 
 // replica is one engine and the loop's state of it.
@@ -146,6 +160,21 @@ type replica struct {
 	// time (ns) and tokens this step (an idle rank's dummy: 1 token).
 	stepNs  int64
 	stepTok int
+	// busyNs is the time its iterations ran, up to the last one's end;
+	// iterStart is the start of the one in flight.
+	busyNs, iterStart int64
+	// Autoscaling: state (the zero value active) and, for an added
+	// replica, when it was decided (born) and routable (readyAt); since
+	// activeAt it is active, with busyAtActive busy then; ring is its busy
+	// time at the window's ticks, from tick ringFrom on; retired holds the
+	// counters of the engines its slot had before.
+	state         uint8
+	born, readyAt int64
+	activeAt      int64
+	busyAtActive  int64
+	ringFrom      int
+	ring          []int64
+	retired       sim.Snapshot
 }
 
 // New validates cfg and builds the cluster, each replica a fresh engine.
@@ -162,8 +191,13 @@ func New(cfg Config) (*Cluster, error) {
 	if err := cfg.Router.check(); err != nil {
 		return nil, err
 	}
+	if a := cfg.Autoscale; a != nil {
+		if err := a.check(len(cfg.Replicas), cfg.ExpertParallel); err != nil {
+			return nil, err
+		}
+	}
 	p, _ := policyOf(cfg.Policy)
-	c := &Cluster{reps: make([]replica, len(cfg.Replicas)), policy: p, byID: map[string]int32{}}
+	c := &Cluster{reps: make([]replica, len(cfg.Replicas)), policy: p, byID: map[string]int32{}, prefixTokens: cfg.PrefixTokens}
 	for i, rc := range cfg.Replicas {
 		e, err := sim.New(rc)
 		if err != nil {
@@ -199,6 +233,9 @@ func New(cfg Config) (*Cluster, error) {
 	if p == sessionAffinity {
 		c.sessions = map[string]int32{}
 	}
+	if cfg.Autoscale != nil {
+		c.as = newAutoscaler(*cfg.Autoscale, cfg.Replicas[0], len(cfg.Replicas))
+	}
 	return c, nil
 }
 
@@ -230,6 +267,9 @@ func (c *Cluster) Add(now int64, r Request) (int, error) {
 	if _, dup := c.byID[r.ID]; dup {
 		return -1, fmt.Errorf("%w: %s: duplicate request id", sim.ErrInvalidRequest, r.ID)
 	}
+	if c.as != nil {
+		c.advance(now)
+	}
 	var keys, prompt []uint64
 	hb := r.HashBlockTokens
 	if c.policy == prefixAware && len(r.BlockHashes) > 0 {
@@ -251,15 +291,18 @@ func (c *Cluster) Add(now int64, r Request) (int, error) {
 		return i, err
 	}
 	c.byID[r.ID] = int32(i)
+	if c.as != nil {
+		c.as.arrived[r.ID] = now
+	}
 	rep.outstanding++
 	rep.routed++
 	switch {
 	case rep.prefix != nil && len(keys) > 0:
 		rep.prefix.learn(keys, hb)
 	case c.sessions != nil && r.Session != "":
-		if _, ok := c.sessions[r.Session]; !ok {
-			c.sessions[r.Session] = int32(i)
-		}
+		// The session's replica, or a new one when its replica was
+		// scaled away (route keeps a live one).
+		c.sessions[r.Session] = int32(i)
 	}
 	if !rep.stepping {
 		c.enqueue(int32(i))
@@ -272,12 +315,19 @@ func (c *Cluster) Add(now int64, r Request) (int, error) {
 func (c *Cluster) route(r *Request, prompt []uint64) int {
 	switch c.policy {
 	case roundRobin:
+		c.rr %= len(c.reps)
+		for c.reps[c.rr].state != stateActive {
+			c.rr = (c.rr + 1) % len(c.reps)
+		}
 		i := c.rr
 		c.rr = (c.rr + 1) % len(c.reps)
 		return i
 	case leastKV:
 		best, bestKV := 0, math.Inf(1)
 		for i := range c.reps {
+			if c.reps[i].state != stateActive {
+				continue
+			}
 			kv := c.reps[i].eng.Snapshot().KVUsage
 			if kv < bestKV || kv == bestKV && c.reps[i].outstanding < c.reps[best].outstanding {
 				best, bestKV = i, kv
@@ -290,7 +340,7 @@ func (c *Cluster) route(r *Request, prompt []uint64) int {
 		return c.dpBalance()
 	case sessionAffinity:
 		if r.Session != "" {
-			if i, ok := c.sessions[r.Session]; ok {
+			if i, ok := c.sessions[r.Session]; ok && c.reps[i].state == stateActive {
 				return int(i)
 			}
 		}
@@ -301,9 +351,9 @@ func (c *Cluster) route(r *Request, prompt []uint64) int {
 // leastOutstanding is the replica with the fewest requests in flight, the
 // lowest index on ties.
 func (c *Cluster) leastOutstanding() int {
-	best := 0
-	for i := 1; i < len(c.reps); i++ {
-		if c.reps[i].outstanding < c.reps[best].outstanding {
+	best := c.firstActive()
+	for i := best + 1; i < len(c.reps); i++ {
+		if c.reps[i].state == stateActive && c.reps[i].outstanding < c.reps[best].outstanding {
 			best = i
 		}
 	}
@@ -316,6 +366,9 @@ func (c *Cluster) leastOutstanding() int {
 func (c *Cluster) dpBalance() int {
 	best, bestScore := 0, math.MaxInt
 	for i := range c.reps {
+		if c.reps[i].state != stateActive {
+			continue
+		}
 		s := c.reps[i].eng.Snapshot()
 		if score := 4*s.Waiting + s.Running; score < bestScore {
 			best, bestScore = i, score
@@ -333,7 +386,7 @@ func (c *Cluster) prefixRoute(prompt []uint64) int {
 	best, bestLen := -1, -1
 	for i := range c.reps {
 		rep := &c.reps[i]
-		if c.loadCap >= 0 && rep.outstanding > least+c.loadCap {
+		if rep.state != stateActive || c.loadCap >= 0 && rep.outstanding > least+c.loadCap {
 			continue
 		}
 		n := 0
@@ -345,6 +398,18 @@ func (c *Cluster) prefixRoute(prompt []uint64) int {
 		}
 	}
 	return best
+}
+
+// firstActive is the lowest-numbered active replica (there is always
+// one: the autoscaler cancels a provisioning replica before it drains an
+// active one, and keeps at least one of them).
+func (c *Cluster) firstActive() int {
+	for i := range c.reps {
+		if c.reps[i].state == stateActive {
+			return i
+		}
+	}
+	return 0
 }
 
 // enqueue marks free replica i as given work.
@@ -380,11 +445,27 @@ func (c *Cluster) enqueue(i int32) {
 // the same moment as events are added after them, as with one engine.
 // The batches are valid until the next Step; Add does not disturb them.
 // The events of an iteration in flight that a request was aborted during
-// still come, naming it.
+// still come, naming it. With Config.Autoscale the controller's ticks are
+// moments too: if nothing comes first, Step returns the next tick with no
+// events (an idle cluster still returns now; its ticks are caught up, at
+// their own times, by the next Add or Step).
 func (c *Cluster) Step(now, until int64) (int64, []Batch) {
 	if until <= now {
 		until = math.MaxInt64
 	}
+	if c.as == nil {
+		return c.step(now, until)
+	}
+	// The controller's ticks are moments too: Step returns at the next,
+	// so that it reads the signals as they are then.
+	c.advance(now)
+	t, out := c.step(now, min(until, c.as.next))
+	c.observe(t, out)
+	return t, out
+}
+
+// step is Step without the autoscaler; until > now.
+func (c *Cluster) step(now, until int64) (int64, []Batch) {
 	c.out = c.out[:0]
 	c.start(now)
 	if len(c.out) > 0 || len(c.ends) == 0 {
@@ -398,6 +479,7 @@ func (c *Cluster) Step(now, until int64) (int64, []Batch) {
 		i := c.popEnd()
 		r := &c.reps[i]
 		r.stepping = false
+		r.busyNs += r.end - r.iterStart
 		c.collect(i, r.evs)
 		r.evs = nil
 		if r.eng.Busy() {
@@ -433,6 +515,7 @@ func (c *Cluster) start(now int64) {
 			c.steps++
 			r.kvPeak = max(r.kvPeak, r.eng.Snapshot().KVUsage)
 			r.stepping, r.end, r.evs = true, end, evs
+			r.iterStart = now
 			c.pushEnd(i)
 			continue
 		}
@@ -476,6 +559,7 @@ func (c *Cluster) startLockstep(now int64) {
 		c.steps++
 		r.kvPeak = max(r.kvPeak, r.eng.Snapshot().KVUsage)
 		r.stepping, r.evs = true, evs
+		r.iterStart = now
 		r.stepNs, r.stepTok = end-now, r.eng.StepTokens()
 		maxTok = max(maxTok, r.stepTok)
 		global += r.stepTok
@@ -538,9 +622,17 @@ func (c *Cluster) Abort(now int64, id string) {
 	if !ok {
 		return
 	}
+	if c.as != nil {
+		c.advance(now)
+	}
 	delete(c.byID, id)
 	c.reps[i].outstanding--
 	c.reps[i].eng.Abort(now, id)
+	if c.as != nil {
+		// A draining replica whose last request went goes now.
+		delete(c.as.arrived, id)
+		c.retire(now)
+	}
 }
 
 // Busy reports whether any replica has an iteration in flight or work to
@@ -565,7 +657,12 @@ func (c *Cluster) Steps() int64 { return c.steps }
 // dashboard averaging the replicas' gauges shows it).
 func (c *Cluster) Snapshot() sim.Snapshot {
 	var s sim.Snapshot
+	serving := 0
 	for i := range c.reps {
+		addCounters(&s, c.reps[i].retired)
+		if st := c.reps[i].state; st == stateActive || st == stateDraining {
+			serving++
+		}
 		r := c.reps[i].eng.Snapshot()
 		s.Running += r.Running
 		s.Waiting += r.Waiting
@@ -580,7 +677,7 @@ func (c *Cluster) Snapshot() sim.Snapshot {
 		s.SpecDraftTokens += r.SpecDraftTokens
 		s.SpecAcceptedTokens += r.SpecAcceptedTokens
 	}
-	s.KVUsage /= float64(len(c.reps))
+	s.KVUsage /= float64(max(serving, 1))
 	return s
 }
 
@@ -590,6 +687,7 @@ func (c *Cluster) Stats() []ReplicaStats {
 	for i := range c.reps {
 		r := &c.reps[i]
 		out[i] = ReplicaStats{Routed: r.routed, Outstanding: r.outstanding, Steps: r.steps, KVPeak: r.kvPeak, Engine: r.eng.Snapshot()}
+		addCounters(&out[i].Engine, r.retired)
 	}
 	return out
 }

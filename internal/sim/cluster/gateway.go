@@ -191,7 +191,7 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	if len(cfg.Replicas) == 0 {
 		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: errors.New("a cluster needs at least one replica")}
 	}
-	if err := gc.check(len(cfg.Replicas), cfg.ExpertParallel); err != nil {
+	if err := gc.check(len(cfg.Replicas), cfg.ExpertParallel, cfg.Autoscale != nil); err != nil {
 		return nil, err
 	}
 	pools := gc.Pools
@@ -207,6 +207,13 @@ func NewGateway(cfg Config) (*Gateway, error) {
 		sub := cfg
 		sub.Gateway = nil
 		sub.Replicas = make([]sim.Config, len(p.Replicas))
+		if len(cfg.Pools) == len(cfg.Replicas) {
+			// A cluster file's pool names, for the subset.
+			sub.Pools = make([]string, len(p.Replicas))
+			for j, i := range p.Replicas {
+				sub.Pools[j] = cfg.Pools[i]
+			}
+		}
 		identity := true
 		for j, i := range p.Replicas {
 			sub.Replicas[j] = cfg.Replicas[i]
@@ -228,8 +235,9 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// check validates the gateway's settings for a cluster of n replicas.
-func (gc *GatewayConfig) check(n int, ep bool) error {
+// check validates the gateway's settings for a cluster of n replicas
+// (expert-parallel, autoscaled).
+func (gc *GatewayConfig) check(n int, ep, autoscaled bool) error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: "Gateway." + field, Replica: -1, Err: fmt.Errorf(format, args...)}
 	}
@@ -266,6 +274,9 @@ func (gc *GatewayConfig) check(n int, ep bool) error {
 		}
 		if ep {
 			return bad("Pools", "expert-parallel ranks step together: they cannot be split into pools")
+		}
+		if autoscaled {
+			return bad("Pools", "an autoscaled fleet grows and shrinks as one: it cannot be split into pools")
 		}
 	}
 	pools := max(len(gc.Pools), 1)
@@ -433,7 +444,7 @@ func (g *Gateway) overloaded(k int, d *Degrade) bool {
 		return c.Snapshot().Waiting > d.Above
 	}
 	for i := range c.reps {
-		if c.reps[i].eng.Snapshot().Waiting <= d.Above {
+		if c.reps[i].state == stateActive && c.reps[i].eng.Snapshot().Waiting <= d.Above {
 			return false
 		}
 	}
@@ -493,7 +504,7 @@ func (g *Gateway) Step(now, until int64) (int64, []Batch) {
 	g.out = g.out[:0]
 	if len(g.rejected) > 0 {
 		g.rejOut, g.rejected = g.rejected, g.rejOut[:0]
-		g.out = append(g.out, Batch{Replica: g.n, Events: g.rejOut})
+		g.out = append(g.out, Batch{Replica: g.Len(), Events: g.rejOut})
 		return now, g.out
 	}
 	if len(g.pools) == 1 && g.pools[0].identity {
@@ -579,19 +590,49 @@ func (g *Gateway) Busy() bool {
 	return false
 }
 
+// single is the cluster of a gateway of one pool (every replica, in
+// order), nil otherwise: its replicas are the gateway's, whatever an
+// autoscaler makes of them.
+func (g *Gateway) single() *Cluster {
+	if len(g.pools) == 1 && g.pools[0].identity {
+		return g.pools[0].c
+	}
+	return nil
+}
+
 // Len is the number of replicas over all pools.
-func (g *Gateway) Len() int { return g.n }
+func (g *Gateway) Len() int {
+	if c := g.single(); c != nil {
+		return c.Len()
+	}
+	return g.n
+}
 
 // Config is replica i's engine configuration (global index).
 func (g *Gateway) Config(i int) sim.Config {
+	if c := g.single(); c != nil {
+		return c.Config(i)
+	}
 	s := g.where[i]
 	return g.pools[s.pool].c.Config(s.local)
 }
 
 // Describe is replica i's engine description (global index).
 func (g *Gateway) Describe(i int) map[string]any {
+	if c := g.single(); c != nil {
+		return c.Describe(i)
+	}
 	s := g.where[i]
 	return g.pools[s.pool].c.Describe(s.local)
+}
+
+// Autoscaling is what the autoscaler of a one-pool gateway did by end
+// (Cluster.Autoscaling); nil without one.
+func (g *Gateway) Autoscaling(end int64) *AutoscaleReport {
+	if c := g.single(); c != nil {
+		return c.Autoscaling(end)
+	}
+	return nil
 }
 
 // Steps counts the iterations of every replica.
@@ -605,6 +646,9 @@ func (g *Gateway) Steps() int64 {
 
 // Stats is each replica's share of the run, by global index.
 func (g *Gateway) Stats() []ReplicaStats {
+	if c := g.single(); c != nil {
+		return c.Stats()
+	}
 	out := make([]ReplicaStats, g.n)
 	for k := range g.pools {
 		p := &g.pools[k]
@@ -618,6 +662,11 @@ func (g *Gateway) Stats() []ReplicaStats {
 // Snapshot is the replicas' gauges and counters summed (KV usage their
 // mean), the gateway's refusals counted among the rejections.
 func (g *Gateway) Snapshot() sim.Snapshot {
+	if c := g.single(); c != nil {
+		s := c.Snapshot()
+		s.Rejected += g.limited
+		return s
+	}
 	var s sim.Snapshot
 	for k := range g.pools {
 		p := &g.pools[k]

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -576,5 +577,38 @@ func TestGatewayEveryRequestEndsOnce(t *testing.T) {
 				t.Fatalf("trial %d: %s ended %d times", trial, id, k)
 			}
 		}
+	}
+}
+
+// A one-pool gateway in front of an autoscaled cluster: the replicas are
+// the cluster's as it grows (queue above 1 per replica, every second, no
+// delay: 60 requests at once, 4 running at a time, add replicas), the gateway's refusals come
+// one past the last replica, and the autoscaler's report passes through.
+// Pools of an autoscaled fleet are refused.
+func TestGatewayAutoscaled(t *testing.T) {
+	as := &Autoscale{Signal: SignalQueue, Threshold: 1, Max: 3, Interval: time.Second}
+	eng := sim.DefaultConfig()
+	eng.MaxNumSeqs = 4 // the rest wait
+	g, err := NewGateway(Config{Replicas: replicas(1, eng), Autoscale: as,
+		Gateway: &GatewayConfig{Requests: &Bucket{Rate: 1, Burst: 59}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arr []arrival
+	for k := range 60 {
+		arr = append(arr, req("r"+strconv.Itoa(k), 0, 512, 256, 0))
+	}
+	out := gwDrive(t, g, arr)
+	if g.Len() < 2 || len(g.Stats()) != g.Len() || out["r59"].retryAfter != 1e9 {
+		t.Errorf("Len %d, Stats %d, r59 %+v; want grown past 1, stats of each, r59 refused for 1 s", g.Len(), len(g.Stats()), *out["r59"])
+	}
+	if rep := g.Autoscaling(60e9); rep == nil {
+		t.Error("Autoscaling = nil; want the autoscaler's report")
+	}
+	_, err = NewGateway(Config{Replicas: replicas(2, sim.DefaultConfig()), Autoscale: as,
+		Gateway: &GatewayConfig{Pools: []Pool{{"a", []int{0}}, {"b", []int{1}}}}})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Gateway.Pools" {
+		t.Errorf("pools of an autoscaled fleet: %v; want a Gateway.Pools error", err)
 	}
 }

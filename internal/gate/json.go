@@ -1,0 +1,16 @@
+package gate
+
+import "encoding/json"
+
+// CheckJSON is Check on a result JSON document: the conditions that hold
+// on it, as Check words them; an error when doc is not a JSON object.
+func (g Gate) CheckJSON(doc []byte) ([]string, error) {
+	if len(g.Conds) == 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, err
+	}
+	return g.Check(m), nil
+}

@@ -1,0 +1,28 @@
+package openai
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+// ReplicaHeader is the response header in which a simulated fleet
+// (goodput serve --replicas N) names the replica that served a request, as
+// its engine label on /metrics: "0" to "N-1". (simserve.ReplicaHeader is
+// the same name; the client does not import the server.)
+const ReplicaHeader = "X-Goodput-Replica"
+
+// replicaOf is the record's replica number (from 1) named by h's
+// ReplicaHeader; 0 when absent or not a replica index a record can hold.
+func replicaOf(h http.Header) int {
+	v := h.Get(ReplicaHeader)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n >= runlog.MaxReplica {
+		return 0
+	}
+	return n + 1
+}

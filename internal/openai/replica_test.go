@@ -1,0 +1,53 @@
+package openai
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/goodput/goodput/internal/runlog"
+)
+
+func TestReplicaOf(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   int
+	}{
+		{"", 0},      // not a fleet
+		{"0", 1},     // engine="0" is record replica 1
+		{"3", 4},     // engine="3" is replica 4
+		{"-1", 0},    // not an index
+		{"x", 0},     // not a number
+		{"65535", 0}, // replica 65536: beyond what a record holds
+		{"65534", 65535},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set(ReplicaHeader, tc.header)
+		}
+		if got := replicaOf(h); got != tc.want {
+			t.Errorf("replicaOf(%s: %q) = %d; want %d", ReplicaHeader, tc.header, got, tc.want)
+		}
+	}
+}
+
+// FuzzReplicaOf: any header value gives 0 or a replica number a record
+// holds, and a number comes only from the decimal index one below it.
+func FuzzReplicaOf(f *testing.F) {
+	for _, s := range []string{"", "0", "7", "-1", "65534", "65535", "x", "+3", " 1", "01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{}
+		h.Set(ReplicaHeader, v)
+		n := replicaOf(h)
+		if n < 0 || n > runlog.MaxReplica {
+			t.Fatalf("replicaOf(%q) = %d: outside 0..%d", v, n, runlog.MaxReplica)
+		}
+		if n > 0 {
+			if i, err := strconv.Atoi(h.Get(ReplicaHeader)); err != nil || i != n-1 {
+				t.Fatalf("replicaOf(%q) = %d, but the header reads as %d, %v", v, n, i, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,295 @@
+package simserve
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
+)
+
+// Fleet is what the server drives to serve several replicas behind one
+// port: a router and its engines on one virtual clock, with the contract
+// of cluster.Cluster (which see). It is owned by the Run goroutine.
+type Fleet interface {
+	// Add routes r, arriving at now (ns), and returns its replica.
+	Add(now int64, r cluster.Request) (int, error)
+	// Step starts every replica given work at now and returns the next
+	// moment something happens, but not past until, with the batches of
+	// the iterations that ended then; returning until with no batches, it
+	// consumed nothing: a later Step may start from any moment up to until.
+	Step(now, until int64) (int64, []cluster.Batch)
+	// Abort drops request id on its replica.
+	Abort(now int64, id string)
+	// Busy reports whether any replica has work.
+	Busy() bool
+	// Len is the number of replicas.
+	Len() int
+	// Stats is each replica's share of the run, its engine's state included.
+	Stats() []cluster.ReplicaStats
+	// Config is replica i's engine configuration, resolved.
+	Config(i int) sim.Config
+	// Describe is replica i's engine description.
+	Describe(i int) map[string]any
+}
+
+var _ Fleet = (*cluster.Cluster)(nil)
+
+// ReplicaHeader is the response header naming the replica that served a
+// request, as its engine label on /metrics ("0" to "N-1"); sent only by a
+// server driving a fleet.
+const ReplicaHeader = "X-Goodput-Replica"
+
+// SessionHeader is the request header naming the session (conversation,
+// agent loop) a request is a turn of, for a fleet's session-affinity
+// router; requests without one are routed as if of no session.
+const SessionHeader = "X-Session-Id"
+
+// sessionKey is the request context's key for the SessionHeader's value.
+type sessionKey struct{}
+
+// withSession passes the SessionHeader to submit in the request's context.
+func withSession(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(SessionHeader); v != "" {
+			r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, v))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// arrivalGrain is how far ahead of the present the fleet is stepped while
+// some replica is idle: a request arriving then starts on the idle replica
+// at most this late. Stepping further would deliver another replica's
+// iteration end early and make the fleet's clock pass the arrival.
+const arrivalGrain = time.Millisecond
+
+// fleetState is the Run goroutine's view of a fleet.
+type fleetState struct {
+	// outstanding counts each replica's requests in flight, so the loop
+	// knows whether an arrival could start an idle replica.
+	outstanding []int
+	// lockstep: the replicas step together (expert parallelism), so an
+	// arrival waits for the step in flight whatever the loop does.
+	lockstep bool
+}
+
+// NewFleet builds the cluster from cfg and a server around it, serving
+// its replicas behind one port: requests are routed by cfg.Router,
+// /metrics has every replica's vLLM series labelled engine="i", and each
+// answer names its replica in the ReplicaHeader. The replicas' first
+// configuration names the model and its limits. Options.Slowdown is not
+// supported with a fleet.
+func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
+	if err := checkOptions(opt); err != nil {
+		return nil, err
+	}
+	if opt.Slowdown != 0 {
+		return nil, errSlowdownFleet
+	}
+	c, err := cluster.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return serveFleet(c, cfg.Replicas[0], cfg.ExpertParallel, opt)
+}
+
+// errSlowdownFleet is why a fleet refuses a slowdown: its replicas keep
+// their own schedules, which the server cannot stretch.
+var errSlowdownFleet = errors.New("simserve: a slowdown is not supported with several replicas")
+
+// serveFleet builds the server around fleet f; cfg is replica 0's
+// configuration as given.
+func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, error) {
+	ds := make([]map[string]any, f.Len())
+	for i := range ds {
+		ds[i] = f.Describe(i)
+	}
+	s, err := newServer(opt, cfg, f.Config(0), ds)
+	if err != nil {
+		return nil, err
+	}
+	// The banner and reports see the fleet's size beside the engine's.
+	d := make(map[string]any, len(ds[0])+1)
+	for k, v := range ds[0] {
+		d[k] = v
+	}
+	d["replicas"] = f.Len()
+	s.describe = d
+	s.fleet = f
+	s.fl = fleetState{outstanding: make([]int, f.Len()), lockstep: lockstep}
+	return s, nil
+}
+
+// Replicas is the number of engines the server drives (1 without a fleet).
+func (s *Server) Replicas() int { return len(s.ms) }
+
+// runFleet is Run's loop for a fleet. It keeps the one-engine loop's
+// schedule (each moment starts at the previous one, re-anchored to the
+// wall clock when far behind) but wakes at arrivals: while a replica is
+// idle it steps the fleet only arrivalGrain ahead, so that a request
+// arriving while another replica is mid-iteration starts on time.
+func (s *Server) runFleet(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	busyBefore := false
+	for {
+		if !s.fleet.Busy() {
+			busyBefore = false
+			select {
+			case <-ctx.Done():
+				return nil
+			case c := <-s.cmds:
+				s.apply(c)
+				s.drain()
+			}
+			continue
+		}
+		now := s.lastEnd
+		if wall := s.clock(); !busyBefore || wall-now > int64(resyncLag) {
+			if busyBefore {
+				if warn, late, worst := s.lag.note(wall, time.Duration(wall-now)); warn {
+					s.log.Warn("simserve: this host cannot keep the simulated fleet's schedule, so token times run late "+
+						"and latencies measured against it include the host's own delay (goodput sim measures in virtual time, without it)",
+						"late_iterations", late, "worst", worst.Round(time.Microsecond), "model", s.model)
+				}
+			}
+			now = wall
+		}
+		now = max(now, s.lastAdd)
+		busyBefore = true
+		s.stepStart = now
+		until := int64(math.MaxInt64)
+		if !s.fl.lockstep && s.idleReplica() {
+			until = now + int64(arrivalGrain)
+		}
+		at, batches := s.fleet.Step(now, until)
+		s.evbuf = s.evbuf[:0]
+		for _, b := range batches {
+			for _, ev := range b.Events {
+				if ev.Kind == sim.EventRejected {
+					// Admission decisions are made as the step starts:
+					// answer them now rather than after the iteration.
+					if st := s.live[ev.ID]; st != nil {
+						delete(s.live, st.id)
+						s.fl.outstanding[b.Replica]--
+						st.fail(429, ev.Err)
+						st.wake()
+					}
+					continue
+				}
+				pe := pendingEvent{ev: ev, replica: b.Replica}
+				if ev.Timing != nil {
+					pe.timing = *ev.Timing
+					pe.ev.Timing = nil
+				}
+				s.evbuf = append(s.evbuf, pe)
+			}
+		}
+		for i, st := range s.added {
+			if s.live[st.id] == st {
+				st.admit()
+				st.wake()
+			}
+			s.added[i] = nil
+		}
+		s.added = s.added[:0]
+		// With no batch the fleet consumed nothing: an arrival during the
+		// wait may start an idle replica at once, so it ends the wait.
+		lookahead := len(batches) == 0
+		if lookahead && at == now {
+			at = now + int64(idlePoll) // busy but nothing runnable: poll
+		}
+		if wait := at - s.clock(); wait > 0 {
+			timer.Reset(time.Duration(wait))
+		wait:
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case c := <-s.cmds:
+					s.apply(c)
+					if lookahead && !c.abort {
+						timer.Stop()
+						// Not past the moment Step looked ahead to.
+						at = min(max(s.clock(), now), at)
+						break wait
+					}
+				case <-timer.C:
+					break wait
+				}
+			}
+		}
+		s.lastEnd = at
+		if len(batches) > 0 {
+			s.deliverFleet(at, batches)
+		}
+		s.drain()
+	}
+}
+
+// idleReplica reports whether some replica has nothing in flight.
+func (s *Server) idleReplica() bool {
+	for _, n := range s.fl.outstanding {
+		if n == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// deliverFleet hands the events of the iterations that ended at end to
+// their requests and exports the state of the replicas that ran them.
+func (s *Server) deliverFleet(end int64, batches []cluster.Batch) {
+	s.deliverEvents(end)
+	// Only the replicas whose iteration ended: another's engine already
+	// counts the tokens of an iteration still running on the wall clock.
+	stats := s.fleet.Stats()
+	for _, b := range batches {
+		s.ms[b.Replica].observeSnapshot(stats[b.Replica].Engine)
+	}
+	s.wakeTouched()
+}
+
+// applyFleet routes one submission to a replica, or aborts one.
+func (s *Server) applyFleet(c command) {
+	st := c.st
+	if c.abort {
+		if s.live[st.id] == st {
+			delete(s.live, st.id)
+			s.fleet.Abort(max(s.clock(), s.lastAdd), st.id)
+			s.fl.outstanding[st.replica]--
+			m := s.ms[st.replica]
+			m.success["abort"].Inc()
+			// The replica may have no iteration left to export its state
+			// at: its gauges show the freed request now.
+			m.observeGauges(s.fleet.Stats()[st.replica].Engine)
+			if s.onAbort != nil {
+				s.onAbort(st.id)
+			}
+		}
+		return
+	}
+	at := max(st.arrival, s.stepStart, s.lastAdd)
+	i, err := s.fleet.Add(at, cluster.Request{Request: c.req, Session: c.session})
+	if err != nil {
+		st.fail(400, err.Error())
+		return
+	}
+	st.route(i)
+	s.fl.outstanding[i]++
+	s.lastAdd = at
+	s.live[st.id] = st
+	s.added = append(s.added, st)
+}
+
+// finished counts a request off its replica once it finished there.
+func (s *Server) finished(replica int) {
+	if s.fleet != nil {
+		s.fl.outstanding[replica]--
+	}
+}
