@@ -25,6 +25,13 @@ import (
 // after first; status != 200 answers that status instead.
 func fakeServer(t *testing.T, status int, first, gap time.Duration, n int) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
+	return fakeServerHook(t, status, first, gap, n, nil)
+}
+
+// fakeServerHook is fakeServer calling onRun, when set, with the count of
+// the run's requests so far as each arrives.
+func fakeServerHook(t *testing.T, status int, first, gap time.Duration, n int, onRun func(k int64)) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/models" {
@@ -40,7 +47,10 @@ func fakeServer(t *testing.T, status int, first, gap time.Duration, n int) (*htt
 			return
 		}
 		if !strings.HasPrefix(r.Header.Get("X-Request-Id"), "goodput-probe-") {
-			hits.Add(1) // count the run's requests, not calibration probes
+			k := hits.Add(1) // count the run's requests, not calibration probes
+			if onRun != nil {
+				onRun(k)
+			}
 		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		if status != http.StatusOK {
@@ -225,10 +235,16 @@ func TestBenchInterrupted(t *testing.T) {
 	// A slow server; the run is cancelled (Ctrl-C) while requests are in
 	// flight: every sent request still has a record, and the summary and
 	// result are still written.
-	srv, hits := fakeServer(t, 200, 10*time.Millisecond, 100*time.Millisecond, 50)
-	dir := t.TempDir()
+	// Ctrl-C comes once the third request reached the server, however
+	// slowly a loaded host starts the run: requests are then in flight
+	// (each streams for 5 s).
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(400*time.Millisecond, cancel)
+	srv, hits := fakeServerHook(t, 200, 10*time.Millisecond, 100*time.Millisecond, 50, func(k int64) {
+		if k == 3 {
+			cancel()
+		}
+	})
+	dir := t.TempDir()
 	r := runCLI(t, ctx, nil, "bench", "--base-url", srv.URL, "--num-prompts", "1000", "--request-rate", "20",
 		"--quiet", "--calibrate", "off", "--save-result", "--result-dir", dir, "--result-filename", "r.json")
 	if r.code != ExitInterrupted || !strings.Contains(r.stderr, "interrupted") {

@@ -28,6 +28,8 @@ type clusterFlags struct {
 	fs   *pflag.FlagSet
 	// autoscale is --autoscale and its tuning (autoscaleflags.go).
 	autoscale autoscaleFlags
+	// pd splits the replicas into prefill and decode pools (pdflags.go).
+	pd pdFlags
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
@@ -39,6 +41,7 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	c.fs = fs
 	fs.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
 	c.autoscale.register(fs)
+	c.pd.register(fs)
 }
 
 // config is the cluster of --replicas copies of engine behind --router,
@@ -49,8 +52,12 @@ func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
 	case c.file != "" && as != nil:
 		// An added replica copies one engine; a file's pools differ.
 		return nil, usagef("--autoscale and --cluster: an autoscaled fleet is copies of one engine; give --replicas, not a cluster file")
+	case c.pd.set() && (as != nil || c.file != ""):
+		return nil, usagef("--prefill-replicas/--decode-replicas size the split's pools themselves: drop --autoscale and --cluster")
 	case c.file != "":
 		return c.fileConfig(engine)
+	case c.pd.set():
+		return c.pd.config(engine, c)
 	case err != nil || as != nil:
 		return c.scaledConfig(engine, as, err)
 	}
@@ -118,6 +125,10 @@ func clusterFlagError(err error) error {
 		return usagef("--replicas: %v", ce.Err)
 	case "ExpertParallel":
 		return usagef("--enable-expert-parallel: %v", ce.Err)
+	case "Disagg", "Disagg.Prefill":
+		return usagef("--prefill-replicas: %v", ce.Err)
+	case "Disagg.Link":
+		return usagef("--kv-link: %v", ce.Err)
 	}
 	return usagef("--router: %v", ce.Err)
 }

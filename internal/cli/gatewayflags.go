@@ -73,6 +73,9 @@ func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) error {
 		*cc = &cluster.Config{Replicas: []sim.Config{engine}}
 	}
 	c := *cc
+	if c.Disagg != nil {
+		return usagef("gateway flags and --prefill-replicas/--decode-replicas: a gateway in front of a prefill/decode split is not simulated yet")
+	}
 	n := len(c.Replicas)
 	if g.pools != "" {
 		if gc.Pools, err = parsePools(g.pools, n); err != nil {

@@ -138,6 +138,9 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 
 // runSim runs one level in virtual time and reports it like bench.
 func runSim(ctx context.Context, env Env, o *SimOptions) error {
+	if o.cluster.pd.ratios != "" {
+		return runPDRatios(ctx, env, o)
+	}
 	res, err := o.Run(ctx, env)
 	if res == nil {
 		return err

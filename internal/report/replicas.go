@@ -33,6 +33,10 @@ type Replicas struct {
 	// Autoscale is what the cluster's autoscaler did (nil: none, or a
 	// report of records, which do not carry it).
 	Autoscale *Autoscale
+	// Transfer is, on a prefill/decode split, the KV transfer times of
+	// its successful requests (runlog.ServerTiming.KVTransferNs); nil
+	// elsewhere.
+	Transfer *KVTransfer
 }
 
 // PoolRow is one pool's share of a level: its replicas' rows together.
@@ -48,6 +52,13 @@ type PoolRow struct {
 	CachedShare      float64
 	// KVPeak is the highest of its replicas' KV peaks, -1 when not known.
 	KVPeak float64
+}
+
+// KVTransfer is a prefill/decode split's KV transfer times: N requests,
+// their P50 and P99, ms (the link's queue included).
+type KVTransfer struct {
+	N        int
+	P50, P99 float64
 }
 
 // ReplicaRow is one replica's share of a level.
@@ -70,16 +81,25 @@ type ReplicaRow struct {
 	// Pool is the name of the pool the replica is of ("" when of none,
 	// as in a report of records: see SetPools).
 	Pool string
+	// Role is, on a prefill/decode split, the replica's pool ("prefill"
+	// or "decode"; "" elsewhere). A decode replica's Requests are those
+	// it decoded (their records name it as ServerTiming.DecodeReplica;
+	// Record.Replica is their prefill replica), so each request counts on
+	// both its replicas and it has no TTFT of its own.
+	Role string
 }
 
 // ReplicaCounter collects a level's records by replica, for the Replicas
 // block. The zero value is ready; it keeps one TTFT per record.
 type ReplicaCounter struct {
-	rows []replicaAcc
+	rows     []replicaAcc
+	transfer []float64 // ms
+	decoders bool      // a record named a decode replica
 }
 
 type replicaAcc struct {
 	requests, failed int
+	decoded          int       // successful requests it decoded (a split's decode replica)
 	ttft             []float64 // ms
 	prompt, cached   int64
 }
@@ -103,6 +123,14 @@ func (c *ReplicaCounter) Add(r *runlog.Record) {
 	}
 	a.prompt += int64(r.PromptTokens)
 	a.cached += int64(r.CachedTokens)
+	if s := r.Server; s != nil && s.DecodeReplica > 0 {
+		c.decoders = true
+		for len(c.rows) < s.DecodeReplica {
+			c.rows = append(c.rows, replicaAcc{})
+		}
+		c.rows[s.DecodeReplica-1].decoded++
+		c.transfer = append(c.transfer, float64(s.KVTransferNs)/1e6)
+	}
 }
 
 // Summary is the block's figures over replicas 1 to the highest seen
@@ -115,7 +143,13 @@ func (c *ReplicaCounter) Summary() *Replicas {
 	out := &Replicas{Rows: make([]ReplicaRow, len(c.rows)), acc: c.rows}
 	for i := range c.rows {
 		a := &c.rows[i]
-		row := ReplicaRow{Replica: i + 1, Requests: a.requests, Failed: a.failed, TTFTN: len(a.ttft), KVPeak: -1}
+		row := ReplicaRow{Replica: i + 1, Requests: a.requests + a.decoded, Failed: a.failed, TTFTN: len(a.ttft), KVPeak: -1}
+		if c.decoders {
+			row.Role = "prefill"
+			if a.decoded > 0 {
+				row.Role = "decode"
+			}
+		}
 		if len(a.ttft) > 0 {
 			m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, a.ttft)
 			row.TTFTP50, _ = m.P(50)
@@ -126,8 +160,30 @@ func (c *ReplicaCounter) Summary() *Replicas {
 		}
 		out.Rows[i] = row
 	}
+	if len(c.transfer) > 0 {
+		m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, c.transfer)
+		out.Transfer = &KVTransfer{N: len(c.transfer)}
+		out.Transfer.P50, _ = m.P(50)
+		out.Transfer.P99, _ = m.P(99)
+	}
 	out.balance()
 	return out
+}
+
+// SetRoles names each replica's pool on a prefill/decode split (roles[i]
+// for replica i+1), which records alone know only for replicas that
+// served something. A nil r stays nil.
+func (r *Replicas) SetRoles(roles []string) {
+	if r == nil {
+		return
+	}
+	for len(r.Rows) < len(roles) {
+		r.Rows = append(r.Rows, ReplicaRow{Replica: len(r.Rows) + 1, KVPeak: -1})
+	}
+	for i, role := range roles {
+		r.Rows[i].Role = role
+	}
+	r.balance()
 }
 
 // SetReplicas completes r with what the run itself knew: the router, and
@@ -148,18 +204,33 @@ func (r *Replicas) SetReplicas(router string, kvPeaks []float64) {
 	r.balance()
 }
 
-// balance sets the imbalance figures from the rows.
+// balance sets the imbalance figures from the rows: on a prefill/decode
+// split, those of the pool spread the least evenly (each pool has its own
+// router).
 func (r *Replicas) balance() {
-	total := 0
-	r.MaxRequests = 0
-	for _, row := range r.Rows {
-		total += row.Requests
-		r.MaxRequests = max(r.MaxRequests, row.Requests)
-	}
-	r.MeanRequests = float64(total) / float64(len(r.Rows))
-	r.Imbalance = 0
-	if total > 0 {
-		r.Imbalance = float64(r.MaxRequests) / r.MeanRequests
+	r.MaxRequests, r.MeanRequests, r.Imbalance = 0, 0, 0
+	first := true
+	for _, role := range []string{"", "prefill", "decode"} {
+		total, most, n := 0, 0, 0
+		for _, row := range r.Rows {
+			if row.Role == role {
+				total += row.Requests
+				most = max(most, row.Requests)
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		mean := float64(total) / float64(n)
+		imb := 0.0
+		if total > 0 {
+			imb = float64(most) / mean
+		}
+		if first || imb > r.Imbalance {
+			r.MaxRequests, r.MeanRequests, r.Imbalance = most, mean, imb
+			first = false
+		}
 	}
 	r.subtotal()
 }
@@ -242,10 +313,17 @@ func ReplicasTerminal(w io.Writer, r *Replicas) error {
 		t.line("Replicas:", strconv.Itoa(len(r.Rows)))
 	}
 	t.line("Requests per replica max / mean:", fmt.Sprintf("%d / %s (imbalance %s)", r.MaxRequests, f2(r.MeanRequests), f2(r.Imbalance)))
+	if x := r.Transfer; x != nil {
+		t.line("KV transfer P50 / P99 (ms):", fmt.Sprintf("%s / %s (%d requests)", f2(x.P50), f2(x.P99), x.N))
+	}
+	roles := len(r.Rows) > 0 && r.Rows[0].Role != ""
 	tw := tabwriter.NewWriter(&t.b, 0, 0, 2, ' ', 0)
 	pooled := false
 	for _, row := range r.Rows {
 		pooled = pooled || row.Pool != ""
+	}
+	if roles {
+		fmt.Fprint(tw, "Role\t")
 	}
 	if pooled {
 		fmt.Fprint(tw, "Replica\tPool\t")
@@ -254,6 +332,9 @@ func ReplicasTerminal(w io.Writer, r *Replicas) error {
 	}
 	fmt.Fprintln(tw, "Requests\tFailed\tTTFT P50\tTTFT P99\tCached %\tKV peak %")
 	for _, row := range r.Rows {
+		if roles {
+			fmt.Fprintf(tw, "%s\t", row.Role)
+		}
 		if pooled {
 			fmt.Fprintf(tw, "%d\t%s\t", row.Replica, row.Pool)
 		} else {
@@ -313,6 +394,9 @@ func ReplicasJSON(r *Replicas) map[string]any {
 		if row.Pool != "" {
 			m["pool"] = row.Pool
 		}
+		if row.Role != "" {
+			m["role"] = row.Role
+		}
 		rows[i] = m
 	}
 	m := map[string]any{"count": len(r.Rows), "max_requests": r.MaxRequests, "mean_requests": r.MeanRequests,
@@ -336,6 +420,9 @@ func ReplicasJSON(r *Replicas) map[string]any {
 	}
 	if r.Autoscale != nil {
 		m["autoscale"] = autoscaleJSON(r.Autoscale)
+	}
+	if x := r.Transfer; x != nil {
+		m["kv_transfer"] = map[string]any{"count": x.N, "median_ms": x.P50, "p99_ms": x.P99}
 	}
 	return m
 }

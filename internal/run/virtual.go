@@ -109,10 +109,30 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 		// not the cluster's; say each pool's, and the GPUs of all.
 		d["pools"], d["gpus"] = describePools(c, cfg.Cluster.Pools)
 	}
+	if pd := cfg.Cluster.Disagg; pd != nil {
+		describeDisagg(d, c, pd)
+	}
 	if gw := cfg.Cluster.Gateway; gw != nil {
 		d["gateway"] = gw.String()
 	}
 	return d, nil
+}
+
+// describeDisagg adds a prefill/decode split's pools and link to its
+// description (replica 1's, a prefill replica): the pools' sizes, the
+// link, and the first decode replica's engine where it differs.
+func describeDisagg(d map[string]any, c fleet, pd *cluster.Disaggregation) {
+	link := pd.Link
+	if link == "" {
+		link = "gpu"
+	}
+	d["prefill_replicas"], d["decode_replicas"], d["kv_link"] = pd.Prefill, c.Len()-pd.Prefill, link
+	dec := c.Describe(pd.Prefill)
+	for _, k := range []string{"gpu", "tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks"} {
+		if dec[k] != d[k] {
+			d["decode_"+k] = dec[k]
+		}
+	}
 }
 
 // fleet is what a virtual run builds from Config.Cluster: the fleet
@@ -129,7 +149,15 @@ type fleet interface {
 // *ConfigError (Field "Cluster.<field>").
 func newFleet(cfg *cluster.Config) (fleet, error) {
 	if cfg.Gateway != nil {
+		// Before the split: a gateway refuses one it cannot front.
 		g, err := cluster.NewGateway(*cfg)
+		if err != nil {
+			return nil, clusterError(err)
+		}
+		return g, nil
+	}
+	if cfg.Disagg != nil {
+		g, err := cluster.NewDisagg(*cfg)
 		if err != nil {
 			return nil, clusterError(err)
 		}
@@ -205,6 +233,16 @@ func (v *virtual) attachReplicas(res *Result) {
 		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
 		if scaled {
 			l.Replicas.SetAutoscale(autoscaleBlock(a))
+		}
+		if pd := v.cfg.Cluster.Disagg; pd != nil {
+			roles := make([]string, len(st))
+			for k := range roles {
+				roles[k] = cluster.RolePrefill
+				if k >= pd.Prefill {
+					roles[k] = cluster.RoleDecode
+				}
+			}
+			l.Replicas.SetRoles(roles)
 		}
 	}
 }

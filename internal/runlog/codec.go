@@ -164,6 +164,11 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		if s.QueueUnknown {
 			dst = append(dst, `,"queue_unknown":true`...)
 		}
+		if s.KVTransferNs != 0 {
+			dst = append(dst, `,"kv_transfer_ns":`...)
+			dst = strconv.AppendInt(dst, s.KVTransferNs, 10)
+		}
+		dst = appendIntField(dst, "decode_replica", s.DecodeReplica)
 		dst = append(dst, '}')
 	}
 	return append(dst, "}\n"...)
@@ -723,7 +728,11 @@ func validRecord(rec *Record) error {
 	if s := rec.Server; s != nil {
 		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),
 			times("server.prefill_ns", s.PrefillNs), times("server.decode_ns", s.DecodeNs),
-			tokens("server.preemptions", int64(s.Preemptions)), tokens("server.cached_tokens", int64(s.CachedTokens)))
+			tokens("server.preemptions", int64(s.Preemptions)), tokens("server.cached_tokens", int64(s.CachedTokens)),
+			times("server.kv_transfer_ns", s.KVTransferNs))
+		if s.DecodeReplica < 0 || s.DecodeReplica > MaxReplica {
+			errs = append(errs, fmt.Errorf("server.decode_replica %d out of range [0, %d]", s.DecodeReplica, MaxReplica))
+		}
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -110,6 +110,15 @@ type ServerTiming struct {
 	// timings have none): QueueNs is 0 for want of a figure, not a
 	// measured 0.
 	QueueUnknown bool `json:"queue_unknown,omitempty"`
+	// KVTransferNs is, on a simulated prefill/decode split, the time from
+	// the first token on the prefill replica to the prompt's KV arriving
+	// at the decode side (waiting for the link included); DecodeNs
+	// includes it. 0 elsewhere (omitted).
+	KVTransferNs int64 `json:"kv_transfer_ns,omitempty"`
+	// DecodeReplica is, on a prefill/decode split, the replica (from 1)
+	// that decoded the request; Record.Replica is then its prefill
+	// replica. 0 elsewhere (omitted).
+	DecodeReplica int `json:"decode_replica,omitempty"`
 }
 
 // HistorySource says where a session turn's earlier answers came from.

@@ -35,6 +35,9 @@ type req struct {
 	preemptions int
 	cached      int  // prefix-cache hit tokens at first scheduling
 	everSched   bool // scheduled at least once (exempt from queue timeout)
+	// kvReady: the prompt's KV arrives computed (Request.KVReady), until
+	// admitted; prefilled stays set for the timing.
+	kvReady, prefilled bool
 }
 
 // sharedTokens is the leading part of the sequence (prompt + output) whose
@@ -159,6 +162,8 @@ func (e *Engine) Add(now int64, r Request) error {
 		return fmt.Errorf("%w: %s: reasoning tokens %d must be ≥ 0", ErrInvalidRequest, r.ID, r.ReasoningTokens)
 	case r.HashBlockTokens < 0:
 		return fmt.Errorf("%w: %s: hash block tokens %d must be ≥ 0", ErrInvalidRequest, r.ID, r.HashBlockTokens)
+	case r.KVReady && r.OutputTokens < 2:
+		return fmt.Errorf("%w: %s: a request whose KV arrives computed has its first token already: output tokens %d must be ≥ 2", ErrInvalidRequest, r.ID, r.OutputTokens)
 	case r.PromptTokens+r.OutputTokens > e.cfg.MaxModelLen:
 		return fmt.Errorf("%w: %s: this model's maximum context length is %d tokens; the request needs %d (%d prompt + %d output)",
 			ErrInvalidRequest, r.ID, e.cfg.MaxModelLen, r.PromptTokens+r.OutputTokens, r.PromptTokens, r.OutputTokens)
@@ -178,6 +183,12 @@ func (e *Engine) Add(now int64, r Request) error {
 	q.reasoning = min(r.ReasoningTokens, q.output)
 	if q.reasoning == 0 {
 		q.reasoning = e.cfg.ReasoningFor(q.output)
+	}
+	if r.KVReady {
+		// The first token exists: the sequence is prompt + 1, its KV
+		// but the new token's computed, and it counts as the first token
+		// (no prompt tokens counted here, no cache hits reported).
+		q.kvReady, q.prefilled, q.generated, q.firstToken = true, true, 1, now
 	}
 	q.srcHashes = r.BlockHashes
 	q.srcBlock = r.HashBlockTokens

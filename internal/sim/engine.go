@@ -38,6 +38,19 @@ type Request struct {
 	// (vLLM's convention; 0 = interactive, 1 = batch, ...). It only matters
 	// with Config.Priority set.
 	Priority int
+	// KVReady says the prompt's KV arrives computed, with the first output
+	// token already generated: the decode side of a prefill/decode split,
+	// whose prefill instance ran the prompt and sent its KV. The engine
+	// allocates the prompt's blocks at admission but spends no prefill
+	// compute on them; its first step is the decode that feeds the first
+	// token back and emits the second. OutputTokens still counts the whole
+	// output (so it must be ≥ 2); the first token is not reported again
+	// (no event, not in GenerationTokens, no PromptTokens counted), and the
+	// finished Timing has PrefillNs 0 and DecodeNs from the first
+	// scheduling. The prefix cache is not consulted for the arriving
+	// blocks; a preempted request recomputes its prompt and output here,
+	// as vLLM's decode instance does.
+	KVReady bool
 }
 
 // EventKind says what an Event reports.

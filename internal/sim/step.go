@@ -181,6 +181,9 @@ func (e *Engine) runOne(q *req, budget int) (n int, preempted bool) {
 // cannot be admitted (not enough budget or KV blocks).
 func (e *Engine) admit(budget int, whole bool) int {
 	q := e.waiting.at(0)
+	if q.kvReady {
+		return e.admitReady(q)
+	}
 	hit := 0
 	var hashes []uint64
 	if q.computed == 0 && e.kv.PrefixCaching() {
@@ -217,6 +220,26 @@ func (e *Engine) admit(budget int, whole bool) int {
 	e.running = append(e.running, q)
 	e.scheduled = append(e.scheduled, q)
 	return n
+}
+
+// admitReady admits waiting-queue head q, whose prompt KV arrives
+// computed (Request.KVReady): blocks for the prompt and the first token's
+// slot, and one token scheduled, the decode that feeds the first token
+// back. It returns 0 when the blocks are short.
+func (e *Engine) admitReady(q *req) int {
+	need := e.kv.BlocksFor(q.tokens())
+	if !e.kv.CanAllocate(need) {
+		return 0
+	}
+	e.waiting.popFront()
+	q.table, _ = e.kv.Allocate(q.table, need)
+	q.computed = q.prompt
+	q.kvReady = false // from here its KV is the engine's: a preemption recomputes it
+	q.running = true
+	q.sched = 1
+	e.running = append(e.running, q)
+	e.scheduled = append(e.scheduled, q)
+	return 1
 }
 
 // freeHits counts the hit blocks that sit in the free queue (acquiring
@@ -378,14 +401,20 @@ func (e *Engine) finishStep(end int64) {
 		}
 		e.events = append(e.events, ev)
 		if q.generated >= q.output {
-			e.events = append(e.events, Event{ID: q.id, Kind: EventFinished, Timing: &runlog.ServerTiming{
+			t := &runlog.ServerTiming{
 				ArrivalNs:    q.arrival,
 				QueueNs:      q.firstSched - q.arrival,
 				PrefillNs:    q.firstToken - q.firstSched,
 				DecodeNs:     end - q.firstToken,
 				Preemptions:  q.preemptions,
 				CachedTokens: q.cached,
-			}})
+			}
+			if q.prefilled {
+				// Its first token came with its KV: no prefill here,
+				// decoding from its first scheduling.
+				t.PrefillNs, t.DecodeNs = 0, end-q.firstSched
+			}
+			e.events = append(e.events, Event{ID: q.id, Kind: EventFinished, Timing: t})
 			e.snap.Finished++
 			e.kv.Free(q.table)
 			q.table = q.table[:0]

@@ -35,6 +35,10 @@ type Config struct {
 	// Autoscale adds and removes replicas on a signal (nil: the replicas
 	// are fixed). Replicas are then the fleet at time 0.
 	Autoscale *Autoscale
+	// Disagg, when set, splits the replicas into a prefill pool and a
+	// decode pool with a KV link between them (NewDisagg builds it; New
+	// ignores it); nil: every replica serves whole requests.
+	Disagg *Disaggregation
 	// Gateway, when set, puts a gateway in front of the replicas
 	// (NewGateway builds it; New ignores it): admission, priority classes,
 	// overload degradation.

@@ -181,7 +181,8 @@ type gwPool struct {
 
 // NewGateway validates cfg (its Gateway, nil meaning the zero
 // GatewayConfig) and builds its pools, each a fresh cluster of its
-// replicas behind cfg's router. A bad setting is a *ConfigError, Field
+// replicas behind cfg's router. A prefill/decode split (Config.Disagg)
+// cannot be fronted yet. A bad setting is a *ConfigError, Field
 // "Gateway.<field>" for the gateway's.
 func NewGateway(cfg Config) (*Gateway, error) {
 	var gc GatewayConfig
@@ -190,6 +191,9 @@ func NewGateway(cfg Config) (*Gateway, error) {
 	}
 	if len(cfg.Replicas) == 0 {
 		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: errors.New("a cluster needs at least one replica")}
+	}
+	if cfg.Disagg != nil {
+		return nil, &ConfigError{Field: "Gateway", Replica: -1, Err: errors.New("a gateway in front of a prefill/decode split is not simulated yet")}
 	}
 	if err := gc.check(len(cfg.Replicas), cfg.ExpertParallel, cfg.Autoscale != nil); err != nil {
 		return nil, err

@@ -93,7 +93,7 @@ func gwDrive(t testing.TB, c stepper, arrivals []arrival) map[string]*outcome {
 	}
 }
 
-func req(id string, at int64, prompt, output, prio int) arrival {
+func gwReq(id string, at int64, prompt, output, prio int) arrival {
 	return arrival{at: at, req: Request{Request: sim.Request{ID: id, PromptTokens: prompt, OutputTokens: output, Priority: prio}}}
 }
 
@@ -119,9 +119,9 @@ func TestRequestBucket(t *testing.T) {
 	g := newGW(t, 1, sim.DefaultConfig(), GatewayConfig{Requests: &Bucket{Rate: 2, Burst: 2}})
 	ms := int64(1e6)
 	got := gwDrive(t, g, []arrival{
-		req("a", 0, 16, 4, 0), req("b", 0, 16, 4, 0), req("c", 0, 16, 4, 0),
-		req("d", 250*ms, 16, 4, 0), req("e", 500*ms, 16, 4, 0), req("f", 600*ms, 16, 4, 0),
-		req("g", 2000*ms, 16, 4, 0), req("h", 2000*ms, 16, 4, 0),
+		gwReq("a", 0, 16, 4, 0), gwReq("b", 0, 16, 4, 0), gwReq("c", 0, 16, 4, 0),
+		gwReq("d", 250*ms, 16, 4, 0), gwReq("e", 500*ms, 16, 4, 0), gwReq("f", 600*ms, 16, 4, 0),
+		gwReq("g", 2000*ms, 16, 4, 0), gwReq("h", 2000*ms, 16, 4, 0),
 	})
 	want := map[string]int64{"c": 500 * ms, "d": 250 * ms, "f": 400 * ms}
 	for id, o := range got {
@@ -145,7 +145,7 @@ func TestRequestBucket(t *testing.T) {
 func TestTokenBucket(t *testing.T) {
 	g := newGW(t, 1, sim.DefaultConfig(), GatewayConfig{Tokens: &Bucket{Rate: 1000, Burst: 1000}})
 	ms := int64(1e6)
-	got := gwDrive(t, g, []arrival{req("a", 0, 500, 100, 0), req("b", 100*ms, 500, 100, 0), req("c", 200*ms, 500, 100, 0)})
+	got := gwDrive(t, g, []arrival{gwReq("a", 0, 500, 100, 0), gwReq("b", 100*ms, 500, 100, 0), gwReq("c", 200*ms, 500, 100, 0)})
 	if !got["a"].finished || !got["c"].finished || got["b"].retryAfter != 100*ms {
 		t.Errorf("a %+v, b %+v, c %+v; want a, c served, b refused for 100 ms", *got["a"], *got["b"], *got["c"])
 	}
@@ -159,7 +159,7 @@ func TestTokenBucket(t *testing.T) {
 // is refused (wait 1 s), interactive i1 still finds class 0's.
 func TestPerClassBuckets(t *testing.T) {
 	g := newGW(t, 1, sim.DefaultConfig(), GatewayConfig{Requests: &Bucket{Rate: 1, Burst: 1}, PerClass: true})
-	got := gwDrive(t, g, []arrival{req("b1", 0, 16, 4, 1), req("b2", 0, 16, 4, 1), req("i1", 0, 16, 4, 0)})
+	got := gwDrive(t, g, []arrival{gwReq("b1", 0, 16, 4, 1), gwReq("b2", 0, 16, 4, 1), gwReq("i1", 0, 16, 4, 0)})
 	if !got["b1"].finished || !got["i1"].finished || got["b2"].retryAfter != 1e9 {
 		t.Errorf("b1 %+v, b2 %+v, i1 %+v; want b2 alone refused for 1 s", *got["b1"], *got["b2"], *got["i1"])
 	}
@@ -196,7 +196,7 @@ func TestDegradeAboveThreshold(t *testing.T) {
 	g := newGW(t, 1, sim.DefaultConfig(), GatewayConfig{Degrade: &Degrade{Above: 2, Action: DegradeMaxTokens, Value: 16}})
 	var arr []arrival
 	for k := 1; k <= 5; k++ {
-		arr = append(arr, req("r"+strconv.Itoa(k), 0, 64, 100, 0))
+		arr = append(arr, gwReq("r"+strconv.Itoa(k), 0, 64, 100, 0))
 	}
 	var how []string
 	for _, a := range arr {
@@ -228,7 +228,7 @@ func TestDegradeReasoning(t *testing.T) {
 	eng := sim.DefaultConfig()
 	eng.ReasoningTokens = 0.5
 	g := newGW(t, 1, eng, GatewayConfig{Degrade: &Degrade{Above: 0, Action: DegradeReasoning, Value: 10}})
-	out := gwDrive(t, g, []arrival{req("a", 0, 64, 100, 0), req("b", 0, 64, 100, 0)})
+	out := gwDrive(t, g, []arrival{gwReq("a", 0, 64, 100, 0), gwReq("b", 0, 64, 100, 0)})
 	if a, b := out["a"], out["b"]; a.tokens != 100 || a.hidden != 50 || b.tokens != 60 || b.hidden != 10 {
 		t.Errorf("a %d tokens (%d hidden), b %d (%d); want 100 (50), 60 (10)", a.tokens, a.hidden, b.tokens, b.hidden)
 	}
@@ -242,7 +242,7 @@ func TestDegradeSmallModel(t *testing.T) {
 	g := newGW(t, 2, sim.DefaultConfig(), GatewayConfig{
 		Pools:   []Pool{{Name: "main", Replicas: []int{0}}, {Name: "small", Replicas: []int{1}}},
 		Degrade: &Degrade{Above: 0, Action: DegradeSmallModel, Pool: 1}})
-	out := gwDrive(t, g, []arrival{req("a", 0, 64, 8, 0), req("b", 0, 64, 8, 0), req("c", 1e9, 64, 8, 0)})
+	out := gwDrive(t, g, []arrival{gwReq("a", 0, 64, 8, 0), gwReq("b", 0, 64, 8, 0), gwReq("c", 1e9, 64, 8, 0)})
 	got := []int{out["a"].replica, out["b"].replica, out["c"].replica}
 	if !slices.Equal(got, []int{0, 1, 0}) || !out["b"].finished {
 		t.Errorf("replicas %v; want [0 1 0], all served", got)
@@ -305,10 +305,10 @@ func flood() []arrival {
 	rng := rand.New(rand.NewPCG(3, 5))
 	var out []arrival
 	for t := 0.0; t < 20; t += rng.ExpFloat64() / 4 {
-		out = append(out, req(fmt.Sprintf("i%d", len(out)), int64(t*1e9), 512, 64, 0))
+		out = append(out, gwReq(fmt.Sprintf("i%d", len(out)), int64(t*1e9), 512, 64, 0))
 	}
 	for t := 2.0; t < 10; t += rng.ExpFloat64() / 40 {
-		out = append(out, req(fmt.Sprintf("b%d", len(out)), int64(t*1e9), 2048, 256, 1))
+		out = append(out, gwReq(fmt.Sprintf("b%d", len(out)), int64(t*1e9), 2048, 256, 1))
 	}
 	slices.SortStableFunc(out, func(a, b arrival) int { return int(a.at - b.at) })
 	return out
@@ -472,7 +472,7 @@ func TestDegradePerReplica(t *testing.T) {
 		g := newGW(t, 2, sim.DefaultConfig(), GatewayConfig{Degrade: &Degrade{Above: 1, PerReplica: tt.per, Action: DegradeMaxTokens, Value: 4}})
 		var how []string
 		for k := 1; k <= 6; k++ {
-			if _, err := g.Add(0, req("r"+strconv.Itoa(k), 0, 64, 100, 0).req); err != nil {
+			if _, err := g.Add(0, gwReq("r"+strconv.Itoa(k), 0, 64, 100, 0).req); err != nil {
 				t.Fatal(err)
 			}
 			how = append(how, g.LastDegraded())
@@ -596,7 +596,7 @@ func TestGatewayAutoscaled(t *testing.T) {
 	}
 	var arr []arrival
 	for k := range 60 {
-		arr = append(arr, req("r"+strconv.Itoa(k), 0, 512, 256, 0))
+		arr = append(arr, gwReq("r"+strconv.Itoa(k), 0, 512, 256, 0))
 	}
 	out := gwDrive(t, g, arr)
 	if g.Len() < 2 || len(g.Stats()) != g.Len() || out["r59"].retryAfter != 1e9 {
@@ -610,5 +610,14 @@ func TestGatewayAutoscaled(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "Gateway.Pools" {
 		t.Errorf("pools of an autoscaled fleet: %v; want a Gateway.Pools error", err)
+	}
+}
+
+// A gateway cannot front a prefill/decode split yet: a Gateway error.
+func TestGatewayRefusesASplit(t *testing.T) {
+	_, err := NewGateway(Config{Replicas: replicas(2, sim.DefaultConfig()), Disagg: &Disaggregation{}})
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Gateway" || !strings.Contains(err.Error(), "prefill/decode split") {
+		t.Errorf("NewGateway(split) = %v; want a Gateway error", err)
 	}
 }
