@@ -31,6 +31,7 @@ type SimOptions struct {
 	verdict     verdictFlags
 	sessions    sessionFlags
 	cluster     clusterFlags
+	gateway     gatewayFlags
 	// scrapeInterval samples the engine's state as a scraper of its
 	// /metrics would (0: not).
 	scrapeInterval time.Duration
@@ -76,6 +77,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		fs.DurationVar(&o.timeout, "timeout", 0, "limit on a whole request in virtual time, as bench's --timeout: a request not finished by then fails as a timeout (retried under --retries) and the engine drops it (0: none)")
 		fs.BoolVar(&o.ignoresDisconnect, "server-ignores-disconnect", false, "with --timeout, leave a timed-out request running on the engine, as a server that does not notice the client left: wasted work that feeds a retry storm")
 	})
+	group(fs, "Gateway flags", o.gateway.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
 		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
@@ -87,7 +89,7 @@ times per request) and the same report as bench, deterministically for a seed.`,
 		o.out.register(fs)
 		o.verdict.register(fs)
 	})
-	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
+	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Gateway flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
 	cmd.AddCommand(newSimFitCmd(env))
 	return cmd
 }
@@ -109,6 +111,9 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if cfg.Cluster, err = o.cluster.config(o.Engine); err != nil {
 		return nil, err
 	}
+	if err := o.gateway.apply(&cfg.Cluster, o.Engine); err != nil {
+		return nil, err
+	}
 	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
 	if err != nil {
 		return nil, err
@@ -128,7 +133,7 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		cfg.Scrape = &run.ScrapeConfig{Interval: o.scrapeInterval}
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, runError(clusterFlagError(err), nil, "--model")
+	return res, runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model")
 }
 
 // runSim runs one level in virtual time and reports it like bench.

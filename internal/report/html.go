@@ -76,6 +76,9 @@ type HTMLInput struct {
 	// them out.
 	Replicas *Replicas
 	Shards   []ShardRow
+	// Classes is a gateway's account of the (focus) level by priority
+	// class; nil leaves its section out.
+	Classes *Classes
 }
 
 // chartBlock is one chart with its caption.
@@ -118,6 +121,7 @@ type pageData struct {
 	Server     []chartBlock
 	Sessions   *sessionView
 	Replicas   string // the Replicas block as text ("": none)
+	Classes    string // the Gateway block as text ("": none)
 	Shards     string // the Shards block as text ("": none)
 	Sweep      []chartBlock
 	Conditions [][2]string
@@ -281,6 +285,10 @@ func HTML(w io.Writer, in HTMLInput) error {
 	var blk bytes.Buffer
 	if ReplicasTerminal(&blk, in.Replicas) == nil {
 		d.Replicas = blk.String()
+	}
+	blk.Reset()
+	if ClassesTerminal(&blk, in.Classes) == nil {
+		d.Classes = blk.String()
 	}
 	blk.Reset()
 	if ShardsTerminal(&blk, in.Shards) == nil {
@@ -683,6 +691,8 @@ const pageHTML = `<!DOCTYPE html>
 {{if .Server}}<h2>Server side</h2>
 <div class="grid">{{range .Server}}{{template "chart" .}}{{end}}</div>{{end}}
 {{with .Replicas}}<h2>Replicas</h2>
+<pre class="block">{{.}}</pre>{{end}}{{with .Classes}}
+<h2>Gateway</h2>
 <pre class="block">{{.}}</pre>{{end}}
 {{with .Shards}}<h2>Shards</h2>
 <pre class="block">{{.}}</pre>{{end}}

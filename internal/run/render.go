@@ -77,6 +77,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.ReplicasTerminal(w, r.Levels[0].Replicas); err != nil {
 			return err
 		}
+		if err := report.ClassesTerminal(w, r.Levels[0].Classes); err != nil {
+			return err
+		}
 		if err := report.CostTerminal(w, r.Levels[0].Cost); err != nil {
 			return err
 		}
@@ -118,6 +121,9 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			return err
 		}
 		if err := report.ReplicasTerminal(w, l.Replicas); err != nil {
+			return err
+		}
+		if err := report.ClassesTerminal(w, l.Classes); err != nil {
 			return err
 		}
 		if err := report.CostTerminal(w, l.Cost); err != nil {
@@ -233,7 +239,7 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 }
 
 // levelBlocks adds level l's blocks that exist (the server's side, the
-// TTFT split, the replicas, the cost) to its JSON object extra, the same
+// TTFT split, the replicas, the gateway, the cost) to its JSON object extra, the same
 // for a single level as for each level of a sweep.
 func levelBlocks(extra map[string]any, l *LevelResult) {
 	serverJSON(extra, l.Server)
@@ -242,6 +248,9 @@ func levelBlocks(extra map[string]any, l *LevelResult) {
 	}
 	if m := report.ReplicasJSON(l.Replicas); m != nil {
 		extra["replicas"] = m
+	}
+	if m := report.ClassesJSON(l.Classes); m != nil {
+		extra["gateway"] = m
 	}
 	if m := report.CostJSON(l.Cost); m != nil {
 		extra["cost"] = m
@@ -314,6 +323,7 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 			focus = r.Focus
 		}
 		in.Replicas = r.Levels[focus].Replicas
+		in.Classes = r.Levels[focus].Classes
 	}
 	switch {
 	case r.Sweep != nil:

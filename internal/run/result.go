@@ -88,6 +88,9 @@ type LevelResult struct {
 	// Replicas spreads the level over a simulated cluster's replicas (nil
 	// for one engine).
 	Replicas *report.Replicas
+	// Classes is a gateway's account of the level by priority class (nil
+	// for a run with no classes, refusals or degradations).
+	Classes *report.Classes
 	// Cost is the level per GPU and in money and energy (nil when the run
 	// asked for neither a price nor a GPU count).
 	Cost *report.LevelCost
@@ -129,6 +132,7 @@ type levelData struct {
 	spanned    bool
 	split      *report.TTFTSplit
 	replicas   *report.Replicas
+	classes    *report.Classes
 }
 
 // point is the level as the sweep logic sees it.
@@ -184,6 +188,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		if meta != nil {
 			lr.Replicas.SetPools(replicaPools(metaPools(meta.Simulated)))
 		}
+		lr.Classes = d.classes
 		lr.Cost = levelCost(meta, &d.summary, lr.Server)
 		res.Levels = append(res.Levels, lr)
 	}

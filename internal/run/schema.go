@@ -83,7 +83,7 @@ func schemaResult(so stats.Options, metadata map[string]string) *Result {
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
 	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
-		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so), Replicas: schemaReplicas(),
+		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so), Replicas: schemaReplicas(), Classes: schemaClasses(),
 		Cost: &report.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
 }
@@ -93,6 +93,12 @@ func schemaReplicas() *report.Replicas {
 	row := report.ReplicaRow{Replica: 1, Requests: 1, TTFTN: 1, KVPeak: 1}
 	return &report.Replicas{Router: "x", Rows: []report.ReplicaRow{row}, MaxRequests: 1, MeanRequests: 1, Imbalance: 1,
 		Autoscale: &report.Autoscale{Timeline: []report.ScalePoint{{}}}}
+}
+
+// schemaClasses is a gateway's block with every figure known.
+func schemaClasses() *report.Classes {
+	row := report.ClassRow{Requests: 1, TTFTN: 1}
+	return &report.Classes{Rows: []report.ClassRow{row}, Degraded: map[string]int{"max_tokens": 1}, SLO: "x"}
 }
 
 // schemaSplit is a TTFT split of one request, at so's percentiles.

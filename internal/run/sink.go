@@ -137,6 +137,9 @@ type collector struct {
 	percentiles []float64
 	// replicas counts the records by the cluster replica that served them.
 	replicas report.ReplicaCounter
+	// classes counts the records by priority class, with a gateway's
+	// refusals and degradations.
+	classes report.ClassCounter
 }
 
 // ttftSplit collects a level's TTFTs against the server's own timing.
@@ -194,6 +197,7 @@ func (s *ttftSplit) summary(ps []float64) *report.TTFTSplit {
 // both reach the same verdict.
 func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func()) *collector {
 	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop, percentiles: so.Percentiles}
+	c.classes.SLO = so.SLO
 	if exact {
 		c.acc = stats.NewExactAccumulator(so)
 	} else {
@@ -223,6 +227,7 @@ func (c *collector) Record(r *runlog.Record) error {
 	if r.Replica > 0 {
 		c.replicas.Add(r)
 	}
+	c.classes.Add(r)
 	if r.SessionID != "" && !r.Warmup {
 		var k runlog.Record
 		r.CopyTo(&k)
@@ -247,7 +252,7 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
 		start: c.start, end: c.end, spanned: c.spanned, split: c.split.summary(c.percentiles),
-		replicas: c.replicas.Summary()}
+		replicas: c.replicas.Summary(), classes: c.classes.Summary()}
 }
 
 // filtered is w through the output filter, if any.

@@ -112,6 +112,9 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 	if pd := cfg.Cluster.Disagg; pd != nil {
 		describeDisagg(d, c, pd)
 	}
+	if gw := cfg.Cluster.Gateway; gw != nil {
+		d["gateway"] = gw.String()
+	}
 	return d, nil
 }
 
@@ -145,6 +148,14 @@ type fleet interface {
 // newFleet builds the fleet cfg describes, fresh; a bad setting is a
 // *ConfigError (Field "Cluster.<field>").
 func newFleet(cfg *cluster.Config) (fleet, error) {
+	if cfg.Gateway != nil {
+		// Before the split: a gateway refuses one it cannot front.
+		g, err := cluster.NewGateway(*cfg)
+		if err != nil {
+			return nil, clusterError(err)
+		}
+		return g, nil
+	}
 	if cfg.Disagg != nil {
 		g, err := cluster.NewDisagg(*cfg)
 		if err != nil {
@@ -278,6 +289,9 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
 		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned,
+	}
+	if c := v.cfg.Cluster; c != nil && c.Gateway != nil {
+		load.PriorityMix = c.Gateway.Mix
 	}
 	hist := newEngineHistograms() // a fresh engine: its histograms start empty
 	if v.srv != nil {

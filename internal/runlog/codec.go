@@ -27,6 +27,11 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = append(dst, `,"level":`...)
 	dst = strconv.AppendInt(dst, int64(r.Level), 10)
 	dst = appendIntField(dst, "replica", r.Replica)
+	dst = appendIntField(dst, "priority", r.Priority)
+	if r.Degraded != "" {
+		dst = append(dst, `,"degraded":`...)
+		dst = appendString(dst, r.Degraded)
+	}
 	if r.Warmup {
 		dst = append(dst, `,"warmup":true`...)
 	}
@@ -376,6 +381,8 @@ const (
 	MaxLevel = 1<<16 - 1
 	// MaxReplica is the highest replica number a record may have.
 	MaxReplica = 1<<16 - 1
+	// MaxPriority is the highest priority class a record may have.
+	MaxPriority = 1<<16 - 1
 )
 
 // maxLineWarnings is how many skipped lines a Reader names one by one;
@@ -690,6 +697,9 @@ func validRecord(rec *Record) error {
 	}
 	if rec.Replica < 0 || rec.Replica > MaxReplica {
 		return fmt.Errorf("replica %d out of range [0, %d]", rec.Replica, MaxReplica)
+	}
+	if rec.Priority < 0 || rec.Priority > MaxPriority {
+		return fmt.Errorf("priority %d out of range [0, %d]", rec.Priority, MaxPriority)
 	}
 	times := func(name string, t int64) error {
 		if t < -MaxTimeNs || t > MaxTimeNs {

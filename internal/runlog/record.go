@@ -147,6 +147,13 @@ type Record struct {
 	// Replica is the replica of a simulated cluster that served the
 	// request, numbered from 1; 0 outside a cluster.
 	Replica int `json:"replica,omitempty"`
+	// Priority is the request's priority class (0 interactive, 1 batch,
+	// ...), as the workload's class mix gave it; 0 when it gave none.
+	Priority int `json:"priority,omitempty"`
+	// Degraded says how a gateway degraded the request under overload:
+	// "max_tokens" (output capped), "reasoning" (hidden reasoning cut) or
+	// "small_model" (routed to a smaller model's pool); "" not degraded.
+	Degraded string `json:"degraded,omitempty"`
 	// Warmup marks requests excluded from results.
 	Warmup bool `json:"warmup,omitempty"`
 

@@ -110,6 +110,20 @@ func (r *replicas) fill(res *Result) {
 	res.Steps = r.c.Steps()
 }
 
+// degrading is an engine whose fleet may degrade a request as it adds
+// it (a gateway's overload policy): degraded says how it did the last
+// one, "" not at all.
+type degrading interface{ degraded() string }
+
+var _ degrading = (*replicas)(nil)
+
+func (r *replicas) degraded() string {
+	if g, ok := r.c.(interface{ LastDegraded() string }); ok {
+		return g.LastDegraded()
+	}
+	return ""
+}
+
 // flightCache is one replica's positional cache of apply: the flights of
 // its previous iteration's events (prev), and the spare buffer (cur).
 type flightCache struct{ prev, cur []*flight }

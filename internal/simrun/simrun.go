@@ -95,6 +95,11 @@ type Load struct {
 	// server's /metrics would read), and once at the run's end.
 	Sample      func(at int64, s sim.Snapshot)
 	SampleEvery time.Duration
+	// PriorityMix, when set, gives each request a priority class
+	// (sim.Request.Priority, Record.Priority) drawn from these shares by a
+	// hash of its dataset index and the seed (cluster.ClassOf), so a
+	// retry keeps its first attempt's class. Run only.
+	PriorityMix []float64
 }
 
 // Result summarizes a run; the Records carry the detail.
@@ -558,6 +563,7 @@ func (r *runner) sendAttempt(idx int, intended, sent int64, warmup bool, attempt
 		RequestedPromptTokens: sh.PromptTokens,
 		MaxTokens:             sh.OutputTokens,
 		FinishReason:          finish,
+		Priority:              cluster.ClassOf(r.load.PriorityMix, r.load.Seed, idx),
 	}
 	if attempt > 1 {
 		rec.Attempt, rec.RetryOf = attempt, orig
@@ -568,6 +574,7 @@ func (r *runner) sendAttempt(idx int, intended, sent int64, warmup bool, attempt
 		OutputTokens:    out,
 		BlockHashes:     sh.BlockHashes,
 		HashBlockTokens: sh.HashBlockTokens,
+		Priority:        rec.Priority,
 	})
 }
 
@@ -581,6 +588,9 @@ func (r *runner) add(f *flight, q sim.Request) error {
 	}
 	replica, err := r.eng.add(f.rec.Sent, q, session)
 	f.rec.Replica = replica
+	if d, ok := r.eng.(degrading); ok {
+		f.rec.Degraded = d.degraded()
+	}
 	if err != nil {
 		rec := f.rec
 		rec.Status, rec.ErrorClass, rec.Error = 400, runlog.ErrHTTP4xx, err.Error()

@@ -39,6 +39,10 @@ type Config struct {
 	// decode pool with a KV link between them (NewDisagg builds it; New
 	// ignores it); nil: every replica serves whole requests.
 	Disagg *Disaggregation
+	// Gateway, when set, puts a gateway in front of the replicas
+	// (NewGateway builds it; New ignores it): admission, priority classes,
+	// overload degradation.
+	Gateway *GatewayConfig
 }
 
 // ConfigError is a configuration problem of one Config field.
