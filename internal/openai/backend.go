@@ -22,7 +22,8 @@ import (
 // that streams it into a record.
 func (c *Client) Prepare(id string, wr workload.Request) (func(context.Context, *runlog.Record), error) {
 	req := &Request{ID: id, Prompt: wr.Prompt, MaxTokens: wr.OutputTokens, PromptTokens: wr.PromptTokens,
-		Tools: wr.Tools, ExpectedToolCalls: wr.ExpectedToolCalls, PreviousResponseID: wr.PreviousResponseID}
+		Tools: wr.Tools, ExpectedToolCalls: wr.ExpectedToolCalls, PreviousResponseID: wr.PreviousResponseID,
+		Session: wr.Session}
 	for _, m := range wr.Messages {
 		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {

@@ -60,6 +60,12 @@ type FunctionCall struct {
 // servers ignore an unknown header.
 const HeaderToolCalls = "X-Goodput-Tool-Calls"
 
+// HeaderSession names the session (conversation, agent loop) a request
+// is a turn of, so that a router in front of several replicas can keep a
+// session on one (goodput serve --router session-affinity reads it);
+// servers ignore an unknown header.
+const HeaderSession = "X-Session-Id"
+
 // Request is what to send: a prompt (completions) or messages (chat).
 type Request struct {
 	// ID is sent as x-request-id and kept in the record.
@@ -82,6 +88,8 @@ type Request struct {
 	Tools []string
 	// ExpectedToolCalls, when set, is sent as HeaderToolCalls.
 	ExpectedToolCalls []string
+	// Session, when set, is sent as HeaderSession.
+	Session string
 }
 
 // Config configures a Client.
@@ -497,6 +505,9 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	h["X-Request-Id"] = []string{r.ID}
 	if len(r.ExpectedToolCalls) > 0 {
 		h[HeaderToolCalls] = []string{strings.Join(r.ExpectedToolCalls, ",")}
+	}
+	if r.Session != "" {
+		h[HeaderSession] = []string{r.Session}
 	}
 	c.setAuth(h)
 	hc := c.hc

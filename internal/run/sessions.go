@@ -269,7 +269,7 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			if round > 0 {
 				id += "-r" + strconv.Itoa(round)
 			}
-			req := workload.Request{Messages: h.messages(), OutputTokens: turn.OutputTokens, Tools: tools}
+			req := workload.Request{Messages: h.messages(), OutputTokens: turn.OutputTokens, Tools: tools, Session: sess.ID}
 			if chained && chainID != "" {
 				req.Messages, req.PreviousResponseID = pending, chainID
 			}

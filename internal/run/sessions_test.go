@@ -13,6 +13,9 @@ import (
 
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
+	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -23,6 +26,9 @@ import (
 type chatServer struct {
 	mu   sync.Mutex
 	seen [][]openai.Message
+	// sessions is each request's openai.HeaderSession, by its last user
+	// message.
+	sessions map[string]string
 }
 
 func (cs *chatServer) start(t *testing.T) *httptest.Server {
@@ -35,6 +41,12 @@ func (cs *chatServer) start(t *testing.T) *httptest.Server {
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		cs.mu.Lock()
 		cs.seen = append(cs.seen, body.Messages)
+		if n := len(body.Messages); n > 0 {
+			if cs.sessions == nil {
+				cs.sessions = map[string]string{}
+			}
+			cs.sessions[body.Messages[n-1].Content] = r.Header.Get(openai.HeaderSession)
+		}
 		cs.mu.Unlock()
 		users := 0
 		for _, m := range body.Messages {
@@ -119,6 +131,12 @@ func TestSessionsOverHTTP(t *testing.T) {
 		{Role: "user", Content: "more"}, {Role: "assistant", Content: "reply-2"}, {Role: "user", Content: "last"}}
 	if fmt.Sprint(third) != fmt.Sprint(want) {
 		t.Errorf("turn 3 sent %v; want the history with the server's answers %v", third, want)
+	}
+	// Every turn names its session, for a session-affinity router.
+	for msg, sess := range map[string]string{"hello": "a", "more": "a", "last": "a", "hi": "b", "fail": "b"} {
+		if got := cs.sessions[msg]; got != sess {
+			t.Errorf("turn %q sent session %q; want %q", msg, got, sess)
+		}
 	}
 	s := res.Sessions
 	if s == nil || s.Sessions != 2 || s.Failed != 1 || len(s.Turns) != 3 || s.Turns[2].N != 1 {
@@ -330,5 +348,54 @@ func TestSessionToolRoundCapAndUndeclared(t *testing.T) {
 	}
 	if s := res.Sessions; s == nil || s.Failed != 1 {
 		t.Errorf("sessions %+v; want the session failed", s)
+	}
+}
+
+// Sessions against a simulated fleet behind session-affinity routing:
+// every turn of a session is served by the replica its first turn went
+// to, since each request names its session (openai.HeaderSession).
+func TestSessionsStayOnTheirReplica(t *testing.T) {
+	reps := make([]sim.Config, 3)
+	for i := range reps {
+		reps[i] = sim.DefaultConfig()
+	}
+	srv, err := simserve.NewFleet(cluster.Config{Replicas: reps, Router: cluster.Router{Policy: cluster.PolicySessionAffinity}}, simserve.Options{ServedModelName: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, stop, err := srv.Start(t.Context(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stop() }()
+	var sessions []workload.Session
+	for i := range 6 {
+		sessions = append(sessions, workload.Session{ID: fmt.Sprintf("s%d", i), Turns: []workload.Turn{
+			{Content: "one", OutputTokens: 4}, {Content: "two", OutputTokens: 4}, {Content: "three", OutputTokens: 4}}})
+	}
+	set, err := workload.NewSessions("test", sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sessionConfig(t, url, set)
+	cfg.Sessions.MaxConcurrent = 6
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]int{}
+	used := map[int]bool{}
+	for _, r := range res.Records {
+		if !r.OK() || r.Replica == 0 {
+			t.Fatalf("record %s: ok %v, replica %d; want served and named", r.ID, r.OK(), r.Replica)
+		}
+		if k, ok := first[r.SessionID]; ok && k != r.Replica {
+			t.Errorf("session %s turn %d on replica %d; its first turn was on %d", r.SessionID, r.Turn, r.Replica, k)
+		}
+		first[r.SessionID] = r.Replica
+		used[r.Replica] = true
+	}
+	if len(res.Records) != 18 || len(used) < 2 {
+		t.Errorf("%d records over replicas %v; want 18 over several", len(res.Records), used)
 	}
 }

@@ -59,4 +59,7 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 	if openai.ReplicaHeader != simserve.ReplicaHeader {
 		t.Errorf("client reads %q, server sends %q", openai.ReplicaHeader, simserve.ReplicaHeader)
 	}
+	if openai.HeaderSession != simserve.SessionHeader {
+		t.Errorf("client sends the session as %q, the server's router reads %q", openai.HeaderSession, simserve.SessionHeader)
+	}
 }

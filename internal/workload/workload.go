@@ -80,6 +80,10 @@ type Request struct {
 	// continues (Responses' previous_response_id); Messages then hold only
 	// what came after it. "" for a request that carries its history.
 	PreviousResponseID string
+	// Session names the session (conversation, agent loop) the request
+	// is a turn of; "" for none. A backend sends it for session-affinity
+	// routing (openai.HeaderSession).
+	Session string
 }
 
 // Dataset is an indexed, deterministic source of requests.
