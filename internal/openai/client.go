@@ -543,7 +543,7 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	}
 	defer resp.Body.Close()
 	rec.Status = resp.StatusCode
-	if n := replicaOf(resp.Header); n != 0 {
+	if n := ReplicaOf(resp.Header); n != 0 {
 		rec.Replica = n // a simulated fleet's replica
 	}
 	if resp.StatusCode/100 == 3 {

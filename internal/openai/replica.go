@@ -13,9 +13,9 @@ import (
 // the same name; the client does not import the server.)
 const ReplicaHeader = "X-Goodput-Replica"
 
-// replicaOf is the record's replica number (from 1) named by h's
+// ReplicaOf is the record's replica number (from 1) named by h's
 // ReplicaHeader; 0 when absent or not a replica index a record can hold.
-func replicaOf(h http.Header) int {
+func ReplicaOf(h http.Header) int {
 	v := h.Get(ReplicaHeader)
 	if v == "" {
 		return 0

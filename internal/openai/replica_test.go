@@ -25,8 +25,8 @@ func TestReplicaOf(t *testing.T) {
 		if tc.header != "" {
 			h.Set(ReplicaHeader, tc.header)
 		}
-		if got := replicaOf(h); got != tc.want {
-			t.Errorf("replicaOf(%s: %q) = %d; want %d", ReplicaHeader, tc.header, got, tc.want)
+		if got := ReplicaOf(h); got != tc.want {
+			t.Errorf("ReplicaOf(%s: %q) = %d; want %d", ReplicaHeader, tc.header, got, tc.want)
 		}
 	}
 }
@@ -40,13 +40,13 @@ func FuzzReplicaOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		h := http.Header{}
 		h.Set(ReplicaHeader, v)
-		n := replicaOf(h)
+		n := ReplicaOf(h)
 		if n < 0 || n > runlog.MaxReplica {
-			t.Fatalf("replicaOf(%q) = %d: outside 0..%d", v, n, runlog.MaxReplica)
+			t.Fatalf("ReplicaOf(%q) = %d: outside 0..%d", v, n, runlog.MaxReplica)
 		}
 		if n > 0 {
 			if i, err := strconv.Atoi(h.Get(ReplicaHeader)); err != nil || i != n-1 {
-				t.Fatalf("replicaOf(%q) = %d, but the header reads as %d, %v", v, n, i, err)
+				t.Fatalf("ReplicaOf(%q) = %d, but the header reads as %d, %v", v, n, i, err)
 			}
 		}
 	})

@@ -276,6 +276,9 @@ type exchange struct {
 	id      string
 	arrived int64
 	sent    int64
+	// replica is the simulated fleet's replica that answered (from 1, as
+	// openai.ReplicaOf reads it); 0 for any other server.
+	replica int
 	secrets *redact.Secrets
 
 	capture  *captureBody // the body as it went out, for a late inspect and a replay
@@ -537,6 +540,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.unmeasured.WithLabelValues(ex.route, promexport.StatusClass(resp.StatusCode)).Inc()
 		return nil
 	}
+	ex.replica = openai.ReplicaOf(resp.Header)
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
 		t := p.taps.Get().(*tap)
 		t.reset(p, ex, resp.Body, ex.injected)
@@ -668,6 +672,7 @@ func (p *Proxy) finish(ex *exchange, rec *runlog.Record) {
 		rec.Sent = ex.arrived
 	}
 	rec.Error = ex.secrets.String(rec.Error)
+	rec.Replica = ex.replica
 	ri := ex.info()
 	if ex.whole {
 		p.metrics.ObserveUnstreamed(rec, ri.model, ex.route)

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +12,7 @@ import (
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
 )
 
@@ -73,5 +76,41 @@ func TestThroughSimulator(t *testing.T) {
 				t.Errorf("proxy TTFT, E2E = %v, %v; client's %v, %v: the proxy cannot be later", pt, pe, ct, ce)
 			}
 		})
+	}
+}
+
+// Through a simulated fleet the proxy's records name the replica that
+// answered (openai.ReplicaHeader), as the client's do: round-robin over
+// two replicas serves four requests on 1, 2, 1, 2.
+func TestThroughFleet(t *testing.T) {
+	srv, err := simserve.NewFleet(cluster.Config{Replicas: []sim.Config{sim.DefaultConfig(), sim.DefaultConfig()}}, simserve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upURL, stop, err := srv.Start(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("simulated fleet unavailable: %v", err)
+	}
+	defer func() { _ = stop() }()
+	h := newHarness(t, nil, func(o *Options) { o.Upstream = upURL })
+	c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Protocol: openai.Completions, Model: srv.Model(), IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var proxied, direct []int
+	for i := range 4 {
+		req := &openai.Request{ID: fmt.Sprintf("f%d", i), Prompt: "hello there", MaxTokens: 4}
+		body, err := c.Body(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec runlog.Record
+		c.Stream(context.Background(), req, body, &rec)
+		direct = append(direct, rec.Replica)
+		proxied = append(proxied, h.waitRecords(i + 1)[i].Replica)
+	}
+	if want := []int{1, 2, 1, 2}; !slices.Equal(proxied, want) || !slices.Equal(direct, want) {
+		t.Errorf("replicas: proxy %v, client %v; want %v", proxied, direct, want)
 	}
 }
