@@ -147,29 +147,13 @@ func (s *Server) runFleet(ctx context.Context) error {
 	for {
 		if !s.fleet.Busy() {
 			busyBefore = false
-			select {
-			case <-ctx.Done():
+			if !s.idle(ctx) {
 				return nil
-			case c := <-s.cmds:
-				s.apply(c)
-				s.drain()
 			}
 			continue
 		}
-		now := s.lastEnd
-		if wall := s.clock(); !busyBefore || wall-now > int64(resyncLag) {
-			if busyBefore {
-				if warn, late, worst := s.lag.note(wall, time.Duration(wall-now)); warn {
-					s.log.Warn("simserve: this host cannot keep the simulated fleet's schedule, so token times run late "+
-						"and latencies measured against it include the host's own delay (goodput sim measures in virtual time, without it)",
-						"late_iterations", late, "worst", worst.Round(time.Microsecond), "model", s.model)
-				}
-			}
-			now = wall
-		}
-		now = max(now, s.lastAdd)
+		now := s.nextStart(busyBefore, "fleet")
 		busyBefore = true
-		s.stepStart = now
 		until := int64(math.MaxInt64)
 		if !s.fl.lockstep && s.idleReplica() {
 			until = now + int64(arrivalGrain)
@@ -177,34 +161,9 @@ func (s *Server) runFleet(ctx context.Context) error {
 		at, batches := s.fleet.Step(now, until)
 		s.evbuf = s.evbuf[:0]
 		for _, b := range batches {
-			for _, ev := range b.Events {
-				if ev.Kind == sim.EventRejected {
-					// Admission decisions are made as the step starts:
-					// answer them now rather than after the iteration.
-					if st := s.live[ev.ID]; st != nil {
-						delete(s.live, st.id)
-						s.fl.outstanding[b.Replica]--
-						st.fail(429, ev.Err)
-						st.wake()
-					}
-					continue
-				}
-				pe := pendingEvent{ev: ev, replica: b.Replica}
-				if ev.Timing != nil {
-					pe.timing = *ev.Timing
-					pe.ev.Timing = nil
-				}
-				s.evbuf = append(s.evbuf, pe)
-			}
+			s.takeEvents(b.Replica, b.Events)
 		}
-		for i, st := range s.added {
-			if s.live[st.id] == st {
-				st.admit()
-				st.wake()
-			}
-			s.added[i] = nil
-		}
-		s.added = s.added[:0]
+		s.admitAdded()
 		// With no batch the fleet consumed nothing: an arrival during the
 		// wait may start an idle replica at once, so it ends the wait.
 		lookahead := len(batches) == 0

@@ -318,65 +318,21 @@ func (s *Server) Run(ctx context.Context) error {
 	for {
 		if !s.eng.Busy() {
 			busyBefore = false
-			select {
-			case <-ctx.Done():
+			if !s.idle(ctx) {
 				return nil
-			case c := <-s.cmds:
-				s.apply(c)
-				s.drain()
 			}
 			continue
 		}
-		// Start the next iteration at the previous one's scheduled end
-		// (no drift), unless the engine was idle or we are far behind.
-		start := s.lastEnd
-		if now := s.clock(); !busyBefore || now-start > int64(resyncLag) {
-			if busyBefore {
-				if warn, late, worst := s.lag.note(now, time.Duration(now-start)); warn {
-					s.log.Warn("simserve: this host cannot keep the simulated engine's schedule, so token times run late "+
-						"and latencies measured against it include the host's own delay (goodput sim measures in virtual time, without it)",
-						"late_iterations", late, "worst", worst.Round(time.Microsecond), "model", s.model)
-				}
-			}
-			start = now
-		}
-		start = max(start, s.lastAdd)
+		start := s.nextStart(busyBefore, "engine")
 		busyBefore = true
-		s.stepStart = start
 		end, evs := s.eng.Step(start)
 		// A slowdown stretches the iteration on the wall clock; the engine
 		// starts its next one at the stretched end, as if it had taken
 		// that long.
 		end = s.stretch(start, end)
 		s.evbuf = s.evbuf[:0]
-		for _, ev := range evs {
-			if ev.Kind == sim.EventRejected {
-				// Admission decisions are made as the step starts: answer
-				// them now rather than after the iteration.
-				if st := s.live[ev.ID]; st != nil {
-					delete(s.live, st.id)
-					st.fail(429, ev.Err)
-					st.wake()
-				}
-				continue
-			}
-			pe := pendingEvent{ev: ev}
-			if ev.Timing != nil {
-				pe.timing = *ev.Timing
-				pe.ev.Timing = nil
-			}
-			s.evbuf = append(s.evbuf, pe)
-		}
-		// Requests added before this step have passed admission control
-		// unless it just rejected them: their streams may start.
-		for i, st := range s.added {
-			if s.live[st.id] == st {
-				st.admit()
-				st.wake()
-			}
-			s.added[i] = nil
-		}
-		s.added = s.added[:0]
+		s.takeEvents(0, evs)
+		s.admitAdded()
 		wait := end - s.clock()
 		if end == start && len(evs) == 0 {
 			// Busy but nothing runnable: wait for news or poll.
@@ -400,6 +356,79 @@ func (s *Server) Run(ctx context.Context) error {
 		s.deliver(end)
 		s.drain()
 	}
+}
+
+// idle waits, with nothing to run, for the next command and applies it
+// and any queued behind it; false when ctx ended first.
+func (s *Server) idle(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case c := <-s.cmds:
+		s.apply(c)
+		s.drain()
+		return true
+	}
+}
+
+// nextStart is when the next step starts, and sets stepStart to it: at
+// the previous step's scheduled end (no drift), unless the engine was idle
+// (busyBefore false) or the host is far behind, when it is now (warning
+// that the host cannot keep the simulated what's schedule); never before
+// the latest arrival.
+func (s *Server) nextStart(busyBefore bool, what string) int64 {
+	start := s.lastEnd
+	if now := s.clock(); !busyBefore || now-start > int64(resyncLag) {
+		if busyBefore {
+			if warn, late, worst := s.lag.note(now, time.Duration(now-start)); warn {
+				s.log.Warn("simserve: this host cannot keep the simulated "+what+"'s schedule, so token times run late "+
+					"and latencies measured against it include the host's own delay (goodput sim measures in virtual time, without it)",
+					"late_iterations", late, "worst", worst.Round(time.Microsecond), "model", s.model)
+			}
+		}
+		start = now
+	}
+	start = max(start, s.lastAdd)
+	s.stepStart = start
+	return start
+}
+
+// takeEvents keeps the events of replica's iteration (0: the one engine)
+// in evbuf for delivery at its end, but answers rejections at once:
+// admission decisions are made as the step starts.
+func (s *Server) takeEvents(replica int, evs []sim.Event) {
+	for _, ev := range evs {
+		if ev.Kind == sim.EventRejected {
+			if st := s.live[ev.ID]; st != nil {
+				delete(s.live, st.id)
+				if s.fleet != nil {
+					s.fl.outstanding[replica]--
+				}
+				st.fail(429, ev.Err)
+				st.wake()
+			}
+			continue
+		}
+		pe := pendingEvent{ev: ev, replica: replica}
+		if ev.Timing != nil {
+			pe.timing = *ev.Timing
+			pe.ev.Timing = nil
+		}
+		s.evbuf = append(s.evbuf, pe)
+	}
+}
+
+// admitAdded lets the streams of the requests added before this step
+// start: they passed admission control unless it just rejected them.
+func (s *Server) admitAdded() {
+	for i, st := range s.added {
+		if s.live[st.id] == st {
+			st.admit()
+			st.wake()
+		}
+		s.added[i] = nil
+	}
+	s.added = s.added[:0]
 }
 
 // drain applies every command already queued, without blocking.
