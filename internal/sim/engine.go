@@ -151,6 +151,29 @@ type Snapshot struct {
 	SpecAcceptedTokens int64
 }
 
+// Add adds o's gauges and counters to s, KVUsage too: a fleet's sum of its
+// engines', whose caller turns KVUsage into the mean it reports.
+func (s *Snapshot) Add(o Snapshot) {
+	s.Running += o.Running
+	s.Waiting += o.Waiting
+	s.KVUsage += o.KVUsage
+	s.AddCounters(o)
+}
+
+// AddCounters adds o's cumulative counters to s, not its gauges: what a
+// replica removed from a fleet still counts for.
+func (s *Snapshot) AddCounters(o Snapshot) {
+	s.PrefixQueryTokens += o.PrefixQueryTokens
+	s.PrefixHitTokens += o.PrefixHitTokens
+	s.Preemptions += o.Preemptions
+	s.PromptTokens += o.PromptTokens
+	s.GenerationTokens += o.GenerationTokens
+	s.Finished += o.Finished
+	s.Rejected += o.Rejected
+	s.SpecDraftTokens += o.SpecDraftTokens
+	s.SpecAcceptedTokens += o.SpecAcceptedTokens
+}
+
 // ErrInvalidRequest is wrapped by every error Add returns: the request
 // itself is wrong (a server answers 400).
 var ErrInvalidRequest = errors.New("invalid request")

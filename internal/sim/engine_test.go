@@ -314,3 +314,21 @@ func TestReasoningFor(t *testing.T) {
 		})
 	}
 }
+
+// Snapshot.Add sums gauges and counters; AddCounters leaves the gauges.
+func TestSnapshotAdd(t *testing.T) {
+	a := Snapshot{Running: 1, Waiting: 2, KVUsage: 0.25, PromptTokens: 10, Finished: 3, Rejected: 1, SpecDraftTokens: 4}
+	b := Snapshot{Running: 2, Waiting: 1, KVUsage: 0.5, PromptTokens: 5, Finished: 1, PrefixHitTokens: 7, SpecAcceptedTokens: 2}
+	s := a
+	s.Add(b)
+	want := Snapshot{Running: 3, Waiting: 3, KVUsage: 0.75, PromptTokens: 15, Finished: 4, Rejected: 1, PrefixHitTokens: 7, SpecDraftTokens: 4, SpecAcceptedTokens: 2}
+	if s != want {
+		t.Errorf("Add = %+v; want %+v", s, want)
+	}
+	s = a
+	s.AddCounters(b)
+	want = Snapshot{Running: 1, Waiting: 2, KVUsage: 0.25, PromptTokens: 15, Finished: 4, Rejected: 1, PrefixHitTokens: 7, SpecDraftTokens: 4, SpecAcceptedTokens: 2}
+	if s != want {
+		t.Errorf("AddCounters = %+v; want %+v", s, want)
+	}
+}

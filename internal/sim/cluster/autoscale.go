@@ -536,7 +536,7 @@ func (c *Cluster) provision(t int64) {
 	}
 	r := &c.reps[i]
 	if r.eng != nil {
-		addCounters(&r.retired, r.eng.Snapshot())
+		r.retired.AddCounters(r.eng.Snapshot())
 	}
 	r.eng = e
 	r.busyNs, r.ring = 0, nil
@@ -643,17 +643,4 @@ func (c *Cluster) Autoscaling(end int64) *AutoscaleReport {
 		Start: a.timeline[0].Active, Peak: a.peak, Final: final, End: end,
 		GPUHours: float64(gpu) / float64(time.Hour),
 	}
-}
-
-// addCounters adds s's cumulative counters to dst.
-func addCounters(dst *sim.Snapshot, s sim.Snapshot) {
-	dst.PrefixQueryTokens += s.PrefixQueryTokens
-	dst.PrefixHitTokens += s.PrefixHitTokens
-	dst.Preemptions += s.Preemptions
-	dst.PromptTokens += s.PromptTokens
-	dst.GenerationTokens += s.GenerationTokens
-	dst.Finished += s.Finished
-	dst.Rejected += s.Rejected
-	dst.SpecDraftTokens += s.SpecDraftTokens
-	dst.SpecAcceptedTokens += s.SpecAcceptedTokens
 }

@@ -663,23 +663,11 @@ func (c *Cluster) Snapshot() sim.Snapshot {
 	var s sim.Snapshot
 	serving := 0
 	for i := range c.reps {
-		addCounters(&s, c.reps[i].retired)
+		s.AddCounters(c.reps[i].retired)
 		if st := c.reps[i].state; st == stateActive || st == stateDraining {
 			serving++
 		}
-		r := c.reps[i].eng.Snapshot()
-		s.Running += r.Running
-		s.Waiting += r.Waiting
-		s.KVUsage += r.KVUsage
-		s.PrefixQueryTokens += r.PrefixQueryTokens
-		s.PrefixHitTokens += r.PrefixHitTokens
-		s.Preemptions += r.Preemptions
-		s.PromptTokens += r.PromptTokens
-		s.GenerationTokens += r.GenerationTokens
-		s.Finished += r.Finished
-		s.Rejected += r.Rejected
-		s.SpecDraftTokens += r.SpecDraftTokens
-		s.SpecAcceptedTokens += r.SpecAcceptedTokens
+		s.Add(c.reps[i].eng.Snapshot())
 	}
 	s.KVUsage /= float64(max(serving, 1))
 	return s
@@ -691,7 +679,7 @@ func (c *Cluster) Stats() []ReplicaStats {
 	for i := range c.reps {
 		r := &c.reps[i]
 		out[i] = ReplicaStats{Routed: r.routed, Outstanding: r.outstanding, Steps: r.steps, KVPeak: r.kvPeak, Engine: r.eng.Snapshot()}
-		addCounters(&out[i].Engine, r.retired)
+		out[i].Engine.AddCounters(r.retired)
 	}
 	return out
 }

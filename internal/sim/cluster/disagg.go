@@ -274,18 +274,9 @@ func (g *Disagg) Steps() int64 { return g.prefill.Steps() + g.decode.Steps() }
 func (g *Disagg) Snapshot() sim.Snapshot {
 	p, d := g.prefill.Snapshot(), g.decode.Snapshot()
 	np, nd := float64(g.np), float64(g.decode.Len())
-	p.Running += d.Running
-	p.Waiting += d.Waiting
-	p.KVUsage = (p.KVUsage*np + d.KVUsage*nd) / (np + nd)
-	p.PrefixQueryTokens += d.PrefixQueryTokens
-	p.PrefixHitTokens += d.PrefixHitTokens
-	p.Preemptions += d.Preemptions
-	p.PromptTokens += d.PromptTokens
-	p.GenerationTokens += d.GenerationTokens
-	p.Finished = g.finished
-	p.Rejected += d.Rejected
-	p.SpecDraftTokens += d.SpecDraftTokens
-	p.SpecAcceptedTokens += d.SpecAcceptedTokens
+	kv := (p.KVUsage*np + d.KVUsage*nd) / (np + nd)
+	p.Add(d)
+	p.KVUsage, p.Finished = kv, g.finished
 	return p
 }
 

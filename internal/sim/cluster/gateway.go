@@ -675,18 +675,9 @@ func (g *Gateway) Snapshot() sim.Snapshot {
 	for k := range g.pools {
 		p := &g.pools[k]
 		r := p.c.Snapshot()
-		s.Running += r.Running
-		s.Waiting += r.Waiting
-		s.KVUsage += r.KVUsage * float64(len(p.idx))
-		s.PrefixQueryTokens += r.PrefixQueryTokens
-		s.PrefixHitTokens += r.PrefixHitTokens
-		s.Preemptions += r.Preemptions
-		s.PromptTokens += r.PromptTokens
-		s.GenerationTokens += r.GenerationTokens
-		s.Finished += r.Finished
-		s.Rejected += r.Rejected
-		s.SpecDraftTokens += r.SpecDraftTokens
-		s.SpecAcceptedTokens += r.SpecAcceptedTokens
+		// A pool's KV usage is its replicas' mean: weigh it by them.
+		r.KVUsage *= float64(len(p.idx))
+		s.Add(r)
 	}
 	s.KVUsage /= float64(g.n)
 	s.Rejected += g.limited
