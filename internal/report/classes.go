@@ -122,9 +122,7 @@ func (c *ClassCounter) Summary() *Classes {
 		a := &c.rows[i]
 		row := ClassRow{Class: i, Requests: a.requests, Failed: a.failed, RateLimited: a.limited, Degraded: a.degraded, TTFTN: len(a.ttft)}
 		if len(a.ttft) > 0 {
-			m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, a.ttft)
-			row.TTFTP50, _ = m.P(50)
-			row.TTFTP99, _ = m.P(99)
+			row.TTFTP50, row.TTFTP99 = valuesP50P99(a.ttft)
 		}
 		if a.requests > 0 {
 			row.SLOMet = float64(a.met) / float64(a.requests)

@@ -151,9 +151,7 @@ func (c *ReplicaCounter) Summary() *Replicas {
 			}
 		}
 		if len(a.ttft) > 0 {
-			m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, a.ttft)
-			row.TTFTP50, _ = m.P(50)
-			row.TTFTP99, _ = m.P(99)
+			row.TTFTP50, row.TTFTP99 = valuesP50P99(a.ttft)
 		}
 		if a.prompt > 0 {
 			row.CachedShare = float64(a.cached) / float64(a.prompt)
@@ -161,10 +159,8 @@ func (c *ReplicaCounter) Summary() *Replicas {
 		out.Rows[i] = row
 	}
 	if len(c.transfer) > 0 {
-		m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, c.transfer)
 		out.Transfer = &KVTransfer{N: len(c.transfer)}
-		out.Transfer.P50, _ = m.P(50)
-		out.Transfer.P99, _ = m.P(99)
+		out.Transfer.P50, out.Transfer.P99 = valuesP50P99(c.transfer)
 	}
 	out.balance()
 	return out
@@ -174,14 +170,20 @@ func (c *ReplicaCounter) Summary() *Replicas {
 // for replica i+1), which records alone know only for replicas that
 // served something. A nil r stays nil.
 func (r *Replicas) SetRoles(roles []string) {
+	r.name(roles, func(row *ReplicaRow, v string) { row.Role = v })
+}
+
+// name sets v[i] on replica i+1's row with set, adding the rows of
+// replicas that served nothing (as many as v says there were).
+func (r *Replicas) name(v []string, set func(row *ReplicaRow, v string)) {
 	if r == nil {
 		return
 	}
-	for len(r.Rows) < len(roles) {
+	for len(r.Rows) < len(v) {
 		r.Rows = append(r.Rows, ReplicaRow{Replica: len(r.Rows) + 1, KVPeak: -1})
 	}
-	for i, role := range roles {
-		r.Rows[i].Role = role
+	for i := range v {
+		set(&r.Rows[i], v[i])
 	}
 	r.balance()
 }
@@ -240,16 +242,7 @@ func (r *Replicas) balance() {
 // many replicas there were, and subtotals the rows by pool when there are
 // two pools or more. A nil r stays nil.
 func (r *Replicas) SetPools(pools []string) {
-	if r == nil {
-		return
-	}
-	for len(r.Rows) < len(pools) {
-		r.Rows = append(r.Rows, ReplicaRow{Replica: len(r.Rows) + 1, KVPeak: -1})
-	}
-	for i, p := range pools {
-		r.Rows[i].Pool = p
-	}
-	r.balance()
+	r.name(pools, func(row *ReplicaRow, v string) { row.Pool = v })
 }
 
 // subtotal sets Pools from the rows (and the records' figures kept).
@@ -289,9 +282,7 @@ func (r *Replicas) subtotal() {
 		p, a := &r.Pools[k], &accs[k]
 		p.TTFTN = len(a.ttft)
 		if len(a.ttft) > 0 {
-			m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, a.ttft)
-			p.TTFTP50, _ = m.P(50)
-			p.TTFTP99, _ = m.P(99)
+			p.TTFTP50, p.TTFTP99 = valuesP50P99(a.ttft)
 		}
 		if a.prompt > 0 {
 			p.CachedShare = float64(a.cached) / float64(a.prompt)
@@ -425,4 +416,13 @@ func ReplicasJSON(r *Replicas) map[string]any {
 		m["kv_transfer"] = map[string]any{"count": x.N, "median_ms": x.P50, "p99_ms": x.P99}
 	}
 	return m
+}
+
+// valuesP50P99 are the median and the 99th percentile of vs (ms), as the
+// summaries compute them.
+func valuesP50P99(vs []float64) (p50, p99 float64) {
+	m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, vs)
+	p50, _ = m.P(50)
+	p99, _ = m.P(99)
+	return p50, p99
 }
