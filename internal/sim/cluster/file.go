@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -321,36 +322,15 @@ func canonicalKey(k string) string {
 // nearest is the known key within two edits of k, if any.
 func nearest(k string, known []string) string {
 	best, bestD := "", 3
+	if len(k) > 64 {
+		return "" // a key that long is no typo of a known one
+	}
 	for _, w := range known {
-		if d := levenshtein(k, w); d < bestD {
+		if d := levenshtein.ComputeDistance(k, w); d < bestD {
 			best, bestD = w, d
 		}
 	}
 	return best
-}
-
-// levenshtein is the edit distance between a and b (large for long
-// words: a key that long is no typo of a known one).
-func levenshtein(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 1 << 10
-	}
-	row := make([]int, len(b)+1)
-	for j := range row {
-		row[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		diag := row[0]
-		row[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			diag, row[j] = row[j], min(row[j]+1, row[j-1]+1, diag+cost)
-		}
-	}
-	return row[len(b)]
 }
 
 // scalar is e's value as text; a mapping, a list or null is refused.
