@@ -94,8 +94,10 @@ func ParseFile(path string, base sim.Config) (Config, error) {
 // not fit its GPUs, an unknown GPU): any mistake is a *FileError naming
 // the file, the line, the pool and the key. Unknown keys are refused with
 // the nearest known one suggested; the sections later builds read
-// (autoscale, gateway, a pool's role and class) are refused as not
-// supported in this build.
+// (autoscale, gateway, a pool's class) are refused as not supported in
+// this build. Pools with a role (prefill, decode) split the cluster into
+// a prefill and a decode pool (Config.Disagg), the prefill pools listed
+// first, over the file's kv_link.
 func Parse(data []byte, name string, base sim.Config) (Config, error) {
 	p := &fileParser{file: name}
 	var doc yaml.Node
@@ -111,10 +113,10 @@ func Parse(data []byte, name string, base sim.Config) (Config, error) {
 // Keys of a cluster file: the top level's, the pools' own (besides the
 // engine's, PoolKeys) and those reserved for sections not built yet.
 var (
-	topKeys      = []string{"router", "enable_expert_parallel", "pools"}
+	topKeys      = []string{"router", "enable_expert_parallel", "kv_link", "pools"}
 	topReserved  = []string{"autoscale", "gateway"}
-	poolOwnKeys  = []string{"name", "replicas"}
-	poolReserved = []string{"role", "class"}
+	poolOwnKeys  = []string{"name", "replicas", "role"}
+	poolReserved = []string{"class"}
 )
 
 // poolKey is an engine setting a pool may set: its key and where it
@@ -428,6 +430,7 @@ func (p *fileParser) config(root *yaml.Node, base sim.Config) (Config, error) {
 		return Config{}, p.errorf(e.line, "", "pools", "want a list of pools, each a mapping with replicas and engine settings")
 	}
 	names := map[string]int{}
+	var pools []filePool
 	for i, n := range list.Content {
 		pl, err := p.pool(n, i, base, cfg.ExpertParallel)
 		if err != nil {
@@ -444,8 +447,68 @@ func (p *fileParser) config(root *yaml.Node, base sim.Config) (Config, error) {
 			cfg.Replicas = append(cfg.Replicas, pl.engine)
 			cfg.Pools = append(cfg.Pools, pl.name)
 		}
+		pools = append(pools, pl)
 	}
+	link := ""
+	linkLine := 0
+	if e, ok := top["kv_link"]; ok {
+		s, line, err := p.scalar(e, "", "kv_link", "a link kind, e.g. nvlink4")
+		if err != nil {
+			return Config{}, err
+		}
+		if _, err := LinkByName(s); err != nil {
+			return Config{}, p.errorf(line, "", "kv_link", "%v", err)
+		}
+		link, linkLine = s, line
+	}
+	split, err := p.split(pools, link, linkLine, cfg.ExpertParallel)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Disagg = split
 	return cfg, nil
+}
+
+// split is the prefill/decode split the pools' roles make (nil when no
+// pool has a role): every pool then has one, the prefill pools first so
+// that replicas keep the file's order, and both roles are present.
+func (p *fileParser) split(pools []filePool, link string, linkLine int, ep bool) (*Disaggregation, error) {
+	var withRole *filePool
+	prefill, decode := 0, 0
+	for i := range pools {
+		pl := &pools[i]
+		switch pl.role {
+		case "":
+			if withRole != nil {
+				return nil, p.errorf(pl.line, pl.name, "role", "missing: pool %q has a role, so every pool needs one (prefill or decode)", withRole.name)
+			}
+			continue
+		case RolePrefill:
+			if decode > 0 {
+				return nil, p.errorf(pl.roleLine, pl.name, "role", "a prefill pool after a decode pool: list the prefill pools first (replicas are numbered in the file's order, prefill first)")
+			}
+			prefill += pl.replicas
+		case RoleDecode:
+			decode += pl.replicas
+		}
+		if withRole == nil {
+			if i > 0 {
+				return nil, p.errorf(pools[0].line, pools[0].name, "role", "missing: pool %q has a role, so every pool needs one (prefill or decode)", pl.name)
+			}
+			withRole = pl
+		}
+	}
+	switch {
+	case withRole == nil && link != "":
+		return nil, p.errorf(linkLine, "", "kv_link", "no pool has a role: a KV link joins a prefill pool to a decode pool (role: prefill, role: decode)")
+	case withRole == nil:
+		return nil, nil
+	case prefill == 0 || decode == 0:
+		return nil, p.errorf(withRole.roleLine, withRole.name, "role", "a split needs a prefill pool and a decode pool; every pool here is %s", withRole.role)
+	case ep:
+		return nil, p.errorf(withRole.roleLine, withRole.name, "role", "a prefill/decode split with enable_expert_parallel is not simulated")
+	}
+	return &Disaggregation{Prefill: prefill, Link: link}, nil
 }
 
 // filePool is one pool read.
@@ -454,6 +517,9 @@ type filePool struct {
 	line, replicasLine int
 	replicas           int
 	engine             sim.Config
+	// role is RolePrefill, RoleDecode or "" (none), given on roleLine.
+	role     string
+	roleLine int
 }
 
 // pool reads pool i (from 0) over base, and checks its engine by building
@@ -493,6 +559,16 @@ func (p *fileParser) pool(n *yaml.Node, i int, base sim.Config, ep bool) (filePo
 		if pl.replicas < 1 {
 			return pl, p.errorf(e.line, pl.name, "replicas", "%d: want ≥ 1", pl.replicas)
 		}
+	}
+	if e, ok := m["role"]; ok {
+		s, line, err := p.scalar(e, pl.name, "role", "prefill or decode")
+		if err != nil {
+			return pl, err
+		}
+		if s != RolePrefill && s != RoleDecode {
+			return pl, p.errorf(line, pl.name, "role", "%q: want prefill or decode", s)
+		}
+		pl.role, pl.roleLine = s, line
 	}
 	for _, k := range poolKeys {
 		if e, ok := m[k.key]; ok {

@@ -105,13 +105,23 @@ func TestParseErrors(t *testing.T) {
 		{"pool not a mapping", "pools:\n  - big\n", dense, "c.yaml:2: pools: pool 1: want a mapping of name, replicas and engine settings"},
 		{"unknown top key", "routr: least-kv\npools: [{}]\n", dense, `c.yaml:1: unknown key "routr" (did you mean router?)`},
 		{"unknown pool key", "pools:\n  - name: big\n    max_num_seq: 8\n", dense, `c.yaml:3: pool "big": unknown key "max_num_seq" (did you mean max_num_seqs?)`},
-		{"unknown far key", "pools:\n  - name: big\n    colour: red\n", dense, `c.yaml:3: pool "big": unknown key "colour" (want one of name, replicas, model, gpu, ` +
+		{"unknown far key", "pools:\n  - name: big\n    colour: red\n", dense, `c.yaml:3: pool "big": unknown key "colour" (want one of name, replicas, role, model, gpu, ` +
 			`tensor_parallel_size, dtype, kv_cache_dtype, max_num_seqs, max_num_batched_tokens, block_size, gpu_memory_utilization, ` +
 			`enable_chunked_prefill, enable_prefix_caching, max_model_len, num_gpu_blocks_override, scheduler, max_waiting, max_queue_time, ` +
 			`reasoning_tokens, tool_call_share, tool_call_tokens, priority, profile_table, num_speculative_tokens, spec_acceptance, spec_draft, spec_draft_cost_frac)`},
 		{"autoscale", "pools: [{}]\nautoscale: {max: 4}\n", dense, "c.yaml:2: autoscale: not supported in this build"},
 		{"gateway", "gateway: {}\npools: [{}]\n", dense, "c.yaml:1: gateway: not supported in this build"},
-		{"role", "pools:\n  - name: p\n    role: prefill\n", dense, `c.yaml:3: pool "p": role: not supported in this build`},
+		{"one role only", "pools:\n  - name: p\n    role: prefill\n", dense, `c.yaml:3: pool "p": role: a split needs a prefill pool and a decode pool; every pool here is prefill`},
+		{"bad role", "pools:\n  - name: p\n    role: both\n", dense, `c.yaml:3: pool "p": role: "both": want prefill or decode`},
+		{"decode first", "pools:\n  - {name: d, role: decode}\n  - {name: p, role: prefill}\n", dense,
+			`c.yaml:3: pool "p": role: a prefill pool after a decode pool: list the prefill pools first (replicas are numbered in the file's order, prefill first)`},
+		{"role missing later", "pools:\n  - {name: p, role: prefill}\n  - {name: q}\n", dense,
+			`c.yaml:3: pool "q": role: missing: pool "p" has a role, so every pool needs one (prefill or decode)`},
+		{"role missing first", "pools:\n  - {name: q}\n  - {name: d, role: decode}\n", dense,
+			`c.yaml:2: pool "q": role: missing: pool "d" has a role, so every pool needs one (prefill or decode)`},
+		{"link without roles", "kv_link: nvlink4\npools: [{}]\n", dense,
+			"c.yaml:1: kv_link: no pool has a role: a KV link joins a prefill pool to a decode pool (role: prefill, role: decode)"},
+		{"unknown link", "kv_link: carrier-pigeon\npools: [{role: prefill}, {role: decode}]\n", dense, `c.yaml:1: kv_link: unknown link "carrier-pigeon" (want nvlink3, nvlink4, nvlink5, pcie4, pcie4-nop2p, pcie5, pcie5-nop2p, xgmi3)`},
 		{"class", "pools:\n  - name: p\n    class: interactive\n", dense, `c.yaml:3: pool "p": class: not supported in this build`},
 		{"zero replicas", "pools:\n  - name: big\n    replicas: 0\n", dense, `c.yaml:3: pool "big": replicas: 0: want ≥ 1`},
 		{"replicas not a number", "pools:\n  - replicas: two\n", dense, `c.yaml:2: pool "pool1": replicas: "two": want a whole number`},
@@ -199,6 +209,30 @@ pools:
 	}
 }
 
+// Pools with roles split the cluster: the prefill pools' replicas first,
+// the file's link, each pool its own engine (DistServe's per-phase
+// parallelism: prefill at TP 1, decode at TP 2).
+func TestParseSplit(t *testing.T) {
+	data := "kv_link: pcie5\npools:\n  - {name: pre, role: prefill, replicas: 2}\n  - {name: dec, role: decode, tp: 2}\n"
+	cfg, err := Parse([]byte(data), "c.yaml", sim.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cfg.Disagg; d == nil || d.Prefill != 2 || d.Link != "pcie5" {
+		t.Fatalf("Disagg = %+v; want 2 prefill replicas over pcie5", cfg.Disagg)
+	}
+	if len(cfg.Replicas) != 3 || cfg.Replicas[1].TP != 1 || cfg.Replicas[2].TP != 2 || !slices.Equal(cfg.Pools, []string{"pre", "pre", "dec"}) {
+		t.Fatalf("replicas %d (TP %d, %d), pools %v; want pre, pre at TP 1 and dec at TP 2", len(cfg.Replicas), cfg.Replicas[1].TP, cfg.Replicas[2].TP, cfg.Pools)
+	}
+	g, err := NewDisagg(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Len() != 3 || g.Role(1) != RolePrefill || g.Role(2) != RoleDecode {
+		t.Errorf("split of %d replicas, roles %s, %s; want 3: prefill, decode", g.Len(), g.Role(1), g.Role(2))
+	}
+}
+
 // FuzzParse: no input panics the parser or makes it hang; every error is
 // a *FileError of one line naming the file, and every config it returns
 // the cluster builds, with a pool name for each replica.
@@ -209,6 +243,7 @@ func FuzzParse(f *testing.F) {
 		"pools:\n  - &a {name: a, max_num_seqs: 8}\n  - {<<: *a, name: b}\n",
 		"pools: [{replicas: 0}]\n",
 		"autoscale: {}\npools: [{role: prefill}]\n",
+		"kv_link: nvlink4\npools: [{role: prefill}, {role: decode, replicas: 2, tp: 2}]\n",
 		"enable_expert_parallel: true\npools: [{model: qwen3-30b-a3b}]\n",
 		"pools: [{tp: 2, tensor_parallel_size: 2}]\n",
 		"pools:\n- [\n",
@@ -238,8 +273,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse = %d replicas, %d pool names; want ≥ 1, one name each", len(cfg.Replicas), len(cfg.Pools))
 		}
 		if len(cfg.Replicas) <= 8 {
-			if _, err := New(cfg); err != nil {
-				t.Fatalf("New(Parse(%q)) = %v; the parser passed a config the cluster refuses", data, err)
+			build := func(c Config) error { _, err := New(c); return err }
+			if cfg.Disagg != nil {
+				build = func(c Config) error { _, err := NewDisagg(c); return err }
+			}
+			if err := build(cfg); err != nil {
+				t.Fatalf("building Parse(%q) = %v; the parser passed a config the cluster refuses", data, err)
 			}
 		}
 	})
