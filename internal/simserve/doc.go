@@ -79,6 +79,7 @@
 // interface: every vLLM series once per replica, labelled engine="i"; the
 // replica named in each answer's [ReplicaHeader]; a request's session for
 // session-affinity routing read from [SessionHeader]. While a replica is
-// idle the loop steps the fleet at most arrivalGrain (1 ms) ahead, so a
-// request arriving during another replica's iteration starts on time.
+// idle the loop sleeps until the next iteration's end or an arrival,
+// stepping the fleet no further than now, so a request arriving during
+// another replica's iteration starts on time.
 package simserve

@@ -26,6 +26,9 @@ type Fleet interface {
 	Abort(now int64, id string)
 	// Busy reports whether any replica has work.
 	Busy() bool
+	// NextEnd is the earliest end of an iteration in flight (MaxInt64:
+	// none), read without delivering it.
+	NextEnd() int64
 	// Len is the number of replicas.
 	Len() int
 	// Stats is each replica's share of the run, its engine's state included.
@@ -60,12 +63,6 @@ func withSession(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
-
-// arrivalGrain is how far ahead of the present the fleet is stepped while
-// some replica is idle: a request arriving then starts on the idle replica
-// at most this late. Stepping further would deliver another replica's
-// iteration end early and make the fleet's clock pass the arrival.
-const arrivalGrain = time.Millisecond
 
 // fleetState is the Run goroutine's view of a fleet.
 type fleetState struct {
@@ -137,8 +134,10 @@ func (s *Server) Replicas() int { return len(s.ms) }
 // runFleet is Run's loop for a fleet. It keeps the one-engine loop's
 // schedule (each moment starts at the previous one, re-anchored to the
 // wall clock when far behind) but wakes at arrivals: while a replica is
-// idle it steps the fleet only arrivalGrain ahead, so that a request
-// arriving while another replica is mid-iteration starts on time.
+// idle it steps the fleet no further than now (starting what is ready)
+// and sleeps until the next iteration's end (NextEnd) or an arrival,
+// whichever comes first, so that a request arriving while another
+// replica is mid-iteration starts on time on the idle one.
 func (s *Server) runFleet(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -156,7 +155,7 @@ func (s *Server) runFleet(ctx context.Context) error {
 		busyBefore = true
 		until := int64(math.MaxInt64)
 		if !s.fl.lockstep && s.idleReplica() {
-			until = now + int64(arrivalGrain)
+			until = now + 1 // the next ns: only what ends now is delivered
 		}
 		at, batches := s.fleet.Step(now, until)
 		s.evbuf = s.evbuf[:0]
@@ -167,8 +166,12 @@ func (s *Server) runFleet(ctx context.Context) error {
 		// With no batch the fleet consumed nothing: an arrival during the
 		// wait may start an idle replica at once, so it ends the wait.
 		lookahead := len(batches) == 0
-		if lookahead && at == now {
+		switch {
+		case lookahead && at == now:
 			at = now + int64(idlePoll) // busy but nothing runnable: poll
+		case lookahead:
+			// Nothing ends before the next iteration in flight does.
+			at = s.fleet.NextEnd()
 		}
 		if wait := at - s.clock(); wait > 0 {
 			timer.Reset(time.Duration(wait))

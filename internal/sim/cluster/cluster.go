@@ -639,6 +639,17 @@ func (c *Cluster) Abort(now int64, id string) {
 	}
 }
 
+// NextEnd is the earliest end of an iteration in flight (math.MaxInt64
+// for none): the moment the next Step would deliver, read without
+// delivering, so that a driver can sleep until it (or an arrival) and
+// pools composed of clusters advance together.
+func (c *Cluster) NextEnd() int64 {
+	if len(c.ends) == 0 {
+		return math.MaxInt64
+	}
+	return c.reps[c.ends[0]].end
+}
+
 // Busy reports whether any replica has an iteration in flight or work to
 // start one with.
 func (c *Cluster) Busy() bool {

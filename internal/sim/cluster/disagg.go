@@ -315,7 +315,7 @@ func (g *Disagg) Step(now, until int64) (int64, []Batch) {
 			g.fromDecode(t, b)
 			return t, g.out
 		}
-		tp, td, tx := g.prefill.nextEnd(), g.decode.nextEnd(), int64(math.MaxInt64)
+		tp, td, tx := g.prefill.NextEnd(), g.decode.NextEnd(), int64(math.MaxInt64)
 		if len(g.moving) > 0 {
 			tx = g.moving[0].arrive
 		}
@@ -339,16 +339,6 @@ func (g *Disagg) Step(now, until int64) (int64, []Batch) {
 		}
 		now = m
 	}
-}
-
-// nextEnd is the earliest end of an iteration in flight (MaxInt64 none):
-// the moment the cluster's next Step would deliver, read without
-// delivering, so that two pools advance together.
-func (c *Cluster) nextEnd() int64 {
-	if len(c.ends) == 0 {
-		return math.MaxInt64
-	}
-	return c.reps[c.ends[0]].end
 }
 
 // land moves the transfers arrived by now into the decode pool.
