@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/sim/costmodel"
@@ -74,42 +73,6 @@ func (p *pdFlags) config(engine sim.Config, c *clusterFlags) (*cluster.Config, e
 	return cfg, nil
 }
 
-// pdRatio is one split of --pd-ratios.
-type pdRatio struct{ prefill, decode int }
-
-// maxRatios bounds --pd-ratios: each is a whole run.
-const maxRatios = 16
-
-// parseRatios reads --pd-ratios: "P:D" splits separated by commas, each
-// pool ≥ 1, every split of the same total.
-func parseRatios(s string) ([]pdRatio, error) {
-	var out []pdRatio
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		ps, ds, ok := strings.Cut(part, ":")
-		if !ok {
-			return nil, fmt.Errorf("%q: want P:D (prefill:decode replicas, e.g. 1:3)", part)
-		}
-		p, err1 := strconv.Atoi(strings.TrimSpace(ps))
-		d, err2 := strconv.Atoi(strings.TrimSpace(ds))
-		switch {
-		case err1 != nil || err2 != nil:
-			return nil, fmt.Errorf("%q: want P:D of whole numbers (e.g. 1:3)", part)
-		case p < 1 || d < 1:
-			return nil, fmt.Errorf("%q: each pool needs ≥ 1 replica", part)
-		case p+d > runlog.MaxReplica:
-			return nil, fmt.Errorf("%q: %d replicas are too many (at most %d)", part, p+d, runlog.MaxReplica)
-		case len(out) > 0 && p+d != out[0].prefill+out[0].decode:
-			return nil, fmt.Errorf("%q: %d replicas, but %d:%d has %d: the splits compare one fleet, so give one total", part, p+d, out[0].prefill, out[0].decode, out[0].prefill+out[0].decode)
-		}
-		out = append(out, pdRatio{p, d})
-		if len(out) > maxRatios {
-			return nil, fmt.Errorf("more than %d splits", maxRatios)
-		}
-	}
-	return out, nil
-}
-
 // pdRow is one fleet's figures in the --pd-ratios table: at the rate
 // given, and its per-GPU goodput found by the search.
 type pdRow struct {
@@ -137,7 +100,7 @@ const (
 // rate, per GPU, at which 90 % of the requests meet the SLO, found by
 // bisection between 0 and --request-rate. Then the best split.
 func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
-	ratios, err := parseRatios(o.cluster.pd.ratios)
+	ratios, err := cluster.ParseSplits(o.cluster.pd.ratios)
 	if err != nil {
 		return usagef("--pd-ratios %q: %v", o.cluster.pd.ratios, err)
 	}
@@ -160,7 +123,7 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	}
 	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
 	tp := max(o.Engine.TP, 1)
-	n := ratios[0].prefill + ratios[0].decode
+	n := ratios[0].Prefill + ratios[0].Decode
 	gpus := float64(n * tp)
 	// at runs the fleet (prefill > 0: split) at rate.
 	at := func(prefill int, rate float64) (attain, goodput, transfer float64, err error) {
@@ -211,7 +174,7 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	for i := -1; i < len(ratios); i++ {
 		name, prefill := "colocated", 0
 		if i >= 0 {
-			name, prefill = fmt.Sprintf("%d:%d", ratios[i].prefill, ratios[i].decode), ratios[i].prefill
+			name, prefill = fmt.Sprintf("%d:%d", ratios[i].Prefill, ratios[i].Decode), ratios[i].Prefill
 		}
 		r, err := run1(name, prefill)
 		if err != nil {
