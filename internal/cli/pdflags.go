@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -99,6 +102,9 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if so.SLO.IsZero() {
 		return usagef("--pd-ratios compares goodput per GPU: give --goodput (e.g. --goodput ttft:1000 tpot:50)")
 	}
+	// Each fleet's runs are quiet and write nothing; --save-result saves
+	// the comparison itself.
+	save := o.out.SaveResult
 	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
 	cfg, err := o.config(env, func() (*cluster.Config, error) { return o.colocated(splits[0].Prefill + splits[0].Decode) })
 	if err != nil {
@@ -111,7 +117,30 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if err != nil {
 		return o.runError(err)
 	}
-	return report.SplitsTerminal(env.Stdout, res)
+	if err := report.SplitsTerminal(env.Stdout, res); err != nil || !save {
+		return err
+	}
+	return saveSplits(env, &o.out, res)
+}
+
+// saveSplits writes the comparison's JSON (report.SplitsJSON) to
+// --result-filename in --result-dir, by default pd-ratios-DATE.json.
+func saveSplits(env Env, out *outputFlags, res *report.Splits) error {
+	b, err := json.MarshalIndent(report.SplitsJSON(res), "", "  ")
+	if err != nil {
+		return err
+	}
+	output := out.runOutput(env)
+	name := output.ResultName
+	if name == "" {
+		name = "pd-ratios-" + env.Now().Format("20060102-150405") + ".json"
+	}
+	path, err := output.WriteResult(filepath.Join(output.Dir, name), append(b, '\n'))
+	if err != nil {
+		return fmt.Errorf("--save-result: %w", runError(err, nil, ""))
+	}
+	fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
+	return nil
 }
 
 // colocated is --pd-ratios' fleet colocated: n copies of the engine
