@@ -61,18 +61,12 @@ func (p *pdFlags) config(engine sim.Config, c *clusterFlags) (*cluster.Config, e
 			return nil, usagef("--kv-link: %v", err)
 		}
 	}
-	var r cluster.Router
-	if c.router != "" {
-		var err error
-		if r, err = cluster.ParseRouter(c.router); err != nil {
-			return nil, usagef("--router %q: %v", c.router, err)
-		}
+	r, err := c.routerFlag()
+	if err != nil {
+		return nil, err
 	}
-	cfg := &cluster.Config{Router: r, Replicas: make([]sim.Config, p.prefill+p.decode),
+	cfg := &cluster.Config{Router: r, Replicas: cluster.Copies(engine, p.prefill+p.decode),
 		Disagg: &cluster.Disaggregation{Prefill: p.prefill, Link: p.link}}
-	for i := range cfg.Replicas {
-		cfg.Replicas[i] = engine
-	}
 	return cfg, nil
 }
 
@@ -157,15 +151,9 @@ func (o *SimOptions) colocated(n int) (*cluster.Config, error) {
 	case o.gateway.set():
 		return nil, usagef("--pd-ratios and gateway flags: a gateway in front of a prefill/decode split is not simulated yet")
 	}
-	var r cluster.Router
-	if c.router != "" {
-		if r, err = cluster.ParseRouter(c.router); err != nil {
-			return nil, usagef("--router %q: %v", c.router, err)
-		}
+	r, err := c.routerFlag()
+	if err != nil {
+		return nil, err
 	}
-	cfg := &cluster.Config{Router: r, Replicas: make([]sim.Config, n)}
-	for i := range cfg.Replicas {
-		cfg.Replicas[i] = o.Engine
-	}
-	return cfg, nil
+	return &cluster.Config{Router: r, Replicas: cluster.Copies(o.Engine, n)}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
 )
 
 // The value syntax of a gateway's and a prefill/decode split's settings,
@@ -184,6 +185,19 @@ func (gc *GatewayConfig) AddSmallPool(small []int, n int) (int, error) {
 	}
 	gc.Pools = []Pool{{Name: "default", Replicas: rest}, {Name: "small", Replicas: small}}
 	return 1, nil
+}
+
+// Copies is n replicas of one engine, a fleet's Config.Replicas (nil for
+// n < 1, which New refuses).
+func Copies(engine sim.Config, n int) []sim.Config {
+	if n < 1 {
+		return nil
+	}
+	out := make([]sim.Config, n)
+	for i := range out {
+		out[i] = engine
+	}
+	return out
 }
 
 // Split is one prefill/decode split of a fleet: Prefill replicas that

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/goodput/goodput/internal/sim"
 )
 
 func TestParseRate(t *testing.T) {
@@ -181,4 +183,20 @@ func FuzzParseSplits(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCopies: three copies of one engine, each its own value; none for 0.
+func TestCopies(t *testing.T) {
+	eng := sim.DefaultConfig()
+	cs := Copies(eng, 3)
+	if len(cs) != 3 || cs[0] != eng || cs[2] != eng {
+		t.Fatalf("Copies(eng, 3) = %d configs", len(cs))
+	}
+	cs[0].Model = "other"
+	if cs[1].Model != eng.Model {
+		t.Error("the copies share a value")
+	}
+	if Copies(eng, 0) != nil || Copies(eng, -1) != nil {
+		t.Error("copies of nothing")
+	}
 }
