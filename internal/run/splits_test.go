@@ -50,7 +50,7 @@ func TestCompareSplitsAtTop(t *testing.T) {
 // every bisection step halves the top, so the max rate stays 0 and the
 // best split ties the colocated fleet at 0.
 func TestCompareSplitsNoneMeets(t *testing.T) {
-	res, err := CompareSplits(context.Background(), splitsConfig(t, 10, "ttft:0.001"), []cluster.Split{{Prefill: 1, Decode: 1}}, 4)
+	res, err := CompareSplits(context.Background(), splitsConfig(t, 3, "ttft:0.001"), []cluster.Split{{Prefill: 1, Decode: 1}}, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
