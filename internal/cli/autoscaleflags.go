@@ -121,15 +121,9 @@ func (c *clusterFlags) scaledConfig(engine sim.Config, as *cluster.Autoscale, er
 	if n < 1 {
 		return nil, usagef("--replicas %d: want ≥ 1", n)
 	}
-	var r cluster.Router
-	if c.router != "" {
-		if r, err = cluster.ParseRouter(c.router); err != nil {
-			return nil, usagef("--router %q: %v", c.router, err)
-		}
+	r, err := c.routerFlag()
+	if err != nil {
+		return nil, err
 	}
-	cfg := &cluster.Config{Router: r, Replicas: make([]sim.Config, n), Autoscale: as}
-	for i := range cfg.Replicas {
-		cfg.Replicas[i] = engine
-	}
-	return cfg, nil
+	return &cluster.Config{Router: r, Replicas: cluster.Copies(engine, n), Autoscale: as}, nil
 }

@@ -73,12 +73,9 @@ func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
 	if c.replicas < 1 {
 		return nil, usagef("--replicas %d: want ≥ 1 (1: the engine alone)", c.replicas)
 	}
-	var r cluster.Router
-	if c.router != "" {
-		var err error
-		if r, err = cluster.ParseRouter(c.router); err != nil {
-			return nil, usagef("--router %q: %v", c.router, err)
-		}
+	r, err := c.routerFlag()
+	if err != nil {
+		return nil, err
 	}
 	if c.replicas == 1 {
 		if c.router != "" {
@@ -86,11 +83,7 @@ func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
 		}
 		return nil, nil
 	}
-	cfg := &cluster.Config{Router: r, Replicas: make([]sim.Config, c.replicas)}
-	for i := range cfg.Replicas {
-		cfg.Replicas[i] = engine
-	}
-	return cfg, nil
+	return &cluster.Config{Router: r, Replicas: cluster.Copies(engine, c.replicas)}, nil
 }
 
 // dpConfig is --data-parallel-size ranks of engine behind the dp-balance
@@ -105,11 +98,7 @@ func (c *clusterFlags) dpConfig(engine sim.Config) (*cluster.Config, error) {
 	case c.router != "":
 		return nil, usagef("--router %s: data-parallel ranks are balanced as vLLM does (%s); use --replicas for another router", c.router, cluster.PolicyDPBalance)
 	}
-	cfg := &cluster.Config{Router: cluster.Router{Policy: cluster.PolicyDPBalance}, ExpertParallel: c.expertParallel, Replicas: make([]sim.Config, c.dataParallel)}
-	for i := range cfg.Replicas {
-		cfg.Replicas[i] = engine
-	}
-	return cfg, nil
+	return &cluster.Config{Router: cluster.Router{Policy: cluster.PolicyDPBalance}, ExpertParallel: c.expertParallel, Replicas: cluster.Copies(engine, c.dataParallel)}, nil
 }
 
 // clusterFlagError names --replicas or --router for a cluster setting the
@@ -137,4 +126,17 @@ func clusterFlagError(err error) error {
 		return usagef("--kv-link: %v", ce.Err)
 	}
 	return usagef("--router: %v", ce.Err)
+}
+
+// routerFlag is --router's router (the zero Router, round-robin, when not
+// given).
+func (c *clusterFlags) routerFlag() (cluster.Router, error) {
+	if c.router == "" {
+		return cluster.Router{}, nil
+	}
+	r, err := cluster.ParseRouter(c.router)
+	if err != nil {
+		return cluster.Router{}, usagef("--router %q: %v", c.router, err)
+	}
+	return r, nil
 }

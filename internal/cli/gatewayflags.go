@@ -2,11 +2,7 @@ package cli
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -65,7 +61,7 @@ func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) error {
 		return usagef("--rate-limit-per-class: give --rate-limit or --token-rate-limit")
 	}
 	if g.mix != "" {
-		if gc.Mix, err = parseMix(g.mix); err != nil {
+		if gc.Mix, err = cluster.ParseMix(g.mix); err != nil {
 			return usagef("--priority-mix %q: %v", g.mix, err)
 		}
 	}
@@ -78,27 +74,27 @@ func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) error {
 	}
 	n := len(c.Replicas)
 	if g.pools != "" {
-		if gc.Pools, err = parsePools(g.pools, n); err != nil {
+		if gc.Pools, err = cluster.ParsePools(g.pools, n); err != nil {
 			return usagef("--priority-pools %q: %v", g.pools, err)
 		}
 		for k := range gc.Pools {
 			gc.ClassPools = append(gc.ClassPools, k)
 		}
 	}
-	above, perReplica, err := parseDegradeAbove(g.degradeAbove)
+	above, perReplica, err := cluster.ParseDegradeAbove(g.degradeAbove)
 	switch {
 	case err != nil:
 		return usagef("--degrade-above %q: %v", g.degradeAbove, err)
 	case g.degrade == "" && g.degradeAbove != "":
 		return usagef("--degrade-above %s: give --degrade, the action", g.degradeAbove)
 	case g.degrade != "":
-		d, small, err := parseDegrade(g.degrade, n)
+		d, small, err := cluster.ParseDegrade(g.degrade, n)
 		if err != nil {
 			return usagef("--degrade %q: %v", g.degrade, err)
 		}
 		d.Above, d.PerReplica = above, perReplica
 		if small != nil {
-			if d.Pool, err = addSmallPool(gc, small, n); err != nil {
+			if d.Pool, err = gc.AddSmallPool(small, n); err != nil {
 				return usagef("--degrade %q: %v", g.degrade, err)
 			}
 			g.small = small
@@ -117,169 +113,14 @@ func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) error {
 	return nil
 }
 
-// addSmallPool adds the small-model replicas as a pool of their own and
-// returns its index. Without class pools the other replicas become pool
-// 0, where every request goes first.
-func addSmallPool(gc *cluster.GatewayConfig, small []int, n int) (int, error) {
-	if len(gc.Pools) > 0 {
-		gc.Pools = append(gc.Pools, cluster.Pool{Name: "small", Replicas: small})
-		return len(gc.Pools) - 1, nil
-	}
-	var rest []int
-	for i := range n {
-		if !slices.Contains(small, i) {
-			rest = append(rest, i)
-		}
-	}
-	if len(rest) == 0 {
-		return 0, fmt.Errorf("the small-model pool takes every replica: leave some for the full model (--replicas)")
-	}
-	gc.Pools = []cluster.Pool{{Name: "default", Replicas: rest}, {Name: "small", Replicas: small}}
-	return 1, nil
-}
-
-// parseRate parses --rate-limit's RATE[/s|/min][,burst=N]; "" is no
-// limit.
+// parseRate parses --rate-limit or --token-rate-limit (flag), naming it
+// in the error.
 func parseRate(flag, s string) (*cluster.Bucket, error) {
-	if s == "" {
-		return nil, nil
-	}
-	bad := func(format string, args ...any) error {
-		return usagef("%s %q: %s", flag, s, fmt.Sprintf(format, args...))
-	}
-	rate, opts, _ := strings.Cut(s, ",")
-	per := 1.0
-	switch num, unit, ok := strings.Cut(rate, "/"); {
-	case !ok:
-	case unit == "s":
-		rate = num
-	case unit == "min" || unit == "m":
-		rate, per = num, 60
-	default:
-		return nil, bad("unit %q: want /s or /min", unit)
-	}
-	r, err := strconv.ParseFloat(rate, 64)
-	if err != nil || !(r > 0) || math.IsInf(r, 0) {
-		return nil, bad("rate %q: want a number > 0, per /s or /min", rate)
-	}
-	b := &cluster.Bucket{Rate: r / per}
-	if opts != "" {
-		v, ok := strings.CutPrefix(opts, "burst=")
-		if !ok {
-			return nil, bad("%q: want burst=N after the rate", opts)
-		}
-		if b.Burst, err = strconv.ParseFloat(v, 64); err != nil || !(b.Burst >= 1) || math.IsInf(b.Burst, 0) {
-			return nil, bad("burst %q: want a number ≥ 1", v)
-		}
+	b, err := cluster.ParseRate(s)
+	if err != nil {
+		return nil, usagef("%s %q: %v", flag, s, err)
 	}
 	return b, nil
-}
-
-// parseMix parses --priority-mix's shares, class 0 first.
-func parseMix(s string) ([]float64, error) {
-	var out []float64
-	var total float64
-	for i, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("class %d's share %q: want a number ≥ 0", i, f)
-		}
-		out = append(out, v)
-		total += v
-	}
-	if len(out) < 2 {
-		return nil, errors.New("want a share per class, at least two (0.8,0.2)")
-	}
-	if !(total > 0) {
-		return nil, errors.New("the shares sum to 0")
-	}
-	return out, nil
-}
-
-// parsePools parses --priority-pools' [NAME=]RANGE list over n replicas.
-func parsePools(s string, n int) ([]cluster.Pool, error) {
-	var out []cluster.Pool
-	for k, f := range strings.Split(s, ",") {
-		name, rng, ok := strings.Cut(f, "=")
-		if !ok {
-			name, rng = "class "+strconv.Itoa(k), f
-		}
-		reps, err := parseReplicaRange(rng, n)
-		if err != nil {
-			return nil, fmt.Errorf("class %d: %v", k, err)
-		}
-		out = append(out, cluster.Pool{Name: name, Replicas: reps})
-	}
-	if len(out) < 2 {
-		return nil, errors.New("want a pool per class, at least two (interactive=1-6,batch=7-8)")
-	}
-	return out, nil
-}
-
-// parseReplicaRange parses A-B or A, replicas numbered from 1 (of n), to
-// indexes from 0.
-func parseReplicaRange(s string, n int) ([]int, error) {
-	a, b, isRange := strings.Cut(s, "-")
-	lo, err1 := strconv.Atoi(a)
-	hi := lo
-	var err2 error
-	if isRange {
-		hi, err2 = strconv.Atoi(b)
-	}
-	switch {
-	case err1 != nil || err2 != nil:
-		return nil, fmt.Errorf("replicas %q: want N or A-B, numbered from 1", s)
-	case lo < 1 || hi > n || lo > hi:
-		return nil, fmt.Errorf("replicas %q: want 1 ≤ A ≤ B ≤ %d (the replicas)", s, n)
-	}
-	out := make([]int, 0, hi-lo+1)
-	for i := lo; i <= hi; i++ {
-		out = append(out, i-1)
-	}
-	return out, nil
-}
-
-// parseDegradeAbove parses --degrade-above's N or N/replica ("" is 0).
-func parseDegradeAbove(s string) (int, bool, error) {
-	if s == "" {
-		return 0, false, nil
-	}
-	num, per := strings.CutSuffix(s, "/replica")
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 {
-		return 0, false, errors.New("want N or N/replica, waiting requests N ≥ 0")
-	}
-	return n, per, nil
-}
-
-// parseDegrade parses --degrade's ACTION:VALUE; for small-model it also
-// returns the replicas (indexes from 0).
-func parseDegrade(s string, n int) (*cluster.Degrade, []int, error) {
-	action, v, ok := strings.Cut(s, ":")
-	if !ok {
-		return nil, nil, errors.New("want max_tokens:N, reasoning:N or small-model:RANGE")
-	}
-	switch action {
-	case "max_tokens", "max-tokens":
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 {
-			return nil, nil, fmt.Errorf("cap %q: want max_tokens ≥ 1", v)
-		}
-		return &cluster.Degrade{Action: cluster.DegradeMaxTokens, Value: k}, nil, nil
-	case "reasoning":
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 0 {
-			return nil, nil, fmt.Errorf("budget %q: want reasoning tokens ≥ 0", v)
-		}
-		return &cluster.Degrade{Action: cluster.DegradeReasoning, Value: k}, nil, nil
-	case "small-model", "small_model":
-		reps, err := parseReplicaRange(v, n)
-		if err != nil {
-			return nil, nil, err
-		}
-		return &cluster.Degrade{Action: cluster.DegradeSmallModel}, reps, nil
-	}
-	return nil, nil, fmt.Errorf("action %q: want max_tokens, reasoning or small-model", action)
 }
 
 // flagError names the flag of a gateway setting the run refused (the

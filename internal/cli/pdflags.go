@@ -2,15 +2,17 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/sim/costmodel"
@@ -59,85 +61,21 @@ func (p *pdFlags) config(engine sim.Config, c *clusterFlags) (*cluster.Config, e
 			return nil, usagef("--kv-link: %v", err)
 		}
 	}
-	var r cluster.Router
-	if c.router != "" {
-		var err error
-		if r, err = cluster.ParseRouter(c.router); err != nil {
-			return nil, usagef("--router %q: %v", c.router, err)
-		}
+	r, err := c.routerFlag()
+	if err != nil {
+		return nil, err
 	}
-	cfg := &cluster.Config{Router: r, Replicas: make([]sim.Config, p.prefill+p.decode),
+	cfg := &cluster.Config{Router: r, Replicas: cluster.Copies(engine, p.prefill+p.decode),
 		Disagg: &cluster.Disaggregation{Prefill: p.prefill, Link: p.link}}
-	for i := range cfg.Replicas {
-		cfg.Replicas[i] = engine
-	}
 	return cfg, nil
 }
 
-// pdRatio is one split of --pd-ratios.
-type pdRatio struct{ prefill, decode int }
-
-// maxRatios bounds --pd-ratios: each is a whole run.
-const maxRatios = 16
-
-// parseRatios reads --pd-ratios: "P:D" splits separated by commas, each
-// pool ≥ 1, every split of the same total.
-func parseRatios(s string) ([]pdRatio, error) {
-	var out []pdRatio
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		ps, ds, ok := strings.Cut(part, ":")
-		if !ok {
-			return nil, fmt.Errorf("%q: want P:D (prefill:decode replicas, e.g. 1:3)", part)
-		}
-		p, err1 := strconv.Atoi(strings.TrimSpace(ps))
-		d, err2 := strconv.Atoi(strings.TrimSpace(ds))
-		switch {
-		case err1 != nil || err2 != nil:
-			return nil, fmt.Errorf("%q: want P:D of whole numbers (e.g. 1:3)", part)
-		case p < 1 || d < 1:
-			return nil, fmt.Errorf("%q: each pool needs ≥ 1 replica", part)
-		case p+d > runlog.MaxReplica:
-			return nil, fmt.Errorf("%q: %d replicas are too many (at most %d)", part, p+d, runlog.MaxReplica)
-		case len(out) > 0 && p+d != out[0].prefill+out[0].decode:
-			return nil, fmt.Errorf("%q: %d replicas, but %d:%d has %d: the splits compare one fleet, so give one total", part, p+d, out[0].prefill, out[0].decode, out[0].prefill+out[0].decode)
-		}
-		out = append(out, pdRatio{p, d})
-		if len(out) > maxRatios {
-			return nil, fmt.Errorf("more than %d splits", maxRatios)
-		}
-	}
-	return out, nil
-}
-
-// pdRow is one fleet's figures in the --pd-ratios table: at the rate
-// given, and its per-GPU goodput found by the search.
-type pdRow struct {
-	name                string
-	goodput, attainment float64
-	transferP50         float64
-	// maxRate is the highest rate found meeting the SLO for pdAttainment
-	// of the requests; atTop says the rate given already does.
-	maxRate float64
-	atTop   bool
-}
-
-// pdAttainment is the share of requests meeting the SLO that DistServe's
-// goodput asks for; pdSearchSteps the bisection's steps below the rate
-// given (its resolution: the rate / 2^steps).
-const (
-	pdAttainment  = 0.9
-	pdSearchSteps = 6
-)
-
 // runPDRatios runs the workload on the same replicas colocated and then
-// split each way --pd-ratios gives, each run quiet and without files, and
-// prints for each fleet its goodput and SLO attainment at --request-rate
-// and its per-GPU goodput as DistServe defines it: the highest request
-// rate, per GPU, at which 90 % of the requests meet the SLO, found by
-// bisection between 0 and --request-rate. Then the best split.
+// split each way --pd-ratios gives, each run quiet and without files
+// (run.CompareSplits), and prints each fleet's goodput at --request-rate
+// and its per-GPU goodput, then the best split.
 func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
-	ratios, err := parseRatios(o.cluster.pd.ratios)
+	splits, err := cluster.ParseSplits(o.cluster.pd.ratios)
 	if err != nil {
 		return usagef("--pd-ratios %q: %v", o.cluster.pd.ratios, err)
 	}
@@ -158,112 +96,64 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if so.SLO.IsZero() {
 		return usagef("--pd-ratios compares goodput per GPU: give --goodput (e.g. --goodput ttft:1000 tpot:50)")
 	}
+	// Each fleet's runs are quiet and write nothing; --save-result saves
+	// the comparison itself.
+	save := o.out.SaveResult
 	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
-	tp := max(o.Engine.TP, 1)
-	n := ratios[0].prefill + ratios[0].decode
-	gpus := float64(n * tp)
-	// at runs the fleet (prefill > 0: split) at rate.
-	at := func(prefill int, rate float64) (attain, goodput, transfer float64, err error) {
-		o.cluster.replicas, o.cluster.pd.prefill, o.cluster.pd.decode = n, 0, 0
-		if prefill > 0 {
-			o.cluster.replicas, o.cluster.pd.prefill, o.cluster.pd.decode = 1, prefill, n-prefill
-		}
-		o.load.RequestRate = strconv.FormatFloat(rate, 'g', -1, 64)
-		res, err := o.Run(ctx, env)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		l := res.Levels[0]
-		transfer = -1
-		if l.Replicas != nil && l.Replicas.Transfer != nil {
-			transfer = l.Replicas.Transfer.P50
-		}
-		return l.Summary.SLO.Attainment, l.Summary.SLO.Goodput, transfer, nil
-	}
-	run1 := func(name string, prefill int) (pdRow, error) {
-		row := pdRow{name: name}
-		var err error
-		if row.attainment, row.goodput, row.transferP50, err = at(prefill, top); err != nil {
-			return row, err
-		}
-		if row.attainment >= pdAttainment {
-			row.maxRate, row.atTop = top, true
-			return row, nil
-		}
-		lo, hi := 0.0, top
-		for range pdSearchSteps {
-			mid := (lo + hi) / 2
-			a, _, _, err := at(prefill, mid)
-			if err != nil {
-				return row, err
-			}
-			if a >= pdAttainment {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		row.maxRate = lo
-		return row, nil
-	}
-	rows := make([]pdRow, 0, len(ratios)+1)
-	best := -1
-	for i := -1; i < len(ratios); i++ {
-		name, prefill := "colocated", 0
-		if i >= 0 {
-			name, prefill = fmt.Sprintf("%d:%d", ratios[i].prefill, ratios[i].decode), ratios[i].prefill
-		}
-		r, err := run1(name, prefill)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, r)
-		if i >= 0 && (best < 0 || r.maxRate > rows[best].maxRate) {
-			best = len(rows) - 1
-		}
-	}
-	w := env.Stdout
-	fmt.Fprintf(w, "%s\n", center(" Prefill/decode splits ", '='))
-	fmt.Fprintf(w, "%-40s %d × TP %d = %d GPUs\n", "Replicas:", n, tp, n*tp)
-	fmt.Fprintf(w, "%-40s %s, for %.0f %% of requests\n", "SLO:", so.SLO, 100*pdAttainment)
-	fmt.Fprintf(w, "%-40s %g (searched below it to %g)\n", "Request rate (req/s):", top, top/(1<<pdSearchSteps))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Split\tGoodput at rate\tSLO met (%)\tMax rate (req/s)\tPer GPU\tKV transfer P50 (ms)")
-	for _, r := range rows {
-		tr := "-"
-		if r.transferP50 >= 0 {
-			tr = strconv.FormatFloat(r.transferP50, 'f', 3, 64)
-		}
-		ge := ""
-		if r.atTop {
-			ge = "≥ "
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%s%.3g\t%s%.3g\t%s\n", r.name, r.goodput, 100*r.attainment, ge, r.maxRate, ge, r.maxRate/gpus, tr)
-	}
-	if err := tw.Flush(); err != nil {
+	cfg, err := o.config(env, func() (*cluster.Config, error) { return o.colocated(splits[0].Prefill + splits[0].Decode) })
+	if err != nil {
 		return err
 	}
-	b, c := rows[best], rows[0]
-	verdict := "beats"
-	switch {
-	case b.atTop && c.atTop:
-		verdict = "cannot be told from (both meet the SLO at the rate given: raise it)"
-	case b.maxRate < c.maxRate:
-		verdict = "loses to"
-	case b.maxRate == c.maxRate:
-		verdict = "ties"
+	if cfg.Sessions != nil {
+		return usagef("--pd-ratios searches the request rate of independent requests: sessions (--dataset-name %s) keep their own", o.work.o.DatasetName)
 	}
-	ge := ""
-	if b.atTop {
-		ge = "≥ "
+	res, err := run.CompareSplits(ctx, cfg, splits, top)
+	if err != nil {
+		return o.runError(err)
 	}
-	fmt.Fprintf(w, "%-40s %s (%s%.3g req/s per GPU; %s colocated, %.3g)\n", "Best split:", b.name, ge, b.maxRate/gpus, verdict, c.maxRate/gpus)
-	fmt.Fprintln(w, strings.Repeat("=", 50))
+	if err := report.SplitsTerminal(env.Stdout, res); err != nil || !save {
+		return err
+	}
+	return saveSplits(env, &o.out, res)
+}
+
+// saveSplits writes the comparison's JSON (report.SplitsJSON) to
+// --result-filename in --result-dir, by default pd-ratios-DATE.json.
+func saveSplits(env Env, out *outputFlags, res *report.Splits) error {
+	b, err := json.MarshalIndent(report.SplitsJSON(res), "", "  ")
+	if err != nil {
+		return err
+	}
+	output := out.runOutput(env)
+	name := output.ResultName
+	if name == "" {
+		name = "pd-ratios-" + env.Now().Format("20060102-150405") + ".json"
+	}
+	path, err := output.WriteResult(filepath.Join(output.Dir, name), append(b, '\n'))
+	if err != nil {
+		return fmt.Errorf("--save-result: %w", runError(err, nil, ""))
+	}
+	fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
 	return nil
 }
 
-// center pads title with fill to the report's 50 columns.
-func center(title string, fill byte) string {
-	n := max(50-len([]rune(title)), 0)
-	return strings.Repeat(string(fill), n/2) + title + strings.Repeat(string(fill), n-n/2)
+// colocated is --pd-ratios' fleet colocated: n copies of the engine
+// behind --router. The flags that shape a fleet otherwise are refused:
+// the splits would not have them.
+func (o *SimOptions) colocated(n int) (*cluster.Config, error) {
+	c := &o.cluster
+	as, err := c.autoscale.config()
+	switch {
+	case err != nil:
+		return nil, err
+	case as != nil || c.file != "":
+		return nil, usagef("--pd-ratios sizes the fleet from its splits: drop --autoscale and --cluster")
+	case o.gateway.set():
+		return nil, usagef("--pd-ratios and gateway flags: a gateway in front of a prefill/decode split is not simulated yet")
+	}
+	r, err := c.routerFlag()
+	if err != nil {
+		return nil, err
+	}
+	return &cluster.Config{Router: r, Replicas: cluster.Copies(o.Engine, n)}, nil
 }

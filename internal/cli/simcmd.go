@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // SimOptions configures "goodput sim": the engine, plus bench's workload,
@@ -97,43 +98,67 @@ times per request) and the same report as bench, deterministically for a seed.`,
 // Run runs the simulation the options describe and returns what it found,
 // without printing it (the command's hook; tests call it directly).
 func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
+	cfg, err := o.config(env, o.fleet)
+	if err != nil {
+		return nil, err
+	}
+	res, err := run.Run(ctx, cfg)
+	return res, o.runError(err)
+}
+
+// fleet is the cluster the cluster and gateway flags describe over the
+// engine (nil: the engine alone).
+func (o *SimOptions) fleet() (*cluster.Config, error) {
+	c, err := o.cluster.config(o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.gateway.apply(&c, o.Engine); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// runError names the flag of a setting the run refused.
+func (o *SimOptions) runError(err error) error {
+	return runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model")
+}
+
+// config is the run.Config the options describe, its cluster fleet's.
+func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run.Config, error) {
 	if o.IgnoreEOS && o.NaturalStop {
-		return nil, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
+		return run.Config{}, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
 	}
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
-		return nil, err
+		return run.Config{}, err
 	}
 	cfg, err := virtualConfig(env, "sim", &o.load, o.load.RequestRate, &o.work, &o.out, o.args)
 	if err != nil {
-		return nil, err
+		return run.Config{}, err
 	}
 	cfg.Engine, cfg.IgnoreEOS, cfg.NaturalStopRecorded, cfg.ReadingSpeedMs = o.Engine, o.IgnoreEOS, o.NaturalStop, o.verdict.ReadingSpeedMs
-	if cfg.Cluster, err = o.cluster.config(o.Engine); err != nil {
-		return nil, err
-	}
-	if err := o.gateway.apply(&cfg.Cluster, o.Engine); err != nil {
-		return nil, err
+	if cfg.Cluster, err = fleet(); err != nil {
+		return run.Config{}, err
 	}
 	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
 	if err != nil {
-		return nil, err
+		return run.Config{}, err
 	}
 	cfg.Sessions, cfg.SessionSLO = sessions, sessionSLO
 	switch {
 	case o.timeout < 0:
-		return nil, usagef("--timeout %v: want ≥ 0 (0: none)", o.timeout)
+		return run.Config{}, usagef("--timeout %v: want ≥ 0 (0: none)", o.timeout)
 	case o.ignoresDisconnect && o.timeout == 0:
-		return nil, usagef("--server-ignores-disconnect needs --timeout (without one no client leaves)")
+		return run.Config{}, usagef("--server-ignores-disconnect needs --timeout (without one no client leaves)")
 	}
 	cfg.ClientTimeout, cfg.KeepAbandoned = o.timeout, o.ignoresDisconnect
 	switch {
 	case o.scrapeInterval < 0:
-		return nil, usagef("--scrape-interval %v: want ≥ 0 (0: not sampled)", o.scrapeInterval)
+		return run.Config{}, usagef("--scrape-interval %v: want ≥ 0 (0: not sampled)", o.scrapeInterval)
 	case o.scrapeInterval > 0:
 		cfg.Scrape = &run.ScrapeConfig{Interval: o.scrapeInterval}
 	}
-	res, err := run.Run(ctx, cfg)
-	return res, runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model")
+	return cfg, nil
 }
 
 // runSim runs one level in virtual time and reports it like bench.

@@ -1,0 +1,93 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// splitsConfig is simConfig's workload, n requests, on two replicas.
+func splitsConfig(t *testing.T, n int, slo string) Config {
+	cfg := simConfig(t, n)
+	cfg.Command = "sim"
+	s, err := stats.ParseSLO(slo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Stats.SLO = s
+	cfg.Cluster = &cluster.Config{Replicas: []sim.Config{cfg.Engine, cfg.Engine}}
+	return cfg
+}
+
+// TestCompareSplitsAtTop: at 0.5 req/s two replicas meet a 60 s TTFT for
+// every request, colocated or split 1:1, so neither is searched: max
+// rate 0.5, per GPU 0.5 / 2 = 0.25, and the search cannot tell them.
+func TestCompareSplitsAtTop(t *testing.T) {
+	res, err := CompareSplits(context.Background(), splitsConfig(t, 20, "ttft:60000"), []cluster.Split{{Prefill: 1, Decode: 1}}, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Replicas != 2 || res.TP != 1 || res.SearchedTo != 0.5/64 || len(res.Fleets) != 2 || res.Best != 1 || res.Verdict != report.SplitUntold {
+		t.Fatalf("CompareSplits = %+v", res)
+	}
+	for _, f := range res.Fleets {
+		if !f.AtTop || f.MaxRate != 0.5 || f.PerGPU != 0.25 || f.Attainment != 1 {
+			t.Errorf("%s: %+v; want every request meeting the SLO at 0.5 req/s", f.Name, f)
+		}
+	}
+	if res.Fleets[0].TransferP50 != -1 || !(res.Fleets[1].TransferP50 > 0) {
+		t.Errorf("KV transfer P50s %v, %v; want none colocated, some split", res.Fleets[0].TransferP50, res.Fleets[1].TransferP50)
+	}
+}
+
+// TestCompareSplitsNoneMeets: a 1 µs TTFT no request meets, at any rate:
+// every bisection step halves the top, so the max rate stays 0 and the
+// best split ties the colocated fleet at 0.
+func TestCompareSplitsNoneMeets(t *testing.T) {
+	res, err := CompareSplits(context.Background(), splitsConfig(t, 3, "ttft:0.001"), []cluster.Split{{Prefill: 1, Decode: 1}}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Fleets {
+		if f.AtTop || f.MaxRate != 0 || f.Attainment != 0 {
+			t.Errorf("%s: %+v; want max rate 0", f.Name, f)
+		}
+	}
+	if res.Verdict != report.SplitTies {
+		t.Errorf("verdict %v; want ties", res.Verdict)
+	}
+}
+
+// TestCompareSplitsRefuses: what is not one plain fleet of the splits'
+// size, an SLO and a finite rate is a ConfigError naming the field.
+func TestCompareSplitsRefuses(t *testing.T) {
+	one := []cluster.Split{{Prefill: 1, Decode: 1}}
+	for _, tt := range []struct {
+		name   string
+		edit   func(*Config)
+		splits []cluster.Split
+		top    float64
+		field  string
+	}{
+		{"no splits", func(*Config) {}, nil, 1, "Cluster.Disagg"},
+		{"no fleet", func(c *Config) { c.Cluster = nil }, one, 1, "Cluster"},
+		{"a split already", func(c *Config) { c.Cluster.Disagg = &cluster.Disaggregation{Prefill: 1} }, one, 1, "Cluster"},
+		{"no SLO", func(c *Config) { c.Stats.SLO = stats.SLO{} }, one, 1, "SLO"},
+		{"infinite rate", func(*Config) {}, one, math.Inf(1), "RequestRate"},
+		{"other total", func(*Config) {}, []cluster.Split{{Prefill: 1, Decode: 2}}, 1, "Cluster.Disagg"},
+	} {
+		cfg := splitsConfig(t, 5, "ttft:1000")
+		tt.edit(&cfg)
+		_, err := CompareSplits(context.Background(), cfg, tt.splits, tt.top)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tt.field {
+			t.Errorf("%s: %v; want a ConfigError of %s", tt.name, err, tt.field)
+		}
+	}
+}
