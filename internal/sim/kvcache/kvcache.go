@@ -30,7 +30,10 @@ type Cache struct {
 	head      int32 // free-list head: evicted first
 	tail      int32
 	nFree     int
-	cached    map[uint64]int32 // hash → block, only with prefix caching
+	// hashedFree counts the free blocks that hold a hash: while it is 0,
+	// every free block is alike and Allocate may take any.
+	hashedFree int
+	cached     map[uint64]int32 // hash → block, only with prefix caching
 }
 
 // New returns a cache of numBlocks blocks of blockSize tokens; prefixCaching
@@ -85,6 +88,9 @@ func (c *Cache) pushTail(i int32) {
 	}
 	c.tail = i
 	c.nFree++
+	if b.hashed {
+		c.hashedFree++
+	}
 }
 
 func (c *Cache) unlink(i int32) {
@@ -101,6 +107,9 @@ func (c *Cache) unlink(i int32) {
 	}
 	b.prev, b.next, b.inFree = nilBlock, nilBlock, false
 	c.nFree--
+	if b.hashed {
+		c.hashedFree--
+	}
 }
 
 // Match returns how many leading hashes name blocks in the cache (0 when
@@ -145,6 +154,13 @@ func (c *Cache) Allocate(table []int32, n int) (_ []int32, ok bool) {
 	}
 	for range n {
 		i := c.head
+		if c.hashedFree == 0 {
+			// No free block holds a hash, so which one is taken changes
+			// nothing a request sees (the order of the hashed blocks freed
+			// later is the same): the most recently freed is likely still
+			// in the CPU's cache, the least recently freed seldom is.
+			i = c.tail
+		}
 		c.unlink(i)
 		b := &c.blocks[i]
 		if b.hashed {
@@ -178,6 +194,9 @@ func (c *Cache) Commit(table []int32, hashes []uint64, from, to int) {
 		}
 		b.hash, b.hashed = hashes[k], true
 		c.cached[hashes[k]] = i
+		if b.inFree {
+			c.hashedFree++
+		}
 	}
 }
 

@@ -94,3 +94,149 @@ func BenchmarkAllocateCommitFree(b *testing.B) {
 		c.Free(table)
 	}
 }
+
+// refCache is the plain model of the cache's eviction: a least recently
+// freed queue of blocks, each hashless or holding a hash, Allocate always
+// taking the front. The Cache takes any block while none free holds a
+// hash; what requests see (hits, cached blocks, free blocks) must not
+// differ.
+type refCache struct {
+	free   []int // front: evicted first
+	hash   map[int]uint64
+	owner  map[uint64]int
+	ref    map[int]int
+	blocks int
+}
+
+func (r *refCache) allocate(n int) ([]int, bool) {
+	if n > len(r.free) {
+		return nil, false
+	}
+	out := r.free[:n:n]
+	r.free = append([]int(nil), r.free[n:]...)
+	for _, b := range out {
+		if h, ok := r.hash[b]; ok {
+			delete(r.owner, h)
+			delete(r.hash, b)
+		}
+		r.ref[b] = 1
+	}
+	return out, true
+}
+
+// TestAnyHashlessBlockWillDo drives a Cache and the model with the same
+// random requests (allocate, commit some hashes, acquire hits, free) and
+// compares what a request can observe after every step.
+func TestAnyHashlessBlockWillDo(t *testing.T) {
+	for seed := range uint64(20) {
+		const n = 32
+		c, _ := New(n, 16, true)
+		ref := &refCache{hash: map[int]uint64{}, owner: map[uint64]int{}, ref: map[int]int{}, blocks: n}
+		for i := range n {
+			ref.free = append(ref.free, i)
+		}
+		// Tables: the cache's and the model's, by request; the model's
+		// blocks are its own numbers, matched to the cache's by position.
+		type live struct {
+			cache  []int32
+			model  []int
+			hashes []uint64
+		}
+		var reqs []live
+		x := seed*0x9e3779b97f4a7c15 + 1
+		rnd := func(k int) int { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return int(x % uint64(k)) }
+		for step := range 400 {
+			switch op := rnd(3); {
+			case op < 2 && len(reqs) < 8:
+				// A request of 1..6 blocks whose first ones may share a
+				// prefix family (hashes from a small space) or none.
+				k := 1 + rnd(6)
+				hashes := make([]uint64, k)
+				fam := uint64(rnd(4))
+				for j := range hashes {
+					hashes[j] = fam<<8 | uint64(j)
+				}
+				shared := rnd(2) == 0
+				if !shared {
+					hashes = nil
+				}
+				hit := 0
+				if shared {
+					hit = c.Match(hashes)
+					mh := 0
+					for mh < len(hashes) {
+						if _, ok := ref.owner[hashes[mh]]; !ok {
+							break
+						}
+						mh++
+					}
+					if hit != mh {
+						t.Fatalf("seed %d step %d: cache matches %d blocks, model %d", seed, step, hit, mh)
+					}
+				}
+				// Taking a free cached block leaves one fewer to allocate.
+				need := k - hit
+				if shared {
+					need += c.FreeAmong(hashes[:hit])
+				}
+				if !c.CanAllocate(need) {
+					if need <= len(ref.free) {
+						t.Fatalf("seed %d step %d: cache has no room for %d blocks, the model has", seed, step, need)
+					}
+					continue
+				}
+				var lv live
+				lv.hashes = hashes
+				lv.cache = c.Acquire(nil, hashes[:hit])
+				for _, h := range hashes[:hit] {
+					b := ref.owner[h]
+					if ref.ref[b] == 0 {
+						for j, f := range ref.free {
+							if f == b {
+								ref.free = append(ref.free[:j:j], ref.free[j+1:]...)
+								break
+							}
+						}
+					}
+					ref.ref[b]++
+					lv.model = append(lv.model, b)
+				}
+				var ok bool
+				lv.cache, ok = c.Allocate(lv.cache, k-hit)
+				mb, mok := ref.allocate(k - hit)
+				if !ok || !mok {
+					t.Fatalf("seed %d step %d: allocate %v, model %v", seed, step, ok, mok)
+				}
+				lv.model = append(lv.model, mb...)
+				if shared {
+					c.Commit(lv.cache, hashes, hit, k)
+					for j := hit; j < k; j++ {
+						b := lv.model[j]
+						if _, has := ref.hash[b]; has {
+							continue
+						}
+						if _, dup := ref.owner[hashes[j]]; dup {
+							continue
+						}
+						ref.hash[b], ref.owner[hashes[j]] = hashes[j], b
+					}
+				}
+				reqs = append(reqs, lv)
+			case len(reqs) > 0:
+				j := rnd(len(reqs))
+				lv := reqs[j]
+				reqs = append(reqs[:j:j], reqs[j+1:]...)
+				c.Free(lv.cache)
+				for k := len(lv.model) - 1; k >= 0; k-- {
+					b := lv.model[k]
+					if ref.ref[b]--; ref.ref[b] == 0 {
+						ref.free = append(ref.free, b)
+					}
+				}
+			}
+			if c.FreeBlocks() != len(ref.free) || c.CachedBlocks() != len(ref.owner) {
+				t.Fatalf("seed %d step %d: cache free %d cached %d; model %d, %d", seed, step, c.FreeBlocks(), c.CachedBlocks(), len(ref.free), len(ref.owner))
+			}
+		}
+	}
+}
