@@ -12,6 +12,10 @@
 // goroutines, no I/O; the caller supplies the times. The same requests at
 // the same times always give the same routing and the same events.
 //
-// Later increments of the cluster simulator (prefill/decode pools, an
-// autoscaler) belong here too.
+// Around the Cluster, with the same contract: Disagg splits the replicas
+// into a prefill pool and a decode pool with a KV link between them
+// (NewDisagg); Gateway puts admission (token buckets), priority classes
+// (queues or pools) and overload degradation in front (NewGateway); a
+// Config.Autoscale adds and removes replicas on a signal; Parse reads a
+// cluster file of pools.
 package cluster
