@@ -94,10 +94,8 @@ func autoscaleFlagError(field string, err error) error {
 		flag = "--autoscale-min"
 	case "Max":
 		flag = "--autoscale-max"
-	case "Signal":
-		if strings.Contains(err.Error(), "expert-parallel") {
-			flag = "--enable-expert-parallel"
-		}
+	case "ExpertParallel":
+		flag = "--enable-expert-parallel"
 	}
 	return usagef("%s: %v", flag, err)
 }

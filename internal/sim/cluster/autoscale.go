@@ -147,7 +147,7 @@ func (a Autoscale) check(initial int, ep bool) error {
 	case a.ProvisionDelay < 0:
 		return bad("ProvisionDelay", "provisioning delay %v must be ≥ 0", a.ProvisionDelay)
 	case ep:
-		return bad("Signal", "autoscaling applies to independent replicas, not expert-parallel ranks in lockstep")
+		return bad("ExpertParallel", "autoscaling applies to independent replicas, not expert-parallel ranks in lockstep")
 	}
 	return nil
 }

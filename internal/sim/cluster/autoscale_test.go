@@ -313,7 +313,7 @@ func TestAutoscaleConfigErrors(t *testing.T) {
 		{"negative step", func(a *Autoscale) { a.UpStep = -1 }, 1, false, "UpStep", "step"},
 		{"negative down step", func(a *Autoscale) { a.DownStep = -1 }, 1, false, "DownStep", "step"},
 		{"too many", func(a *Autoscale) { a.Max = 70000 }, 1, false, "Max", "too many"},
-		{"lockstep", nil, 1, true, "Signal", "not expert-parallel"},
+		{"lockstep", nil, 1, true, "ExpertParallel", "not expert-parallel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

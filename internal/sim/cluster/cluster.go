@@ -51,7 +51,8 @@ type ConfigError struct {
 	// rejects), "Policy", "LoadCap" or "PrefixTokens" (the Router's), or
 	// "ExpertParallel" (a dense model), or "Autoscale.<field>" (Signal,
 	// Threshold, DownThreshold, Min, Max, UpStep, DownStep, Interval,
-	// Window, Cooldown, ProvisionDelay).
+	// Window, Cooldown, ProvisionDelay; ExpertParallel for lockstep ranks),
+	// "Disagg" or "Disagg.<field>", "Gateway…".
 	Field string
 	// Replica is, for a replica's configuration the engine rejected, its
 	// index in Config.Replicas (from 0); -1 otherwise. Err is then the
