@@ -52,7 +52,7 @@ type ConfigError struct {
 	// "ExpertParallel" (a dense model), or "Autoscale.<field>" (Signal,
 	// Threshold, DownThreshold, Min, Max, UpStep, DownStep, Interval,
 	// Window, Cooldown, ProvisionDelay; ExpertParallel for lockstep ranks),
-	// "Disagg" or "Disagg.<field>", "Gateway…".
+	// "Disagg" or "Disagg.<field>", "Gateway" or "Gateway.<field>".
 	Field string
 	// Replica is, for a replica's configuration the engine rejected, its
 	// index in Config.Replicas (from 0); -1 otherwise. Err is then the
