@@ -292,7 +292,8 @@ func (c Config) resolve() (*resolved, error) {
 	dep, err := costmodel.NewDeployment(m, g, r.TP, r.DType, r.KVCacheDType)
 	if err != nil {
 		field := "tensor-parallel-size"
-		if strings.HasPrefix(err.Error(), "kv_cache_dtype") {
+		var kv *costmodel.KVDTypeError
+		if errors.As(err, &kv) {
 			field = "kv-cache-dtype"
 		}
 		return nil, &ConfigError{Field: field, Err: err}

@@ -332,3 +332,17 @@ func TestSnapshotAdd(t *testing.T) {
 		t.Errorf("AddCounters = %+v; want %+v", s, want)
 	}
 }
+
+// A KV cache dtype the deployment cannot store is the kv-cache-dtype
+// field's fault, not the parallelism's.
+func TestKVCacheDTypeField(t *testing.T) {
+	for dt, field := range map[string]string{"int4": "kv-cache-dtype", "fp3": "kv-cache-dtype"} {
+		c := DefaultConfig()
+		c.KVCacheDType = dt
+		_, err := New(c)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != field {
+			t.Errorf("KV cache dtype %s: %v; want a ConfigError of %s", dt, err, field)
+		}
+	}
+}

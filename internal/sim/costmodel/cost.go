@@ -259,6 +259,14 @@ type gemm struct {
 	count   float64 // layers with this GEMM
 }
 
+// KVDTypeError is NewDeployment's refusal of the KV cache dtype (not the
+// weights' or the parallelism), so a caller can name the setting at fault.
+type KVDTypeError struct{ Err error }
+
+func (e *KVDTypeError) Error() string { return e.Err.Error() }
+
+func (e *KVDTypeError) Unwrap() error { return e.Err }
+
 // NewDeployment checks that tp divides the model's heads and resolves the
 // dtypes, the sustained figures, the link and the efficiencies.
 func NewDeployment(m Model, g GPU, tp int, weightDType, kvDType string) (*Deployment, error) {
@@ -282,10 +290,10 @@ func NewDeployment(m Model, g GPU, tp int, weightDType, kvDType string) (*Deploy
 	}
 	kb, err := DTypeBytes(kvDType)
 	if err != nil {
-		return nil, fmt.Errorf("kv_cache_dtype: %w", err)
+		return nil, &KVDTypeError{fmt.Errorf("kv_cache_dtype: %w", err)}
 	}
 	if kb < 1 {
-		return nil, fmt.Errorf("kv_cache_dtype %q: int4 KV cache is not supported", kvDType)
+		return nil, &KVDTypeError{fmt.Errorf("kv_cache_dtype %q: int4 KV cache is not supported", kvDType)}
 	}
 	link, err := g.link()
 	if err != nil {
