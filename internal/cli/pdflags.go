@@ -97,7 +97,13 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 		return usagef("--pd-ratios compares goodput per GPU: give --goodput (e.g. --goodput ttft:1000 tpot:50)")
 	}
 	// Each fleet's runs are quiet and write nothing; --save-result saves
-	// the comparison itself.
+	// the comparison itself, and nothing else is silently dropped.
+	switch out := &o.out; {
+	case out.HTML != "":
+		return usagef("--html: --pd-ratios writes no HTML report (--save-result saves the comparison as JSON)")
+	case out.Records != "" && out.Records != "none":
+		return usagef("--records: --pd-ratios runs many fleets and keeps no records (run one split with --prefill-replicas and --decode-replicas)")
+	}
 	save := o.out.SaveResult
 	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
 	cfg, err := o.config(env, func() (*cluster.Config, error) { return o.colocated(splits[0].Prefill + splits[0].Decode) })
