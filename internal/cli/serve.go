@@ -33,6 +33,9 @@ type ServeOptions struct {
 	// cluster is --replicas/--router or --data-parallel-size: several
 	// copies of Engine behind one port.
 	cluster clusterFlags
+	// gateway is the gateway flags: rate limits, priority pools,
+	// degradation in front of the fleet (or the engine alone).
+	gateway gatewayFlags
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -58,11 +61,18 @@ clock); --data-parallel-size N is vLLM's spelling, its DP load balancer in
 front. /metrics then has every vLLM series once per replica, labelled
 engine="0".."N-1" (sum by model_name for the fleet), and each answer names
 its replica in the X-Goodput-Replica header; --router session-affinity
-keeps the requests of one X-Session-Id header value on one replica.`,
+keeps the requests of one X-Session-Id header value on one replica.
+
+The gateway flags (--rate-limit, --token-rate-limit, --priority-pools,
+--degrade...) put goodput sim's gateway in front: a rate-limited request is
+answered 429 with the Retry-After its bucket computes (whole seconds,
+rounded up), a request's priority class is its body's "priority" field
+(vLLM's extension; 0 without), and a degraded one gets fewer tokens.`,
 		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
   goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
   goodput serve --slowdown-after 5m --slowdown 3
   goodput serve --replicas 4 --router least-outstanding
+  goodput serve --replicas 2 --rate-limit 20/s,burst=5 --degrade-above 8 --degrade max_tokens:64
   goodput serve --model qwen3-30b-a3b --data-parallel-size 2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
@@ -76,6 +86,7 @@ keeps the requests of one X-Session-Id header value on one replica.`,
 	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")
 	registerEngineFlags(fs, &o.Engine)
 	o.cluster.register(fs)
+	o.gateway.register(fs)
 	return cmd
 }
 
@@ -97,8 +108,14 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	}); err != nil {
 		return err
 	}
+	if o.gateway.mix != "" {
+		return usagef("--priority-mix: goodput serve takes each request's class from its body's priority field; the mix is a load generator's (goodput sim)")
+	}
 	fleet, err := o.cluster.config(o.Engine)
 	if err != nil {
+		return err
+	}
+	if err := o.gateway.apply(&fleet, o.Engine); err != nil {
 		return err
 	}
 	if fleet != nil && o.Slowdown != 0 {
@@ -114,6 +131,11 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		srv, err = simserve.NewFleet(*fleet, opt)
 	}
 	if err != nil {
+		// A gateway setting names its flag as sim's do.
+		wrapped := &run.ConfigError{Field: "Cluster", Err: err}
+		if ge := o.gateway.flagError(wrapped); ge != error(wrapped) {
+			return ge
+		}
 		return flagError(serveClusterError(err), "--model")
 	}
 	url, stop, err := srv.Start(ctx, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))

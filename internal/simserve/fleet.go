@@ -39,7 +39,10 @@ type Fleet interface {
 	Describe(i int) map[string]any
 }
 
-var _ Fleet = (*cluster.Cluster)(nil)
+var (
+	_ Fleet = (*cluster.Cluster)(nil)
+	_ Fleet = (*cluster.Gateway)(nil)
+)
 
 // ReplicaHeader is the response header naming the replica that served a
 // request, as its engine label on /metrics ("0" to "N-1"); sent only by a
@@ -78,7 +81,10 @@ type fleetState struct {
 // its replicas behind one port: requests are routed by cfg.Router,
 // /metrics has every replica's vLLM series labelled engine="i", and each
 // answer names its replica in the ReplicaHeader. The replicas' first
-// configuration names the model and its limits. Options.Slowdown is not
+// configuration names the model and its limits. With cfg.Gateway set the
+// fleet is behind that gateway (cluster.NewGateway): a request it rate
+// limits is answered 429 with the Retry-After its bucket computes, a
+// request's class is its body's priority field. Options.Slowdown is not
 // supported with a fleet.
 func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if err := checkOptions(opt); err != nil {
@@ -94,11 +100,17 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	case cfg.Autoscale != nil:
 		return nil, &cluster.ConfigError{Field: "Autoscale", Replica: -1, Err: errors.New("an autoscaler is simulated in virtual time only")}
 	}
-	c, err := cluster.New(cfg)
+	var f Fleet
+	var err error
+	if cfg.Gateway != nil {
+		f, err = cluster.NewGateway(cfg)
+	} else {
+		f, err = cluster.New(cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return serveFleet(c, cfg.Replicas[0], cfg.ExpertParallel, opt)
+	return serveFleet(f, cfg.Replicas[0], cfg.ExpertParallel, opt)
 }
 
 // errSlowdownFleet is why a fleet refuses a slowdown: its replicas keep
@@ -219,7 +231,10 @@ func (s *Server) deliverFleet(end int64, batches []cluster.Batch) {
 	// counts the tokens of an iteration still running on the wall clock.
 	stats := s.fleet.Stats()
 	for _, b := range batches {
-		s.ms[b.Replica].observeSnapshot(stats[b.Replica].Engine)
+		// A gateway's refusals come in a batch of no replica (Len()).
+		if b.Replica < len(s.ms) {
+			s.ms[b.Replica].observeSnapshot(stats[b.Replica].Engine)
+		}
 	}
 	s.wakeTouched()
 }
@@ -231,12 +246,19 @@ func (s *Server) applyFleet(c command) {
 		if s.live[st.id] == st {
 			delete(s.live, st.id)
 			s.fleet.Abort(max(s.clock(), s.lastAdd), st.id)
-			s.fl.outstanding[st.replica]--
-			m := s.ms[st.replica]
+			if st.on < 0 {
+				// Refused by the gateway, its 429 not yet delivered.
+				if s.onAbort != nil {
+					s.onAbort(st.id)
+				}
+				return
+			}
+			s.fl.outstanding[st.on]--
+			m := s.ms[st.on]
 			m.success["abort"].Inc()
 			// The replica may have no iteration left to export its state
 			// at: its gauges show the freed request now.
-			m.observeGauges(s.fleet.Stats()[st.replica].Engine)
+			m.observeGauges(s.fleet.Stats()[st.on].Engine)
 			if s.onAbort != nil {
 				s.onAbort(st.id)
 			}
@@ -249,16 +271,23 @@ func (s *Server) applyFleet(c command) {
 		st.fail(400, err.Error())
 		return
 	}
-	st.route(i)
-	s.fl.outstanding[i]++
+	// A gateway's refusal (-1) comes as an EventRejected at the next Step;
+	// no replica counts it meanwhile.
+	st.on = i
+	if i >= 0 {
+		st.route(i)
+		s.fl.outstanding[i]++
+	}
 	s.lastAdd = at
 	s.live[st.id] = st
 	s.added = append(s.added, st)
 }
 
-// finished counts a request off its replica once it finished there.
-func (s *Server) finished(replica int) {
-	if s.fleet != nil {
-		s.fl.outstanding[replica]--
+// finished counts a request off the replica it was on once it finished
+// there.
+func (s *Server) finished(st *stream) {
+	if s.fleet != nil && st.on >= 0 {
+		s.fl.outstanding[st.on]--
+		st.on = -1
 	}
 }
