@@ -63,6 +63,11 @@ engine="0".."N-1" (sum by model_name for the fleet), and each answer names
 its replica in the X-Goodput-Replica header; --router session-affinity
 keeps the requests of one X-Session-Id header value on one replica.
 
+--prefill-replicas P --decode-replicas D [--kv-link L] serves goodput sim's
+prefill/decode split: a request's first token comes from a prefill replica
+(the one X-Goodput-Replica names), the rest from a decode replica after its
+KV crossed the link.
+
 The gateway flags (--rate-limit, --token-rate-limit, --priority-pools,
 --degrade...) put goodput sim's gateway in front: a rate-limited request is
 answered 429 with the Retry-After its bucket computes (whole seconds,
@@ -72,6 +77,7 @@ rounded up), a request's priority class is its body's "priority" field
   goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
   goodput serve --slowdown-after 5m --slowdown 3
   goodput serve --replicas 4 --router least-outstanding
+  goodput serve --prefill-replicas 1 --decode-replicas 2 --kv-link nvlink4
   goodput serve --replicas 2 --rate-limit 20/s,burst=5 --degrade-above 8 --degrade max_tokens:64
   goodput serve --model qwen3-30b-a3b --data-parallel-size 2`,
 		Args: noArgs,
@@ -104,7 +110,7 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		return usagef("--slowdown-after %v: needs --slowdown FACTOR", o.SlowdownAfter)
 	}
 	if err := o.cluster.onlyFlags(serveClusterFlags, func(f string) error {
-		return usagef("--%s: goodput serve runs a fixed fleet of whole replicas; a prefill/decode split and an autoscaler run in virtual time (goodput sim)", f)
+		return usagef("--%s: goodput serve runs a fixed fleet; an autoscaler and the --pd-ratios search run in virtual time (goodput sim)", f)
 	}); err != nil {
 		return err
 	}
@@ -143,7 +149,15 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		return err
 	}
 	what := run.DescribeEngine(srv.Describe())
-	if n := srv.Replicas(); n > 1 {
+	if roles := srv.Roles(); roles != nil {
+		p := 0
+		for _, r := range roles {
+			if r == cluster.RolePrefill {
+				p++
+			}
+		}
+		what = fmt.Sprintf("%d prefill + %d decode replicas of %s", p, len(roles)-p, what)
+	} else if n := srv.Replicas(); n > 1 {
 		what = fmt.Sprintf("%d replicas of %s", n, what)
 	}
 	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", what, srv.Model(), url)
@@ -156,7 +170,8 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 }
 
 // serveClusterFlags are the cluster flags serve runs on the wall clock.
-var serveClusterFlags = []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel"}
+var serveClusterFlags = []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel",
+	"prefill-replicas", "decode-replicas", "kv-link"}
 
 // serveClusterError names --replicas, --router or --enable-expert-parallel
 // for a cluster setting NewFleet refused (a replica's engine setting is
@@ -174,6 +189,10 @@ func serveClusterError(err error) error {
 		return usagef("--replicas: %v", ce.Err)
 	case "ExpertParallel":
 		return usagef("--enable-expert-parallel: %v", ce.Err)
+	case "Disagg.Prefill":
+		return usagef("--prefill-replicas: %v", ce.Err)
+	case "Disagg.Link":
+		return usagef("--kv-link: %v", ce.Err)
 	}
 	return usagef("--router: %v", ce.Err)
 }

@@ -42,7 +42,15 @@ type Fleet interface {
 var (
 	_ Fleet = (*cluster.Cluster)(nil)
 	_ Fleet = (*cluster.Gateway)(nil)
+	_ Fleet = (*cluster.Disagg)(nil)
 )
+
+// split is a fleet of a prefill pool and a decode pool (cluster.Disagg):
+// replicas 0..Prefill()−1 prefill.
+type split interface {
+	Prefill() int
+	Role(i int) string
+}
 
 // ReplicaHeader is the response header naming the replica that served a
 // request, as its engine label on /metrics ("0" to "N-1"); sent only by a
@@ -75,6 +83,33 @@ type fleetState struct {
 	// lockstep: the replicas step together (expert parallelism), so an
 	// arrival waits for the step in flight whatever the loop does.
 	lockstep bool
+	// prefill is a split's prefill pool size (replicas 0..prefill−1); 0
+	// for a fleet of whole replicas.
+	prefill int
+	// roles are a split's replicas' pools (cluster.RolePrefill, RoleDecode).
+	roles []string
+}
+
+// Roles names each replica's pool on a prefill/decode split (replica i's
+// at i), nil for a fleet of whole replicas or one engine.
+func (s *Server) Roles() []string { return s.fl.roles }
+
+// moved follows a request of a split from replica to replica as its
+// events come (takeEvents): a prefill replica's token is its first, after
+// which the prefill replica is done with it (in transit: counted on none),
+// and a decode replica's event counts it there until it finishes.
+func (s *Server) moved(st *stream, replica int) {
+	if s.fl.prefill == 0 || replica == st.on || replica >= len(s.fl.outstanding) {
+		return
+	}
+	if st.on >= 0 {
+		s.fl.outstanding[st.on]--
+		st.on = -1
+	}
+	if replica >= s.fl.prefill {
+		s.fl.outstanding[replica]++
+		st.on = replica
+	}
 }
 
 // NewFleet builds the cluster from cfg and a server around it, serving
@@ -84,7 +119,10 @@ type fleetState struct {
 // configuration names the model and its limits. With cfg.Gateway set the
 // fleet is behind that gateway (cluster.NewGateway): a request it rate
 // limits is answered 429 with the Retry-After its bucket computes, a
-// request's class is its body's priority field. Options.Slowdown is not
+// request's class is its body's priority field. With cfg.Disagg set the
+// fleet is the prefill/decode split (cluster.NewDisagg): a request's first
+// token is its prefill replica's, the rest its decode replica's, and the
+// ReplicaHeader names the prefill replica. Options.Slowdown is not
 // supported with a fleet.
 func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if err := checkOptions(opt); err != nil {
@@ -93,18 +131,20 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if opt.Slowdown != 0 {
 		return nil, errSlowdownFleet
 	}
-	// The wall-clock loop drives a fixed fleet of whole replicas.
+	// The wall-clock loop drives a fixed fleet of replicas.
 	switch {
-	case cfg.Disagg != nil:
-		return nil, &cluster.ConfigError{Field: "Disagg", Replica: -1, Err: errors.New("a prefill/decode split is simulated in virtual time only")}
 	case cfg.Autoscale != nil:
 		return nil, &cluster.ConfigError{Field: "Autoscale", Replica: -1, Err: errors.New("an autoscaler is simulated in virtual time only")}
 	}
 	var f Fleet
 	var err error
-	if cfg.Gateway != nil {
+	switch {
+	case cfg.Gateway != nil:
+		// It refuses a split it cannot front.
 		f, err = cluster.NewGateway(cfg)
-	} else {
+	case cfg.Disagg != nil:
+		f, err = cluster.NewDisagg(cfg)
+	default:
 		f, err = cluster.New(cfg)
 	}
 	if err != nil {
@@ -137,6 +177,13 @@ func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, e
 	s.describe = d
 	s.fleet = f
 	s.fl = fleetState{outstanding: make([]int, f.Len()), lockstep: lockstep}
+	if sp, ok := f.(split); ok {
+		s.fl.prefill = sp.Prefill()
+		s.fl.roles = make([]string, f.Len())
+		for i := range s.fl.roles {
+			s.fl.roles[i] = sp.Role(i)
+		}
+	}
 	return s, nil
 }
 
@@ -246,19 +293,22 @@ func (s *Server) applyFleet(c command) {
 		if s.live[st.id] == st {
 			delete(s.live, st.id)
 			s.fleet.Abort(max(s.clock(), s.lastAdd), st.id)
-			if st.on < 0 {
-				// Refused by the gateway, its 429 not yet delivered.
-				if s.onAbort != nil {
-					s.onAbort(st.id)
-				}
-				return
+			if st.on >= 0 {
+				s.fl.outstanding[st.on]--
+				// The replica may have no iteration left to export its
+				// state at: its gauges show the freed request now.
+				s.ms[st.on].observeGauges(s.fleet.Stats()[st.on].Engine)
 			}
-			s.fl.outstanding[st.on]--
-			m := s.ms[st.on]
-			m.success["abort"].Inc()
-			// The replica may have no iteration left to export its state
-			// at: its gauges show the freed request now.
-			m.observeGauges(s.fleet.Stats()[st.on].Engine)
+			// Counted where it was, or on its prefill replica while its
+			// KV was in transit; a gateway's refusal not yet answered was
+			// on none.
+			if st.routed {
+				m := st.firstRep
+				if st.on >= 0 {
+					m = st.on
+				}
+				s.ms[m].success["abort"].Inc()
+			}
 			if s.onAbort != nil {
 				s.onAbort(st.id)
 			}
@@ -275,6 +325,7 @@ func (s *Server) applyFleet(c command) {
 	// no replica counts it meanwhile.
 	st.on = i
 	if i >= 0 {
+		st.routed, st.firstRep = true, i
 		st.route(i)
 		s.fl.outstanding[i]++
 	}

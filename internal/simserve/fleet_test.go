@@ -316,11 +316,9 @@ func TestFleetSlowdownRefused(t *testing.T) {
 		t.Error("NewFleet with no replicas succeeded")
 	}
 	// What only virtual time runs is refused, naming the field.
-	split := fleetConfig(2, "")
-	split.Disagg = &cluster.Disaggregation{Prefill: 1}
 	scaled := fleetConfig(2, "")
 	scaled.Autoscale = &cluster.Autoscale{}
-	for field, cfg := range map[string]cluster.Config{"Disagg": split, "Autoscale": scaled} {
+	for field, cfg := range map[string]cluster.Config{"Autoscale": scaled} {
 		_, err := NewFleet(cfg, Options{})
 		var ce *cluster.ConfigError
 		if !errors.As(err, &ce) || ce.Field != field {

@@ -408,6 +408,11 @@ func (s *Server) takeEvents(replica int, evs []sim.Event) {
 			}
 			continue
 		}
+		if s.fleet != nil {
+			if st := s.live[ev.ID]; st != nil {
+				s.moved(st, replica)
+			}
+		}
 		pe := pendingEvent{ev: ev, replica: replica}
 		if ev.Timing != nil {
 			pe.timing = *ev.Timing
@@ -642,6 +647,9 @@ type stream struct {
 	// on is the replica of a fleet that counts the request outstanding
 	// (-1: none, e.g. refused by a gateway, or no longer).
 	on int
+	// routed: a fleet routed it, to firstRep (a split's prefill replica).
+	routed   bool
+	firstRep int
 	// retryAfterNs is a rejection's advertised wait (sim.Event.RetryAfterNs),
 	// set before fail publishes it; 0: Options.RetryAfter.
 	retryAfterNs int64

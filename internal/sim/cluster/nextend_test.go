@@ -49,3 +49,43 @@ func TestGatewayNextEnd(t *testing.T) {
 		t.Errorf("NextEnd after the short prefill = %d; want past %d", after, next)
 	}
 }
+
+// TestDisaggNextEnd: a split's NextEnd includes the transfers' arrivals,
+// which its Step passes through without returning. 1 prefill + 1 decode
+// replica, one request of 500 prompt tokens and 3 output: after its first
+// token (the prefill's end, NextEnd before it), NextEnd is its KV's
+// arrival, later; stepping to it delivers nothing and returns it, and
+// the decode replica's first step ends after it.
+func TestDisaggNextEnd(t *testing.T) {
+	d, err := NewDisagg(Config{Replicas: Copies(sim.DefaultConfig(), 2), Disagg: &Disaggregation{Prefill: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.NextEnd(); got != math.MaxInt64 {
+		t.Fatalf("idle NextEnd = %d; want MaxInt64", got)
+	}
+	if _, err := d.Add(0, Request{Request: sim.Request{ID: "a", PromptTokens: 500, OutputTokens: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	d.Step(0, 1)
+	prefillEnd := d.NextEnd()
+	at, bs := d.Step(1, math.MaxInt64)
+	if at != prefillEnd || len(bs) != 1 || bs[0].Replica != 0 {
+		t.Fatalf("Step = %d, %+v; want the prefill's end %d on replica 0", at, bs, prefillEnd)
+	}
+	arrive := d.NextEnd()
+	if arrive <= prefillEnd || arrive == math.MaxInt64 {
+		t.Fatalf("NextEnd after the first token = %d; want the transfer's arrival after %d", arrive, prefillEnd)
+	}
+	if at, bs := d.Step(prefillEnd, arrive); at != arrive || len(bs) != 0 {
+		t.Fatalf("Step to the arrival = %d, %d batches; want %d, none", at, len(bs), arrive)
+	}
+	// Returning until, it consumed nothing: the transfer lands at the
+	// next Step, from which the decode replica's first step ends later.
+	if next := d.NextEnd(); next != arrive {
+		t.Errorf("NextEnd after stepping to the arrival = %d; want it still %d", next, arrive)
+	}
+	if at, bs := d.Step(arrive, math.MaxInt64); at <= arrive || len(bs) != 1 || bs[0].Replica != 1 {
+		t.Errorf("Step from the arrival = %d, %+v; want decode replica 1's batch after %d", at, bs, arrive)
+	}
+}
