@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,11 @@ prefill/decode split: a request's first token comes from a prefill replica
 (the one X-Goodput-Replica names), the rest from a decode replica after its
 KV crossed the link.
 
+--autoscale SIGNAL:THRESHOLD (and its tuning flags, as goodput sim's) sizes the
+fleet on the wall clock: the controller decides every --autoscale-interval,
+busy or idle, /metrics has a series per replica up to --autoscale-max from
+the start, and each change of the fleet's size is logged.
+
 The gateway flags (--rate-limit, --token-rate-limit, --priority-pools,
 --degrade...) put goodput sim's gateway in front: a rate-limited request is
 answered 429 with the Retry-After its bucket computes (whole seconds,
@@ -78,6 +84,7 @@ rounded up), a request's priority class is its body's "priority" field
   goodput serve --slowdown-after 5m --slowdown 3
   goodput serve --replicas 4 --router least-outstanding
   goodput serve --prefill-replicas 1 --decode-replicas 2 --kv-link nvlink4
+  goodput serve --replicas 1 --autoscale queue:4 --autoscale-max 4 --autoscale-interval 5s
   goodput serve --replicas 2 --rate-limit 20/s,burst=5 --degrade-above 8 --degrade max_tokens:64
   goodput serve --model qwen3-30b-a3b --data-parallel-size 2`,
 		Args: noArgs,
@@ -110,7 +117,7 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		return usagef("--slowdown-after %v: needs --slowdown FACTOR", o.SlowdownAfter)
 	}
 	if err := o.cluster.onlyFlags(serveClusterFlags, func(f string) error {
-		return usagef("--%s: goodput serve runs a fixed fleet; an autoscaler and the --pd-ratios search run in virtual time (goodput sim)", f)
+		return usagef("--%s: the search over prefill/decode splits runs in virtual time (goodput sim); goodput serve serves one fleet", f)
 	}); err != nil {
 		return err
 	}
@@ -157,6 +164,8 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 			}
 		}
 		what = fmt.Sprintf("%d prefill + %d decode replicas of %s", p, len(roles)-p, what)
+	} else if fleet != nil && fleet.Autoscale != nil {
+		what = fmt.Sprintf("%d of at most %d autoscaled replicas of %s", len(fleet.Replicas), srv.Replicas(), what)
 	} else if n := srv.Replicas(); n > 1 {
 		what = fmt.Sprintf("%d replicas of %s", n, what)
 	}
@@ -171,7 +180,8 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 
 // serveClusterFlags are the cluster flags serve runs on the wall clock.
 var serveClusterFlags = []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel",
-	"prefill-replicas", "decode-replicas", "kv-link"}
+	"prefill-replicas", "decode-replicas", "kv-link", "autoscale", "autoscale-min", "autoscale-max", "autoscale-up-step",
+	"autoscale-down-step", "autoscale-interval", "autoscale-window", "autoscale-cooldown", "provision-delay"}
 
 // serveClusterError names --replicas, --router or --enable-expert-parallel
 // for a cluster setting NewFleet refused (a replica's engine setting is
@@ -183,6 +193,9 @@ func serveClusterError(err error) error {
 	}
 	if ce.Replica >= 0 {
 		return ce.Err
+	}
+	if strings.HasPrefix(ce.Field, "Autoscale.") {
+		return autoscaleFlagError(ce.Field, ce.Err)
 	}
 	switch ce.Field {
 	case "Replicas":

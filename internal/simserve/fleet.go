@@ -1,6 +1,7 @@
 package simserve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -88,6 +89,48 @@ type fleetState struct {
 	prefill int
 	// roles are a split's replicas' pools (cluster.RolePrefill, RoleDecode).
 	roles []string
+	// tick is an autoscaler's interval (ns; 0: none): the loop wakes at
+	// every multiple of it, busy or idle, so the controller decides on
+	// time; scaler reads its timeline, logged entries of it.
+	tick   int64
+	scaler autoscaled
+	logged int
+}
+
+// autoscaled is a fleet with an autoscaler's report (cluster.Cluster and
+// a one-pool cluster.Gateway).
+type autoscaled interface {
+	Autoscaling(end int64) *cluster.AutoscaleReport
+}
+
+// nextTick is the autoscaler's first tick after now (MaxInt64: none).
+func (s *Server) nextTick(now int64) int64 {
+	if s.fl.tick == 0 {
+		return math.MaxInt64
+	}
+	return (now/s.fl.tick + 1) * s.fl.tick
+}
+
+// logScaling logs, one Info line each, the changes of the fleet's size
+// the autoscaler made since the last call, with the decision behind each.
+func (s *Server) logScaling(now int64) {
+	if s.fl.scaler == nil {
+		return
+	}
+	rep := s.fl.scaler.Autoscaling(now)
+	if rep == nil {
+		return
+	}
+	for ; s.fl.logged < len(rep.Timeline); s.fl.logged++ {
+		c := rep.Timeline[s.fl.logged]
+		args := []any{"at", time.Duration(c.At), "active", c.Active, "provisioning", c.Provisioning, "draining", c.Draining}
+		for _, d := range rep.Decisions {
+			if d.At == c.At {
+				args = append(args, "signal", d.Value, "target_from", d.From, "target_to", d.To)
+			}
+		}
+		s.log.Info("simserve: replicas", args...)
+	}
 }
 
 // Roles names each replica's pool on a prefill/decode split (replica i's
@@ -131,11 +174,6 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if opt.Slowdown != 0 {
 		return nil, errSlowdownFleet
 	}
-	// The wall-clock loop drives a fixed fleet of replicas.
-	switch {
-	case cfg.Autoscale != nil:
-		return nil, &cluster.ConfigError{Field: "Autoscale", Replica: -1, Err: errors.New("an autoscaler is simulated in virtual time only")}
-	}
 	var f Fleet
 	var err error
 	switch {
@@ -150,7 +188,15 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return serveFleet(f, cfg.Replicas[0], cfg.ExpertParallel, opt)
+	s, err := serveFleet(f, cfg.Replicas[0], cfg.ExpertParallel, cfg.Autoscale, opt)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Autoscale != nil {
+		s.log.Info("simserve: autoscaler", "rule", cfg.Autoscale.RuleString(), "min", max(cfg.Autoscale.Min, 1), "max", cfg.Autoscale.Max,
+			"interval", cmp.Or(cfg.Autoscale.Interval, cluster.DefaultAutoscaleInterval), "replicas", len(cfg.Replicas))
+	}
+	return s, nil
 }
 
 // errSlowdownFleet is why a fleet refuses a slowdown: its replicas keep
@@ -158,11 +204,21 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 var errSlowdownFleet = errors.New("simserve: a slowdown is not supported with several replicas")
 
 // serveFleet builds the server around fleet f; cfg is replica 0's
-// configuration as given.
-func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, error) {
-	ds := make([]map[string]any, f.Len())
+// configuration as given, as (nil: none) its autoscaler, whose Max sizes
+// the per-replica state from the start (a replica it adds later is a
+// copy of replica 0).
+func serveFleet(f Fleet, cfg sim.Config, lockstep bool, as *cluster.Autoscale, opt Options) (*Server, error) {
+	n := f.Len()
+	if as != nil {
+		n = max(n, as.Max)
+	}
+	ds := make([]map[string]any, n)
 	for i := range ds {
-		ds[i] = f.Describe(i)
+		if i < f.Len() {
+			ds[i] = f.Describe(i)
+		} else {
+			ds[i] = ds[0]
+		}
 	}
 	s, err := newServer(opt, cfg, f.Config(0), ds)
 	if err != nil {
@@ -176,7 +232,11 @@ func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, e
 	d["replicas"] = f.Len()
 	s.describe = d
 	s.fleet = f
-	s.fl = fleetState{outstanding: make([]int, f.Len()), lockstep: lockstep}
+	s.fl = fleetState{outstanding: make([]int, n), lockstep: lockstep}
+	if as != nil {
+		s.fl.tick = int64(cmp.Or(as.Interval, cluster.DefaultAutoscaleInterval))
+		s.fl.scaler, _ = f.(autoscaled)
+	}
 	if sp, ok := f.(split); ok {
 		s.fl.prefill = sp.Prefill()
 		s.fl.roles = make([]string, f.Len())
@@ -187,7 +247,9 @@ func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, e
 	return s, nil
 }
 
-// Replicas is the number of engines the server drives (1 without a fleet).
+// Replicas is the number of engines the server drives (1 without a
+// fleet; an autoscaled fleet's maximum, each with its /metrics series
+// from the start).
 func (s *Server) Replicas() int { return len(s.ms) }
 
 // runFleet is Run's loop for a fleet. It keeps the one-engine loop's
@@ -203,8 +265,15 @@ func (s *Server) runFleet(ctx context.Context) error {
 	defer timer.Stop()
 	busyBefore := false
 	for {
+		s.logScaling(s.lastEnd)
 		if !s.fleet.Busy() {
 			busyBefore = false
+			if s.fl.tick > 0 {
+				if !s.idleScaled(ctx, timer) {
+					return nil
+				}
+				continue
+			}
 			if !s.idle(ctx) {
 				return nil
 			}
@@ -229,8 +298,9 @@ func (s *Server) runFleet(ctx context.Context) error {
 		case lookahead && at == now:
 			at = now + int64(idlePoll) // busy but nothing runnable: poll
 		case lookahead:
-			// Nothing ends before the next iteration in flight does.
-			at = s.fleet.NextEnd()
+			// Nothing ends before the next iteration in flight does (or
+			// the autoscaler's next tick).
+			at = min(s.fleet.NextEnd(), s.nextTick(now))
 		}
 		if wait := at - s.clock(); wait > 0 {
 			timer.Reset(time.Duration(wait))
@@ -262,12 +332,35 @@ func (s *Server) runFleet(ctx context.Context) error {
 
 // idleReplica reports whether some replica has nothing in flight.
 func (s *Server) idleReplica() bool {
-	for _, n := range s.fl.outstanding {
+	for _, n := range s.fl.outstanding[:s.fleet.Len()] {
 		if n == 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// idleScaled is idle for an autoscaled fleet: it also wakes at the
+// autoscaler's next tick and steps the idle fleet there, which runs the
+// controller's decisions due by then (a scale-down of an idle fleet
+// happens on time); false when ctx ended first.
+func (s *Server) idleScaled(ctx context.Context, timer *time.Timer) bool {
+	now := s.clock()
+	timer.Reset(time.Duration(s.nextTick(now) - now))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case c := <-s.cmds:
+		s.apply(c)
+		s.drain()
+	case <-timer.C:
+		t := max(s.clock(), s.lastAdd, s.lastEnd)
+		s.stepStart = t
+		s.fleet.Step(t, t+1)
+		s.lastEnd = t
+	}
+	return true
 }
 
 // deliverFleet hands the events of the iterations that ended at end to
