@@ -1,6 +1,7 @@
 package simserve
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -120,6 +121,53 @@ func TestFleetSplitOnSchedule(t *testing.T) {
 		} {
 			if !strings.Contains(rec.Body.String(), line+"\n") {
 				t.Errorf("/metrics lacks %s", line)
+			}
+		}
+	})
+}
+
+// TestFleetSplitAbort: a client leaving mid-decode aborts its request on
+// its decode replica: the abort is counted on engine 1 (the decode
+// replica, where it was), not on its prefill replica 0, and no replica
+// keeps it outstanding.
+func TestFleetSplitAbort(t *testing.T) {
+	cfg := fleetConfig(2, "")
+	cfg.Disagg = &cluster.Disaggregation{Prefill: 1}
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewFleet(cfg, Options{ServedModelName: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = s.Run(ctx); close(done) }()
+		rctx, leave := context.WithCancel(context.Background())
+		w := &flushWriter{now: s.clock}
+		r := httptest.NewRequestWithContext(rctx, http.MethodPost, "/v1/completions",
+			strings.NewReader(`{"prompt":"one two three","max_tokens":400,"ignore_eos":true,"stream":true}`))
+		fin := make(chan struct{})
+		go func() { s.Handler().ServeHTTP(w, r); close(fin) }()
+		time.Sleep(100 * time.Millisecond) // decoding on replica 1
+		synctest.Wait()
+		leave()
+		<-fin
+		synctest.Wait()
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		for _, line := range []string{
+			`vllm:request_success_total{engine="1",finished_reason="abort",model_name="m"} 1`,
+			`vllm:request_success_total{engine="0",finished_reason="abort",model_name="m"} 0`,
+			`vllm:num_requests_running{engine="1",model_name="m"} 0`,
+		} {
+			if !strings.Contains(rec.Body.String(), line+"\n") {
+				t.Errorf("/metrics after the abort lacks %s", line)
+			}
+		}
+		cancel()
+		<-done
+		for i, n := range s.fl.outstanding {
+			if n != 0 {
+				t.Errorf("replica %d: %d outstanding after the abort; want 0", i, n)
 			}
 		}
 	})
