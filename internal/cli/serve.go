@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,9 @@ type ServeOptions struct {
 	// cluster is --replicas/--router or --data-parallel-size: several
 	// copies of Engine behind one port.
 	cluster clusterFlags
+	// gateway is the gateway flags: rate limits, priority pools,
+	// degradation in front of the fleet (or the engine alone).
+	gateway gatewayFlags
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -58,11 +62,30 @@ clock); --data-parallel-size N is vLLM's spelling, its DP load balancer in
 front. /metrics then has every vLLM series once per replica, labelled
 engine="0".."N-1" (sum by model_name for the fleet), and each answer names
 its replica in the X-Goodput-Replica header; --router session-affinity
-keeps the requests of one X-Session-Id header value on one replica.`,
+keeps the requests of one X-Session-Id header value on one replica.
+
+--prefill-replicas P --decode-replicas D [--kv-link L] serves goodput sim's
+prefill/decode split: a request's first token comes from a prefill replica
+(the one X-Goodput-Replica names), the rest from a decode replica after its
+KV crossed the link.
+
+--autoscale SIGNAL:THRESHOLD (and its tuning flags, as goodput sim's) sizes the
+fleet on the wall clock: the controller decides every --autoscale-interval,
+busy or idle, /metrics has a series per replica up to --autoscale-max from
+the start, and each change of the fleet's size is logged.
+
+The gateway flags (--rate-limit, --token-rate-limit, --priority-pools,
+--degrade...) put goodput sim's gateway in front: a rate-limited request is
+answered 429 with the Retry-After its bucket computes (whole seconds,
+rounded up), a request's priority class is its body's "priority" field
+(vLLM's extension; 0 without), and a degraded one gets fewer tokens.`,
 		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
   goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
   goodput serve --slowdown-after 5m --slowdown 3
   goodput serve --replicas 4 --router least-outstanding
+  goodput serve --prefill-replicas 1 --decode-replicas 2 --kv-link nvlink4
+  goodput serve --replicas 1 --autoscale queue:4 --autoscale-max 4 --autoscale-interval 5s
+  goodput serve --replicas 2 --rate-limit 20/s,burst=5 --degrade-above 8 --degrade max_tokens:64
   goodput serve --model qwen3-30b-a3b --data-parallel-size 2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
@@ -76,6 +99,7 @@ keeps the requests of one X-Session-Id header value on one replica.`,
 	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")
 	registerEngineFlags(fs, &o.Engine)
 	o.cluster.register(fs)
+	o.gateway.register(fs)
 	return cmd
 }
 
@@ -93,12 +117,18 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		return usagef("--slowdown-after %v: needs --slowdown FACTOR", o.SlowdownAfter)
 	}
 	if err := o.cluster.onlyFlags(serveClusterFlags, func(f string) error {
-		return usagef("--%s: goodput serve runs a fixed fleet of whole replicas; a prefill/decode split and an autoscaler run in virtual time (goodput sim)", f)
+		return usagef("--%s: the search over prefill/decode splits runs in virtual time (goodput sim); goodput serve serves one fleet", f)
 	}); err != nil {
 		return err
 	}
+	if o.gateway.mix != "" {
+		return usagef("--priority-mix: goodput serve takes each request's class from its body's priority field; the mix is a load generator's (goodput sim)")
+	}
 	fleet, err := o.cluster.config(o.Engine)
 	if err != nil {
+		return err
+	}
+	if err := o.gateway.apply(&fleet, o.Engine); err != nil {
 		return err
 	}
 	if fleet != nil && o.Slowdown != 0 {
@@ -114,6 +144,11 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		srv, err = simserve.NewFleet(*fleet, opt)
 	}
 	if err != nil {
+		// A gateway setting names its flag as sim's do.
+		wrapped := &run.ConfigError{Field: "Cluster", Err: err}
+		if ge := o.gateway.flagError(wrapped); ge != error(wrapped) {
+			return ge
+		}
 		return flagError(serveClusterError(err), "--model")
 	}
 	url, stop, err := srv.Start(ctx, net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
@@ -121,7 +156,17 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		return err
 	}
 	what := run.DescribeEngine(srv.Describe())
-	if n := srv.Replicas(); n > 1 {
+	if roles := srv.Roles(); roles != nil {
+		p := 0
+		for _, r := range roles {
+			if r == cluster.RolePrefill {
+				p++
+			}
+		}
+		what = fmt.Sprintf("%d prefill + %d decode replicas of %s", p, len(roles)-p, what)
+	} else if fleet != nil && fleet.Autoscale != nil {
+		what = fmt.Sprintf("%d of at most %d autoscaled replicas of %s", len(fleet.Replicas), srv.Replicas(), what)
+	} else if n := srv.Replicas(); n > 1 {
 		what = fmt.Sprintf("%d replicas of %s", n, what)
 	}
 	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", what, srv.Model(), url)
@@ -134,7 +179,9 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 }
 
 // serveClusterFlags are the cluster flags serve runs on the wall clock.
-var serveClusterFlags = []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel"}
+var serveClusterFlags = []string{"cluster", "replicas", "router", "data-parallel-size", "enable-expert-parallel",
+	"prefill-replicas", "decode-replicas", "kv-link", "autoscale", "autoscale-min", "autoscale-max", "autoscale-up-step",
+	"autoscale-down-step", "autoscale-interval", "autoscale-window", "autoscale-cooldown", "provision-delay"}
 
 // serveClusterError names --replicas, --router or --enable-expert-parallel
 // for a cluster setting NewFleet refused (a replica's engine setting is
@@ -147,11 +194,18 @@ func serveClusterError(err error) error {
 	if ce.Replica >= 0 {
 		return ce.Err
 	}
+	if strings.HasPrefix(ce.Field, "Autoscale.") {
+		return autoscaleFlagError(ce.Field, ce.Err)
+	}
 	switch ce.Field {
 	case "Replicas":
 		return usagef("--replicas: %v", ce.Err)
 	case "ExpertParallel":
 		return usagef("--enable-expert-parallel: %v", ce.Err)
+	case "Disagg.Prefill":
+		return usagef("--prefill-replicas: %v", ce.Err)
+	case "Disagg.Link":
+		return usagef("--kv-link: %v", ce.Err)
 	}
 	return usagef("--router: %v", ce.Err)
 }

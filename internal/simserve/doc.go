@@ -81,5 +81,10 @@
 // session-affinity routing read from [SessionHeader]. While a replica is
 // idle the loop sleeps until the next iteration's end or an arrival,
 // stepping the fleet no further than now, so a request arriving during
-// another replica's iteration starts on time.
+// another replica's iteration starts on time. The cluster may sit behind
+// a gateway (rate limits answered 429 with the bucket's Retry-After,
+// classes from the body's priority field), be a prefill/decode split (the
+// first token from the prefill replica, the rest from the decode one), or
+// be autoscaled (the loop also wakes at the controller's ticks; each
+// change of the fleet's size is logged).
 package simserve

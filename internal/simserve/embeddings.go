@@ -226,7 +226,7 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		if snap.state == stateFailed {
 			abortAll()
 			if snap.status == http.StatusTooManyRequests {
-				s.setRetryAfter(w.Header())
+				s.setRetryAfter(w.Header(), snap.retry)
 			}
 			writeError(w, &apiError{status: snap.status, message: snap.errMsg})
 			return

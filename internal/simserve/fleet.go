@@ -1,6 +1,7 @@
 package simserve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -39,7 +40,18 @@ type Fleet interface {
 	Describe(i int) map[string]any
 }
 
-var _ Fleet = (*cluster.Cluster)(nil)
+var (
+	_ Fleet = (*cluster.Cluster)(nil)
+	_ Fleet = (*cluster.Gateway)(nil)
+	_ Fleet = (*cluster.Disagg)(nil)
+)
+
+// split is a fleet of a prefill pool and a decode pool (cluster.Disagg):
+// replicas 0..Prefill()−1 prefill.
+type split interface {
+	Prefill() int
+	Role(i int) string
+}
 
 // ReplicaHeader is the response header naming the replica that served a
 // request, as its engine label on /metrics ("0" to "N-1"); sent only by a
@@ -72,13 +84,88 @@ type fleetState struct {
 	// lockstep: the replicas step together (expert parallelism), so an
 	// arrival waits for the step in flight whatever the loop does.
 	lockstep bool
+	// prefill is a split's prefill pool size (replicas 0..prefill−1); 0
+	// for a fleet of whole replicas.
+	prefill int
+	// roles are a split's replicas' pools (cluster.RolePrefill, RoleDecode).
+	roles []string
+	// tick is an autoscaler's interval (ns; 0: none): the loop wakes at
+	// every multiple of it, busy or idle, so the controller decides on
+	// time; scaler reads its timeline, logged entries of it.
+	tick   int64
+	scaler autoscaled
+	logged int
+}
+
+// autoscaled is a fleet with an autoscaler's report (cluster.Cluster and
+// a one-pool cluster.Gateway).
+type autoscaled interface {
+	Autoscaling(end int64) *cluster.AutoscaleReport
+}
+
+// nextTick is the autoscaler's first tick after now (MaxInt64: none).
+func (s *Server) nextTick(now int64) int64 {
+	if s.fl.tick == 0 {
+		return math.MaxInt64
+	}
+	return (now/s.fl.tick + 1) * s.fl.tick
+}
+
+// logScaling logs, one Info line each, the changes of the fleet's size
+// the autoscaler made since the last call, with the decision behind each.
+func (s *Server) logScaling(now int64) {
+	if s.fl.scaler == nil {
+		return
+	}
+	rep := s.fl.scaler.Autoscaling(now)
+	if rep == nil {
+		return
+	}
+	for ; s.fl.logged < len(rep.Timeline); s.fl.logged++ {
+		c := rep.Timeline[s.fl.logged]
+		args := []any{"at", time.Duration(c.At), "active", c.Active, "provisioning", c.Provisioning, "draining", c.Draining}
+		for _, d := range rep.Decisions {
+			if d.At == c.At {
+				args = append(args, "signal", d.Value, "target_from", d.From, "target_to", d.To)
+			}
+		}
+		s.log.Info("simserve: replicas", args...)
+	}
+}
+
+// Roles names each replica's pool on a prefill/decode split (replica i's
+// at i), nil for a fleet of whole replicas or one engine.
+func (s *Server) Roles() []string { return s.fl.roles }
+
+// moved follows a request of a split from replica to replica as its
+// events come (takeEvents): a prefill replica's token is its first, after
+// which the prefill replica is done with it (in transit: counted on none),
+// and a decode replica's event counts it there until it finishes.
+func (s *Server) moved(st *stream, replica int) {
+	if s.fl.prefill == 0 || replica == st.on || replica >= len(s.fl.outstanding) {
+		return
+	}
+	if st.on >= 0 {
+		s.fl.outstanding[st.on]--
+		st.on = -1
+	}
+	if replica >= s.fl.prefill {
+		s.fl.outstanding[replica]++
+		st.on = replica
+	}
 }
 
 // NewFleet builds the cluster from cfg and a server around it, serving
 // its replicas behind one port: requests are routed by cfg.Router,
 // /metrics has every replica's vLLM series labelled engine="i", and each
 // answer names its replica in the ReplicaHeader. The replicas' first
-// configuration names the model and its limits. Options.Slowdown is not
+// configuration names the model and its limits. With cfg.Gateway set the
+// fleet is behind that gateway (cluster.NewGateway): a request it rate
+// limits is answered 429 with the Retry-After its bucket computes, a
+// request's class is its body's priority field. With cfg.Disagg set the
+// fleet is the prefill/decode split (cluster.NewDisagg): a request's first
+// token is its prefill replica's, the rest its decode replica's, and the
+// ReplicaHeader names the prefill replica. Options.Slowdown is not
 // supported with a fleet.
 func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if err := checkOptions(opt); err != nil {
@@ -87,18 +174,29 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if opt.Slowdown != 0 {
 		return nil, errSlowdownFleet
 	}
-	// The wall-clock loop drives a fixed fleet of whole replicas.
+	var f Fleet
+	var err error
 	switch {
+	case cfg.Gateway != nil:
+		// It refuses a split it cannot front.
+		f, err = cluster.NewGateway(cfg)
 	case cfg.Disagg != nil:
-		return nil, &cluster.ConfigError{Field: "Disagg", Replica: -1, Err: errors.New("a prefill/decode split is simulated in virtual time only")}
-	case cfg.Autoscale != nil:
-		return nil, &cluster.ConfigError{Field: "Autoscale", Replica: -1, Err: errors.New("an autoscaler is simulated in virtual time only")}
+		f, err = cluster.NewDisagg(cfg)
+	default:
+		f, err = cluster.New(cfg)
 	}
-	c, err := cluster.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return serveFleet(c, cfg.Replicas[0], cfg.ExpertParallel, opt)
+	s, err := serveFleet(f, cfg.Replicas[0], cfg.ExpertParallel, cfg.Autoscale, opt)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Autoscale != nil {
+		s.log.Info("simserve: autoscaler", "rule", cfg.Autoscale.RuleString(), "min", max(cfg.Autoscale.Min, 1), "max", cfg.Autoscale.Max,
+			"interval", cmp.Or(cfg.Autoscale.Interval, cluster.DefaultAutoscaleInterval), "replicas", len(cfg.Replicas))
+	}
+	return s, nil
 }
 
 // errSlowdownFleet is why a fleet refuses a slowdown: its replicas keep
@@ -106,11 +204,21 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 var errSlowdownFleet = errors.New("simserve: a slowdown is not supported with several replicas")
 
 // serveFleet builds the server around fleet f; cfg is replica 0's
-// configuration as given.
-func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, error) {
-	ds := make([]map[string]any, f.Len())
+// configuration as given, as (nil: none) its autoscaler, whose Max sizes
+// the per-replica state from the start (a replica it adds later is a
+// copy of replica 0).
+func serveFleet(f Fleet, cfg sim.Config, lockstep bool, as *cluster.Autoscale, opt Options) (*Server, error) {
+	n := f.Len()
+	if as != nil {
+		n = max(n, as.Max)
+	}
+	ds := make([]map[string]any, n)
 	for i := range ds {
-		ds[i] = f.Describe(i)
+		if i < f.Len() {
+			ds[i] = f.Describe(i)
+		} else {
+			ds[i] = ds[0]
+		}
 	}
 	s, err := newServer(opt, cfg, f.Config(0), ds)
 	if err != nil {
@@ -124,11 +232,24 @@ func serveFleet(f Fleet, cfg sim.Config, lockstep bool, opt Options) (*Server, e
 	d["replicas"] = f.Len()
 	s.describe = d
 	s.fleet = f
-	s.fl = fleetState{outstanding: make([]int, f.Len()), lockstep: lockstep}
+	s.fl = fleetState{outstanding: make([]int, n), lockstep: lockstep}
+	if as != nil {
+		s.fl.tick = int64(cmp.Or(as.Interval, cluster.DefaultAutoscaleInterval))
+		s.fl.scaler, _ = f.(autoscaled)
+	}
+	if sp, ok := f.(split); ok {
+		s.fl.prefill = sp.Prefill()
+		s.fl.roles = make([]string, f.Len())
+		for i := range s.fl.roles {
+			s.fl.roles[i] = sp.Role(i)
+		}
+	}
 	return s, nil
 }
 
-// Replicas is the number of engines the server drives (1 without a fleet).
+// Replicas is the number of engines the server drives (1 without a
+// fleet; an autoscaled fleet's maximum, each with its /metrics series
+// from the start).
 func (s *Server) Replicas() int { return len(s.ms) }
 
 // runFleet is Run's loop for a fleet. It keeps the one-engine loop's
@@ -144,8 +265,15 @@ func (s *Server) runFleet(ctx context.Context) error {
 	defer timer.Stop()
 	busyBefore := false
 	for {
+		s.logScaling(s.lastEnd)
 		if !s.fleet.Busy() {
 			busyBefore = false
+			if s.fl.tick > 0 {
+				if !s.idleScaled(ctx, timer) {
+					return nil
+				}
+				continue
+			}
 			if !s.idle(ctx) {
 				return nil
 			}
@@ -170,8 +298,9 @@ func (s *Server) runFleet(ctx context.Context) error {
 		case lookahead && at == now:
 			at = now + int64(idlePoll) // busy but nothing runnable: poll
 		case lookahead:
-			// Nothing ends before the next iteration in flight does.
-			at = s.fleet.NextEnd()
+			// Nothing ends before the next iteration in flight does (or
+			// the autoscaler's next tick).
+			at = min(s.fleet.NextEnd(), s.nextTick(now))
 		}
 		if wait := at - s.clock(); wait > 0 {
 			timer.Reset(time.Duration(wait))
@@ -203,12 +332,35 @@ func (s *Server) runFleet(ctx context.Context) error {
 
 // idleReplica reports whether some replica has nothing in flight.
 func (s *Server) idleReplica() bool {
-	for _, n := range s.fl.outstanding {
+	for _, n := range s.fl.outstanding[:s.fleet.Len()] {
 		if n == 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// idleScaled is idle for an autoscaled fleet: it also wakes at the
+// autoscaler's next tick and steps the idle fleet there, which runs the
+// controller's decisions due by then (a scale-down of an idle fleet
+// happens on time); false when ctx ended first.
+func (s *Server) idleScaled(ctx context.Context, timer *time.Timer) bool {
+	now := s.clock()
+	timer.Reset(time.Duration(s.nextTick(now) - now))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case c := <-s.cmds:
+		s.apply(c)
+		s.drain()
+	case <-timer.C:
+		t := max(s.clock(), s.lastAdd, s.lastEnd)
+		s.stepStart = t
+		s.fleet.Step(t, t+1)
+		s.lastEnd = t
+	}
+	return true
 }
 
 // deliverFleet hands the events of the iterations that ended at end to
@@ -219,7 +371,10 @@ func (s *Server) deliverFleet(end int64, batches []cluster.Batch) {
 	// counts the tokens of an iteration still running on the wall clock.
 	stats := s.fleet.Stats()
 	for _, b := range batches {
-		s.ms[b.Replica].observeSnapshot(stats[b.Replica].Engine)
+		// A gateway's refusals come in a batch of no replica (Len()).
+		if b.Replica < len(s.ms) {
+			s.ms[b.Replica].observeSnapshot(stats[b.Replica].Engine)
+		}
 	}
 	s.wakeTouched()
 }
@@ -231,12 +386,22 @@ func (s *Server) applyFleet(c command) {
 		if s.live[st.id] == st {
 			delete(s.live, st.id)
 			s.fleet.Abort(max(s.clock(), s.lastAdd), st.id)
-			s.fl.outstanding[st.replica]--
-			m := s.ms[st.replica]
-			m.success["abort"].Inc()
-			// The replica may have no iteration left to export its state
-			// at: its gauges show the freed request now.
-			m.observeGauges(s.fleet.Stats()[st.replica].Engine)
+			if st.on >= 0 {
+				s.fl.outstanding[st.on]--
+				// The replica may have no iteration left to export its
+				// state at: its gauges show the freed request now.
+				s.ms[st.on].observeGauges(s.fleet.Stats()[st.on].Engine)
+			}
+			// Counted where it was, or on its prefill replica while its
+			// KV was in transit; a gateway's refusal not yet answered was
+			// on none.
+			if st.routed {
+				m := st.firstRep
+				if st.on >= 0 {
+					m = st.on
+				}
+				s.ms[m].success["abort"].Inc()
+			}
 			if s.onAbort != nil {
 				s.onAbort(st.id)
 			}
@@ -249,16 +414,24 @@ func (s *Server) applyFleet(c command) {
 		st.fail(400, err.Error())
 		return
 	}
-	st.route(i)
-	s.fl.outstanding[i]++
+	// A gateway's refusal (-1) comes as an EventRejected at the next Step;
+	// no replica counts it meanwhile.
+	st.on = i
+	if i >= 0 {
+		st.routed, st.firstRep = true, i
+		st.route(i)
+		s.fl.outstanding[i]++
+	}
 	s.lastAdd = at
 	s.live[st.id] = st
 	s.added = append(s.added, st)
 }
 
-// finished counts a request off its replica once it finished there.
-func (s *Server) finished(replica int) {
-	if s.fleet != nil {
-		s.fl.outstanding[replica]--
+// finished counts a request off the replica it was on once it finished
+// there.
+func (s *Server) finished(st *stream) {
+	if s.fleet != nil && st.on >= 0 {
+		s.fl.outstanding[st.on]--
+		st.on = -1
 	}
 }

@@ -500,15 +500,19 @@ func (rs *response) finished() {
 func (rs *response) writeFailure(snap snapshot) {
 	e := &apiError{status: snap.status, message: snap.errMsg}
 	if snap.status == http.StatusTooManyRequests {
-		rs.s.setRetryAfter(rs.w.Header())
+		rs.s.setRetryAfter(rs.w.Header(), snap.retry)
 	}
 	rs.wire.errorAnswer(rs.w, e)
 }
 
 // setRetryAfter sets the Retry-After header of a 429 (whole seconds,
-// rounded up).
-func (s *Server) setRetryAfter(h http.Header) {
-	ra := s.opt.RetryAfter
+// rounded up): the wait the refuser advertised (ns, a gateway's rate
+// limit), else Options.RetryAfter.
+func (s *Server) setRetryAfter(h http.Header, advertised int64) {
+	ra := time.Duration(advertised)
+	if ra <= 0 {
+		ra = s.opt.RetryAfter
+	}
 	if ra <= 0 {
 		ra = time.Second
 	}

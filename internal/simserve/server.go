@@ -401,13 +401,17 @@ func (s *Server) takeEvents(replica int, evs []sim.Event) {
 		if ev.Kind == sim.EventRejected {
 			if st := s.live[ev.ID]; st != nil {
 				delete(s.live, st.id)
-				if s.fleet != nil {
-					s.fl.outstanding[replica]--
-				}
+				s.finished(st)
+				st.retryAfterNs = ev.RetryAfterNs
 				st.fail(429, ev.Err)
 				st.wake()
 			}
 			continue
+		}
+		if s.fleet != nil {
+			if st := s.live[ev.ID]; st != nil {
+				s.moved(st, replica)
+			}
 		}
 		pe := pendingEvent{ev: ev, replica: replica}
 		if ev.Timing != nil {
@@ -517,7 +521,7 @@ func (s *Server) deliverEvents(end int64) {
 			m.prefill.Observe(seconds(t.PrefillNs))
 			m.decode.Observe(seconds(t.DecodeNs))
 			m.success[st.finishReason].Inc()
-			s.finished(pe.replica)
+			s.finished(st)
 			st.finish(&t)
 			s.touched = append(s.touched, st)
 		}
@@ -635,14 +639,24 @@ type stream struct {
 	replica  int // the replica serving it (0: the one engine)
 	status   int // stateFailed: the HTTP status to answer
 	errMsg   string
+	retry    int64 // stateFailed with 429: the advertised wait (ns; 0: the default)
 	timing   *runlog.ServerTiming
 
 	// Owned by the engine goroutine.
 	firstAt, lastAt int64
+	// on is the replica of a fleet that counts the request outstanding
+	// (-1: none, e.g. refused by a gateway, or no longer).
+	on int
+	// routed: a fleet routed it, to firstRep (a split's prefill replica).
+	routed   bool
+	firstRep int
+	// retryAfterNs is a rejection's advertised wait (sim.Event.RetryAfterNs),
+	// set before fail publishes it; 0: Options.RetryAfter.
+	retryAfterNs int64
 }
 
 func newStream(id string, seq uint64, arrival int64) *stream {
-	return &stream{id: id, seq: seq, arrival: arrival, notify: make(chan struct{}, 1)}
+	return &stream{id: id, seq: seq, arrival: arrival, notify: make(chan struct{}, 1), on: -1}
 }
 
 func (st *stream) wake() {
@@ -697,6 +711,7 @@ func (st *stream) fail(status int, msg string) {
 		st.state = stateFailed
 		st.status = status
 		st.errMsg = msg
+		st.retry = st.retryAfterNs
 	}
 	st.mu.Unlock()
 	st.wake()
@@ -711,6 +726,7 @@ type snapshot struct {
 	replica    int
 	status     int
 	errMsg     string
+	retry      int64 // a 429's advertised wait, ns (0: Options.RetryAfter)
 	timing     *runlog.ServerTiming
 }
 
@@ -726,6 +742,7 @@ func (st *stream) take(buf []delivery) snapshot {
 		replica:    st.replica,
 		status:     st.status,
 		errMsg:     st.errMsg,
+		retry:      st.retry,
 		timing:     st.timing,
 	}
 	st.pending = st.pending[:0]

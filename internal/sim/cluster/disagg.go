@@ -259,6 +259,18 @@ func (g *Disagg) Abort(now int64, id string) {
 	}
 }
 
+// NextEnd is the earliest of the pools' iteration ends and the transfers'
+// arrivals (math.MaxInt64 for none), read without delivering, as
+// Cluster.NextEnd: a wall-clock driver sleeping until it lands a transfer
+// on its decode replica on time.
+func (g *Disagg) NextEnd() int64 {
+	t := min(g.prefill.NextEnd(), g.decode.NextEnd())
+	if len(g.moving) > 0 {
+		t = min(t, g.moving[0].arrive)
+	}
+	return t
+}
+
 // Busy reports whether either pool has work or a transfer is in flight.
 func (g *Disagg) Busy() bool {
 	return len(g.moving) > 0 || g.prefill.Busy() || g.decode.Busy()

@@ -580,6 +580,23 @@ func (g *Gateway) Abort(now int64, id string) {
 	g.rejected = slices.DeleteFunc(g.rejected, func(ev sim.Event) bool { return ev.ID == id })
 }
 
+// NextEnd is the earliest end of an iteration in flight in any pool, or
+// of batches a pool delivered early and holds (math.MaxInt64 for none),
+// read without delivering, as Cluster.NextEnd. Refusals waiting to be
+// delivered are not ends: the next Step returns them at once.
+func (g *Gateway) NextEnd() int64 {
+	t := int64(math.MaxInt64)
+	for k := range g.pools {
+		p := &g.pools[k]
+		if p.held {
+			t = min(t, p.heldAt)
+		} else {
+			t = min(t, p.c.NextEnd())
+		}
+	}
+	return t
+}
+
 // Busy reports whether a refusal waits to be delivered or any pool has
 // work.
 func (g *Gateway) Busy() bool {
