@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/goodput/goodput/internal/jsonscan"
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // Usage is the token accounting a server reports in a chunk's "usage"
@@ -55,10 +56,16 @@ type Timing struct {
 	// CachedTokens is the prompt tokens served from the server's cache
 	// (llama.cpp cache_n; vLLM reports them in usage instead).
 	CachedTokens int
+	// KVTransferNs and DecodeEngine are, from goodput's simulated
+	// prefill/decode split, the KV transfer's time (kv_transfer_time_ms)
+	// and the engine index (from 0) that decoded the request
+	// (decode_engine); -1 when not given, as from any other server.
+	KVTransferNs int64
+	DecodeEngine int
 }
 
 // noTiming is the Timing of a chunk that reported none.
-var noTiming = Timing{QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}
+var noTiming = Timing{QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
 
 // NoTiming is the Timing of a chunk that reported none (every field -1;
 // a zero Timing would read as timings of 0 ns), for other protocols'
@@ -529,12 +536,11 @@ func (p *parser) timing(keys timingKeys) (Timing, error) {
 		case keys.decode:
 			t.DecodeNs, err = p.millis()
 		case keys.cached:
-			var n int64
-			var ok bool
-			t.CachedTokens = -1
-			if n, ok, err = p.Int(); ok && n >= 0 && n <= maxUsageTokens {
-				t.CachedTokens = int(n)
-			}
+			t.CachedTokens, err = p.count(maxUsageTokens)
+		case "kv_transfer_time_ms":
+			t.KVTransferNs, err = p.millis()
+		case "decode_engine":
+			t.DecodeEngine, err = p.count(runlog.MaxReplica - 1)
 		default:
 			err = p.Skip()
 		}
@@ -544,6 +550,15 @@ func (p *parser) timing(keys timingKeys) (Timing, error) {
 		return noTiming, err
 	}
 	return t, err
+}
+
+// count returns a whole number in [0, limit], or -1 for any other value.
+func (p *parser) count(limit int64) (int, error) {
+	n, ok, err := p.Int()
+	if !ok || n < 0 || n > limit {
+		return -1, err
+	}
+	return int(n), err
 }
 
 // millis returns a number of milliseconds as ns, or -1 for any other value

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/jsonscan"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
 )
 
@@ -89,13 +90,13 @@ func TestDecode(t *testing.T) {
 			name: "llama.cpp final chunk: usage and timings beside choices",
 			in:   `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"usage":{"completion_tokens":24,"prompt_tokens":42,"total_tokens":66},"timings":{"prompt_n":26,"prompt_ms":31.5,"predicted_per_second":60.58}}`,
 			want: flatChunk{FinishReason: "stop", HasChoices: true, Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 24},
-				Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1}},
+				Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			// As llama.cpp's tools/server writes it (result_timings::to_json).
 			name: "llama.cpp timings, every field",
 			in:   `{"choices":[],"timings":{"cache_n":16,"prompt_n":26,"prompt_ms":31.5,"prompt_per_token_ms":1.2115,"prompt_per_second":825.4,"predicted_n":24,"predicted_ms":412.7,"predicted_per_token_ms":16.508,"predicted_per_second":60.58,"draft_n":4,"draft_n_accepted":3}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			// vLLM's usage chunk with --enable-per-request-metrics
@@ -104,12 +105,12 @@ func TestDecode(t *testing.T) {
 			name: "vLLM per-request metrics in the usage chunk",
 			in:   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":42,"total_tokens":170,"completion_tokens":128,"prompt_tokens_details":{"cached_tokens":16}},"metrics":{"time_to_first_token_ms":85.2,"generation_time_ms":1240.5,"queue_time_ms":12.3,"mean_itl_ms":9.1,"tokens_per_second":103.2}}`,
 			want: flatChunk{Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 128, CachedTokens: 16},
-				Timing: &Timing{Present: true, QueueNs: 12_300_000, PrefillNs: 85_200_000, DecodeNs: 1_240_500_000, CachedTokens: -1}},
+				Timing: &Timing{Present: true, QueueNs: 12_300_000, PrefillNs: 85_200_000, DecodeNs: 1_240_500_000, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "vLLM metrics with nulls (timestamps unavailable)",
 			in:   `{"choices":[],"metrics":{"time_to_first_token_ms":null,"generation_time_ms":0.0,"queue_time_ms":1e-05,"mean_itl_ms":null,"tokens_per_second":null}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 10, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 10, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "metrics null (n > 1) is no timing",
@@ -119,22 +120,22 @@ func TestDecode(t *testing.T) {
 		{
 			name: "empty metrics object: present, nothing given",
 			in:   `{"metrics":{}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "impossible durations are not given",
 			in:   `{"metrics":{"queue_time_ms":-3,"time_to_first_token_ms":"85","generation_time_ms":1e400,"":4},"timings":{"prompt_ms":1e300,"predicted_ms":-0,"cache_n":-1,"":7}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "both shapes: vLLM's durations first, llama.cpp's fill in",
 			in:   `{"timings":{"prompt_ms":1,"predicted_ms":2,"cache_n":3},"metrics":{"time_to_first_token_ms":5,"queue_time_ms":0}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 0, PrefillNs: 5_000_000, DecodeNs: 2_000_000, CachedTokens: 3}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 0, PrefillNs: 5_000_000, DecodeNs: 2_000_000, CachedTokens: 3, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "repeated timing key: the last counts",
 			in:   `{"metrics":{"queue_time_ms":4,"queue_time_ms":null},"metrics":{"generation_time_ms":0.000001}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 1, CachedTokens: -1}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "SGLang nulls everywhere",
@@ -451,7 +452,7 @@ func refDecode(data []byte) (flatChunk, error) {
 		if !ok {
 			return noTiming
 		}
-		t := Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1}
+		t := Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
 		ms := func(name string) int64 {
 			n, ok := m[name].(json.Number)
 			if name == "" || !ok {
@@ -466,6 +467,11 @@ func refDecode(data []byte) (flatChunk, error) {
 		t.QueueNs, t.PrefillNs, t.DecodeNs = ms(queue), ms(prefill), ms(decode)
 		if i, ok := integer(m[cached]); cached != "" && ok && i >= 0 && i <= maxUsageTokens {
 			t.CachedTokens = int(i)
+		}
+		// The simulated split's keys, read in either object.
+		t.KVTransferNs = ms("kv_transfer_time_ms")
+		if i, ok := integer(m["decode_engine"]); ok && i >= 0 && i < runlog.MaxReplica {
+			t.DecodeEngine = int(i)
 		}
 		return t
 	}

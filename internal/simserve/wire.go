@@ -159,6 +159,11 @@ type perRequestMetrics struct {
 	QueueTimeMs        *float64 `json:"queue_time_ms"`
 	MeanITLMs          *float64 `json:"mean_itl_ms"`
 	TokensPerSecond    *float64 `json:"tokens_per_second"`
+	// KVTransferMs and DecodeEngine are goodput's own, sent only by a
+	// prefill/decode split: the KV transfer's time and the engine (from
+	// 0, as its /metrics label) that decoded the request.
+	KVTransferMs *float64 `json:"kv_transfer_time_ms,omitempty"`
+	DecodeEngine *int     `json:"decode_engine,omitempty"`
 }
 
 // makeMetrics builds the metrics object from the engine's timing of a
@@ -180,6 +185,10 @@ func makeMetrics(t *runlog.ServerTiming, n int) *perRequestMetrics {
 	if inference := t.PrefillNs + t.DecodeNs; inference > 0 {
 		v := float64(n) / (float64(inference) / 1e9)
 		m.TokensPerSecond = &v
+	}
+	if t.DecodeReplica > 0 {
+		engine := t.DecodeReplica - 1
+		m.KVTransferMs, m.DecodeEngine = ms(t.KVTransferNs), &engine
 	}
 	return m
 }
@@ -206,7 +215,12 @@ func appendMetrics(dst []byte, m *perRequestMetrics) []byte {
 	dst = field(dst, "generation_time_ms", m.GenerationTimeMs, false)
 	dst = field(dst, "queue_time_ms", m.QueueTimeMs, false)
 	dst = field(dst, "mean_itl_ms", m.MeanITLMs, false)
-	dst = field(dst, "tokens_per_second", m.TokensPerSecond, true)
+	dst = field(dst, "tokens_per_second", m.TokensPerSecond, m.DecodeEngine == nil)
+	if m.DecodeEngine != nil {
+		dst = field(dst, "kv_transfer_time_ms", m.KVTransferMs, false)
+		dst = append(dst, `"decode_engine":`...)
+		dst = strconv.AppendInt(dst, int64(*m.DecodeEngine), 10)
+	}
 	return append(dst, '}')
 }
 

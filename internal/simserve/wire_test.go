@@ -2,6 +2,7 @@ package simserve
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,9 +34,23 @@ func TestUsageChunkMetrics(t *testing.T) {
 	if err := d.Decode([]byte(got), &c); err != nil {
 		t.Fatal(err)
 	}
-	wantTiming := openai.Timing{Present: true, QueueNs: 12_345_678, PrefillNs: 85_200_001, DecodeNs: 40_000_000, CachedTokens: -1}
+	wantTiming := openai.Timing{Present: true, QueueNs: 12_345_678, PrefillNs: 85_200_001, DecodeNs: 40_000_000, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
 	if diff := cmp.Diff(wantTiming, c.Timing); diff != "" {
 		t.Errorf("decoded timing (-want +got):\n%s", diff)
+	}
+	// A prefill/decode split adds the KV transfer and the decode engine,
+	// which the decoder reads back (engine 2 is replica 3 on the record).
+	split := *timing
+	split.KVTransferNs, split.DecodeReplica = 1_798_000, 3
+	got = string(appendUsageChunk(nil, head, u, makeMetrics(&split, 5)))
+	if !strings.HasSuffix(got, `"tokens_per_second":39.936101917443274,"kv_transfer_time_ms":1.798,"decode_engine":2}}`) || !json.Valid([]byte(got)) {
+		t.Errorf("split's usage chunk = %s; want the transfer and the engine after tokens_per_second", got)
+	}
+	if err := d.Decode([]byte(got), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Timing.KVTransferNs != 1_798_000 || c.Timing.DecodeEngine != 2 {
+		t.Errorf("decoded split timing: transfer %d ns, engine %d; want 1,798,000 and 2", c.Timing.KVTransferNs, c.Timing.DecodeEngine)
 	}
 
 	// One token: no inter-token latency (null, as vLLM); no timing: no
