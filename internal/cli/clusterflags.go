@@ -112,6 +112,12 @@ func clusterFlagError(err error) error {
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Field, "Cluster.") || !errors.As(err, &ce) || ce.Replica >= 0 {
 		return err
 	}
+	return clusterFieldFlag(ce)
+}
+
+// clusterFieldFlag is a cluster setting the cluster refused as the usage
+// error of the flag that set it.
+func clusterFieldFlag(ce *cluster.ConfigError) error {
 	if strings.HasPrefix(ce.Field, "Autoscale.") {
 		return autoscaleFlagError(ce.Field, ce.Err)
 	}

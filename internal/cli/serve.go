@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -194,18 +193,5 @@ func serveClusterError(err error) error {
 	if ce.Replica >= 0 {
 		return ce.Err
 	}
-	if strings.HasPrefix(ce.Field, "Autoscale.") {
-		return autoscaleFlagError(ce.Field, ce.Err)
-	}
-	switch ce.Field {
-	case "Replicas":
-		return usagef("--replicas: %v", ce.Err)
-	case "ExpertParallel":
-		return usagef("--enable-expert-parallel: %v", ce.Err)
-	case "Disagg.Prefill":
-		return usagef("--prefill-replicas: %v", ce.Err)
-	case "Disagg.Link":
-		return usagef("--kv-link: %v", ce.Err)
-	}
-	return usagef("--router: %v", ce.Err)
+	return clusterFieldFlag(ce)
 }
