@@ -37,17 +37,10 @@ func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOption
 // the flags leave to be read from the command line, then the run.
 func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Load-test an OpenAI-compatible streaming endpoint (default: the embedded simulator)",
-		Long: `Load-test an OpenAI-compatible streaming endpoint and report TTFT, time to
-publish, TPOT, ITL, end-to-end latency, throughput and goodput, as percentiles
-and per input-length bucket. Flags follow "vllm bench serve".
-
-With no --base-url (or --host), an embedded simulated engine is started on
-loopback and benchmarked, so this works with no GPU and no network.`,
-		Example: `  goodput bench
-  goodput bench --base-url http://127.0.0.1:8000 --backend openai-chat --request-rate 8 --num-prompts 500 --goodput ttft:2000 tpot:50
-  goodput bench --max-concurrency 64 --random-input-len 2048 --random-output-len 256 --save-result`,
+		Use:     "bench",
+		Short:   "Load-test an OpenAI-compatible streaming endpoint (default: the embedded simulator)",
+		Long:    helpText("bench"),
+		Example: helpText("bench.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")

@@ -43,25 +43,11 @@ type CompareOptions struct {
 func newCompareCmd(env Env) *cobra.Command {
 	var o CompareOptions
 	cmd := &cobra.Command{
-		Use:   "compare A B",
-		Short: "Judge run B against the baseline run A: deltas with bootstrap confidence intervals",
-		Long: `Compare two runs, A (the baseline) then B (the change), each a records
-file (preferred) or a result JSON. For
-each metric and percentile: B − A, a bootstrap confidence interval from the
-per-request samples, and a verdict (better, worse, no significant
-difference); goodput of both under one --goodput SLO; and what the change
-means for users: a TTFT change is paid by every user, a TPOT change only by
-those who read long answers, and not at all while TPOT stays faster than
-reading speed. With a result JSON there are no samples: figures are compared
-as they are, without intervals or verdicts.
-
-Records files are read as report reads them: --skip-bad-lines skips lines
-that do not parse or hold a value out of range, each named in a warning;
---merge merges the runs of a file holding several (files concatenated).`,
-		Example: `  goodput compare before.records.jsonl after.records.jsonl --goodput ttft:2000 tpot:50
-  goodput compare a.json b.json
-  goodput compare a.records.jsonl b.records.jsonl --html ab.html --reading-speed-ms 40`,
-		Args: atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
+		Use:     "compare A B",
+		Short:   "Judge run B against the baseline run A: deltas with bootstrap confidence intervals",
+		Long:    helpText("compare"),
+		Example: helpText("compare.examples"),
+		Args:    atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files, slo := splitSLOArgs(env, args, len(o.Goodput) > 0)
 			if len(files) != 2 {

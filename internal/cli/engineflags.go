@@ -61,3 +61,29 @@ func (n negBool) Set(s string) error {
 }
 
 func (n negBool) Type() string { return "bool" }
+
+// engineFieldFlags are the flags of sim.ConfigError's fields (all but
+// "model", whose flag depends on the command).
+var engineFieldFlags = map[string]string{
+	"gpu":                     "--gpu",
+	"tensor-parallel-size":    "--tensor-parallel-size",
+	"dtype":                   "--dtype",
+	"kv-cache-dtype":          "--kv-cache-dtype",
+	"max-num-seqs":            "--max-num-seqs",
+	"max-num-batched-tokens":  "--max-num-batched-tokens",
+	"block-size":              "--block-size",
+	"gpu-memory-utilization":  "--gpu-memory-utilization",
+	"max-model-len":           "--max-model-len",
+	"num-gpu-blocks-override": "--num-gpu-blocks-override",
+	"scheduler":               "--scheduler",
+	"max-waiting":             "--max-waiting",
+	"max-queue-time":          "--max-queue-time",
+	"reasoning-tokens":        "--reasoning-tokens",
+	"tool-call-share":         "--tool-call-share",
+	"tool-call-tokens":        "--tool-call-tokens",
+	"profile-table":           "--profile-table",
+	"num-speculative-tokens":  "--num-speculative-tokens",
+	"spec-acceptance":         "--spec-acceptance",
+	"spec-draft":              "--spec-draft",
+	"spec-draft-cost-frac":    "--spec-draft-cost-frac",
+}

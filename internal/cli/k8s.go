@@ -125,13 +125,9 @@ func newK8sCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Write Kubernetes manifests that run one load as shards on many machines",
-		Long: `Write Kubernetes manifests for a load too big for one machine: "k8s job"
-runs goodput bench as an Indexed Job, one pod per shard of one schedule, the
-pods agreeing their start at a rendezvous; "k8s collect" merges the shards'
-records with goodput report. Pipe the output to kubectl apply -f -. See
-docs/scale-out.md.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  helpText("k8s"),
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newK8sJobCmd(env), newK8sCollectCmd(env))
 	return cmd
@@ -140,17 +136,10 @@ docs/scale-out.md.`,
 func newK8sJobCmd(env Env) *cobra.Command {
 	var o K8sJobOptions
 	cmd := &cobra.Command{
-		Use:   "job --shards N --base-url URL [flags] [-- BENCH FLAGS...]",
-		Short: "Write an Indexed Job that runs goodput bench as N shards of one schedule",
-		Long: `Write the manifests (a headless Service for the rendezvous, an Indexed Job
-of N pods spread over nodes, a ConfigMap for a --dataset-path file) that run
-"goodput bench --shards N" against --base-url: pod I sends shard I's share of
-one schedule, the start set by pod 0 once every pod has checked in. Bench's
-own flags go after --. The API key comes from a Secret (--api-key-secret),
-never from the manifest. Records go to each pod's log (kubectl logs), or to
-a ReadWriteMany claim (--records-claim) for "goodput k8s collect".`,
-		Example: `  goodput k8s job --shards 4 --base-url http://vllm.serving:8000 --api-key-secret llm/key -- \
-      --backend openai-chat --request-rate 400 --num-prompts 40000 | kubectl apply -f -`,
+		Use:     "job --shards N --base-url URL [flags] [-- BENCH FLAGS...]",
+		Short:   "Write an Indexed Job that runs goodput bench as N shards of one schedule",
+		Long:    helpText("k8s-job"),
+		Example: helpText("k8s-job.examples"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("unexpected argument %q: bench's flags go after --", args[0])
@@ -183,10 +172,7 @@ func newK8sCollectCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "collect --shards N --records-claim CLAIM [flags] [-- REPORT FLAGS...]",
 		Short: "Write a Job that merges the shards' records with goodput report",
-		Long: `Write a Job that runs goodput report on every shard's records file on the
-claim "k8s job --records-claim" wrote them to, and saves the merged result
-JSON there (merged.json); its log is the merged report. Apply it once the
-shards' Job is complete. Report's own flags go after --.`,
+		Long:  helpText("k8s-collect"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return usagef("unexpected argument %q: report's flags go after --", args[0])

@@ -39,25 +39,10 @@ type ProxyOptions struct {
 func newProxyCmd(env Env) *cobra.Command {
 	var o ProxyOptions
 	cmd := &cobra.Command{
-		Use:   "proxy",
-		Short: "Watch live traffic: a transparent streaming proxy with Prometheus metrics and SLO tracking",
-		Long: `Put goodput between clients and an OpenAI-compatible server. Every request
-and response passes through unchanged (status, headers, body; streams are
-flushed event by event), while each streamed /v1/completions,
-/v1/chat/completions, /v1/responses and /v1/messages (Anthropic) request, and
-each /v1/embeddings request, is measured as "goodput bench" measures its own:
-TTFT, time to publish, ITL, TPOT, end-to-end latency, tokens, error class.
-
-Measurements go to Prometheus metrics on --metrics-listen (histograms with
-native and classic buckets, counters, and with --goodput the SLO attainment
-and goodput over sliding 1m and 5m windows) and, with --records, to a
-size-rotated records file that "goodput report" and "compare" read.
-
-Credentials (Authorization, API-key headers, key-like query parameters) pass
-through to the upstream but never reach logs, records or metrics.`,
-		Example: `  goodput proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8000 --metrics-listen 127.0.0.1:9464
-  goodput proxy --upstream https://api.example.com --metrics-listen :9464 --goodput ttft:2000 tpot:50 --records live.jsonl
-  goodput proxy --upstream http://vllm:8000 --inject-usage --models meta-llama/Llama-3.1-8B-Instruct`,
+		Use:     "proxy",
+		Short:   "Watch live traffic: a transparent streaming proxy with Prometheus metrics and SLO tracking",
+		Long:    helpText("proxy"),
+		Example: helpText("proxy.examples"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			return runProxy(cmd.Context(), env, &o)

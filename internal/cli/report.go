@@ -178,27 +178,11 @@ type ReportOptions struct {
 func newReportCmd(env Env) *cobra.Command {
 	var o ReportOptions
 	cmd := &cobra.Command{
-		Use:   "report RECORDS.jsonl...",
-		Short: "Re-summarise saved records; write HTML, CSV, JSON or per-request rows",
-		Long: `Re-summarise records files written by bench, sweep, sim or proxy without
-re-running anything: with another --goodput SLO, other --metric-percentiles,
---percentile-metrics or --buckets. Several files are merged (the levels of a
-sweep, the shards of a distributed run) when they come from the same model,
-backend, endpoint, dataset and simulated engine; otherwise report refuses
-them, naming the field that differs, unless --force.
-
-A line that does not parse, or holds a value out of range, stops report
-with its file and line, unless --skip-bad-lines: then every such line is
-skipped and named in a warning. A file holding several runs (files
-concatenated with cat) is refused unless --merge: then its runs are merged
-as separate files are, each on its own clock. Runs that did not overlap in
-time are laid end to end, so a level's duration is the sum of its runs'
-durations and never spans the idle time between them.`,
-		Example: `  goodput report run.records.jsonl --goodput ttft:2000 tpot:50
-  goodput report level-*.records.jsonl --html sweep.html
-  goodput report run.records.jsonl --per-request csv > requests.csv
-  goodput report shard1.jsonl shard2.jsonl --csv out/`,
-		Args: atLeast(1, "give one or more records files (or result JSONs) to report on"),
+		Use:     "report RECORDS.jsonl...",
+		Short:   "Re-summarise saved records; write HTML, CSV, JSON or per-request rows",
+		Long:    helpText("report"),
+		Example: helpText("report.examples"),
+		Args:    atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files, o.sloWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0)
 			o.flags = cmd.Flags()

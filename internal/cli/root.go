@@ -124,14 +124,9 @@ func consoleOf(env Env) *report.Console {
 
 func newRoot(env Env) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "goodput",
-		Short: "LLM serving performance, measured the way users feel it",
-		Long: `goodput measures LLM serving the way users feel it: time to first token,
-time to first visible token (TTP), time per output token, end-to-end latency,
-throughput, and goodput — requests per second that met the SLO.
-
-With no --base-url, "goodput bench" starts an embedded simulated engine on
-loopback and benchmarks it, so it runs with no GPU and no network.`,
+		Use:           "goodput",
+		Short:         "LLM serving performance, measured the way users feel it",
+		Long:          helpText("root"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,

@@ -41,53 +41,12 @@ type ServeOptions struct {
 func newServeCmd(env Env) *cobra.Command {
 	o := ServeOptions{Engine: sim.DefaultConfig()}
 	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve a simulated LLM engine over an OpenAI-compatible HTTP API, in real time",
-		Long: `Serve a simulated LLM engine (continuous batching, chunked prefill, paged KV
-cache, prefix caching) over an OpenAI-compatible API: /v1/completions,
-/v1/chat/completions, Anthropic's /v1/messages and OpenAI's /v1/responses
-(streaming or not), /v1/embeddings, /v1/models, /tokenize, /health and
-/metrics with vLLM's metric names. Tokens leave at the times the engine
-computes, so any benchmark client sees a GPU-less stand-in for vLLM.
-
-To degrade the simulated vendor on purpose, --slowdown F stretches every
-engine iteration F times (TTFT, TPOT and E2E all grow), from the start or
---slowdown-after a while; POST /goodput/slowdown?factor=F changes it live
-(1 restores full speed).
-
---replicas N serves N copies of the engine behind one port, spread by
---router (as goodput sim runs them, in one virtual time, here on the wall
-clock); --data-parallel-size N is vLLM's spelling, its DP load balancer in
-front. /metrics then has every vLLM series once per replica, labelled
-engine="0".."N-1" (sum by model_name for the fleet), and each answer names
-its replica in the X-Goodput-Replica header; --router session-affinity
-keeps the requests of one X-Session-Id header value on one replica.
-
---prefill-replicas P --decode-replicas D [--kv-link L] serves goodput sim's
-prefill/decode split: a request's first token comes from a prefill replica
-(the one X-Goodput-Replica names), the rest from a decode replica after its
-KV crossed the link.
-
---autoscale SIGNAL:THRESHOLD (and its tuning flags, as goodput sim's) sizes the
-fleet on the wall clock: the controller decides every --autoscale-interval,
-busy or idle, /metrics has a series per replica up to --autoscale-max from
-the start, and each change of the fleet's size is logged.
-
-The gateway flags (--rate-limit, --token-rate-limit, --priority-pools,
---degrade...) put goodput sim's gateway in front: a rate-limited request is
-answered 429 with the Retry-After its bucket computes (whole seconds,
-rounded up), a request's priority class is its body's "priority" field
-(vLLM's extension; 0 without), and a degraded one gets fewer tokens.`,
-		Example: `  goodput serve --port 8000 --model llama-3.1-8b --gpu h100-sxm
-  goodput serve --model qwen3-32b --gpu h200 --tp 2 --max-num-seqs 128 --reasoning-tokens 0.3
-  goodput serve --slowdown-after 5m --slowdown 3
-  goodput serve --replicas 4 --router least-outstanding
-  goodput serve --prefill-replicas 1 --decode-replicas 2 --kv-link nvlink4
-  goodput serve --replicas 1 --autoscale queue:4 --autoscale-max 4 --autoscale-interval 5s
-  goodput serve --replicas 2 --rate-limit 20/s,burst=5 --degrade-above 8 --degrade max_tokens:64
-  goodput serve --model qwen3-30b-a3b --data-parallel-size 2`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
+		Use:     "serve",
+		Short:   "Serve a simulated LLM engine over an OpenAI-compatible HTTP API, in real time",
+		Long:    helpText("serve"),
+		Example: helpText("serve.examples"),
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 for all interfaces)")

@@ -51,14 +51,10 @@ func newSimCmd(env Env) *cobra.Command {
 // simCommand is sim's command filling o (see benchCommand).
 func simCommand(env Env, o *SimOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "sim",
-		Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
-		Long: `Run the same workload and load as "goodput bench" against the simulated engine
-in virtual time: no HTTP and no sleeping, so an hour of traffic takes seconds.
-It produces the same records (plus the engine's own queue, prefill and decode
-times per request) and the same report as bench, deterministically for a seed.`,
-		Example: `  goodput sim --model llama-3.1-8b --gpu h100-sxm --request-rate 10 --num-prompts 5000
-  goodput sim --model qwen3-32b --gpu h200 --tp 2 --dataset-name lengths --dataset-path sharegpt.csv --request-rate 4 --goodput ttft:2000 tpot:50`,
+		Use:     "sim",
+		Short:   "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
+		Long:    helpText("sim"),
+		Example: helpText("sim.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")

@@ -34,18 +34,11 @@ type SimFitOptions struct {
 func newSimFitCmd(env Env) *cobra.Command {
 	o := &SimFitOptions{Engine: sim.DefaultConfig()}
 	cmd := &cobra.Command{
-		Use:   "fit RECORDS...",
-		Short: "Fit a GPU profile's sustained figures and fixed costs to bench records of a real server",
-		Long: `Fit the base GPU profile's sustained GEMM rate, copy bandwidth, per-step and
-per-request costs to bench records of your own server, so that
-"goodput sim --gpu fitted.yaml" answers what-ifs for that machine. Lone
-prefills (concurrency 1) time the prompt's steps; the gaps between tokens
-time decode steps at the batch then running. Parameters the records do not
-pin down keep the base profile's values, and the profile says so.`,
-		Example: `  goodput bench --base-url http://gpu:8000 --max-concurrency 1 --random-input-len 4096 --records c1-long.jsonl
-  goodput sim fit --gpu h100-sxm --model llama-3.1-8b c1-long.jsonl c1-short.jsonl c8.jsonl c32.jsonl -o fitted.yaml
-  goodput sim --gpu fitted.yaml --model llama-3.1-8b --request-rate 10`,
-		Args: cobra.ArbitraryArgs,
+		Use:     "fit RECORDS...",
+		Short:   "Fit a GPU profile's sustained figures and fixed costs to bench records of a real server",
+		Long:    helpText("sim-fit"),
+		Example: helpText("sim-fit.examples"),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = args
 			return o.Run(cmd.Context(), env)

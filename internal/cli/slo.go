@@ -22,21 +22,10 @@ type SLOOptions struct {
 
 func newSLOCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "slo",
-		Short: "List the SLO presets by product (chat, voice, code-completion, batch, agent)",
-		Long: `An SLO preset is a documented set of constraints for one kind of product:
-request constraints (judging goodput, as --goodput) and session constraints
-(judging session goodput, as --session-goodput), each number with the public
-source it comes from, or marked as goodput's own default where no source
-sets it.
-
-"--slo-preset NAME" applies one; explicit --goodput and --session-goodput
-constraints override it field by field, e.g. "--slo-preset chat --goodput
-ttft:300" is chat with a 300 ms TTFT limit. See docs/slo.md.`,
-		Example: `  goodput slo list
-  goodput slo list --sources
-  goodput slo show voice
-  goodput slo list --json`,
+		Use:     "slo",
+		Short:   "List the SLO presets by product (chat, voice, code-completion, batch, agent)",
+		Long:    helpText("slo"),
+		Example: helpText("slo.examples"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unknown command %q for %q (want list or show)", args[0], cmd.CommandPath())

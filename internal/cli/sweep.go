@@ -54,30 +54,10 @@ func newSweepCmd(env Env) *cobra.Command { return sweepCommand(env, &SweepOption
 // sweepCommand is sweep's command filling o (see benchCommand).
 func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "sweep",
-		Short: "Run bench (or the simulator) at a series of loads: the knee, the goodput peak, the max load within SLO",
-		Long: `Run bench at a series of load levels — request rates, concurrencies, or
-multiples of a target rate — and report one summary per level, the curve,
-the knee (where P99 TTFT starts rising non-linearly), the throughput peak and
-the goodput peak (the recommended operating point) and how far the
-throughput peak sits inside SLO violation, then the findings.
-
-With no levels given, it first measures the target's capacity (one level of
---num-prompts requests sent at once, not recorded) and sweeps request rates
-of 20 %, 40 %, 60 %, 70 %, 80 %, 90 %, 100 % and 110 % of it.
-
---search bisects between the lowest and highest level for the highest load
-whose SLO attainment holds. --sim runs every level on the simulated engine in
-virtual time: no HTTP, no sleeping, seconds for thousands of requests.
-A level that is clearly saturated (queue growing without bound, error rate
-above --max-error-rate) stops early and ends the sweep, and says so.
---fail-if exits with code 3 when a bound on the result JSON fails.`,
-		Example: `  goodput sweep --sim --goodput ttft:500 tpot:40
-  goodput sweep --sim --request-rate 2,4,8,12,16,20,24,28 --goodput ttft:2000 tpot:50
-  goodput sweep --base-url http://127.0.0.1:8000 --concurrency 1,8,16,32,64 --num-prompts 500
-  goodput sweep --target-rate 10 --levels 0.5x,1x,1.5x,2x --save-result
-  goodput sweep --sim --search --request-rate 1,64 --goodput ttft:2000 tpot:50 --slo-attainment 0.99 --precision 0.5
-  goodput sweep --sim --request-rate 4,8,16 --fail-if 'sweep.goodput_peak.request_goodput<10'`,
+		Use:     "sweep",
+		Short:   "Run bench (or the simulator) at a series of loads: the knee, the goodput peak, the max load within SLO",
+		Long:    helpText("sweep"),
+		Example: helpText("sweep.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.load.numSet = cmd.Flags().Changed("num-prompts")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"embed"
 	"fmt"
 	"strings"
 
@@ -69,4 +70,20 @@ func atLeast(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// helpFiles are the commands' long help texts, kept as text beside the
+// code that registers them.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpText is the long help of a command, help/NAME.txt, without its
+// final newline.
+func helpText(name string) string {
+	b, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic("goodput: no help text " + name) // a build defect, caught by every test
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }

@@ -37,28 +37,11 @@ type WatchOptions struct {
 func newWatchCmd(env Env) *cobra.Command {
 	var o WatchOptions
 	cmd := &cobra.Command{
-		Use:   "watch --config FILE",
-		Short: "Synthetic SLA monitoring of LLM API vendors: probes on a schedule, Prometheus metrics, burn rates",
-		Long: `Probe each target of a YAML config (a commercial LLM API, or any
-OpenAI-compatible server) with one small streamed request every interval, as
-"goodput bench" measures its own, and export what a buyer watches as the
-vendor's SLA: TTFT, TTP, TPOT and E2E histograms, probes by outcome, rate
-limiting, SLO good/total counters and error-budget burn rates over 5m and 1h
-on /metrics (labels vendor and model). Targets take turns within the
-interval so probes never bunch; a probe still running when the next is due
-makes that one be skipped and counted missed. Rate-limited (429) probes are
-counted apart and spend no SLO budget.
-
-API keys come from environment variables the config names (api_key_env);
-they never appear in the config, output, records or metrics.
-
-With --records-dir each target's probes go to DIR/NAME.records.jsonl, which
-"goodput report" summarises; a later watch continues the file. See
-docs/watch.md for the config format, metrics and alert rules.`,
-		Example: `  goodput watch --config watch.yaml
-  goodput watch --config watch.yaml --listen 127.0.0.1:9464 --records-dir probes
-  goodput watch --config watch.yaml --once     # probe each target once, print a line each (CI)`,
-		Args: noArgs,
+		Use:     "watch --config FILE",
+		Short:   "Synthetic SLA monitoring of LLM API vendors: probes on a schedule, Prometheus metrics, burn rates",
+		Long:    helpText("watch"),
+		Example: helpText("watch.examples"),
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.listenSet = cmd.Flags().Changed("listen")
 			return runWatch(cmd.Context(), env, &o)
