@@ -8,12 +8,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/goodput/goodput/internal/cli"
 )
 
 func main() {
+	bi, ok := debug.ReadBuildInfo()
+	cli.Version = buildVersion(cli.Version, bi, ok)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// After the first Ctrl-C the run winds down and still reports; a
