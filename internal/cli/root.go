@@ -47,9 +47,8 @@ type Env struct {
 	Dir string
 
 	console *report.Console // stderr shared by the live line and notes (set by Main)
-	// secrets are the credentials a command was given (API key, header
-	// values, URL user info): Main wraps Stdout and Stderr to blank them,
-	// and every file a run writes goes through them too.
+	// secrets are the credentials a command was given: Main blanks them
+	// in Stdout, Stderr and every file a run writes.
 	secrets *redact.Secrets
 }
 
@@ -130,9 +129,8 @@ func newRoot(env Env) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
-		// The root runs nothing: bare, it prints its help; a word that
-		// names no subcommand is a usage error (cobra's own check for it
-		// returns an untyped error, and only when the root has no Args).
+		// Bare, the root prints its help; an unknown word is a usage
+		// error (cobra's own check returns an untyped one).
 		Args:                       unknownCommand,
 		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		SuggestionsMinimumDistance: 2,
