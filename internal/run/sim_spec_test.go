@@ -1,0 +1,26 @@
+package run
+
+import (
+	"testing"
+	"time"
+)
+
+func TestVirtualSpecErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec VirtualSpec
+		want string
+	}{
+		{VirtualSpec{IgnoreEOS: true, Timeout: time.Second, ServerIgnoresDisconnect: true, ScrapeInterval: time.Second}, ""},
+		{VirtualSpec{IgnoreEOS: true, NaturalStop: true}, "IgnoreEOS and NaturalStop contradict each other: choose one"},
+		{VirtualSpec{Timeout: -time.Second}, "Timeout -1s: want ≥ 0 (0: none)"},
+		{VirtualSpec{ServerIgnoresDisconnect: true}, "ServerIgnoresDisconnect needs Timeout (without one no client leaves)"},
+		{VirtualSpec{ScrapeInterval: -time.Second}, "ScrapeInterval -1s: want ≥ 0 (0: not sampled)"},
+	} {
+		var cfg Config
+		err := c.spec.Apply(&cfg)
+		settingErr(t, "Apply", err, c.want)
+		if c.want == "" && (!cfg.IgnoreEOS || cfg.ClientTimeout != time.Second || !cfg.KeepAbandoned || cfg.Scrape == nil) {
+			t.Errorf("Apply set %+v", cfg)
+		}
+	}
+}
