@@ -36,18 +36,13 @@ func newSimCmd(env Env) *cobra.Command {
 
 // simCommand is sim's command filling o (see benchCommand).
 func simCommand(env Env, o *SimOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "sim",
-		Short:   "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
-		Long:    helpText("sim"),
-		Example: helpText("sim.examples"),
+	cmd := &cobra.Command{Use: "sim", Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
+		Long: helpText("sim"), Example: helpText("sim.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			o.args = args
-			o.load.numSet = cmd.Flags().Changed("num-prompts")
+			o.args, o.load.numSet = args, cmd.Flags().Changed("num-prompts")
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) },
-	}
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) }}
 	fs := cmd.Flags()
 	o.fs = fs
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {
@@ -138,12 +133,9 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	out := outputs{out: &o.out, gate: o.verdict.gate,
 		interrupted: func(*run.Result) string { return "the summary above covers what finished" },
 		before: func(res *run.Result) {
-			if v := res.Virtual; v != nil && !o.out.Quiet {
-				fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
-					v.Simulated.Seconds(), run.DescribeEngine(res.Meta.Simulated), v.Wall.Seconds(), v.Steps)
-				if v.Abandoned > 0 {
-					fmt.Fprintf(env.Stderr, "goodput: the engine ran on %d timed-out requests whose clients had left (%d tokens wasted; --server-ignores-disconnect)\n",
-						v.Abandoned, v.AbandonedTokens)
+			for _, l := range res.VirtualLines() {
+				if !o.out.Quiet {
+					fmt.Fprintln(env.Stderr, "goodput: "+l)
 				}
 			}
 		}}

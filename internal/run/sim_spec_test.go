@@ -24,3 +24,13 @@ func TestVirtualSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestVirtualLines(t *testing.T) {
+	r := &Result{Virtual: &VirtualStats{Simulated: 2 * time.Second, Steps: 3, Abandoned: 1, AbandonedTokens: 7}}
+	if l := r.VirtualLines(); len(l) != 2 || l[1] != "the engine ran on 1 timed-out requests whose clients had left (7 tokens wasted)" {
+		t.Errorf("VirtualLines = %q", l)
+	}
+	if l := (&Result{}).VirtualLines(); l != nil {
+		t.Errorf("a wall-clock run's VirtualLines = %q; want none", l)
+	}
+}
