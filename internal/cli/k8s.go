@@ -5,14 +5,12 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/k8s"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/setting"
 )
 
 // A load too big for one machine runs as shards of one schedule on many:
@@ -28,25 +26,7 @@ func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
 		index = env.Getenv(run.JobIndexEnv)
 	}
 	sh, at, err := run.ShardSpec{Shard: l.Shard, Shards: l.Shards, StartAt: l.StartAt, Rendezvous: l.Rendezvous}.Build(index, env.Now())
-	if se, ok := err.(*setting.Error); ok {
-		// loadFlags.register names each flag as its field in kebab case.
-		return nil, at, usagef("%s", se.Render(kebab))
-	}
-	return sh, at, err
-}
-
-// kebab is a field's name in kebab case with dashes: StartAt → --start-at.
-func kebab(field string) string {
-	var b strings.Builder
-	b.WriteString("-")
-	for _, r := range field {
-		if unicode.IsUpper(r) {
-			b.WriteByte('-')
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sh, at, flagNamed(nil, nil, err)
 }
 
 func newK8sCmd(env Env) *cobra.Command {

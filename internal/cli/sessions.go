@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -66,15 +67,24 @@ func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlag
 		w.DatasetPath = resolve(env, w.DatasetPath)
 	}
 	load, err := s.Load(w, seed)
+	return load, slo, flagError(flagNamed(s.fs, &s.SessionSpec, err), "")
+}
+
+// camel finds where a field's name starts a new word.
+var camel = regexp.MustCompile(`([a-z])([A-Z])`)
+
+// flagNamed renders a *setting.Error as a usage error naming each field
+// by the flag of fs bound to it in *root, else by the convention the
+// flags follow: the field's name in kebab case (StartAt: --start-at).
+func flagNamed(fs *pflag.FlagSet, root any, err error) error {
 	var se *setting.Error
-	if errors.As(err, &se) {
-		// The workload's flags are named as its fields, in kebab case.
-		return nil, slo, usagef("%s", se.Render(func(f string) string {
-			if names := flagsOf(s.fs, &s.SessionSpec, f); len(names) > 0 {
-				return "--" + names[0]
-			}
-			return kebab(strings.TrimPrefix(f, "Workload."))
-		}))
+	if !errors.As(err, &se) {
+		return err
 	}
-	return load, slo, flagError(err, "")
+	return usagef("%s", se.Render(func(f string) string {
+		if names := flagsOf(fs, root, f); len(names) > 0 {
+			return "--" + names[0]
+		}
+		return "--" + strings.ToLower(camel.ReplaceAllString(f[strings.LastIndex(f, ".")+1:], "$1-$2"))
+	}))
 }
