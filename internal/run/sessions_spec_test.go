@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/goodput/goodput/internal/workload"
@@ -40,7 +41,7 @@ func TestSessionSpecErrors(t *testing.T) {
 		{spec(func(*SessionSpec) {}), workload.Options{DatasetName: "conversations", Tokenizer: "no/such/tokenizer.json"}, "Workload.Tokenizer: "},
 	} {
 		load, err := c.spec.Load(c.w, 1)
-		settingErr(t, "Load", err, c.want)
+		settingErr(t, fmt.Sprintf("%+v.Load(%+v)", c.spec, c.w), err, c.want)
 		if c.want == "" && load == nil {
 			t.Errorf("%+v: no load", c.spec)
 		}

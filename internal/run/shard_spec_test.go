@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +11,16 @@ import (
 	"github.com/goodput/goodput/internal/workload"
 )
 
-// settingErr checks that err is a *setting.Error reading want (field
-// paths for flags), or nil when want is "".
-func settingErr(t *testing.T, what string, err error, want string) {
+// settingErr checks that err, returned by call, is a *setting.Error
+// starting with want (fields named by their paths), or nil when want is "".
+func settingErr(t *testing.T, call string, err error, want string) {
 	t.Helper()
 	var se *setting.Error
 	switch {
 	case want == "" && err != nil:
-		t.Errorf("%s: %v; want no error", what, err)
-	case want != "" && !errors.As(err, &se):
-		t.Errorf("%s: %v; want a *setting.Error %q", what, err, want)
-	case want != "" && !strings.HasPrefix(se.Error(), want):
-		t.Errorf("%s: %q; want %q", what, se.Error(), want)
+		t.Errorf("%s = %v; want no error", call, err)
+	case want != "" && (!errors.As(err, &se) || !strings.HasPrefix(se.Error(), want)):
+		t.Errorf("%s = %v (%T); want a *setting.Error %q", call, err, err, want)
 	}
 }
 
@@ -45,7 +44,7 @@ func TestShardSpecErrors(t *testing.T) {
 		{ShardSpec{Shard: "0/2", Rendezvous: "h:1", StartAt: "2026-12-01T10:01:00Z"}, "", "Rendezvous: sets the start: give it or StartAt, not both"},
 	} {
 		sh, _, err := c.spec.Build(c.index, now)
-		settingErr(t, "Build", err, c.want)
+		settingErr(t, fmt.Sprintf("%+v.Build(%q)", c.spec, c.index), err, c.want)
 		if c.want == "" && sh == nil {
 			t.Errorf("%+v: no shard", c.spec)
 		}
@@ -82,7 +81,7 @@ func TestShardJobErrors(t *testing.T) {
 		{job(func(j *ShardJob) { j.Bench.Workload.DatasetPath = "bin" }), "Bench.Workload.DatasetPath bin: not UTF-8 text"},
 	} {
 		_, _, err := c.job.Manifests(now, read)
-		settingErr(t, "Manifests", err, c.want)
+		settingErr(t, fmt.Sprintf("%+v.Manifests", *c.job), err, c.want)
 	}
 	for _, c := range []struct {
 		c    ShardCollect
@@ -94,6 +93,6 @@ func TestShardJobErrors(t *testing.T) {
 		{ShardCollect{Name: "B", Shards: 2, Image: "i", RecordsClaim: "r"}, `Name "B": want lowercase`},
 	} {
 		_, _, err := c.c.Manifests()
-		settingErr(t, "collect", err, c.want)
+		settingErr(t, fmt.Sprintf("%+v.Manifests", c.c), err, c.want)
 	}
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestVirtualSpecErrors(t *testing.T) {
 	} {
 		var cfg Config
 		err := c.spec.Apply(&cfg)
-		settingErr(t, "Apply", err, c.want)
+		settingErr(t, fmt.Sprintf("%+v.Apply", c.spec), err, c.want)
 		if c.want == "" && (!cfg.IgnoreEOS || cfg.ClientTimeout != time.Second || !cfg.KeepAbandoned || cfg.Scrape == nil) {
 			t.Errorf("Apply set %+v", cfg)
 		}
