@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/watch"
 )
 
@@ -44,10 +45,16 @@ func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
 	h := watch.Host{Dir: env.Dir, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, Secrets: env.secrets,
 		Version: Version, Target: watchTarget(env), Served: o.served}
 	failed, err := o.Run(ctx, h, o.listenSet)
-	var ce *watch.ConfigError
+	var (
+		ce *watch.ConfigError
+		se *setting.Error
+	)
 	switch {
 	case errors.As(err, &ce):
 		return usageError{err}
+	case errors.As(err, &se) && se.Field == "Listen":
+		// The address could not be served: the machine's fault, no usage error.
+		return errors.New(settingError(o.fs, &o.Spec, err).Error())
 	case o.Once && ctx.Err() != nil:
 		return interruptedError{"the probes were cut short"}
 	case err != nil:
