@@ -118,8 +118,9 @@ type ShardJob struct {
 
 // JobBench is bench as the shard pods run it: Args, bench's flags as the
 // user gave them; Workload, the options they fill (its dataset goes into
-// a ConfigMap); APIKeyEnv, the variable the API key goes in; Quiet, Args
-// hold --quiet.
+// a ConfigMap; a pointer, so that an error's field path
+// Bench.Workload.DatasetPath leads to the field bench's flag fills);
+// APIKeyEnv, the variable the API key goes in; Quiet, Args hold --quiet.
 type JobBench struct {
 	Args      []string
 	Workload  *workload.Options
