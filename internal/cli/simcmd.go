@@ -14,34 +14,20 @@ import (
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
-// SimOptions configures "goodput sim": the engine, plus bench's workload,
-// load and output flags.
+// SimOptions configures "goodput sim": the engine, its own settings
+// (run.VirtualSpec), plus bench's workload, load and output flags.
 type SimOptions struct {
 	Engine sim.Config
-	// IgnoreEOS generates every request's full output length; without it
-	// a request may stop early at its natural length, as bench's requests
-	// to the simulated server do.
-	IgnoreEOS bool
-	// NaturalStop lets requests whose dataset recorded their output length
-	// (traces, ShareGPT replies, lengths files) stop early at a natural
-	// length too; by default the recorded length is generated exactly.
-	NaturalStop bool
-	load        loadFlags
-	work        workloadFlags
-	out         outputFlags
-	verdict     verdictFlags
-	sessions    sessionFlags
-	cluster     clusterFlags
-	gateway     gatewayFlags
-	// scrapeInterval samples the engine's state as a scraper of its
-	// /metrics would (0: not).
-	scrapeInterval time.Duration
-	// timeout is --timeout, the client's limit on a whole request in
-	// virtual time (0: none), and ignoresDisconnect
-	// --server-ignores-disconnect: a timed-out request runs on.
-	timeout           time.Duration
-	ignoresDisconnect bool
-	args              []string
+	run.VirtualSpec
+	load     loadFlags
+	work     workloadFlags
+	out      outputFlags
+	verdict  verdictFlags
+	sessions sessionFlags
+	cluster  clusterFlags
+	gateway  gatewayFlags
+	fs       *pflag.FlagSet
+	args     []string
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -50,19 +36,15 @@ func newSimCmd(env Env) *cobra.Command {
 
 // simCommand is sim's command filling o (see benchCommand).
 func simCommand(env Env, o *SimOptions) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "sim",
-		Short:   "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
-		Long:    helpText("sim"),
-		Example: helpText("sim.examples"),
+	cmd := &cobra.Command{Use: "sim", Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
+		Long: helpText("sim"), Example: helpText("sim.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			o.args = args
-			o.load.numSet = cmd.Flags().Changed("num-prompts")
+			o.args, o.load.numSet = args, cmd.Flags().Changed("num-prompts")
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) },
-	}
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) }}
 	fs := cmd.Flags()
+	o.fs = fs
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path")
 		registerEngineFlags(fs, &o.Engine)
@@ -71,14 +53,14 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
 		o.load.registerRetry(fs)
-		fs.DurationVar(&o.timeout, "timeout", 0, "limit on a whole request in virtual time, as bench's --timeout: a request not finished by then fails as a timeout (retried under --retries) and the engine drops it (0: none)")
-		fs.BoolVar(&o.ignoresDisconnect, "server-ignores-disconnect", false, "with --timeout, leave a timed-out request running on the engine, as a server that does not notice the client left: wasted work that feeds a retry storm")
+		fs.DurationVar(&o.Timeout, "timeout", 0, "limit on a whole request in virtual time, as bench's --timeout: a request not finished by then fails as a timeout (retried under --retries) and the engine drops it (0: none)")
+		fs.BoolVar(&o.ServerIgnoresDisconnect, "server-ignores-disconnect", false, "with --timeout, leave a timed-out request running on the engine, as a server that does not notice the client left: wasted work that feeds a retry storm")
 	})
 	group(fs, "Gateway flags", o.gateway.register)
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
 		fs.BoolVar(&o.IgnoreEOS, "ignore-eos", false, "generate every request's full output length (as bench's --ignore-eos); lengths a dataset recorded are generated exactly even without it")
-		fs.DurationVar(&o.scrapeInterval, "scrape-interval", time.Second, "sample the engine's state (running, waiting, KV usage, token counters) this often in virtual time, as a scraper of its /metrics would (0: not)")
+		fs.DurationVar(&o.ScrapeInterval, "scrape-interval", time.Second, "sample the engine's state (running, waiting, KV usage, token counters) this often in virtual time, as a scraper of its /metrics would (0: not)")
 		fs.BoolVar(&o.NaturalStop, "natural-stop", false, "let requests stop early at a natural length even where the dataset recorded their output length (a trace, ShareGPT replies)")
 	})
 	group(fs, "Session flags (--dataset-name conversations or mooncake-sessions)", o.sessions.register)
@@ -122,9 +104,6 @@ func (o *SimOptions) runError(err error) error {
 
 // config is the run.Config the options describe, its cluster fleet's.
 func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run.Config, error) {
-	if o.IgnoreEOS && o.NaturalStop {
-		return run.Config{}, usagef("--ignore-eos and --natural-stop contradict each other: choose one")
-	}
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return run.Config{}, err
 	}
@@ -132,29 +111,14 @@ func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run
 	if err != nil {
 		return run.Config{}, err
 	}
-	cfg.Engine, cfg.IgnoreEOS, cfg.NaturalStopRecorded, cfg.ReadingSpeedMs = o.Engine, o.IgnoreEOS, o.NaturalStop, o.verdict.ReadingSpeedMs
+	cfg.Engine, cfg.ReadingSpeedMs = o.Engine, o.verdict.ReadingSpeedMs
 	if cfg.Cluster, err = fleet(); err != nil {
 		return run.Config{}, err
 	}
-	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
-	if err != nil {
+	if cfg.Sessions, cfg.SessionSLO, err = o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed); err != nil {
 		return run.Config{}, err
 	}
-	cfg.Sessions, cfg.SessionSLO = sessions, sessionSLO
-	switch {
-	case o.timeout < 0:
-		return run.Config{}, usagef("--timeout %v: want ≥ 0 (0: none)", o.timeout)
-	case o.ignoresDisconnect && o.timeout == 0:
-		return run.Config{}, usagef("--server-ignores-disconnect needs --timeout (without one no client leaves)")
-	}
-	cfg.ClientTimeout, cfg.KeepAbandoned = o.timeout, o.ignoresDisconnect
-	switch {
-	case o.scrapeInterval < 0:
-		return run.Config{}, usagef("--scrape-interval %v: want ≥ 0 (0: not sampled)", o.scrapeInterval)
-	case o.scrapeInterval > 0:
-		cfg.Scrape = &run.ScrapeConfig{Interval: o.scrapeInterval}
-	}
-	return cfg, nil
+	return cfg, settingError(o.fs, &o.VirtualSpec, o.VirtualSpec.Apply(&cfg))
 }
 
 // runSim runs one level in virtual time and reports it like bench.
@@ -169,12 +133,9 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	out := outputs{out: &o.out, gate: o.verdict.gate,
 		interrupted: func(*run.Result) string { return "the summary above covers what finished" },
 		before: func(res *run.Result) {
-			if v := res.Virtual; v != nil && !o.out.Quiet {
-				fmt.Fprintf(env.Stderr, "goodput: simulated %.1f s of %s in %.2f s (%d engine steps)\n",
-					v.Simulated.Seconds(), run.DescribeEngine(res.Meta.Simulated), v.Wall.Seconds(), v.Steps)
-				if v.Abandoned > 0 {
-					fmt.Fprintf(env.Stderr, "goodput: the engine ran on %d timed-out requests whose clients had left (%d tokens wasted; --server-ignores-disconnect)\n",
-						v.Abandoned, v.AbandonedTokens)
+			for _, l := range res.VirtualLines() {
+				if !o.out.Quiet {
+					fmt.Fprintln(env.Stderr, "goodput: "+l)
 				}
 			}
 		}}

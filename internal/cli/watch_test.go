@@ -17,6 +17,7 @@ import (
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/watch"
 )
 
 // keyEchoServer is a vendor that echoes the key it was sent everywhere it
@@ -76,7 +77,7 @@ targets:
 	env.secrets = &redact.Secrets{}
 	env.Stdout, env.Stderr = env.secrets.Writer(env.Stdout), env.secrets.Writer(env.Stderr)
 	var page string
-	o := &WatchOptions{Config: "watch.yaml", Listen: "127.0.0.1:0", listenSet: true, RecordsDir: "rec", Once: true,
+	o := &WatchOptions{Spec: watch.Spec{Config: "watch.yaml", Listen: "127.0.0.1:0", RecordsDir: "rec", Once: true}, listenSet: true,
 		served: func(url string) {
 			resp, err := http.Get(url)
 			if err != nil {

@@ -138,7 +138,7 @@ type Proxy struct {
 func New(o Options) (*Proxy, error) {
 	u, err := url.Parse(o.Upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--upstream %q: %w: want http(s)://host[:port][/path]", o.Upstream, ErrBadUpstream)
+		return nil, fmt.Errorf("upstream %q: %w: want http(s)://host[:port][/path]", o.Upstream, ErrBadUpstream)
 	}
 	p := &Proxy{
 		upstream:   u,

@@ -1,0 +1,197 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/simserve"
+)
+
+// Spec is "goodput watch" as a user gives it: the config file, the
+// /metrics address ("" or none: not served), where the records go, and
+// how long to watch (Once: probe every target once).
+type Spec struct {
+	Config, Listen, RecordsDir string
+	Duration                   time.Duration
+	Once                       bool
+}
+
+// Host is what a watch takes from the program running it.
+type Host struct {
+	// Dir resolves relative paths ("" the working directory).
+	Dir            string
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Secrets are blanked from the records and the /metrics page (nil:
+	// none).
+	Secrets *redact.Secrets
+	Version string
+	// Target builds t's run.Target reaching it at base (the embedded
+	// simulator's URL for base_url embedded), sending headers (K=V) and
+	// body (JSON, "" none) with every probe; its error is a *ConfigError.
+	Target func(t *Target, base string, headers []string, body string) (run.Target, error)
+	// Served, when set (tests), is called with the /metrics URL after
+	// Once has probed, while the page still serves.
+	Served func(metricsURL string)
+}
+
+// Check checks s; errors are *setting.Error of Spec's fields.
+func (s Spec) Check() error {
+	switch {
+	case s.Config == "":
+		return setting.Errorf("", "", "%v is required: the YAML file listing the targets to watch (see docs/watch.md)", setting.Name("Config"))
+	case s.Duration < 0:
+		return setting.Errorf("Duration", s.Duration.String(), "want ≥ 0")
+	case s.Once && s.Duration > 0:
+		return setting.Errorf("", "", "%v probes every target once: give %v only to watch continuously", setting.Name("Once"), setting.Name("Duration"))
+	}
+	return nil
+}
+
+// Run watches as s says until ctx is done or s.Duration has passed, then
+// writes the summary; with s.Once it probes each target once and writes
+// the results, and failed names the targets whose probe was not ok. listen
+// says whether Listen was given: Once serves /metrics only then. A
+// mistake in the config or a target is a *ConfigError, in s a
+// *setting.Error.
+func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, err error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(h.path(s.Config), s.Config)
+	if err != nil {
+		return nil, err
+	}
+	targets, stop, err := h.targets(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	reg := prometheus.NewRegistry()
+	o := Options{
+		Open: func(t Target, now func() int64) (run.Backend, error) {
+			rt := targets[t.Name]
+			// One probe in flight per target: a small pool is enough.
+			return rt.Open(rt.BaseURL, 2, now)
+		},
+		Registerer: reg, RecordsDir: h.path(s.RecordsDir), Version: h.Version,
+		Note: func(m string) { fmt.Fprintln(h.Stderr, "goodput: watch: "+m) },
+	}
+	if h.Secrets != nil {
+		o.Filter = h.Secrets.Writer
+	}
+	w, err := New(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	url := ""
+	if s.Listen != "" && !strings.EqualFold(s.Listen, "none") && (!s.Once || listen) {
+		var stopMetrics func()
+		if url, stopMetrics, err = Serve(s.Listen, reg, h.Secrets); err != nil {
+			return nil, setting.Errorf("Listen", s.Listen, "%v", err)
+		}
+		defer stopMetrics()
+		fmt.Fprintf(h.Stderr, "goodput: metrics at %s\n", url)
+	}
+	if s.Once {
+		results, err := w.Once(ctx)
+		_ = WriteResults(h.Stdout, results)
+		if h.Served != nil && url != "" {
+			h.Served(url)
+		}
+		return NotOK(results), err
+	}
+	fmt.Fprintf(h.Stderr, "goodput: watching %s (Ctrl-C to stop)\n", Intervals(cfg))
+	rctx := ctx
+	if s.Duration > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, s.Duration)
+		defer cancel()
+	}
+	err = w.Run(rctx)
+	_ = WriteSummary(h.Stdout, w.Summary())
+	return nil, err
+}
+
+// path is p resolved against h.Dir.
+func (h Host) path(p string) string {
+	if p != "" && h.Dir != "" && !filepath.IsAbs(p) {
+		return filepath.Join(h.Dir, p)
+	}
+	return p
+}
+
+// targets checks each target's key, then builds its run.Target through
+// h.Target. Targets at base_url embedded share one embedded simulator,
+// started here; stop stops it.
+func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]run.Target, stop func(), err error) {
+	stop = func() {}
+	for i := range cfg.Targets {
+		t := &cfg.Targets[i]
+		if t.APIKeyEnv != "" && (h.Getenv == nil || h.Getenv(t.APIKeyEnv) == "") {
+			return nil, stop, t.FieldError("api_key_env", fmt.Errorf("the environment variable %s is not set: export it with the API key", t.APIKeyEnv))
+		}
+	}
+	simURL := ""
+	if slices.ContainsFunc(cfg.Targets, func(t Target) bool { return t.BaseURL == Embedded }) {
+		log := slog.New(slog.NewTextHandler(h.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		url, stopServer, err := simserve.Start(ctx, "127.0.0.1:0", sim.DefaultConfig(), simserve.Options{Logger: log})
+		if err != nil {
+			return nil, stop, fmt.Errorf("the embedded simulator: %w", err)
+		}
+		simURL, stop = url, func() { _ = stopServer() }
+	}
+	targets = map[string]run.Target{}
+	for i := range cfg.Targets {
+		t := &cfg.Targets[i]
+		headers, body, err := t.request()
+		base := t.BaseURL
+		if base == Embedded {
+			base = simURL
+		}
+		var rt run.Target
+		if err == nil {
+			rt, err = h.Target(t, base, headers, body)
+		}
+		if err != nil {
+			stop()
+			return nil, func() {}, err
+		}
+		if t.Endpoint == "" {
+			t.Endpoint = rt.Endpoint // the records say which path was probed
+		}
+		targets[t.Name] = rt
+	}
+	return targets, stop, nil
+}
+
+// request is what t sends beyond its config's keys: its headers as K=V,
+// sorted, and its probe's body as JSON ("" none).
+func (t *Target) request() (headers []string, body string, err error) {
+	for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
+		headers = append(headers, k+"="+t.Headers[k])
+	}
+	if b := t.Probe.Body(); b != nil {
+		j, err := json.Marshal(b)
+		if err != nil {
+			return nil, "", t.FieldError("probe", err)
+		}
+		body = string(j)
+	}
+	return headers, body, nil
+}

@@ -1,0 +1,44 @@
+package watch
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/setting"
+)
+
+func TestSpecErrors(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Config: "w.yaml", Duration: time.Minute}, ""},
+		{Spec{Config: "w.yaml", Once: true}, ""},
+		{Spec{}, "Config is required: the YAML file listing the targets to watch"},
+		{Spec{Config: "w.yaml", Duration: -time.Second}, "Duration -1s: want ≥ 0"},
+		{Spec{Config: "w.yaml", Once: true, Duration: time.Minute}, "Once probes every target once: give Duration only to watch continuously"},
+	} {
+		err := c.spec.Check()
+		var se *setting.Error
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v; want none", c.spec, err)
+		case c.want != "" && (!errors.As(err, &se) || !strings.HasPrefix(se.Error(), c.want)):
+			t.Errorf("%+v: %v; want a *setting.Error %q", c.spec, err, c.want)
+		}
+	}
+}
+
+// A target's headers go out sorted, its probe's body as JSON.
+func TestTargetRequest(t *testing.T) {
+	cfg, err := ParseConfig([]byte("targets:\n  - name: a\n    base_url: http://x:1\n    headers: {X-B: b, X-A: a}\n    probe: {extra_body: {top_k: 5}}\n"), "w.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers, body, err := cfg.Targets[0].request()
+	if err != nil || strings.Join(headers, " ") != "X-A=a X-B=b" || !strings.Contains(body, `"top_k":5`) {
+		t.Errorf("request() = %q, %q, %v", headers, body, err)
+	}
+}
