@@ -1,0 +1,77 @@
+package run
+
+import (
+	"errors"
+	"io"
+	"math"
+	"testing"
+
+	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// fieldOf is the field a *setting.Error names, "-" for another error and
+// "" for none.
+func fieldOf(err error) string {
+	var se *setting.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return se.Field
+	}
+	return "-"
+}
+
+func TestReportSettingErrorsByField(t *testing.T) {
+	cases := []struct {
+		name, field string
+		err         error
+	}{
+		{"cost", "GPUCostPerHour", Cost{GPUCostPerHour: -1}.Check()},
+		{"cost NaN", "GPUCostPerHour", Cost{GPUCostPerHour: math.NaN()}.Check()},
+		{"gpus", "NumGPUs", Cost{NumGPUs: -2}.Check()},
+		{"priced", "", Cost{GPUCostPerHour: 2, NumGPUs: 8}.Check()},
+		{"reading speed", "ReadingSpeedMs", (&ReportSpec{}).Check()},
+		{"per request", "PerRequest", (&ReportSpec{ReadingSpeedMs: 50, PerRequest: "xml"}).Check()},
+		{"report", "", (&ReportSpec{ReadingSpeedMs: 50, PerRequest: "jsonl"}).Check()},
+		{"fit files", "", Fit(&FitSpec{}, Files{})},
+		{"fit network", "Network", Fit(&FitSpec{Files: []string{"x"}, Network: -1}, Files{})},
+	}
+	for _, c := range cases {
+		if got := fieldOf(c.err); got != c.field || (c.name == "fit files" && c.err == nil) {
+			t.Errorf("%s: %v names %q; want %q", c.name, c.err, got, c.field)
+		}
+	}
+}
+
+func TestCompareSettingErrorsByField(t *testing.T) {
+	ok := CompareSpec{Spec: stats.Spec{PercentileMetrics: "ttft", MetricPercentiles: "50"}, Resamples: 100, Confidence: 0.9, ReadingSpeedMs: 50}
+	cases := []struct {
+		name, field string
+		edit        func(*CompareSpec)
+	}{
+		{"ok", "", func(*CompareSpec) {}},
+		{"itl", "PercentileMetrics", func(s *CompareSpec) { s.PercentileMetrics = "ttft,itl" }},
+		{"metrics", "PercentileMetrics", func(s *CompareSpec) { s.PercentileMetrics = "speed" }},
+		{"session", "SessionGoodput", func(s *CompareSpec) { s.SessionGoodput = "ttp:x" }},
+		{"resamples", "Resamples", func(s *CompareSpec) { s.Resamples = 99 }},
+		{"confidence", "Confidence", func(s *CompareSpec) { s.Confidence = 1 }},
+		{"reading speed", "ReadingSpeedMs", func(s *CompareSpec) { s.ReadingSpeedMs = 0 }},
+	}
+	for _, c := range cases {
+		s := ok
+		c.edit(&s)
+		_, err := s.options()
+		if got := fieldOf(err); got != c.field {
+			t.Errorf("%s: %v names %q; want %q", c.name, err, got, c.field)
+		}
+	}
+	// Checked before any file is opened.
+	s := ok
+	s.Resamples = 1
+	open := func(string) (io.ReadCloser, error) { t.Fatal("opened a file"); return nil, nil }
+	if err := Compare(&s, Files{Open: open}); fieldOf(err) != "Resamples" {
+		t.Errorf("Compare: %v", err)
+	}
+}
