@@ -64,8 +64,8 @@ func TestRunHooks(t *testing.T) {
 
 	// report's hook judges the sim's records as the sim judged itself.
 	meta, recs := readRecords(t, records)
-	ro := &ReportOptions{ReportSpec: run.ReportSpec{ReadingSpeedMs: 50}, Summary: summaryFlags{Spec: stats.Spec{PercentileMetrics: defaultPercentileMetrics, MetricPercentiles: "50,90,95,99", Buckets: "1024,8192"}}}
-	again, err := ro.Analyze(meta, recs)
+	ro := &run.ReportSpec{ReadingSpeedMs: 50, Summary: run.SummarySpec{Spec: stats.Spec{PercentileMetrics: defaultPercentileMetrics, MetricPercentiles: "50,90,95,99", Buckets: "1024,8192"}}}
+	again, err := ro.Analyze(meta, recs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

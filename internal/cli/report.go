@@ -20,8 +20,7 @@ import (
 // summaryFlags say how records are summarised and priced, with bench's
 // names and meanings; its methods' errors name the flags.
 type summaryFlags struct {
-	stats.Spec
-	run.Cost
+	run.SummarySpec
 	fs *pflag.FlagSet
 }
 
@@ -48,9 +47,14 @@ func (s *summaryFlags) options(extra []string) (stats.Options, error) {
 	return so, s.err(err)
 }
 
-// register adds the flags, with bench's names, meanings and defaults.
 func (s *summaryFlags) register(fs *pflag.FlagSet) {
 	s.fs = fs
+	registerSummary(fs, &s.SummarySpec)
+}
+
+// registerSummary adds the summary flags, with bench's names, meanings
+// and defaults.
+func registerSummary(fs *pflag.FlagSet, s *run.SummarySpec) {
 	fs.StringArrayVar(&s.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
 	fs.StringVar(&s.SLOPreset, "slo-preset", "", "a product's SLO ("+strings.Join(stats.PresetNames(), ", ")+"; goodput slo list); --goodput and --session-goodput override it constraint by constraint")
 	fs.Float64Var(&s.GPUCostPerHour, "gpu-cost-per-hour", 0, "what one GPU costs an hour (any currency): adds the cost of 1M output tokens and, with scraped GPU power, the energy per token")
@@ -88,16 +92,8 @@ func resolve(env Env, p string) string {
 // --percentile-metrics says otherwise.
 const defaultPercentileMetrics = "ttft,tpot,itl,e2el,ttp,response"
 
-// ReportOptions is everything "goodput report" needs.
-type ReportOptions struct {
-	run.ReportSpec
-	Summary  summaryFlags
-	sloWords []string
-	flags    *pflag.FlagSet
-}
-
 func newReportCmd(env Env) *cobra.Command {
-	var o ReportOptions
+	var o run.ReportSpec
 	cmd := &cobra.Command{
 		Use:     "report RECORDS.jsonl...",
 		Short:   "Re-summarise saved records; write HTML, CSV, JSON or per-request rows",
@@ -105,21 +101,15 @@ func newReportCmd(env Env) *cobra.Command {
 		Example: helpText("report.examples"),
 		Args:    atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Files, o.sloWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0)
-			if len(o.Files) == 0 {
+			if o.Files, o.SLOWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0); len(o.Files) == 0 {
 				return usagef("no records file given")
 			}
-			a, err := o.reanalysis()
-			if err != nil {
-				return err
-			}
 			term := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}, Headed: true}
-			return savedRunError(o.flags, &o, o.Read, run.Report(&o.ReportSpec, a, term, files(env)))
+			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, givenIn(cmd.Flags(), &o), term, files(env)))
 		},
 	}
 	fs := cmd.Flags()
-	o.flags = fs
-	o.Summary.register(fs)
+	registerSummary(fs, &o.Summary)
 	fs.BoolVar(&o.Force, "force", false, "merge records files even when they come from incompatible runs")
 	readFlags(fs, &o.Read)
 	fs.StringVar(&o.PerRequest, "per-request", "", "print one row per request instead of the summary: csv or jsonl")
@@ -130,37 +120,6 @@ func newReportCmd(env Env) *cobra.Command {
 	registerReadingSpeed(fs, &o.ReadingSpeedMs)
 	registerSessionGoodput(fs, &o.Summary.SessionGoodput)
 	return cmd
-}
-
-// reanalysis is what the records are judged with: each summary setting
-// given replaces the run's stored one.
-func (o *ReportOptions) reanalysis() (run.Reanalysis, error) {
-	s, given := &o.Summary, givenIn(o.flags, o)
-	so, err := s.options(o.sloWords)
-	a := run.Reanalysis{Given: run.Given{Stats: so, ReadingSpeedMs: o.ReadingSpeedMs,
-		SLOSet:     given("Summary.Goodput") || given("Summary.SLOPreset") || len(o.sloWords) > 0,
-		MetricsSet: given("Summary.PercentileMetrics"), PercentilesSet: given("Summary.MetricPercentiles"),
-		BucketsSet: given("Summary.Buckets"), ReadingSpeedSet: given("ReadingSpeedMs")}}
-	if err == nil && (given("Summary.GPUCostPerHour") || given("Summary.NumGPUs")) {
-		a.Cost = &s.Cost
-		err = s.err(s.Cost.Check())
-	}
-	if err == nil && (given("Summary.SessionGoodput") || given("Summary.SLOPreset")) {
-		slo, serr := s.sessionSLO(s.SessionGoodput)
-		a.SessionSLO, err = &slo, serr
-	}
-	return a, err
-}
-
-// Analyze judges merged records as the run that wrote them did, but for
-// the flags given (the command's hook; tests call it directly).
-func (o *ReportOptions) Analyze(meta *runlog.Meta, recs []runlog.Record) (*run.Result, error) {
-	a, err := o.reanalysis()
-	if err != nil {
-		return nil, err
-	}
-	res, err := a.Analyze(meta, recs, nil)
-	return res, savedRunError(o.flags, o, o.Read, err)
 }
 
 // readFlags registers the flags that say how records files are read,

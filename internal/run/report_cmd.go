@@ -62,10 +62,21 @@ func (f Files) writeFile(field, name, note string, render func(*bytes.Buffer) er
 	return nil
 }
 
+// SummarySpec is how records are summarised and priced, as a user
+// writes it.
+type SummarySpec struct {
+	stats.Spec
+	Cost
+}
+
 // ReportSpec is "goodput report": records files merged into one run,
 // judged again and written out.
 type ReportSpec struct {
 	Files []string
+	// SLOWords are stray "name:ms" words that extend Summary.Goodput.
+	SLOWords []string
+	// Summary replaces the run's stored setting wherever one was given.
+	Summary SummarySpec
 	// Force merges files from incompatible runs; Read says how they read.
 	Force bool
 	Read  runlog.ReadOptions
@@ -99,9 +110,41 @@ type Reanalysis struct {
 	SessionSLO *stats.SessionSLO
 }
 
+// Reanalysis checks the summary settings; given (field paths of the
+// spec) says which replace the run's own.
+func (s *ReportSpec) Reanalysis(given setting.Given) (Reanalysis, error) {
+	sum := &s.Summary
+	so, err := sum.Options(s.SLOWords)
+	if err != nil {
+		return Reanalysis{}, setting.Within("Summary", err)
+	}
+	a := Reanalysis{Given: Given{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
+		SLOSet:     given.Has("Summary.Goodput") || given.Has("Summary.SLOPreset") || len(s.SLOWords) > 0,
+		MetricsSet: given.Has("Summary.PercentileMetrics"), PercentilesSet: given.Has("Summary.MetricPercentiles"),
+		BucketsSet: given.Has("Summary.Buckets"), ReadingSpeedSet: given.Has("ReadingSpeedMs")}}
+	if given.Has("Summary.GPUCostPerHour") || given.Has("Summary.NumGPUs") {
+		if err := sum.Cost.Check(); err != nil {
+			return a, setting.Within("Summary", err)
+		}
+		a.Cost = &sum.Cost
+	}
+	if given.Has("Summary.SessionGoodput") || given.Has("Summary.SLOPreset") {
+		slo, err := sum.SessionSLO()
+		if err != nil {
+			return a, setting.Within("Summary", err)
+		}
+		a.SessionSLO = &slo
+	}
+	return a, nil
+}
+
 // Analyze judges merged records as the run that wrote them did, but for
-// the settings given.
-func (a Reanalysis) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []runlog.Scrape) (*Result, error) {
+// the settings given (Reanalysis).
+func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []runlog.Scrape, given setting.Given) (*Result, error) {
+	a, err := s.Reanalysis(given)
+	if err != nil {
+		return nil, err
+	}
 	so, speed, err := a.Settle(meta)
 	if err != nil {
 		return nil, err
@@ -110,9 +153,12 @@ func (a Reanalysis) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []r
 		Cost: a.Cost, SessionSLO: a.SessionSLO})
 }
 
-// Report reads and merges the spec's files (ReadMerged), judges them
-// (a.Analyze) and prints and writes what the spec asks.
-func Report(s *ReportSpec, a Reanalysis, term TerminalOptions, f Files) error {
+// Report checks the spec, reads and merges its files (ReadMerged), judges
+// them (Analyze) and prints and writes what the spec asks.
+func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) error {
+	if _, err := s.Reanalysis(given); err != nil {
+		return err
+	}
 	if err := s.Check(); err != nil {
 		return err
 	}
@@ -120,7 +166,7 @@ func Report(s *ReportSpec, a Reanalysis, term TerminalOptions, f Files) error {
 	if err != nil {
 		return err
 	}
-	res, err := a.Analyze(m.Meta, m.Records, m.Scrapes)
+	res, err := s.Analyze(m.Meta, m.Records, m.Scrapes, given)
 	if err != nil {
 		return err
 	}

@@ -75,3 +75,32 @@ func TestCompareSettingErrorsByField(t *testing.T) {
 		t.Errorf("Compare: %v", err)
 	}
 }
+
+func TestReanalysisTakesWhatWasGiven(t *testing.T) {
+	given := func(fs ...string) setting.Given {
+		return func(f string) bool {
+			for _, g := range fs {
+				if g == f {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	s := &ReportSpec{ReadingSpeedMs: 50, SLOWords: []string{"ttft:100"},
+		Summary: SummarySpec{Spec: stats.Spec{SessionGoodput: "ttp:x"}, Cost: Cost{NumGPUs: -1}}}
+	a, err := s.Reanalysis(nil)
+	if err != nil || !a.SLOSet || a.MetricsSet || a.Cost != nil || a.SessionSLO != nil {
+		t.Errorf("nothing given: %+v, %v; want the SLO words alone taken", a, err)
+	}
+	if _, err := s.Reanalysis(given("Summary.NumGPUs")); fieldOf(err) != "Summary.NumGPUs" {
+		t.Errorf("cost given: %v; want Summary.NumGPUs refused", err)
+	}
+	if _, err := s.Reanalysis(given("Summary.SLOPreset")); fieldOf(err) != "Summary.SessionGoodput" {
+		t.Errorf("preset given: %v; want Summary.SessionGoodput refused", err)
+	}
+	s.Summary.MetricPercentiles = "200"
+	if _, err := s.Reanalysis(nil); fieldOf(err) != "Summary.MetricPercentiles" {
+		t.Errorf("bad percentiles: %v", err)
+	}
+}
