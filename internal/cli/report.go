@@ -14,6 +14,7 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -26,16 +27,16 @@ type summaryFlags struct {
 
 func (s *summaryFlags) err(err error) error { return settingError(s.fs, s, err) }
 
-func (s *summaryFlags) slo(extra []string) (stats.SLO, error) {
-	slo, err := s.Spec.SLO(extra)
-	return slo, s.err(err)
-}
-
-// sessionSLO is the session SLO spec over --slo-preset's.
+// sessionSLO is spec, bench's --session-goodput (bound to its session
+// flags, not to SessionGoodput), over --slo-preset's session constraints.
 func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 	c := s.Spec
 	c.SessionGoodput = spec
 	slo, err := c.SessionSLO()
+	var se *setting.Error
+	if errors.As(err, &se) && se.Field == "SessionGoodput" {
+		return slo, usagef("%s", se.Render(func(string) string { return "--session-goodput" }))
+	}
 	return slo, s.err(err)
 }
 

@@ -22,11 +22,18 @@ func newSimFitCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = args
 			err := run.Fit(o, files(env))
-			if we := (*run.WriteError)(nil); err == nil || errors.As(err, &we) {
+			var (
+				ce *sim.ConfigError
+				we *run.WriteError
+			)
+			switch {
+			case errors.As(err, &ce):
+				return flagError(err, "--model")
+			case err == nil || errors.As(err, &we):
 				return savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)
 			}
 			// An unreadable records file is bad input too.
-			return flagError(savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err), "--model")
+			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)}
 		},
 	}
 	fs := cmd.Flags()

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,16 +8,6 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/stats"
 )
-
-// SLOOptions is everything "goodput slo list" and "goodput slo show" need.
-type SLOOptions struct {
-	// Name is the preset "show" prints ("" for list).
-	Name string
-	// JSON prints JSON instead of text.
-	JSON bool
-	// Sources prints each preset's sources under the list.
-	Sources bool
-}
 
 func newSLOCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -34,28 +23,21 @@ func newSLOCmd(env Env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newSLOListCmd(env), newSLOShowCmd(env))
-	return cmd
-}
-
-func newSLOListCmd(env Env) *cobra.Command {
-	var o SLOOptions
-	cmd := &cobra.Command{
+	var listJSON, sources, showJSON bool
+	list := &cobra.Command{
 		Use:   "list",
 		Short: "Print every SLO preset: its constraints in --goodput and --session-goodput syntax",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return runSLOList(env, &o)
+			if listJSON {
+				return report.PresetsJSON(env.Stdout, stats.Presets())
+			}
+			return report.PresetsTerminal(env.Stdout, stats.Presets(), sources)
 		},
 	}
-	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the presets as a JSON array, sources included")
-	cmd.Flags().BoolVar(&o.Sources, "sources", false, "print each preset's sources and unsourced defaults under the table")
-	return cmd
-}
-
-func newSLOShowCmd(env Env) *cobra.Command {
-	var o SLOOptions
-	cmd := &cobra.Command{
+	list.Flags().BoolVar(&listJSON, "json", false, "print the presets as a JSON array, sources included")
+	list.Flags().BoolVar(&sources, "sources", false, "print each preset's sources and unsourced defaults under the table")
+	show := &cobra.Command{
 		Use:       "show NAME",
 		Short:     "Print one SLO preset with its sources",
 		ValidArgs: stats.PresetNames(),
@@ -66,33 +48,17 @@ func newSLOShowCmd(env Env) *cobra.Command {
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			o.Name = args[0]
-			return runSLOShow(env, &o)
+			p, err := stats.LookupPreset(args[0])
+			switch {
+			case err != nil: // only an unknown name
+				return usageError{err}
+			case showJSON:
+				return report.PresetJSON(env.Stdout, p)
+			}
+			return report.PresetTerminal(env.Stdout, p)
 		},
 	}
-	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the preset as a JSON object")
+	show.Flags().BoolVar(&showJSON, "json", false, "print the preset as a JSON object")
+	cmd.AddCommand(list, show)
 	return cmd
-}
-
-// runSLOList prints every preset.
-func runSLOList(env Env, o *SLOOptions) error {
-	if o.JSON {
-		return report.PresetsJSON(env.Stdout, stats.Presets())
-	}
-	return report.PresetsTerminal(env.Stdout, stats.Presets(), o.Sources)
-}
-
-// runSLOShow prints the preset o.Name.
-func runSLOShow(env Env, o *SLOOptions) error {
-	p, err := stats.LookupPreset(o.Name)
-	if errors.Is(err, stats.ErrUnknownPreset) {
-		return usageError{err}
-	}
-	if err != nil {
-		return err
-	}
-	if o.JSON {
-		return report.PresetJSON(env.Stdout, p)
-	}
-	return report.PresetTerminal(env.Stdout, p)
 }
