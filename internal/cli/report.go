@@ -11,10 +11,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -131,20 +133,15 @@ func readFlags(fs *pflag.FlagSet, o *runlog.ReadOptions) {
 }
 
 // savedRunError is a command over saved runs' error as the user reads it:
-// a setting's names its flag, and so does an output not written; a file
-// of several runs or of incompatible runs is a usage error naming the
-// flag that merges them; a bad line says how to skip it; a run of whole
-// answers names the streaming metric asked of it.
+// a setting's names its flag, and so does an output not written; a bad
+// line says how to skip it; a run of whole answers names the streaming
+// metric asked of it.
 func savedRunError(fs *pflag.FlagSet, root any, read runlog.ReadOptions, err error) error {
 	var (
 		bad *runlog.BadLineError
 		we  *run.WriteError
 	)
 	switch {
-	case errors.Is(err, runlog.ErrIncompatible):
-		return usageError{fmt.Errorf("%w; use --force to merge them anyway", err)}
-	case errors.Is(err, runlog.ErrSeveralRuns):
-		return usageError{fmt.Errorf("%w; give --merge to summarise them together, each run on its own clock", err)}
 	case errors.As(err, &bad) && !read.SkipBadLines:
 		return fmt.Errorf("%w (--skip-bad-lines skips such lines, naming each in a warning)", err)
 	case errors.As(err, &we) && len(flagsOf(fs, root, we.Field)) > 0:
@@ -159,4 +156,127 @@ func files(env Env) run.Files {
 		Path: func(p string) string { return resolve(env, p) }, Stdout: env.Stdout,
 		Note: func(s string) { fmt.Fprintf(env.Stderr, "goodput: %s\n", s) },
 		Warn: func(w string) { fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w) }, Now: env.Now}
+}
+
+func newCompareCmd(env Env) *cobra.Command {
+	var o run.CompareSpec
+	cmd := &cobra.Command{
+		Use:     "compare A B",
+		Short:   "Judge run B against the baseline run A: deltas with bootstrap confidence intervals",
+		Long:    helpText("compare"),
+		Example: helpText("compare.examples"),
+		Args:    atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			names, slo := splitSLOArgs(env, args, len(o.Goodput) > 0)
+			if len(names) != 2 {
+				return usagef("compare takes two files, A and B; got %d", len(names))
+			}
+			o.A, o.B = names[0], names[1]
+			o.Goodput = append(o.Goodput, slo...)
+			return savedRunError(cmd.Flags(), &o, o.Read, run.Compare(&o, files(env)))
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&o.Goodput, "goodput", nil, "SLO judging both runs' goodput, e.g. --goodput ttft:2000 tpot:50 (ms)")
+	fs.StringVar(&o.SLOPreset, "slo-preset", "", "a product's SLO for both runs ("+strings.Join(stats.PresetNames(), ", ")+"); --goodput and --session-goodput override it constraint by constraint")
+	fs.StringVar(&o.SessionGoodput, "session-goodput", "", "session SLO judging both runs' sessions, e.g. 'ttp:2000 turn_ttft_p95:800' (default: the one both runs stored)")
+	fs.StringVar(&o.MetricPercentiles, "metric-percentiles", "50,90,99", "percentiles to compare")
+	fs.StringVar(&o.PercentileMetrics, "percentile-metrics", "ttft,ttp,tpot,e2el,response", "metrics to compare (per-request ones: ttft, ttp, tpot, e2el, response)")
+	fs.IntVar(&o.Resamples, "resamples", compare.DefaultResamples, "bootstrap resamples")
+	fs.Float64Var(&o.Confidence, "confidence", compare.DefaultConfidence, "confidence level of the intervals, in (0, 1)")
+	fs.Uint64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (the same seed gives the same intervals)")
+	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", float64(compare.DefaultReadingSpeed)/1e6, "time a user takes to read one token, ms: a TPOT below it is invisible to a reader")
+	fs.StringVar(&o.HTML, "html", "", "write a self-contained side-by-side HTML report to this file")
+	readFlags(fs, &o.Read)
+	fs.BoolVar(&o.Force, "force", false, "with --merge, merge a file's runs even when they come from incompatible runs")
+	return cmd
+}
+
+func newSimFitCmd(env Env) *cobra.Command {
+	o := &run.FitSpec{Engine: sim.DefaultConfig()}
+	cmd := &cobra.Command{
+		Use:     "fit RECORDS...",
+		Short:   "Fit a GPU profile's sustained figures and fixed costs to bench records of a real server",
+		Long:    helpText("sim-fit"),
+		Example: helpText("sim-fit.examples"),
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Files = args
+			err := run.Fit(o, files(env))
+			var (
+				ce *sim.ConfigError
+				we *run.WriteError
+			)
+			switch {
+			case errors.As(err, &ce):
+				return flagError(err, "--model")
+			case err == nil || errors.As(err, &we):
+				return savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)
+			}
+			// An unreadable records file is bad input too.
+			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)}
+		},
+	}
+	fs := cmd.Flags()
+	group(fs, "Engine flags (the measured deployment)", func(fs *pflag.FlagSet) {
+		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "the model served: a built-in name, a HF id, a .yaml profile or a Hugging Face config.json path")
+		registerEngineFlags(fs, &o.Engine)
+	})
+	fs.StringVarP(&o.Output, "output", "o", "", "write the fitted GPU profile to this .yaml file (default: print only)")
+	fs.DurationVar(&o.Network, "network-latency", 0, "share of TTFT spent on the network and HTTP, taken off where the server reported no timing of its own")
+	return cmd
+}
+
+func newSLOCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "slo",
+		Short:   "List the SLO presets by product (chat, voice, code-completion, batch, agent)",
+		Long:    helpText("slo"),
+		Example: helpText("slo.examples"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q (want list or show)", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	var listJSON, sources, showJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Print every SLO preset: its constraints in --goodput and --session-goodput syntax",
+		Args:  noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if listJSON {
+				return report.PresetsJSON(env.Stdout, stats.Presets())
+			}
+			return report.PresetsTerminal(env.Stdout, stats.Presets(), sources)
+		},
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the presets as a JSON array, sources included")
+	list.Flags().BoolVar(&sources, "sources", false, "print each preset's sources and unsourced defaults under the table")
+	show := &cobra.Command{
+		Use:       "show NAME",
+		Short:     "Print one SLO preset with its sources",
+		ValidArgs: stats.PresetNames(),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one preset name (%s); got %d argument(s)", strings.Join(stats.PresetNames(), ", "), len(args))
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			p, err := stats.LookupPreset(args[0])
+			switch {
+			case err != nil: // only an unknown name
+				return usageError{err}
+			case showJSON:
+				return report.PresetJSON(env.Stdout, p)
+			}
+			return report.PresetTerminal(env.Stdout, p)
+		},
+	}
+	show.Flags().BoolVar(&showJSON, "json", false, "print the preset as a JSON object")
+	cmd.AddCommand(list, show)
+	return cmd
 }

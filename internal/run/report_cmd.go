@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -67,6 +68,19 @@ func (f Files) writeFile(field, name, note string, render func(*bytes.Buffer) er
 type SummarySpec struct {
 	stats.Spec
 	Cost
+}
+
+// readSettings names the settings that would read err's files: Force
+// for runs that differ, Read.Merge for several runs in one file (fields
+// of ReportSpec and CompareSpec); other errors pass as they are.
+func readSettings(err error) error {
+	switch {
+	case errors.Is(err, runlog.ErrIncompatible):
+		return setting.Errorf("", "", "%v; use %v to merge them anyway", err, setting.Name("Force"))
+	case errors.Is(err, runlog.ErrSeveralRuns):
+		return setting.Errorf("", "", "%v; give %v to summarise them together, each run on its own clock", err, setting.Name("Read.Merge"))
+	}
+	return err
 }
 
 // ReportSpec is "goodput report": records files merged into one run,
@@ -154,7 +168,8 @@ func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []
 }
 
 // Report checks the spec, reads and merges its files (ReadMerged), judges
-// them (Analyze) and prints and writes what the spec asks.
+// them (Analyze) and prints and writes what the spec asks. Files that
+// Force or Read.Merge would merge are a *setting.Error naming it.
 func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) error {
 	if _, err := s.Reanalysis(given); err != nil {
 		return err
@@ -164,7 +179,7 @@ func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) e
 	}
 	m, err := ReadMerged(f.Open, s.Files, s.Read, s.Force, f.Warn)
 	if err != nil {
-		return err
+		return readSettings(err)
 	}
 	res, err := s.Analyze(m.Meta, m.Records, m.Scrapes, given)
 	if err != nil {
@@ -260,7 +275,8 @@ func (s *CompareSpec) options() (compare.Options, error) {
 }
 
 // Compare reads both runs, prints the comparison and writes its HTML. A
-// comparison the runs do not allow is a *setting.Error of no field.
+// comparison the runs do not allow, or runs that Force or Read.Merge
+// would merge, is a *setting.Error.
 func Compare(s *CompareSpec, f Files) error {
 	co, err := s.options()
 	if err != nil {
@@ -276,7 +292,7 @@ func Compare(s *CompareSpec, f Files) error {
 		sides[i], err = ReadCompareSide(r, name, so, s.Read, s.Force, f.Warn)
 		r.Close()
 		if err != nil {
-			return err
+			return readSettings(err)
 		}
 	}
 	c, err := compare.Compare(sides[0].Run, sides[1].Run, co)
