@@ -4,10 +4,13 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/sweep"
 )
 
 // fieldOf is the field a *setting.Error names, "-" for another error and
@@ -39,9 +42,11 @@ func TestReportSettingErrorsByField(t *testing.T) {
 		{"fit network", "Network", Fit(&FitSpec{Files: []string{"x"}, Network: -1}, Files{})},
 	}
 	for _, c := range cases {
-		if got := fieldOf(c.err); got != c.field || (c.name == "fit files" && c.err == nil) {
-			t.Errorf("%s: %v names %q; want %q", c.name, c.err, got, c.field)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := fieldOf(c.err); got != c.field || (c.name == "fit files" && c.err == nil) {
+				t.Errorf("got %v naming %q; want %q", c.err, got, c.field)
+			}
+		})
 	}
 }
 
@@ -60,12 +65,14 @@ func TestCompareSettingErrorsByField(t *testing.T) {
 		{"reading speed", "ReadingSpeedMs", func(s *CompareSpec) { s.ReadingSpeedMs = 0 }},
 	}
 	for _, c := range cases {
-		s := ok
-		c.edit(&s)
-		_, err := s.options()
-		if got := fieldOf(err); got != c.field {
-			t.Errorf("%s: %v names %q; want %q", c.name, err, got, c.field)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			s := ok
+			c.edit(&s)
+			_, err := s.options()
+			if got := fieldOf(err); got != c.field {
+				t.Errorf("options() = %v naming %q; want %q", err, got, c.field)
+			}
+		})
 	}
 	// Checked before any file is opened.
 	s := ok
@@ -102,5 +109,26 @@ func TestReanalysisTakesWhatWasGiven(t *testing.T) {
 	s.Summary.MetricPercentiles = "200"
 	if _, err := s.Reanalysis(nil); fieldOf(err) != "Summary.MetricPercentiles" {
 		t.Errorf("bad percentiles: %v", err)
+	}
+}
+
+func TestSweepLines(t *testing.T) {
+	var b strings.Builder
+	s := SweepOf(sweep.Plan{Axis: sweep.AxisRate, Auto: true, Criteria: sweep.Criteria{Attainment: 0.9}})
+	plan, point := s.Lines(&b)
+	plan(Plan{Axis: sweep.AxisRate, Search: true, Lo: 1, Hi: 8, Virtual: true, Probe: &runlog.CapacityProbe{Completed: 10, DurationS: 2, RequestThroughput: 5}})
+	point(sweep.Point{Level: runlog.Level{RequestRate: 2}}, "", &Meets{Why: "ttft"})
+	for _, want := range []string{
+		"no levels given: measuring capacity first, then sweeping 20 %, 40 %",
+		"capacity probe: 10 requests completed in 2.0 s, 5 requests/s",
+		"bisecting rate (req/s) in [1, 8] for SLO attainment ≥ 90 % (virtual time)",
+		"| misses: ttft",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Lines wrote %q; want %q in it", b.String(), want)
+		}
+	}
+	if s.Fractions == nil || SweepOf(sweep.Plan{}).Fractions != nil {
+		t.Errorf("SweepOf: fractions %v for an automatic plan; want AutoFractions, none otherwise", s.Fractions)
 	}
 }

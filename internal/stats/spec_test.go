@@ -23,15 +23,17 @@ func TestSpecErrorsByField(t *testing.T) {
 		{"buckets", func(s *Spec) { s.Buckets = "-1" }, nil, "Buckets"},
 	}
 	for _, c := range cases {
-		s := ok
-		if c.spec != nil {
-			c.spec(&s)
-		}
-		_, err := s.Options(c.extra)
-		var se *setting.Error
-		if !errors.As(err, &se) || se.Field != c.field {
-			t.Errorf("%s: err %v; want a setting error of %s", c.name, err, c.field)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			s := ok
+			if c.spec != nil {
+				c.spec(&s)
+			}
+			_, err := s.Options(c.extra)
+			var se *setting.Error
+			if !errors.As(err, &se) || se.Field != c.field {
+				t.Errorf("Options(%q) = %v; want a setting error of %s", c.extra, err, c.field)
+			}
+		})
 	}
 	bad := Spec{SessionGoodput: "ttp:soon"}
 	var se *setting.Error

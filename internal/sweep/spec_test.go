@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -40,19 +41,20 @@ func TestSpecErrorsBySetting(t *testing.T) {
 		{"pareto search", func(s *Spec) { s.Concurrency, s.Pareto, s.Search = "1,2", "1:1", true }, "", nil, []string{"Pareto", "Search"}},
 	}
 	for _, c := range cases {
-		s := okSpec()
-		if c.edit != nil {
-			c.edit(&s)
-		}
-		_, err := s.Plan(runlog.Level{}, c.rates, c.given)
-		var se *setting.Error
-		if !errors.As(err, &se) {
-			t.Errorf("%s: %v; want a setting error", c.name, err)
-			continue
-		}
-		if got := se.Fields(); len(got) != len(c.fields) || (len(got) > 0 && got[0] != c.fields[0]) {
-			t.Errorf("%s: %v names %v; want %v", c.name, err, got, c.fields)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			s := okSpec()
+			if c.edit != nil {
+				c.edit(&s)
+			}
+			_, err := s.Plan(runlog.Level{}, c.rates, c.given)
+			var se *setting.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Plan(%q) = %v; want a setting error", c.rates, err)
+			}
+			if got := se.Fields(); !slices.Equal(got, c.fields) {
+				t.Errorf("Plan(%q) = %v naming %v; want %v", c.rates, err, got, c.fields)
+			}
+		})
 	}
 }
 
