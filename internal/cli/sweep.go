@@ -13,10 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/sweep"
 )
 
-// defaultSweepSLO is the SLO a sweep ranks goodput by when --goodput is
-// not given: a goodput peak needs one.
-const defaultSweepSLO = "ttft:2000 tpot:50"
-
 // SweepOptions is everything "goodput sweep" needs: bench's flag groups
 // plus the sweep's own.
 type SweepOptions struct {
@@ -47,7 +43,16 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), env, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := o.Run(cmd.Context(), env)
+			if res == nil {
+				return err
+			}
+			out := outputs{out: &o.out, gate: o.gate, levelReports: o.LevelReports, interrupted: func(res *run.Result) string {
+				return fmt.Sprintf("after %d levels; the curve above covers them", len(res.Levels))
+			}}
+			return out.finish(env, res, err)
+		},
 	}
 	fs := cmd.Flags()
 	o.fs = fs
@@ -113,8 +118,8 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return nil, err
 	}
 	if len(o.out.Goodput) == 0 && len(o.args) == 0 {
-		o.out.Goodput = []string{defaultSweepSLO}
-		fmt.Fprintf(env.Stderr, "goodput: no --goodput: ranking goodput by the SLO %s\n", defaultSweepSLO)
+		o.out.Goodput = []string{sweep.DefaultSLO}
+		fmt.Fprintf(env.Stderr, "goodput: no --goodput: ranking goodput by the SLO %s\n", sweep.DefaultSLO)
 	}
 	if o.out.ResultFilename == "" {
 		o.out.ResultFilename = fmt.Sprintf("sweep-%s-%s.json", pl.Axis, env.Now().Format("20060102-150405"))
@@ -152,16 +157,4 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	cfg.Hooks.Sweep, cfg.Hooks.Point = cfg.Sweep.Lines(env.Stdout)
 	res, err := run.Run(ctx, cfg)
 	return res, runError(clusterFlagError(err), &o.target, "--sim-model")
-}
-
-// runSweep runs the sweep (or the search) and reports it.
-func runSweep(ctx context.Context, env Env, o *SweepOptions) error {
-	res, err := o.Run(ctx, env)
-	if res == nil {
-		return err
-	}
-	out := outputs{out: &o.out, gate: o.gate, levelReports: o.LevelReports, interrupted: func(res *run.Result) string {
-		return fmt.Sprintf("after %d levels; the curve above covers them", len(res.Levels))
-	}}
-	return out.finish(env, res, err)
 }

@@ -34,6 +34,10 @@ type Spec struct {
 	Precision float64
 }
 
+// DefaultSLO is the SLO a sweep ranks goodput by when none is given: a
+// goodput peak needs one.
+const DefaultSLO = "ttft:2000 tpot:50"
+
 // DefaultMultiples are the multiples of TargetRate swept when Levels is
 // not given.
 const DefaultMultiples = "0.25x,0.5x,0.75x,1x,1.25x,1.5x,2x"
