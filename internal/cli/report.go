@@ -27,6 +27,7 @@ type summaryFlags struct {
 	fs *pflag.FlagSet
 }
 
+// err names the flags of a summary setting's error.
 func (s *summaryFlags) err(err error) error { return settingError(s.fs, s, err) }
 
 // sessionSLO is spec, bench's --session-goodput (bound to its session
@@ -42,6 +43,7 @@ func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 	return slo, s.err(err)
 }
 
+// cost is --gpu-cost-per-hour and --num-gpus, checked.
 func (s *summaryFlags) cost() (run.Cost, error) { return s.Cost, s.err(s.Cost.Check()) }
 
 // options parses the flags plus extra "name:ms" SLO words.
@@ -50,6 +52,7 @@ func (s *summaryFlags) options(extra []string) (stats.Options, error) {
 	return so, s.err(err)
 }
 
+// register adds the flags to fs, whose flags then name the errors.
 func (s *summaryFlags) register(fs *pflag.FlagSet) {
 	s.fs = fs
 	registerSummary(fs, &s.SummarySpec)
