@@ -1,0 +1,134 @@
+package run
+
+import (
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/sweep"
+)
+
+// fieldOf is the field a *setting.Error names, "-" for another error and
+// "" for none.
+func fieldOf(err error) string {
+	var se *setting.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return se.Field
+	}
+	return "-"
+}
+
+func TestReportSettingErrorsByField(t *testing.T) {
+	cases := []struct {
+		name, field string
+		err         error
+	}{
+		{"cost", "GPUCostPerHour", Cost{GPUCostPerHour: -1}.Check()},
+		{"cost NaN", "GPUCostPerHour", Cost{GPUCostPerHour: math.NaN()}.Check()},
+		{"gpus", "NumGPUs", Cost{NumGPUs: -2}.Check()},
+		{"priced", "", Cost{GPUCostPerHour: 2, NumGPUs: 8}.Check()},
+		{"reading speed", "ReadingSpeedMs", (&ReportSpec{}).Check()},
+		{"per request", "PerRequest", (&ReportSpec{ReadingSpeedMs: 50, PerRequest: "xml"}).Check()},
+		{"report", "", (&ReportSpec{ReadingSpeedMs: 50, PerRequest: "jsonl"}).Check()},
+		{"fit files", "", Fit(&FitSpec{}, Files{})},
+		{"fit network", "Network", Fit(&FitSpec{Files: []string{"x"}, Network: -1}, Files{})},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := fieldOf(c.err); got != c.field || (c.name == "fit files" && c.err == nil) {
+				t.Errorf("got %v naming %q; want %q", c.err, got, c.field)
+			}
+		})
+	}
+}
+
+func TestCompareSettingErrorsByField(t *testing.T) {
+	ok := CompareSpec{Spec: stats.Spec{PercentileMetrics: "ttft", MetricPercentiles: "50"}, Resamples: 100, Confidence: 0.9, ReadingSpeedMs: 50}
+	cases := []struct {
+		name, field string
+		edit        func(*CompareSpec)
+	}{
+		{"ok", "", func(*CompareSpec) {}},
+		{"itl", "PercentileMetrics", func(s *CompareSpec) { s.PercentileMetrics = "ttft,itl" }},
+		{"metrics", "PercentileMetrics", func(s *CompareSpec) { s.PercentileMetrics = "speed" }},
+		{"session", "SessionGoodput", func(s *CompareSpec) { s.SessionGoodput = "ttp:x" }},
+		{"resamples", "Resamples", func(s *CompareSpec) { s.Resamples = 99 }},
+		{"confidence", "Confidence", func(s *CompareSpec) { s.Confidence = 1 }},
+		{"reading speed", "ReadingSpeedMs", func(s *CompareSpec) { s.ReadingSpeedMs = 0 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := ok
+			c.edit(&s)
+			_, err := s.options()
+			if got := fieldOf(err); got != c.field {
+				t.Errorf("options() = %v naming %q; want %q", err, got, c.field)
+			}
+		})
+	}
+	// Checked before any file is opened.
+	s := ok
+	s.Resamples = 1
+	open := func(string) (io.ReadCloser, error) { t.Fatal("opened a file"); return nil, nil }
+	if err := Compare(&s, Files{Open: open}); fieldOf(err) != "Resamples" {
+		t.Errorf("Compare: %v", err)
+	}
+}
+
+func TestReanalysisTakesWhatWasGiven(t *testing.T) {
+	given := func(fs ...string) setting.Given {
+		return func(f string) bool {
+			for _, g := range fs {
+				if g == f {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	s := &ReportSpec{ReadingSpeedMs: 50, SLOWords: []string{"ttft:100"},
+		Summary: SummarySpec{Spec: stats.Spec{SessionGoodput: "ttp:x"}, Cost: Cost{NumGPUs: -1}}}
+	a, err := s.Reanalysis(nil)
+	if err != nil || !a.SLOSet || a.MetricsSet || a.Cost != nil || a.SessionSLO != nil {
+		t.Errorf("nothing given: %+v, %v; want the SLO words alone taken", a, err)
+	}
+	if _, err := s.Reanalysis(given("Summary.NumGPUs")); fieldOf(err) != "Summary.NumGPUs" {
+		t.Errorf("cost given: %v; want Summary.NumGPUs refused", err)
+	}
+	if _, err := s.Reanalysis(given("Summary.SLOPreset")); fieldOf(err) != "Summary.SessionGoodput" {
+		t.Errorf("preset given: %v; want Summary.SessionGoodput refused", err)
+	}
+	s.Summary.MetricPercentiles = "200"
+	if _, err := s.Reanalysis(nil); fieldOf(err) != "Summary.MetricPercentiles" {
+		t.Errorf("bad percentiles: %v", err)
+	}
+}
+
+func TestSweepLines(t *testing.T) {
+	var b strings.Builder
+	s := SweepOf(sweep.Plan{Axis: sweep.AxisRate, Auto: true, Criteria: sweep.Criteria{Attainment: 0.9}})
+	plan, point := s.Lines(&b)
+	plan(Plan{Axis: sweep.AxisRate, Search: true, Lo: 1, Hi: 8, Virtual: true, Probe: &runlog.CapacityProbe{Completed: 10, DurationS: 2, RequestThroughput: 5}})
+	point(sweep.Point{Level: runlog.Level{RequestRate: 2}}, "", &Meets{Why: "ttft"})
+	for _, want := range []string{
+		"no levels given: measuring capacity first, then sweeping 20 %, 40 %",
+		"capacity probe: 10 requests completed in 2.0 s, 5 requests/s",
+		"bisecting rate (req/s) in [1, 8] for SLO attainment ≥ 90 % (virtual time)",
+		"| misses: ttft",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("Lines wrote %q; want %q in it", b.String(), want)
+		}
+	}
+	if s.Fractions == nil || SweepOf(sweep.Plan{}).Fractions != nil {
+		t.Errorf("SweepOf: fractions %v for an automatic plan; want AutoFractions, none otherwise", s.Fractions)
+	}
+}
