@@ -37,7 +37,23 @@ func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
 	fs.IntVar(&c.ToolCallTokens, "tool-call-tokens", c.ToolCallTokens, "hidden tokens of one tool call's name and arguments (0 = 24)")
 	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
 	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "measured iteration times overriding the cost formula: a CSV tokens,context_tokens,time_ms, or splitwise:PATH[#MODEL/HARDWARE] (SplitwiseSim's perf_model.csv)")
-	registerSpecFlags(fs, c)
+	fs.IntVar(&c.SpecTokens, "num-speculative-tokens", c.SpecTokens, "draft tokens each decode proposes per step for speculative decoding (0 = off, at most 16)")
+	fs.Float64Var(&c.SpecAcceptance, "spec-acceptance", c.SpecAcceptance, "probability in (0,1] that the target accepts each draft token (0 = 0.7)")
+	fs.StringVar(&c.SpecDraft, "spec-draft", c.SpecDraft, "draft proposer: ngram, eagle (priced at --spec-draft-cost-frac of the target's step per token), or a draft model name or profile")
+	fs.Float64Var(&c.SpecDraftCostFrac, "spec-draft-cost-frac", c.SpecDraftCostFrac, "cost of one ngram or eagle draft token as a fraction of the target's decode step (0 = 0.05)")
+}
+
+// modelUsage is the engine's model flag's help.
+const modelUsage = "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path"
+
+// simFlags are bench's embedded simulator, its model --sim-model (bench's
+// --model is the id sent in requests).
+type simFlags struct{ cfg sim.Config }
+
+func (s *simFlags) register(fs *pflag.FlagSet) {
+	s.cfg = sim.DefaultConfig()
+	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): "+strings.TrimPrefix(modelUsage, "simulated model: "))
+	registerEngineFlags(fs, &s.cfg)
 }
 
 // negBool is a boolean flag that stores the negation of its value, for

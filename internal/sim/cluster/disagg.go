@@ -125,7 +125,7 @@ func NewDisagg(cfg Config) (*Disagg, error) {
 	case cfg.Autoscale != nil:
 		return nil, &ConfigError{Field: "Disagg", Replica: -1, Err: errors.New("a prefill/decode split with an autoscaler is not simulated: the split sizes its pools itself")}
 	case len(cfg.Replicas) > runlog.MaxReplica:
-		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: fmt.Errorf("%d replicas are too many (at most %d)", len(cfg.Replicas), runlog.MaxReplica)}
+		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: errTooMany(len(cfg.Replicas))}
 	}
 	var link costmodel.AllReduceFigures
 	if pd.Link != "" {

@@ -1,0 +1,46 @@
+package simserve
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/goodput/goodput/internal/setting"
+)
+
+// Spec is a server as a user gives it (goodput serve's flags): where it
+// listens, the model id it answers to and a slowdown (Options' fields of
+// the same names). Options checks it; its errors are *setting.Error
+// naming Spec's fields.
+type Spec struct {
+	Host            string
+	Port            int
+	ServedModelName string
+	Slowdown        float64
+	SlowdownAfter   time.Duration
+}
+
+// Options checks s and is the server's Options, logging to log; fleet
+// says several replicas serve (NewFleet), which keep schedules a slowdown
+// cannot stretch.
+func (s Spec) Options(fleet bool, log *slog.Logger) (Options, error) {
+	slow, after := fmt.Sprint(s.Slowdown), s.SlowdownAfter.String()
+	switch {
+	case s.Port < 0 || s.Port > 65535:
+		return Options{}, setting.Errorf("Port", strconv.Itoa(s.Port), "want 0-65535")
+	case checkSlowdown(s.Slowdown) != nil && s.Slowdown != 0:
+		return Options{}, setting.Errorf("Slowdown", slow, "want a factor above 0 and at most %d (1 is full speed)", MaxSlowdown)
+	case s.SlowdownAfter < 0:
+		return Options{}, setting.Errorf("SlowdownAfter", after, "want ≥ 0")
+	case s.SlowdownAfter > 0 && s.Slowdown == 0:
+		return Options{}, setting.Errorf("SlowdownAfter", after, "needs %v FACTOR", setting.Name("Slowdown"))
+	case fleet && s.Slowdown != 0:
+		return Options{}, setting.Errorf("Slowdown", slow, "not supported with several replicas (each keeps its own schedule)")
+	}
+	return Options{ServedModelName: s.ServedModelName, Logger: log, Slowdown: s.Slowdown, SlowdownAfter: s.SlowdownAfter}, nil
+}
+
+// Addr is the address to listen on, host:port.
+func (s Spec) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
