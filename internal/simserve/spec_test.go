@@ -1,0 +1,38 @@
+package simserve
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/goodput/goodput/internal/setting"
+)
+
+func TestSpecOptions(t *testing.T) {
+	for _, tt := range []struct {
+		s     Spec
+		fleet bool
+		want  string
+	}{
+		{Spec{Port: -1}, false, "Port -1: want 0-65535"},
+		{Spec{Port: 65536}, false, "Port 65536: want 0-65535"},
+		{Spec{Slowdown: -1}, false, "Slowdown -1: want a factor above 0 and at most 1000 (1 is full speed)"},
+		{Spec{Slowdown: 1001}, false, "Slowdown 1001: want a factor above 0 and at most 1000 (1 is full speed)"},
+		{Spec{Slowdown: math.NaN()}, false, "Slowdown NaN: want a factor above 0"},
+		{Spec{Slowdown: 2, SlowdownAfter: -time.Second}, false, "SlowdownAfter -1s: want ≥ 0"},
+		{Spec{SlowdownAfter: time.Minute}, false, "SlowdownAfter 1m0s: needs Slowdown FACTOR"},
+		{Spec{Slowdown: 2}, true, "Slowdown 2: not supported with several replicas (each keeps its own schedule)"},
+	} {
+		_, err := tt.s.Options(tt.fleet, nil)
+		var se *setting.Error
+		if !errors.As(err, &se) || len(se.Error()) < len(tt.want) || se.Error()[:len(tt.want)] != tt.want {
+			t.Errorf("%+v: Options = %v; want %q", tt.s, err, tt.want)
+		}
+	}
+	s := Spec{Host: "::1", Port: 80, ServedModelName: "m", Slowdown: 3, SlowdownAfter: time.Second}
+	o, err := s.Options(false, nil)
+	if err != nil || o.ServedModelName != "m" || o.Slowdown != 3 || o.SlowdownAfter != time.Second || s.Addr() != "[::1]:80" {
+		t.Errorf("Options = %+v, %v; Addr = %q", o, err, s.Addr())
+	}
+}
