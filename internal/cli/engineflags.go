@@ -78,28 +78,15 @@ func (n negBool) Set(s string) error {
 
 func (n negBool) Type() string { return "bool" }
 
-// engineFieldFlags are the flags of sim.ConfigError's fields (all but
-// "model", whose flag depends on the command).
+// engineFieldFlags are the flags of sim.ConfigError's fields, by Go name
+// (all but Model, whose flag depends on the command), for flagError,
+// which has no flag set to find them in.
 var engineFieldFlags = map[string]string{
-	"gpu":                     "--gpu",
-	"tensor-parallel-size":    "--tensor-parallel-size",
-	"dtype":                   "--dtype",
-	"kv-cache-dtype":          "--kv-cache-dtype",
-	"max-num-seqs":            "--max-num-seqs",
-	"max-num-batched-tokens":  "--max-num-batched-tokens",
-	"block-size":              "--block-size",
-	"gpu-memory-utilization":  "--gpu-memory-utilization",
-	"max-model-len":           "--max-model-len",
-	"num-gpu-blocks-override": "--num-gpu-blocks-override",
-	"scheduler":               "--scheduler",
-	"max-waiting":             "--max-waiting",
-	"max-queue-time":          "--max-queue-time",
-	"reasoning-tokens":        "--reasoning-tokens",
-	"tool-call-share":         "--tool-call-share",
-	"tool-call-tokens":        "--tool-call-tokens",
-	"profile-table":           "--profile-table",
-	"num-speculative-tokens":  "--num-speculative-tokens",
-	"spec-acceptance":         "--spec-acceptance",
-	"spec-draft":              "--spec-draft",
-	"spec-draft-cost-frac":    "--spec-draft-cost-frac",
+	"GPU": "--gpu", "TP": "--tensor-parallel-size", "DType": "--dtype", "KVCacheDType": "--kv-cache-dtype",
+	"MaxNumSeqs": "--max-num-seqs", "MaxNumBatchedTokens": "--max-num-batched-tokens", "BlockSize": "--block-size",
+	"GPUMemoryUtilization": "--gpu-memory-utilization", "MaxModelLen": "--max-model-len",
+	"NumGPUBlocksOverride": "--num-gpu-blocks-override", "Scheduler": "--scheduler", "MaxWaiting": "--max-waiting",
+	"MaxQueueTime": "--max-queue-time", "ReasoningTokens": "--reasoning-tokens", "ToolCallShare": "--tool-call-share",
+	"ToolCallTokens": "--tool-call-tokens", "ProfileTable": "--profile-table", "SpecTokens": "--num-speculative-tokens",
+	"SpecAcceptance": "--spec-acceptance", "SpecDraft": "--spec-draft", "SpecDraftCostFrac": "--spec-draft-cost-frac",
 }

@@ -83,7 +83,7 @@ func flagError(err error, modelFlag string) error {
 		}
 	case errors.As(err, &se):
 		flag, ok := engineFieldFlags[se.Field]
-		if se.Field == "model" {
+		if se.Field == "Model" {
 			flag, ok = modelFlag, modelFlag != ""
 		}
 		if ok {

@@ -72,7 +72,8 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 		srv, err = simserve.NewFleet(*fleet, opt)
 	}
 	if err != nil {
-		return flagError(err, "--model")
+		// A replica's engine setting is every replica's.
+		return specError(o.cluster.fs, &o.Engine, err)
 	}
 	url, stop, err := srv.Start(ctx, o.Addr())
 	if err != nil {

@@ -418,7 +418,7 @@ func (g GatewaySpec) Apply(c *Config, engine sim.Config) (*Config, error) {
 			c.Replicas[i].Model = g.SmallModel
 		}
 		var se *sim.ConfigError
-		if _, err := sim.New(c.Replicas[small[0]]); errors.As(err, &se) && se.Field == "model" {
+		if _, err := sim.New(c.Replicas[small[0]]); errors.As(err, &se) && se.Field == "Model" {
 			return nil, setting.Errorf("SmallModel", "", "%v", se.Err)
 		}
 	}
