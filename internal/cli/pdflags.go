@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,16 +60,8 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if err := report.SplitsTerminal(env.Stdout, res); err != nil || !save {
 		return err
 	}
-	b, err := json.MarshalIndent(report.SplitsJSON(res), "", "  ")
-	if err != nil {
-		return err
-	}
 	output := o.out.runOutput(env)
-	name := output.ResultName
-	if name == "" {
-		name = "pd-ratios-" + env.Now().Format("20060102-150405") + ".json"
-	}
-	path, err := output.WriteResult(filepath.Join(output.Dir, name), append(b, '\n'))
+	path, err := run.SaveSplits(&output, res, env.Now())
 	if err != nil {
 		return fmt.Errorf("--save-result: %w", runError(err, nil, ""))
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
-	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
 )
 
@@ -79,21 +78,7 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	what := run.DescribeEngine(srv.Describe())
-	if roles := srv.Roles(); roles != nil {
-		p := 0
-		for _, r := range roles {
-			if r == cluster.RolePrefill {
-				p++
-			}
-		}
-		what = fmt.Sprintf("%d prefill + %d decode replicas of %s", p, len(roles)-p, what)
-	} else if fleet != nil && fleet.Autoscale != nil {
-		what = fmt.Sprintf("%d of at most %d autoscaled replicas of %s", len(fleet.Replicas), srv.Replicas(), what)
-	} else if n := srv.Replicas(); n > 1 {
-		what = fmt.Sprintf("%d replicas of %s", n, what)
-	}
-	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", what, srv.Model(), url)
+	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", srv.Fleet(run.DescribeEngine(srv.Describe())), srv.Model(), url)
 	if o.Slowdown != 0 && o.Slowdown != 1 {
 		fmt.Fprintf(env.Stderr, "goodput: every engine iteration runs %v× as long from %v after the start (POST %s/goodput/slowdown?factor=1 restores full speed)\n",
 			o.Slowdown, o.SlowdownAfter, url)

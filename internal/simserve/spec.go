@@ -44,3 +44,18 @@ func (s Spec) Options(fleet bool, log *slog.Logger) (Options, error) {
 
 // Addr is the address to listen on, host:port.
 func (s Spec) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// Fleet says what the server drives, engine describing one engine (as
+// Describe does): a split's pools, an autoscaled fleet (its replicas at
+// the start, of at most Replicas), several replicas, or the engine alone.
+func (s *Server) Fleet(engine string) string {
+	switch start, _ := s.describe["replicas"].(int); {
+	case s.fl.roles != nil:
+		return fmt.Sprintf("%d prefill + %d decode replicas of %s", s.fl.prefill, len(s.fl.roles)-s.fl.prefill, engine)
+	case s.fl.tick != 0:
+		return fmt.Sprintf("%d of at most %d autoscaled replicas of %s", start, s.Replicas(), engine)
+	case s.Replicas() > 1:
+		return fmt.Sprintf("%d replicas of %s", s.Replicas(), engine)
+	}
+	return engine
+}

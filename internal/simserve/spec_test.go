@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 func TestSpecOptions(t *testing.T) {
@@ -34,5 +36,33 @@ func TestSpecOptions(t *testing.T) {
 	o, err := s.Options(false, nil)
 	if err != nil || o.ServedModelName != "m" || o.Slowdown != 3 || o.SlowdownAfter != time.Second || s.Addr() != "[::1]:80" {
 		t.Errorf("Options = %+v, %v; Addr = %q", o, err, s.Addr())
+	}
+}
+
+func TestServerFleet(t *testing.T) {
+	eng := sim.DefaultConfig()
+	two := cluster.Copies(eng, 2)
+	for _, tt := range []struct {
+		cfg  *cluster.Config
+		want string
+	}{
+		{nil, "E"},
+		{&cluster.Config{Replicas: two}, "2 replicas of E"},
+		{&cluster.Config{Replicas: cluster.Copies(eng, 3), Disagg: &cluster.Disaggregation{Prefill: 1}}, "1 prefill + 2 decode replicas of E"},
+		{&cluster.Config{Replicas: two[:1], Autoscale: &cluster.Autoscale{Signal: cluster.SignalQueue, Threshold: 4, Max: 3}}, "1 of at most 3 autoscaled replicas of E"},
+	} {
+		var s *Server
+		var err error
+		if tt.cfg == nil {
+			s, err = New(eng, Options{})
+		} else {
+			s, err = NewFleet(*tt.cfg, Options{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Fleet("E"); got != tt.want {
+			t.Errorf("Fleet = %q; want %q", got, tt.want)
+		}
 	}
 }
