@@ -15,7 +15,6 @@ import (
 // ServeOptions configures "goodput serve".
 type ServeOptions struct {
 	simserve.Spec
-	Engine sim.Config
 	// cluster and gateway are the fleet behind one port, and the gateway
 	// in front of it (or of the engine alone).
 	cluster clusterFlags
@@ -23,7 +22,7 @@ type ServeOptions struct {
 }
 
 func newServeCmd(env Env) *cobra.Command {
-	o := ServeOptions{Engine: sim.DefaultConfig()}
+	o := ServeOptions{Spec: simserve.Spec{Engine: sim.DefaultConfig()}}
 	cmd := &cobra.Command{
 		Use:     "serve",
 		Short:   "Serve a simulated LLM engine over an OpenAI-compatible HTTP API, in real time",
@@ -60,19 +59,9 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	opt, err := o.Options(fleet != nil, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	srv, err := o.Server(fleet, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
-		return settingError(o.cluster.fs, &o.Spec, err)
-	}
-	var srv *simserve.Server
-	if fleet == nil {
-		srv, err = simserve.New(o.Engine, opt)
-	} else {
-		srv, err = simserve.NewFleet(*fleet, opt)
-	}
-	if err != nil {
-		// A replica's engine setting is every replica's.
-		return specError(o.cluster.fs, &o.Engine, err)
+		return specError(o.cluster.fs, &o.Spec, err)
 	}
 	url, stop, err := srv.Start(ctx, o.Addr())
 	if err != nil {

@@ -8,18 +8,39 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // Spec is a server as a user gives it (goodput serve's flags): where it
-// listens, the model id it answers to and a slowdown (Options' fields of
-// the same names). Options checks it; its errors are *setting.Error
-// naming Spec's fields.
+// listens, the engine, the model id it answers to and a slowdown
+// (Options' fields of the same names). Options and Server check it; their
+// errors are *setting.Error naming Spec's fields, the engine's within
+// Engine.
 type Spec struct {
 	Host            string
 	Port            int
+	Engine          sim.Config
 	ServedModelName string
 	Slowdown        float64
 	SlowdownAfter   time.Duration
+}
+
+// Server is the server of Engine, or of fleet when not nil (its replicas
+// configured as Engine, or as the fleet says), logging to log.
+func (s Spec) Server(fleet *cluster.Config, log *slog.Logger) (*Server, error) {
+	opt, err := s.Options(fleet != nil, log)
+	if err != nil {
+		return nil, err
+	}
+	var srv *Server
+	if fleet == nil {
+		srv, err = New(s.Engine, opt)
+	} else {
+		srv, err = NewFleet(*fleet, opt)
+	}
+	// A replica's engine setting is every replica's.
+	return srv, setting.Within("Engine", err)
 }
 
 // Options checks s and is the server's Options, logging to log; fleet

@@ -66,3 +66,22 @@ func TestServerFleet(t *testing.T) {
 		}
 	}
 }
+
+// The engine's errors name its field within Engine, a replica's too.
+func TestSpecServerEngineError(t *testing.T) {
+	s := Spec{Engine: sim.DefaultConfig()}
+	s.Engine.MaxNumSeqs = -1
+	for _, fleet := range []*cluster.Config{nil, {Replicas: cluster.Copies(s.Engine, 2)}} {
+		_, err := s.Server(fleet, nil)
+		var se *setting.Error
+		if !errors.As(err, &se) || se.Error() != "Engine.MaxNumSeqs: -1 must be ≥ 1 (0 for the default)" {
+			t.Errorf("Server(%v) = %v; want Engine.MaxNumSeqs's error", fleet, err)
+		}
+	}
+	if _, err := (Spec{Engine: sim.DefaultConfig(), Port: -1}).Server(nil, nil); err == nil || err.Error() != "Port -1: want 0-65535" {
+		t.Errorf("Server = %v; want Port's error", err)
+	}
+	if srv, err := (Spec{Engine: sim.DefaultConfig()}).Server(nil, nil); err != nil || srv == nil {
+		t.Errorf("Server = %v, %v", srv, err)
+	}
+}
