@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -17,9 +18,7 @@ import (
 // prefill/decode split, or splits to compare (--pd-ratios).
 type clusterFlags struct {
 	cluster.Spec
-	// fs is the flag set, names the flags register declared (onlySim).
-	fs    *pflag.FlagSet
-	names []string
+	fs *pflag.FlagSet
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
@@ -29,31 +28,28 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	for _, l := range costmodel.Links() {
 		links = append(links, l.Name)
 	}
-	own := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
-	own.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
-	own.StringVar(&s.Router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
+	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
+	fs.StringVar(&s.Router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
-	own.IntVar(&s.DataParallel, "data-parallel-size", s.DataParallel, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
-	own.StringVar(&s.File, "cluster", "", "a cluster file (YAML, see docs/simulator.md): pools of replicas, each with its own engine settings (gpu, model, tensor_parallel_size, max_num_seqs, ...), "+
+	fs.IntVar(&s.DataParallel, "data-parallel-size", s.DataParallel, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
+	fs.StringVar(&s.File, "cluster", "", "a cluster file (YAML, see docs/simulator.md): pools of replicas, each with its own engine settings (gpu, model, tensor_parallel_size, max_num_seqs, ...), "+
 		"behind the file's router; the engine flags given are every pool's defaults (instead of --replicas, --data-parallel-size, --router)")
-	own.BoolVar(&s.ExpertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
-	own.StringVar(&a.Rule, "autoscale", "", "add and remove replicas on a signal: SIGNAL:THRESHOLD[,DOWN], one of "+strings.Join(cluster.Signals, ", ")+
+	fs.BoolVar(&s.ExpertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
+	fs.StringVar(&a.Rule, "autoscale", "", "add and remove replicas on a signal: SIGNAL:THRESHOLD[,DOWN], one of "+strings.Join(cluster.Signals, ", ")+
 		" (p95-ttft:2s, queue:8 waiting per replica, kv:0.8, util:0.7); scale up above THRESHOLD, down below DOWN (default half of it); --replicas is the fleet at time 0 (default --autoscale-min)")
-	own.IntVar(&a.Min, "autoscale-min", a.Min, "autoscaling: fewest replicas (active and provisioning)")
-	own.IntVar(&a.Max, "autoscale-max", a.Max, "autoscaling: most replicas (active and provisioning)")
-	own.IntVar(&a.UpStep, "autoscale-up-step", a.UpStep, "autoscaling: replicas one scale-up adds")
-	own.IntVar(&a.DownStep, "autoscale-down-step", a.DownStep, "autoscaling: replicas one scale-down removes (a provisioning one first, else the highest-numbered drains)")
-	own.DurationVar(&a.Interval, "autoscale-interval", a.Interval, "autoscaling: how often the controller decides, in virtual time")
-	own.DurationVar(&a.Window, "autoscale-window", a.Window, "autoscaling: how far back p95-ttft and util look")
-	own.DurationVar(&a.Cooldown, "autoscale-cooldown", a.Cooldown, "autoscaling: the least time between two scalings")
-	own.DurationVar(&a.ProvisionDelay, "provision-delay", a.ProvisionDelay, "autoscaling: how long a new replica takes to serve (model load time), paid for meanwhile")
-	own.IntVar(&s.Prefill, "prefill-replicas", 0, "disaggregate: replicas of the engine that only prefill (each prompt's first token comes from one), with --decode-replicas")
-	own.IntVar(&s.Decode, "decode-replicas", 0, "disaggregate: replicas of the engine that decode what the prefill replicas sent, with --prefill-replicas")
-	own.StringVar(&s.Link, "kv-link", "", "the link a prompt's KV crosses from its prefill replica to a decode replica (α + bytes/β, transfers queueing per prefill replica): "+
+	fs.IntVar(&a.Min, "autoscale-min", a.Min, "autoscaling: fewest replicas (active and provisioning)")
+	fs.IntVar(&a.Max, "autoscale-max", a.Max, "autoscaling: most replicas (active and provisioning)")
+	fs.IntVar(&a.UpStep, "autoscale-up-step", a.UpStep, "autoscaling: replicas one scale-up adds")
+	fs.IntVar(&a.DownStep, "autoscale-down-step", a.DownStep, "autoscaling: replicas one scale-down removes (a provisioning one first, else the highest-numbered drains)")
+	fs.DurationVar(&a.Interval, "autoscale-interval", a.Interval, "autoscaling: how often the controller decides, in virtual time")
+	fs.DurationVar(&a.Window, "autoscale-window", a.Window, "autoscaling: how far back p95-ttft and util look")
+	fs.DurationVar(&a.Cooldown, "autoscale-cooldown", a.Cooldown, "autoscaling: the least time between two scalings")
+	fs.DurationVar(&a.ProvisionDelay, "provision-delay", a.ProvisionDelay, "autoscaling: how long a new replica takes to serve (model load time), paid for meanwhile")
+	fs.IntVar(&s.Prefill, "prefill-replicas", 0, "disaggregate: replicas of the engine that only prefill (each prompt's first token comes from one), with --decode-replicas")
+	fs.IntVar(&s.Decode, "decode-replicas", 0, "disaggregate: replicas of the engine that decode what the prefill replicas sent, with --prefill-replicas")
+	fs.StringVar(&s.Link, "kv-link", "", "the link a prompt's KV crosses from its prefill replica to a decode replica (α + bytes/β, transfers queueing per prefill replica): "+
 		strings.Join(links, ", ")+" (default the GPU's own tensor-parallel link)")
-	own.StringVar(&s.Ratios, "pd-ratios", "", "run every prefill:decode split given (e.g. 1:3,2:2,3:1; one total of replicas) and the same replicas colocated, and report each one's per-GPU goodput under --goodput and the best split")
-	own.VisitAll(func(f *pflag.Flag) { c.names = append(c.names, f.Name) })
-	fs.AddFlagSet(own)
+	fs.StringVar(&s.Ratios, "pd-ratios", "", "run every prefill:decode split given (e.g. 1:3,2:2,3:1; one total of replicas) and the same replicas colocated, and report each one's per-GPU goodput under --goodput and the best split")
 }
 
 // config is the fleet over engine (nil: the engine alone).
@@ -73,15 +69,17 @@ func specError(fs *pflag.FlagSet, root any, err error) error {
 	return settingError(fs, root, err)
 }
 
-// onlySim refuses the cluster flags where the run is not a virtual-time
-// one (sweep without --sim): only the virtual-time driver runs a cluster.
-func (c *clusterFlags) onlySim() error {
-	for _, f := range c.names {
-		if c.fs != nil && c.fs.Changed(f) {
-			return usagef("--%s simulates a cluster in virtual time: give --sim", f)
+// onlySim refuses the cluster flags given where the run is not a
+// virtual-time one (sweep without --sim): only that driver runs a fleet.
+func (c *clusterFlags) onlySim() (err error) {
+	lo := reflect.ValueOf(&c.Spec).Pointer()
+	hi := lo + reflect.TypeOf(c.Spec).Size()
+	c.fs.VisitAll(func(f *pflag.Flag) {
+		if a := flagAddr(f.Value); err == nil && f.Changed && a >= lo && a < hi {
+			err = usagef("--%s simulates a cluster in virtual time: give --sim", f.Name)
 		}
-	}
-	return nil
+	})
+	return err
 }
 
 // gatewayFlags put a gateway in front of the fleet or the engine alone

@@ -60,23 +60,15 @@ func (s *simFlags) register(fs *pflag.FlagSet) {
 // --no-enable-prefix-caching.
 type negBool struct{ p *bool }
 
-func (n negBool) String() string {
-	if n.p == nil {
-		return "false"
-	}
-	return strconv.FormatBool(!*n.p)
-}
-
+func (n negBool) String() string { return strconv.FormatBool(n.p != nil && !*n.p) }
+func (n negBool) Type() string   { return "bool" }
 func (n negBool) Set(s string) error {
 	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
+	if err == nil {
+		*n.p = !v
 	}
-	*n.p = !v
-	return nil
+	return err
 }
-
-func (n negBool) Type() string { return "bool" }
 
 // engineFieldFlags are the flags of sim.ConfigError's fields, by Go name
 // (all but Model, whose flag depends on the command), for flagError,
