@@ -70,15 +70,15 @@ func (n negBool) Set(s string) error {
 	return err
 }
 
-// engineFieldFlags are the flags of sim.ConfigError's fields, by Go name
-// (all but Model, whose flag depends on the command), for flagError,
-// which has no flag set to find them in.
-var engineFieldFlags = map[string]string{
-	"GPU": "--gpu", "TP": "--tensor-parallel-size", "DType": "--dtype", "KVCacheDType": "--kv-cache-dtype",
-	"MaxNumSeqs": "--max-num-seqs", "MaxNumBatchedTokens": "--max-num-batched-tokens", "BlockSize": "--block-size",
-	"GPUMemoryUtilization": "--gpu-memory-utilization", "MaxModelLen": "--max-model-len",
-	"NumGPUBlocksOverride": "--num-gpu-blocks-override", "Scheduler": "--scheduler", "MaxWaiting": "--max-waiting",
-	"MaxQueueTime": "--max-queue-time", "ReasoningTokens": "--reasoning-tokens", "ToolCallShare": "--tool-call-share",
-	"ToolCallTokens": "--tool-call-tokens", "ProfileTable": "--profile-table", "SpecTokens": "--num-speculative-tokens",
-	"SpecAcceptance": "--spec-acceptance", "SpecDraft": "--spec-draft", "SpecDraftCostFrac": "--spec-draft-cost-frac",
+// engineFlag is the flag registerEngineFlags binds to the sim.Config
+// field named field (a sim.ConfigError's), for an error that comes without
+// the command's flag set; false for Model, whose flag is the command's.
+func engineFlag(field string) (string, bool) {
+	var c sim.Config
+	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
+	registerEngineFlags(fs, &c)
+	if names := flagsOf(fs, &c, field); len(names) > 0 {
+		return "--" + names[0], true
+	}
+	return "", false
 }

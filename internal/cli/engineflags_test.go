@@ -92,17 +92,20 @@ func TestSpecFlags(t *testing.T) {
 }
 
 // An engine field's error names the flag bound to the field, found in the
-// flag set (settingError) as in flagError's table; the alias --tp when
-// given.
+// command's flag set (settingError) or in the engine's (flagError); the
+// alias --tp when given.
 func TestEngineFieldErrors(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	registerEngineFlags(fs, &cfg)
-	fields := map[string]string{"Model": "--model"}
-	for f, flag := range engineFieldFlags {
-		fields[f] = flag
-	}
+	fields := map[string]string{"Model": "--model", "GPU": "--gpu", "TP": "--tensor-parallel-size", "DType": "--dtype",
+		"KVCacheDType": "--kv-cache-dtype", "MaxNumSeqs": "--max-num-seqs", "MaxNumBatchedTokens": "--max-num-batched-tokens",
+		"BlockSize": "--block-size", "GPUMemoryUtilization": "--gpu-memory-utilization", "MaxModelLen": "--max-model-len",
+		"NumGPUBlocksOverride": "--num-gpu-blocks-override", "Scheduler": "--scheduler", "MaxWaiting": "--max-waiting",
+		"MaxQueueTime": "--max-queue-time", "ReasoningTokens": "--reasoning-tokens", "ToolCallShare": "--tool-call-share",
+		"ToolCallTokens": "--tool-call-tokens", "ProfileTable": "--profile-table", "SpecTokens": "--num-speculative-tokens",
+		"SpecAcceptance": "--spec-acceptance", "SpecDraft": "--spec-draft", "SpecDraftCostFrac": "--spec-draft-cost-frac"}
 	for field, flag := range fields {
 		err := &sim.ConfigError{Field: field, Err: errors.New("bad")}
 		if got := settingError(fs, &cfg, err); got == nil || got.Error() != flag+": bad" {
