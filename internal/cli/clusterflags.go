@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"reflect"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
-	"github.com/goodput/goodput/internal/sim/costmodel"
 )
 
 // clusterFlags put the engine behind a router as a fleet (cluster.Spec):
@@ -24,10 +21,6 @@ type clusterFlags struct {
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	c.Spec, c.fs = cluster.DefaultSpec(), fs
 	s, a := &c.Spec, &c.Spec.Autoscale
-	var links []string
-	for _, l := range costmodel.Links() {
-		links = append(links, l.Name)
-	}
 	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
 	fs.StringVar(&s.Router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
@@ -48,25 +41,14 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&s.Prefill, "prefill-replicas", 0, "disaggregate: replicas of the engine that only prefill (each prompt's first token comes from one), with --decode-replicas")
 	fs.IntVar(&s.Decode, "decode-replicas", 0, "disaggregate: replicas of the engine that decode what the prefill replicas sent, with --prefill-replicas")
 	fs.StringVar(&s.Link, "kv-link", "", "the link a prompt's KV crosses from its prefill replica to a decode replica (α + bytes/β, transfers queueing per prefill replica): "+
-		strings.Join(links, ", ")+" (default the GPU's own tensor-parallel link)")
+		strings.Join(cluster.LinkNames(), ", ")+" (default the GPU's own tensor-parallel link)")
 	fs.StringVar(&s.Ratios, "pd-ratios", "", "run every prefill:decode split given (e.g. 1:3,2:2,3:1; one total of replicas) and the same replicas colocated, and report each one's per-GPU goodput under --goodput and the best split")
 }
 
 // config is the fleet over engine (nil: the engine alone).
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
 	cfg, err := c.Spec.Config(engine, givenIn(c.fs, &c.Spec))
-	return cfg, specError(c.fs, &c.Spec, err)
-}
-
-// specError is a library's error about the settings in *root a usage
-// error: a *setting.Error naming the flags (settingError), any other as
-// it reads (a cluster file's, naming file and line).
-func specError(fs *pflag.FlagSet, root any, err error) error {
-	var se *setting.Error
-	if err != nil && !errors.As(err, &se) {
-		return usageError{err}
-	}
-	return settingError(fs, root, err)
+	return cfg, settingError(c.fs, &c.Spec, err)
 }
 
 // onlySim refuses the cluster flags given where the run is not a

@@ -61,7 +61,7 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	}
 	srv, err := o.Server(fleet, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
-		return specError(o.cluster.fs, &o.Spec, err)
+		return settingError(o.cluster.fs, &o.Spec, err)
 	}
 	url, stop, err := srv.Start(ctx, o.Addr())
 	if err != nil {

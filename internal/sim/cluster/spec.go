@@ -168,7 +168,8 @@ func (s Spec) splitConfig(engine sim.Config) (*Config, error) {
 // fileConfig is File's cluster, its pools' engine settings over engine.
 // The settings that copy the engine or route over the copies say what the
 // file does: giving one with it is refused, so that none is silently
-// ignored. The file's own errors (a *FileError) name file, line and key.
+// ignored. The file's own errors are a *setting.Error of no field, their
+// message naming file, line and key.
 func (s Spec) fileConfig(engine sim.Config, given setting.Given) (*Config, error) {
 	for _, f := range []struct{ field, key string }{
 		{"Replicas", "a pool's replicas:"},
@@ -182,7 +183,8 @@ func (s Spec) fileConfig(engine sim.Config, given setting.Given) (*Config, error
 	}
 	cfg, err := ParseFile(s.File, engine)
 	if err != nil {
-		return nil, err
+		// The message names the file, the line, the pool and the key.
+		return nil, setting.Errorf("", "", "%v", err)
 	}
 	return &cfg, nil
 }

@@ -71,13 +71,13 @@ func TestSpecErrors(t *testing.T) {
 	}
 }
 
-// A cluster file's own errors name file and line, not a setting.
+// A cluster file's own errors name file and line, no setting.
 func TestSpecFileError(t *testing.T) {
 	s := DefaultSpec()
 	s.File = "testdata/nosuch.yaml"
 	_, err := s.Config(sim.DefaultConfig(), nil)
 	var se *setting.Error
-	if err == nil || errors.As(err, &se) {
+	if !errors.As(err, &se) || se.Field != "" || !strings.HasPrefix(se.Error(), "testdata/nosuch.yaml: ") {
 		t.Errorf("Config = %v; want the file's error", err)
 	}
 }
