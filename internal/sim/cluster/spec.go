@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,19 +220,12 @@ func (a AutoscaleSpec) config(given setting.Given) (*Autoscale, error) {
 		{"ProvisionDelay", a.ProvisionDelay < 0, a.ProvisionDelay, "want ≥ 0 (0: at once)"},
 	} {
 		if c.bad {
-			return nil, setting.Errorf(c.field, toString(c.value), "%s", c.want)
+			return nil, setting.Errorf(c.field, fmt.Sprint(c.value), "%s", c.want)
 		}
 	}
 	r.Min, r.Max, r.UpStep, r.DownStep = a.Min, a.Max, a.UpStep, a.DownStep
 	r.Interval, r.Window, r.Cooldown, r.ProvisionDelay = a.Interval, a.Window, a.Cooldown, a.ProvisionDelay
 	return &r, nil
-}
-
-func toString(v any) string {
-	if d, ok := v.(time.Duration); ok {
-		return d.String()
-	}
-	return strconv.Itoa(v.(int))
 }
 
 // check is what New (and NewDisagg, NewGateway) refuse of cfg's own
@@ -247,7 +241,7 @@ func (s Spec) check(cfg Config) error {
 	case cfg.Autoscale != nil:
 		err = cfg.Autoscale.check(len(cfg.Replicas), cfg.ExpertParallel)
 	case cfg.ExpertParallel:
-		if e, ok := sim.New(cfg.Replicas[0]); ok == nil && !e.Deployment().MoE() {
+		if e, nerr := sim.New(cfg.Replicas[0]); nerr == nil && !e.Deployment().MoE() {
 			err = &ConfigError{Field: "ExpertParallel", Replica: -1, Err: errDense(1, e.Config().Model)}
 		}
 	}
@@ -259,9 +253,6 @@ func (s Spec) check(cfg Config) error {
 var specFields = map[string]string{
 	"Policy": "Router", "LoadCap": "Router", "PrefixTokens": "Router", "Replicas": "", "ExpertParallel": "",
 	"Autoscale.Min": "", "Autoscale.Max": "", "Autoscale.ExpertParallel": "ExpertParallel",
-	"Disagg": "Prefill", "Disagg.Prefill": "Prefill", "Disagg.Link": "Link",
-	"Gateway.Requests": "Gateway.RateLimit", "Gateway.Tokens": "Gateway.TokenRateLimit", "Gateway.Pools": "",
-	"Gateway.ClassPools": "Gateway.Pools", "Gateway.Degrade": "", "Gateway.Mix": "",
 }
 
 // specError is a *ConfigError about the fleet's own settings (not a
@@ -435,6 +426,9 @@ func (g GatewaySpec) specError(err error) error {
 	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, "Gateway.") {
 		return err
 	}
-	f := strings.TrimPrefix(Spec{}.specError(err).(*setting.Error).Field, "Gateway.")
+	f := strings.TrimPrefix(ce.Field, "Gateway.")
+	if s, ok := map[string]string{"Requests": "RateLimit", "Tokens": "TokenRateLimit", "ClassPools": "Pools"}[f]; ok {
+		f = s
+	}
 	return setting.Errorf(f, "", "%v", ce.Err)
 }
