@@ -43,8 +43,8 @@ func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
 	fs.Float64Var(&c.SpecDraftCostFrac, "spec-draft-cost-frac", c.SpecDraftCostFrac, "cost of one ngram or eagle draft token as a fraction of the target's decode step (0 = 0.05)")
 }
 
-// modelUsage is the engine's model flag's help.
-const modelUsage = "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path"
+// modelList is what the engine's model flag takes, for its help.
+const modelList = "llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path"
 
 // simFlags are bench's embedded simulator, its model --sim-model (bench's
 // --model is the id sent in requests).
@@ -52,7 +52,7 @@ type simFlags struct{ cfg sim.Config }
 
 func (s *simFlags) register(fs *pflag.FlagSet) {
 	s.cfg = sim.DefaultConfig()
-	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): "+strings.TrimPrefix(modelUsage, "simulated model: "))
+	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): "+modelList)
 	registerEngineFlags(fs, &s.cfg)
 }
 

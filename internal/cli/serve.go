@@ -34,7 +34,7 @@ func newServeCmd(env Env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 for all interfaces)")
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0 picks a free one)")
-	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, modelUsage)
+	fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: "+modelList)
 	fs.StringVar(&o.ServedModelName, "served-model-name", "", "model id the server answers to (default: the model's HF id)")
 	fs.Float64Var(&o.Slowdown, "slowdown", 0, "stretch every engine iteration by this factor (3: three times as slow), from --slowdown-after on; 0: none")
 	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")
