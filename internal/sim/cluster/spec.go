@@ -321,7 +321,7 @@ type GatewaySpec struct {
 	SmallModel                string
 }
 
-// gatewayFields are GatewaySpec's fields in order, with their values as
+// fields are GatewaySpec's fields in order, with their values as
 // given ("" when not).
 func (g GatewaySpec) fields() [][2]string {
 	per := ""
