@@ -1,148 +1,155 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
-// clusterFlags put "goodput sim"'s engine behind a router as several
-// replicas: --replicas and --router, or vLLM's data parallelism
-// (--data-parallel-size, its DP load balancer) with or without
-// --enable-expert-parallel.
+// clusterFlags put the engine behind a router as a fleet (cluster.Spec):
+// replicas, data parallelism, a cluster file, an autoscaler, a
+// prefill/decode split, or splits to compare (--pd-ratios).
 type clusterFlags struct {
-	replicas int
-	// router is --router as given; "" when not given (round-robin).
-	router string
-	// dataParallel is --data-parallel-size (1: none).
-	dataParallel   int
-	expertParallel bool
-	// file is --cluster, a cluster file ("": none); fs is the flag set,
-	// to tell the flags given alongside it.
-	file string
-	fs   *pflag.FlagSet
-	// names are the flags register declared, for the commands that take
-	// only some (onlyFlags).
-	names []string
-	// autoscale is --autoscale and its tuning (autoscaleflags.go).
-	autoscale autoscaleFlags
-	// pd splits the replicas into prefill and decode pools (pdflags.go).
-	pd pdFlags
+	cluster.Spec
+	fs *pflag.FlagSet
 }
 
 func (c *clusterFlags) register(fs *pflag.FlagSet) {
-	own := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
-	own.IntVar(&c.replicas, "replicas", 1, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
-	own.StringVar(&c.router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
+	c.Spec, c.fs = cluster.DefaultSpec(), fs
+	s, a := &c.Spec, &c.Spec.Autoscale
+	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas of the simulated engine behind a router, in one virtual time (1: the engine alone)")
+	fs.StringVar(&s.Router, "router", "", "how requests are spread over --replicas: "+strings.Join(cluster.Policies, ", ")+
 		"; prefix-aware takes :cap=N (load margin in requests, or none; default 8) and tokens=N (prefix tokens remembered per replica) (default round-robin)")
-	own.IntVar(&c.dataParallel, "data-parallel-size", 1, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
-	own.StringVar(&c.file, "cluster", "", clusterFileUsage)
-	own.BoolVar(&c.expertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
-	c.autoscale.register(own)
-	c.pd.register(own)
-	own.VisitAll(func(f *pflag.Flag) { c.names = append(c.names, f.Name) })
-	fs.AddFlagSet(own)
-	c.fs = fs
+	fs.IntVar(&s.DataParallel, "data-parallel-size", s.DataParallel, "data-parallel ranks, each a full copy of the engine at --tensor-parallel-size, behind vLLM's DP load balancer (the dp-balance router: lowest 4 × waiting + running)")
+	fs.StringVar(&s.File, "cluster", "", "a cluster file (YAML, see docs/simulator.md): pools of replicas, each with its own engine settings (gpu, model, tensor_parallel_size, max_num_seqs, ...), "+
+		"behind the file's router; the engine flags given are every pool's defaults (instead of --replicas, --data-parallel-size, --router)")
+	fs.BoolVar(&s.ExpertParallel, "enable-expert-parallel", false, "shard an MoE model's experts over all data × tensor-parallel GPUs: the DP ranks step in lockstep and each MoE layer adds a dispatch and a combine all-to-all")
+	fs.StringVar(&a.Rule, "autoscale", "", "add and remove replicas on a signal: SIGNAL:THRESHOLD[,DOWN], one of "+strings.Join(cluster.Signals, ", ")+
+		" (p95-ttft:2s, queue:8 waiting per replica, kv:0.8, util:0.7); scale up above THRESHOLD, down below DOWN (default half of it); --replicas is the fleet at time 0 (default --autoscale-min)")
+	fs.IntVar(&a.Min, "autoscale-min", a.Min, "autoscaling: fewest replicas (active and provisioning)")
+	fs.IntVar(&a.Max, "autoscale-max", a.Max, "autoscaling: most replicas (active and provisioning)")
+	fs.IntVar(&a.UpStep, "autoscale-up-step", a.UpStep, "autoscaling: replicas one scale-up adds")
+	fs.IntVar(&a.DownStep, "autoscale-down-step", a.DownStep, "autoscaling: replicas one scale-down removes (a provisioning one first, else the highest-numbered drains)")
+	fs.DurationVar(&a.Interval, "autoscale-interval", a.Interval, "autoscaling: how often the controller decides, in virtual time")
+	fs.DurationVar(&a.Window, "autoscale-window", a.Window, "autoscaling: how far back p95-ttft and util look")
+	fs.DurationVar(&a.Cooldown, "autoscale-cooldown", a.Cooldown, "autoscaling: the least time between two scalings")
+	fs.DurationVar(&a.ProvisionDelay, "provision-delay", a.ProvisionDelay, "autoscaling: how long a new replica takes to serve (model load time), paid for meanwhile")
+	fs.IntVar(&s.Prefill, "prefill-replicas", 0, "disaggregate: replicas of the engine that only prefill (each prompt's first token comes from one), with --decode-replicas")
+	fs.IntVar(&s.Decode, "decode-replicas", 0, "disaggregate: replicas of the engine that decode what the prefill replicas sent, with --prefill-replicas")
+	fs.StringVar(&s.Link, "kv-link", "", "the link a prompt's KV crosses from its prefill replica to a decode replica (α + bytes/β, transfers queueing per prefill replica): "+
+		strings.Join(cluster.LinkNames(), ", ")+" (default the GPU's own tensor-parallel link)")
+	fs.StringVar(&s.Ratios, "pd-ratios", "", "run every prefill:decode split given (e.g. 1:3,2:2,3:1; one total of replicas) and the same replicas colocated, and report each one's per-GPU goodput under --goodput and the best split")
 }
 
-// config is the cluster of --replicas copies of engine behind --router,
-// or of --cluster's pools over engine, or nil for the engine alone.
+// config is the fleet over engine (nil: the engine alone).
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
-	as, err := c.autoscale.config()
-	switch {
-	case c.file != "" && as != nil:
-		// An added replica copies one engine; a file's pools differ.
-		return nil, usagef("--autoscale and --cluster: an autoscaled fleet is copies of one engine; give --replicas, not a cluster file")
-	case c.pd.set() && (as != nil || c.file != ""):
-		return nil, usagef("--prefill-replicas/--decode-replicas size the split's pools themselves: drop --autoscale and --cluster")
-	case c.file != "":
-		return c.fileConfig(engine)
-	case c.pd.set():
-		return c.pd.config(engine, c)
-	case err != nil || as != nil:
-		return c.scaledConfig(engine, as, err)
-	}
-	if c.dataParallel != 1 || c.expertParallel {
-		return c.dpConfig(engine)
-	}
-	if c.replicas < 1 {
-		return nil, usagef("--replicas %d: want ≥ 1 (1: the engine alone)", c.replicas)
-	}
-	r, err := c.routerFlag()
-	if err != nil {
-		return nil, err
-	}
-	if c.replicas == 1 {
-		if c.router != "" {
-			return nil, usagef("--router %s spreads requests over replicas: give --replicas 2 or more", c.router)
+	cfg, err := c.Spec.Config(engine, givenIn(c.fs, &c.Spec))
+	return cfg, settingError(c.fs, &c.Spec, err)
+}
+
+// onlySim refuses the cluster flags given where the run is not a
+// virtual-time one (sweep without --sim): only that driver runs a fleet.
+func (c *clusterFlags) onlySim() (err error) {
+	lo := reflect.ValueOf(&c.Spec).Pointer()
+	hi := lo + reflect.TypeOf(c.Spec).Size()
+	c.fs.VisitAll(func(f *pflag.Flag) {
+		if a := flagAddr(f.Value); err == nil && f.Changed && a >= lo && a < hi {
+			err = usagef("--%s simulates a cluster in virtual time: give --sim", f.Name)
 		}
-		return nil, nil
-	}
-	return &cluster.Config{Router: r, Replicas: cluster.Copies(engine, c.replicas)}, nil
+	})
+	return err
 }
 
-// dpConfig is --data-parallel-size ranks of engine behind the dp-balance
-// router, in lockstep with --enable-expert-parallel (one rank too: its
-// experts are then sharded over its tensor-parallel GPUs only).
-func (c *clusterFlags) dpConfig(engine sim.Config) (*cluster.Config, error) {
-	switch {
-	case c.dataParallel < 1:
-		return nil, usagef("--data-parallel-size %d: want ≥ 1 (1: one rank)", c.dataParallel)
-	case c.replicas != 1:
-		return nil, usagef("--replicas %d and --data-parallel-size %d both copy the engine: give one", c.replicas, c.dataParallel)
-	case c.router != "":
-		return nil, usagef("--router %s: data-parallel ranks are balanced as vLLM does (%s); use --replicas for another router", c.router, cluster.PolicyDPBalance)
-	}
-	return &cluster.Config{Router: cluster.Router{Policy: cluster.PolicyDPBalance}, ExpertParallel: c.expertParallel, Replicas: cluster.Copies(engine, c.dataParallel)}, nil
+// gatewayFlags put a gateway in front of the fleet or the engine alone
+// (cluster.GatewaySpec). Separate queues per class are the engine's
+// --priority.
+type gatewayFlags struct {
+	cluster.GatewaySpec
+	fs *pflag.FlagSet
 }
 
-// clusterFlagError names --replicas or --router for a cluster setting the
-// run refused; a replica's engine setting is left to the engine flags'
-// map (every replica has the same), anything else passes as it is.
-func clusterFlagError(err error) error {
-	var (
-		re *run.ConfigError
-		ce *cluster.ConfigError
-	)
-	if !errors.As(err, &re) || !strings.HasPrefix(re.Field, "Cluster.") || !errors.As(err, &ce) || ce.Replica >= 0 {
+func (g *gatewayFlags) register(fs *pflag.FlagSet) {
+	g.fs = fs
+	fs.StringVar(&g.RateLimit, "rate-limit", "", "admit at most RATE requests per second or minute (RATE/s, RATE/min), a token bucket of burst=N (default one second's worth); a request finding it empty is refused at once, 429 with the exact Retry-After")
+	fs.StringVar(&g.TokenRateLimit, "token-rate-limit", "", "admit at most RATE tokens (prompt + output) per second or minute, as --rate-limit (e.g. 50000/s,burst=100000)")
+	fs.BoolVar(&g.PerClass, "rate-limit-per-class", false, "give every priority class rate-limit buckets of its own (default: the classes share them)")
+	fs.StringVar(&g.Mix, "priority-mix", "", "priority classes' shares of the requests, class 0 (interactive) first: 0.8,0.2 (each request's class drawn by a hash of its index); with --priority each replica schedules a lower class first")
+	fs.StringVar(&g.Pools, "priority-pools", "", "a pool of replicas per priority class, class 0 first, as [NAME=]RANGE of replicas numbered from 1: interactive=1-6,batch=7-8")
+	fs.StringVar(&g.DegradeAbove, "degrade-above", "", "apply --degrade to requests arriving while more than N requests wait in their pool's queues (summed over its replicas), or with N/replica in every replica's own queue (default 0)")
+	fs.StringVar(&g.Degrade, "degrade", "", "overload degradation above --degrade-above: max_tokens:N (cap the output), reasoning:N (cut hidden reasoning to N tokens) or small-model:RANGE (route to those replicas, numbered from 1)")
+	fs.StringVar(&g.SmallModel, "small-model", "", "the model the small-model:RANGE replicas of --degrade run (default: the engine's --model)")
+}
+
+// apply puts the gateway in front of *cc, the fleet (nil: the engine
+// alone, then a fleet of one).
+func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) (err error) {
+	*cc, err = g.Apply(*cc, engine)
+	return settingError(g.fs, &g.GatewaySpec, err)
+}
+
+// runPDRatios runs the workload on the same replicas colocated and then
+// split each way --pd-ratios gives, each run quiet and without files
+// (run.CompareSplits), and prints each fleet's goodput at --request-rate
+// and its per-GPU goodput, then the best split.
+func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
+	c := &o.cluster
+	splits, colocated, err := c.Splits(o.Engine, givenIn(c.fs, &c.Spec))
+	if err != nil {
+		return settingError(c.fs, &c.Spec, err)
+	}
+	if err := o.gateway.SplitError(); err != nil {
+		return settingError(o.gateway.fs, &o.gateway.GatewaySpec, err)
+	}
+	top, err := strconv.ParseFloat(strings.TrimSpace(o.load.RequestRate), 64)
+	if err != nil || !(top > 0) || math.IsInf(top, 0) {
+		return usagef("--pd-ratios searches request rates up to --request-rate: give a finite rate (it is %s)", o.load.RequestRate)
+	}
+	so, err := o.out.statsOptions(o.args)
+	if err != nil {
 		return err
 	}
-	return clusterFieldFlag(ce)
-}
-
-// clusterFieldFlag is a cluster setting the cluster refused as the usage
-// error of the flag that set it.
-func clusterFieldFlag(ce *cluster.ConfigError) error {
-	if strings.HasPrefix(ce.Field, "Autoscale.") {
-		return autoscaleFlagError(ce.Field, ce.Err)
+	if so.SLO.IsZero() {
+		return usagef("--pd-ratios compares goodput per GPU: give --goodput (e.g. --goodput ttft:1000 tpot:50)")
 	}
-	switch ce.Field {
-	case "Replicas":
-		return usagef("--replicas: %v", ce.Err)
-	case "ExpertParallel":
-		return usagef("--enable-expert-parallel: %v", ce.Err)
-	case "Disagg", "Disagg.Prefill":
-		return usagef("--prefill-replicas: %v", ce.Err)
-	case "Disagg.Link":
-		return usagef("--kv-link: %v", ce.Err)
+	// Each fleet's runs are quiet and write nothing; --save-result saves
+	// the comparison itself, and nothing else is silently dropped.
+	switch out := &o.out; {
+	case out.HTML != "":
+		return usagef("--html: --pd-ratios writes no HTML report (--save-result saves the comparison as JSON)")
+	case out.Records != "" && out.Records != "none":
+		return usagef("--records: --pd-ratios runs many fleets and keeps no records (run one split with --prefill-replicas and --decode-replicas)")
 	}
-	return usagef("--router: %v", ce.Err)
-}
-
-// routerFlag is --router's router (the zero Router, round-robin, when not
-// given).
-func (c *clusterFlags) routerFlag() (cluster.Router, error) {
-	if c.router == "" {
-		return cluster.Router{}, nil
-	}
-	r, err := cluster.ParseRouter(c.router)
+	save := o.out.SaveResult
+	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
+	cfg, err := o.config(env, func() (*cluster.Config, error) { return colocated, nil })
 	if err != nil {
-		return cluster.Router{}, usagef("--router %q: %v", c.router, err)
+		return err
 	}
-	return r, nil
+	if cfg.Sessions != nil {
+		return usagef("--pd-ratios searches the request rate of independent requests: sessions (--dataset-name %s) keep their own", o.work.o.DatasetName)
+	}
+	res, err := run.CompareSplits(ctx, cfg, splits, top)
+	if err != nil {
+		return o.runError(err)
+	}
+	if err := report.SplitsTerminal(env.Stdout, res); err != nil || !save {
+		return err
+	}
+	output := o.out.runOutput(env)
+	path, err := run.SaveSplits(&output, res, env.Now())
+	if err != nil {
+		return fmt.Errorf("--save-result: %w", runError(err, nil, ""))
+	}
+	fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
+	return nil
 }

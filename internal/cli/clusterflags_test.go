@@ -1,33 +1,79 @@
 package cli
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
-// TestDataParallelIsDPBalance: --data-parallel-size N without expert
-// parallelism is exactly --replicas N --router dp-balance.
-func TestDataParallelIsDPBalance(t *testing.T) {
-	engine := sim.DefaultConfig()
-	engine.Model = "qwen3-30b-a3b"
-	dp := clusterFlags{replicas: 1, dataParallel: 3}
-	rep := clusterFlags{replicas: 3, router: "dp-balance", dataParallel: 1}
-	got, err := dp.config(engine)
-	if err != nil {
-		t.Fatal(err)
+// Every cluster flag given, and none other, is refused where no
+// virtual-time driver runs (onlySim finds them by the fields they fill).
+func TestOnlySim(t *testing.T) {
+	values := map[string]string{"bool": "true", "int": "2", "duration": "1s", "string": "x"}
+	var names []string
+	probe := pflag.NewFlagSet("probe", pflag.ContinueOnError)
+	(&clusterFlags{}).register(probe)
+	probe.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if len(names) < 18 {
+		t.Fatalf("cluster flags %v", names)
 	}
-	want, err := rep.config(engine)
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range append(names, "other") {
+		var c clusterFlags
+		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+		fs.Int("other", 0, "a flag of no cluster field")
+		c.register(fs)
+		if err := fs.Set(name, values[fs.Lookup(name).Value.Type()]); err != nil {
+			t.Fatal(err)
+		}
+		err := c.onlySim()
+		if name == "other" {
+			if err != nil {
+				t.Errorf("--other: onlySim = %v; want nil", err)
+			}
+		} else if err == nil || !strings.HasPrefix(err.Error(), "--"+name+" simulates a cluster") {
+			t.Errorf("--%s: onlySim = %v", name, err)
+		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("--data-parallel-size 3 config differs from --replicas 3 --router dp-balance (-want +got):\n%s", diff)
+}
+
+// leaves are the field paths of the struct type t's leaf fields.
+func leaves(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type.Kind() == reflect.Struct && f.Type.PkgPath() == t.PkgPath() {
+			out = append(out, leaves(f.Type, prefix+f.Name+".")...)
+			continue
+		}
+		out = append(out, prefix+f.Name)
 	}
-	ep := clusterFlags{replicas: 1, dataParallel: 2, expertParallel: true}
-	if cfg, err := ep.config(engine); err != nil || !cfg.ExpertParallel || len(cfg.Replicas) != 2 {
-		t.Errorf("--data-parallel-size 2 --enable-expert-parallel: config = %+v, %v; want 2 replicas, ExpertParallel", cfg, err)
+	return out
+}
+
+// Every setting of the fleet and the gateway has one flag, so that each
+// error the specs return names it.
+func TestSpecFieldsHaveFlags(t *testing.T) {
+	var c clusterFlags
+	var g gatewayFlags
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	c.register(fs)
+	g.register(fs)
+	fields := leaves(reflect.TypeFor[cluster.Spec](), "")
+	if len(fields) < 18 || fields[len(fields)-1] != "Ratios" {
+		t.Fatalf("cluster.Spec's fields %v", fields)
+	}
+	for _, f := range fields {
+		if len(flagsOf(fs, &c.Spec, f)) != 1 {
+			t.Errorf("cluster.Spec.%s: flags %v; want one", f, flagsOf(fs, &c.Spec, f))
+		}
+	}
+	for _, f := range leaves(reflect.TypeFor[cluster.GatewaySpec](), "") {
+		if len(flagsOf(fs, &g.GatewaySpec, f)) != 1 {
+			t.Errorf("cluster.GatewaySpec.%s: flags %v; want one", f, flagsOf(fs, &g.GatewaySpec, f))
+		}
 	}
 }

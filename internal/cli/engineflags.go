@@ -37,53 +37,48 @@ func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
 	fs.IntVar(&c.ToolCallTokens, "tool-call-tokens", c.ToolCallTokens, "hidden tokens of one tool call's name and arguments (0 = 24)")
 	fs.BoolVar(&c.Priority, "priority", c.Priority, "schedule by request priority class (interactive before batch)")
 	fs.StringVar(&c.ProfileTable, "profile-table", c.ProfileTable, "measured iteration times overriding the cost formula: a CSV tokens,context_tokens,time_ms, or splitwise:PATH[#MODEL/HARDWARE] (SplitwiseSim's perf_model.csv)")
-	registerSpecFlags(fs, c)
+	fs.IntVar(&c.SpecTokens, "num-speculative-tokens", c.SpecTokens, "draft tokens each decode proposes per step for speculative decoding (0 = off, at most 16)")
+	fs.Float64Var(&c.SpecAcceptance, "spec-acceptance", c.SpecAcceptance, "probability in (0,1] that the target accepts each draft token (0 = 0.7)")
+	fs.StringVar(&c.SpecDraft, "spec-draft", c.SpecDraft, "draft proposer: ngram, eagle (priced at --spec-draft-cost-frac of the target's step per token), or a draft model name or profile")
+	fs.Float64Var(&c.SpecDraftCostFrac, "spec-draft-cost-frac", c.SpecDraftCostFrac, "cost of one ngram or eagle draft token as a fraction of the target's decode step (0 = 0.05)")
+}
+
+// modelList is what the engine's model flag takes, for its help.
+const modelList = "llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path"
+
+// simFlags are bench's embedded simulator, its model --sim-model (bench's
+// --model is the id sent in requests).
+type simFlags struct{ cfg sim.Config }
+
+func (s *simFlags) register(fs *pflag.FlagSet) {
+	s.cfg = sim.DefaultConfig()
+	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): "+modelList)
+	registerEngineFlags(fs, &s.cfg)
 }
 
 // negBool is a boolean flag that stores the negation of its value, for
 // --no-enable-prefix-caching.
 type negBool struct{ p *bool }
 
-func (n negBool) String() string {
-	if n.p == nil {
-		return "false"
-	}
-	return strconv.FormatBool(!*n.p)
-}
-
+func (n negBool) String() string { return strconv.FormatBool(n.p != nil && !*n.p) }
+func (n negBool) Type() string   { return "bool" }
 func (n negBool) Set(s string) error {
 	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return err
+	if err == nil {
+		*n.p = !v
 	}
-	*n.p = !v
-	return nil
+	return err
 }
 
-func (n negBool) Type() string { return "bool" }
-
-// engineFieldFlags are the flags of sim.ConfigError's fields (all but
-// "model", whose flag depends on the command).
-var engineFieldFlags = map[string]string{
-	"gpu":                     "--gpu",
-	"tensor-parallel-size":    "--tensor-parallel-size",
-	"dtype":                   "--dtype",
-	"kv-cache-dtype":          "--kv-cache-dtype",
-	"max-num-seqs":            "--max-num-seqs",
-	"max-num-batched-tokens":  "--max-num-batched-tokens",
-	"block-size":              "--block-size",
-	"gpu-memory-utilization":  "--gpu-memory-utilization",
-	"max-model-len":           "--max-model-len",
-	"num-gpu-blocks-override": "--num-gpu-blocks-override",
-	"scheduler":               "--scheduler",
-	"max-waiting":             "--max-waiting",
-	"max-queue-time":          "--max-queue-time",
-	"reasoning-tokens":        "--reasoning-tokens",
-	"tool-call-share":         "--tool-call-share",
-	"tool-call-tokens":        "--tool-call-tokens",
-	"profile-table":           "--profile-table",
-	"num-speculative-tokens":  "--num-speculative-tokens",
-	"spec-acceptance":         "--spec-acceptance",
-	"spec-draft":              "--spec-draft",
-	"spec-draft-cost-frac":    "--spec-draft-cost-frac",
+// engineFlag is the flag registerEngineFlags binds to the sim.Config
+// field named field (a sim.ConfigError's), for an error that comes without
+// the command's flag set; false for Model, whose flag is the command's.
+func engineFlag(field string) (string, bool) {
+	var c sim.Config
+	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
+	registerEngineFlags(fs, &c)
+	if names := flagsOf(fs, &c, field); len(names) > 0 {
+		return "--" + names[0], true
+	}
+	return "", false
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -72,5 +73,52 @@ func TestEngineFlagsDescribe(t *testing.T) {
 	want := map[string]any{"gpu": "a100-80gb", "tp": 2, "pc": false, "seqs": 256, "tokens": 2048, "qt": 2.0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Describe() after flags (-want +got):\n%s", diff)
+	}
+}
+
+func TestSpecFlags(t *testing.T) {
+	got := sim.DefaultConfig()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	registerEngineFlags(fs, &got)
+	args := []string{"--num-speculative-tokens=3", "--spec-acceptance=0.8", "--spec-draft=eagle", "--spec-draft-cost-frac=0.1"}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("Parse(%q) = %v", args, err)
+	}
+	want := sim.DefaultConfig()
+	want.SpecTokens, want.SpecAcceptance, want.SpecDraft, want.SpecDraftCostFrac = 3, 0.8, "eagle", 0.1
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config after %q (-want +got):\n%s", args, diff)
+	}
+}
+
+// An engine field's error names the flag bound to the field, found in the
+// command's flag set (settingError) or in the engine's (flagError); the
+// alias --tp when given.
+func TestEngineFieldErrors(t *testing.T) {
+	cfg := sim.DefaultConfig()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
+	registerEngineFlags(fs, &cfg)
+	fields := map[string]string{"Model": "--model", "GPU": "--gpu", "TP": "--tensor-parallel-size", "DType": "--dtype",
+		"KVCacheDType": "--kv-cache-dtype", "MaxNumSeqs": "--max-num-seqs", "MaxNumBatchedTokens": "--max-num-batched-tokens",
+		"BlockSize": "--block-size", "GPUMemoryUtilization": "--gpu-memory-utilization", "MaxModelLen": "--max-model-len",
+		"NumGPUBlocksOverride": "--num-gpu-blocks-override", "Scheduler": "--scheduler", "MaxWaiting": "--max-waiting",
+		"MaxQueueTime": "--max-queue-time", "ReasoningTokens": "--reasoning-tokens", "ToolCallShare": "--tool-call-share",
+		"ToolCallTokens": "--tool-call-tokens", "ProfileTable": "--profile-table", "SpecTokens": "--num-speculative-tokens",
+		"SpecAcceptance": "--spec-acceptance", "SpecDraft": "--spec-draft", "SpecDraftCostFrac": "--spec-draft-cost-frac"}
+	for field, flag := range fields {
+		err := &sim.ConfigError{Field: field, Err: errors.New("bad")}
+		if got := settingError(fs, &cfg, err); got == nil || got.Error() != flag+": bad" {
+			t.Errorf("settingError(%s) = %v; want %q", field, got, flag+": bad")
+		}
+		if got := flagError(err, "--model"); got == nil || got.Error() != flag+": bad" {
+			t.Errorf("flagError(%s) = %v; want %q", field, got, flag+": bad")
+		}
+	}
+	if err := fs.Parse([]string{"--tp", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := settingError(fs, &cfg, &sim.ConfigError{Field: "TP", Err: errors.New("bad")}); got.Error() != "--tp: bad" {
+		t.Errorf("settingError(TP) after --tp = %v; want --tp's", got)
 	}
 }

@@ -82,8 +82,8 @@ func flagError(err error, modelFlag string) error {
 			return usagef("%s %q: %w", flag, ce.Value, ce.Err)
 		}
 	case errors.As(err, &se):
-		flag, ok := engineFieldFlags[se.Field]
-		if se.Field == "model" {
+		flag, ok := engineFlag(se.Field)
+		if se.Field == "Model" {
 			flag, ok = modelFlag, modelFlag != ""
 		}
 		if ok {

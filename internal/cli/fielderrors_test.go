@@ -154,8 +154,9 @@ func TestFieldFlagsExist(t *testing.T) {
 	for f, flag := range conversationFieldFlags {
 		has(f, reflect.TypeFor[workload.ConversationsConfig](), flag, "bench")
 	}
-	for f, flag := range engineFieldFlags {
-		has(f, nil, flag, "bench", "sim", "serve", "sweep")
+	for _, f := range []string{"GPU", "TP", "MaxNumSeqs", "SpecTokens"} {
+		flag, _ := engineFlag(f)
+		has(f, reflect.TypeFor[sim.Config](), flag, "bench", "sim", "serve", "sweep")
 	}
 	for f, flag := range clientFieldFlags {
 		has(f, reflect.TypeFor[openai.Config](), flag, "bench", "sweep")

@@ -99,7 +99,7 @@ func (o *SimOptions) fleet() (*cluster.Config, error) {
 
 // runError names the flag of a setting the run refused.
 func (o *SimOptions) runError(err error) error {
-	return runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model")
+	return runError(err, nil, "--model")
 }
 
 // config is the run.Config the options describe, its cluster fleet's.
@@ -123,7 +123,7 @@ func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run
 
 // runSim runs one level in virtual time and reports it like bench.
 func runSim(ctx context.Context, env Env, o *SimOptions) error {
-	if o.cluster.pd.ratios != "" {
+	if o.cluster.Ratios != "" {
 		return runPDRatios(ctx, env, o)
 	}
 	res, err := o.Run(ctx, env)

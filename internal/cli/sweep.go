@@ -134,7 +134,7 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 			return nil, err
 		}
 		cfg.Engine, cfg.IgnoreEOS = o.sim.cfg, o.target.IgnoreEOS
-		if o.cluster.pd.ratios != "" {
+		if o.cluster.Ratios != "" {
 			return nil, usagef("--pd-ratios compares splits at one load: run it with goodput sim (a sweep takes one split, --prefill-replicas and --decode-replicas)")
 		}
 		if cfg.Cluster, err = o.cluster.config(o.sim.cfg); err != nil {
@@ -156,5 +156,5 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	cfg.Sweep = run.SweepOf(pl)
 	cfg.Hooks.Sweep, cfg.Hooks.Point = cfg.Sweep.Lines(env.Stdout)
 	res, err := run.Run(ctx, cfg)
-	return res, runError(clusterFlagError(err), &o.target, "--sim-model")
+	return res, runError(err, &o.target, "--sim-model")
 }

@@ -26,11 +26,11 @@ func FitSetup(engine sim.Config) (fit.Setup, error) {
 	}
 	m, err := costmodel.LookupModel(engine.Model)
 	if err != nil {
-		return fit.Setup{}, &sim.ConfigError{Field: "model", Err: err}
+		return fit.Setup{}, &sim.ConfigError{Field: "Model", Err: err}
 	}
 	g, err := costmodel.LookupGPU(engine.GPU)
 	if err != nil {
-		return fit.Setup{}, &sim.ConfigError{Field: "gpu", Err: err}
+		return fit.Setup{}, &sim.ConfigError{Field: "GPU", Err: err}
 	}
 	d := eng.Describe()
 	seqs, _ := d["max_num_seqs"].(int)

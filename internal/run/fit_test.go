@@ -14,7 +14,7 @@ func TestFitSetupErrors(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.GPU = "no-such-gpu"
 	var ce *sim.ConfigError
-	if _, err := FitSetup(cfg); !errors.As(err, &ce) || ce.Field != "gpu" {
+	if _, err := FitSetup(cfg); !errors.As(err, &ce) || ce.Field != "GPU" {
 		t.Fatalf("FitSetup(gpu %q) = %v; want a *sim.ConfigError on gpu", cfg.GPU, err)
 	}
 	setup, err := FitSetup(sim.DefaultConfig())

@@ -1,9 +1,13 @@
 package run
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
+	"time"
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -125,4 +129,16 @@ func searchFleet(ctx context.Context, cfg Config, fleet *cluster.Config, top flo
 	}
 	f.MaxRate = lo
 	return f, nil
+}
+
+// SaveSplits writes the comparison's JSON (report.SplitsJSON) into out's
+// directory, named out.ResultName or pd-ratios-DATE.json at now, and
+// returns the path written.
+func SaveSplits(out *Output, res *report.Splits, now time.Time) (string, error) {
+	b, err := json.MarshalIndent(report.SplitsJSON(res), "", "  ")
+	if err != nil {
+		return "", err
+	}
+	name := cmp.Or(out.ResultName, "pd-ratios-"+now.Format("20060102-150405")+".json")
+	return out.WriteResult(filepath.Join(out.Dir, name), append(b, '\n'))
 }

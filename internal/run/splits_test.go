@@ -2,9 +2,13 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/sim"
@@ -88,6 +92,25 @@ func TestCompareSplitsRefuses(t *testing.T) {
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Field != tt.field {
 			t.Errorf("%s: %v; want a ConfigError of %s", tt.name, err, tt.field)
+		}
+	}
+}
+
+// The comparison is saved as JSON under the result name, by default
+// pd-ratios-DATE.json.
+func TestSaveSplits(t *testing.T) {
+	res := &report.Splits{Replicas: 2, TP: 1, Fleets: []report.SplitFleet{{Name: "colocated"}}, Best: -1}
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tt := range []struct{ name, want string }{{"", "pd-ratios-20260102-030405.json"}, {"mine.json", "mine.json"}} {
+		path, err := SaveSplits(&Output{Dir: dir, ResultName: tt.name}, res, now)
+		if err != nil || path != filepath.Join(dir, tt.want) {
+			t.Fatalf("SaveSplits = %q, %v; want %s", path, err, tt.want)
+		}
+		b, err := os.ReadFile(path)
+		var v map[string]any
+		if err != nil || json.Unmarshal(b, &v) != nil || v["replicas"] == nil {
+			t.Errorf("%s: %s, %v; want the comparison's JSON", path, b, err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim/costmodel"
 )
 
@@ -173,16 +174,8 @@ func DefaultConfig() Config {
 
 // ConfigError is a configuration problem in one Config field.
 type ConfigError struct {
-	// Field names the Config field at fault by vLLM's engine-argument name
-	// for it, lowercase and dashed: "model" (Model), "gpu" (GPU),
-	// "tensor-parallel-size" (TP), "dtype", "kv-cache-dtype",
-	// "max-num-seqs", "max-num-batched-tokens", "block-size",
-	// "gpu-memory-utilization", "max-model-len", "num-gpu-blocks-override",
-	// "scheduler", "max-waiting", "max-queue-time", "reasoning-tokens",
-	// "tool-call-share", "tool-call-tokens", "profile-table" (the field of
-	// the same name in CamelCase), "num-speculative-tokens" (SpecTokens),
-	// "spec-acceptance", "spec-draft", "spec-draft-cost-frac". The names
-	// are stable; the CLI maps each to its flag.
+	// Field is the Go name of the Config field at fault ("MaxNumSeqs",
+	// "TP", "SpecTokens"), so that whatever filled the field can name it.
 	Field string
 	// Err says what is wrong.
 	Err error
@@ -192,6 +185,17 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return e.Field + ": " + e.Err.Error() }
 
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// As makes the error the *setting.Error of its field, so that a caller
+// naming settings by field path (setting.Within "Engine", say) renders it
+// as any other setting's.
+func (e *ConfigError) As(target any) bool {
+	p, ok := target.(**setting.Error)
+	if ok {
+		*p = setting.Errorf(e.Field, "", "%v", e.Err)
+	}
+	return ok
+}
 
 func fieldErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
@@ -213,35 +217,35 @@ func (c Config) resolve() (*resolved, error) {
 	r := &resolved{Config: c}
 	switch {
 	case c.TP < 0:
-		return nil, fieldErr("tensor-parallel-size", "%d must be ≥ 1", c.TP)
+		return nil, fieldErr("TP", "%d must be ≥ 1", c.TP)
 	case c.MaxNumSeqs < 0:
-		return nil, fieldErr("max-num-seqs", "%d must be ≥ 1 (0 for the default)", c.MaxNumSeqs)
+		return nil, fieldErr("MaxNumSeqs", "%d must be ≥ 1 (0 for the default)", c.MaxNumSeqs)
 	case c.MaxNumBatchedTokens < 0:
-		return nil, fieldErr("max-num-batched-tokens", "%d must be ≥ 1 (0 for the default)", c.MaxNumBatchedTokens)
+		return nil, fieldErr("MaxNumBatchedTokens", "%d must be ≥ 1 (0 for the default)", c.MaxNumBatchedTokens)
 	case c.BlockSize < 0:
-		return nil, fieldErr("block-size", "%d must be ≥ 1", c.BlockSize)
+		return nil, fieldErr("BlockSize", "%d must be ≥ 1", c.BlockSize)
 	case c.GPUMemoryUtilization < 0 || c.GPUMemoryUtilization > 1 || math.IsNaN(c.GPUMemoryUtilization):
-		return nil, fieldErr("gpu-memory-utilization", "%v must be in (0, 1]", c.GPUMemoryUtilization)
+		return nil, fieldErr("GPUMemoryUtilization", "%v must be in (0, 1]", c.GPUMemoryUtilization)
 	case c.MaxModelLen < 0:
-		return nil, fieldErr("max-model-len", "%d must be ≥ 1 (0 for the model's)", c.MaxModelLen)
+		return nil, fieldErr("MaxModelLen", "%d must be ≥ 1 (0 for the model's)", c.MaxModelLen)
 	case c.NumGPUBlocksOverride < 0:
-		return nil, fieldErr("num-gpu-blocks-override", "%d must be ≥ 1 (0 to derive)", c.NumGPUBlocksOverride)
+		return nil, fieldErr("NumGPUBlocksOverride", "%d must be ≥ 1 (0 to derive)", c.NumGPUBlocksOverride)
 	case c.MaxWaiting < 0:
-		return nil, fieldErr("max-waiting", "%d must be ≥ 0", c.MaxWaiting)
+		return nil, fieldErr("MaxWaiting", "%d must be ≥ 0", c.MaxWaiting)
 	case c.MaxQueueTime < 0:
-		return nil, fieldErr("max-queue-time", "%v must be ≥ 0", c.MaxQueueTime)
+		return nil, fieldErr("MaxQueueTime", "%v must be ≥ 0", c.MaxQueueTime)
 	case c.ReasoningTokens < 0 || math.IsNaN(c.ReasoningTokens) || math.IsInf(c.ReasoningTokens, 0):
-		return nil, fieldErr("reasoning-tokens", "%v must be a count ≥ 1 or a fraction in (0, 1)", c.ReasoningTokens)
+		return nil, fieldErr("ReasoningTokens", "%v must be a count ≥ 1 or a fraction in (0, 1)", c.ReasoningTokens)
 	case !(c.ToolCallShare >= 0 && c.ToolCallShare <= 1):
-		return nil, fieldErr("tool-call-share", "%v must be in [0, 1]", c.ToolCallShare)
+		return nil, fieldErr("ToolCallShare", "%v must be in [0, 1]", c.ToolCallShare)
 	case c.ToolCallTokens < 0 || c.ToolCallTokens > 1<<16:
-		return nil, fieldErr("tool-call-tokens", "%d must be in [1, 65536] (0 for the default, %d)", c.ToolCallTokens, DefaultToolCallTokens)
+		return nil, fieldErr("ToolCallTokens", "%d must be in [1, 65536] (0 for the default, %d)", c.ToolCallTokens, DefaultToolCallTokens)
 	case c.SpecTokens < 0 || c.SpecTokens > MaxSpecTokens:
-		return nil, fieldErr("num-speculative-tokens", "%d must be in [0, %d]", c.SpecTokens, MaxSpecTokens)
+		return nil, fieldErr("SpecTokens", "%d must be in [0, %d]", c.SpecTokens, MaxSpecTokens)
 	case !(c.SpecAcceptance >= 0 && c.SpecAcceptance <= 1):
-		return nil, fieldErr("spec-acceptance", "%v must be in (0, 1]", c.SpecAcceptance)
+		return nil, fieldErr("SpecAcceptance", "%v must be in (0, 1]", c.SpecAcceptance)
 	case !(c.SpecDraftCostFrac >= 0 && c.SpecDraftCostFrac <= 1):
-		return nil, fieldErr("spec-draft-cost-frac", "%v must be in [0, 1]", c.SpecDraftCostFrac)
+		return nil, fieldErr("SpecDraftCostFrac", "%v must be in [0, 1]", c.SpecDraftCostFrac)
 	}
 	if r.Model == "" {
 		r.Model = DefaultConfig().Model
@@ -276,25 +280,25 @@ func (c Config) resolve() (*resolved, error) {
 		known = known || s == r.Scheduler
 	}
 	if !known {
-		return nil, fieldErr("scheduler", "unknown scheduler %q (want %s)", c.Scheduler, strings.Join(Schedulers, ", "))
+		return nil, fieldErr("Scheduler", "unknown scheduler %q (want %s)", c.Scheduler, strings.Join(Schedulers, ", "))
 	}
 	m, err := costmodel.LookupModel(r.Model)
 	if err != nil {
-		return nil, &ConfigError{Field: "model", Err: err}
+		return nil, &ConfigError{Field: "Model", Err: err}
 	}
 	g, err := costmodel.LookupGPU(r.GPU)
 	if err != nil {
-		return nil, &ConfigError{Field: "gpu", Err: err}
+		return nil, &ConfigError{Field: "GPU", Err: err}
 	}
 	if _, err := costmodel.DTypeBytes(r.DType); err != nil {
-		return nil, &ConfigError{Field: "dtype", Err: err}
+		return nil, &ConfigError{Field: "DType", Err: err}
 	}
 	dep, err := costmodel.NewDeployment(m, g, r.TP, r.DType, r.KVCacheDType)
 	if err != nil {
-		field := "tensor-parallel-size"
+		field := "TP"
 		var kv *costmodel.KVDTypeError
 		if errors.As(err, &kv) {
-			field = "kv-cache-dtype"
+			field = "KVCacheDType"
 		}
 		return nil, &ConfigError{Field: field, Err: err}
 	}
@@ -302,13 +306,13 @@ func (c Config) resolve() (*resolved, error) {
 		if path, ok := strings.CutPrefix(r.ProfileTable, "splitwise:"); ok {
 			fit, err := loadSplitwise(path, m, g, r.TP)
 			if err != nil {
-				return nil, &ConfigError{Field: "profile-table", Err: err}
+				return nil, &ConfigError{Field: "ProfileTable", Err: err}
 			}
 			dep.Fit = fit
 		} else {
 			t, err := costmodel.LoadTable(r.ProfileTable)
 			if err != nil {
-				return nil, &ConfigError{Field: "profile-table", Err: err}
+				return nil, &ConfigError{Field: "ProfileTable", Err: err}
 			}
 			dep.Table = t
 		}
@@ -348,7 +352,7 @@ func (c Config) resolve() (*resolved, error) {
 	}
 	avail := g.MemoryGiB * costmodel.GiB * r.GPUMemoryUtilization
 	if weights >= avail {
-		return nil, fieldErr("model", "%s does not fit: %.1f GiB of weights per GPU > %.1f GiB usable on %s (GPU memory utilization %.2f); raise the tensor-parallel size or use a bigger GPU or a smaller dtype",
+		return nil, fieldErr("Model", "%s does not fit: %.1f GiB of weights per GPU > %.1f GiB usable on %s (GPU memory utilization %.2f); raise the tensor-parallel size or use a bigger GPU or a smaller dtype",
 			m.Name, weights/costmodel.GiB, avail/costmodel.GiB, g.Name, r.GPUMemoryUtilization)
 	}
 	blockBytes := kvPerToken * float64(r.BlockSize)
@@ -358,7 +362,7 @@ func (c Config) resolve() (*resolved, error) {
 		kv := dep.KVCacheBytesPerGPU(r.GPUMemoryUtilization, r.MaxNumBatchedTokens, r.MaxNumSeqs) - draftWeights
 		r.numBlocks = int(kv / blockBytes)
 		if r.numBlocks < 1 {
-			return nil, fieldErr("model", "%s leaves no room for the KV cache on %s (%.1f GiB weights per GPU, %.1f GiB usable); raise the tensor-parallel size or the GPU memory utilization",
+			return nil, fieldErr("Model", "%s leaves no room for the KV cache on %s (%.1f GiB weights per GPU, %.1f GiB usable); raise the tensor-parallel size or the GPU memory utilization",
 				m.Name, g.Name, weights/costmodel.GiB, avail/costmodel.GiB)
 		}
 	}
@@ -371,7 +375,7 @@ func (c Config) resolve() (*resolved, error) {
 			r.modelLenCap = true
 		}
 	} else if r.MaxModelLen > capacity {
-		return nil, fieldErr("max-model-len", "%d tokens do not fit in the KV cache (%d blocks × %d = %d tokens); lower it or raise the GPU memory utilization or the tensor-parallel size",
+		return nil, fieldErr("MaxModelLen", "%d tokens do not fit in the KV cache (%d blocks × %d = %d tokens); lower it or raise the GPU memory utilization or the tensor-parallel size",
 			r.MaxModelLen, r.numBlocks, r.BlockSize, capacity)
 	}
 	return r, nil
@@ -429,16 +433,16 @@ func (r *resolved) resolveSpec(m costmodel.Model, g costmodel.GPU) error {
 	}
 	dm, err := costmodel.LookupModel(r.SpecDraft)
 	if err != nil {
-		return &ConfigError{Field: "spec-draft", Err: fmt.Errorf("%w (or ngram, eagle)", err)}
+		return &ConfigError{Field: "SpecDraft", Err: fmt.Errorf("%w (or ngram, eagle)", err)}
 	}
 	if dm.Vocab != 0 && m.Vocab != 0 && dm.Vocab != m.Vocab {
 		// The target verifies the draft's token ids: they must share a
 		// vocabulary.
-		return fieldErr("spec-draft", "%s has a vocabulary of %d tokens, %s of %d: a draft must share the target's", dm.Name, dm.Vocab, m.Name, m.Vocab)
+		return fieldErr("SpecDraft", "%s has a vocabulary of %d tokens, %s of %d: a draft must share the target's", dm.Name, dm.Vocab, m.Name, m.Vocab)
 	}
 	dd, err := costmodel.NewDeployment(dm, g, r.TP, r.DType, r.KVCacheDType)
 	if err != nil {
-		return &ConfigError{Field: "spec-draft", Err: err}
+		return &ConfigError{Field: "SpecDraft", Err: err}
 	}
 	r.spec.Draft = dd
 	return nil

@@ -140,7 +140,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	kv, err := kvcache.New(r.numBlocks, r.BlockSize, r.EnablePrefixCaching)
 	if err != nil {
-		return nil, &ConfigError{Field: "num-gpu-blocks-override", Err: err}
+		return nil, &ConfigError{Field: "NumGPUBlocksOverride", Err: err}
 	}
 	e := &Engine{core{cfg: r, dep: r.dep, kv: kv, bs: r.BlockSize, byID: map[string]*req{}}}
 	return e, nil

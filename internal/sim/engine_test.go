@@ -16,20 +16,20 @@ func TestConfigErrors(t *testing.T) {
 		edit  func(*Config)
 		field string
 	}{
-		{"unknown gpu", func(c *Config) { c.GPU = "tpu-v5" }, "gpu"},
-		{"unknown model", func(c *Config) { c.Model = "gpt-5" }, "model"},
-		{"unknown scheduler", func(c *Config) { c.Scheduler = "round-robin" }, "scheduler"},
-		{"model does not fit", func(c *Config) { c.Model = "llama-3.1-70b"; c.GPU = "rtx-4090" }, "model"},
-		{"negative max-num-seqs", func(c *Config) { c.MaxNumSeqs = -1 }, "max-num-seqs"},
-		{"negative batched tokens", func(c *Config) { c.MaxNumBatchedTokens = -5 }, "max-num-batched-tokens"},
-		{"negative block size", func(c *Config) { c.BlockSize = -16 }, "block-size"},
-		{"utilization over 1", func(c *Config) { c.GPUMemoryUtilization = 1.5 }, "gpu-memory-utilization"},
-		{"negative waiting", func(c *Config) { c.MaxWaiting = -1 }, "max-waiting"},
-		{"negative queue time", func(c *Config) { c.MaxQueueTime = -1 }, "max-queue-time"},
-		{"tp not dividing heads", func(c *Config) { c.TP = 3 }, "tensor-parallel-size"},
-		{"bad dtype", func(c *Config) { c.DType = "fp3" }, "dtype"},
-		{"model len over KV", func(c *Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }, "max-model-len"},
-		{"missing table", func(c *Config) { c.ProfileTable = "/nonexistent.csv" }, "profile-table"},
+		{"unknown gpu", func(c *Config) { c.GPU = "tpu-v5" }, "GPU"},
+		{"unknown model", func(c *Config) { c.Model = "gpt-5" }, "Model"},
+		{"unknown scheduler", func(c *Config) { c.Scheduler = "round-robin" }, "Scheduler"},
+		{"model does not fit", func(c *Config) { c.Model = "llama-3.1-70b"; c.GPU = "rtx-4090" }, "Model"},
+		{"negative max-num-seqs", func(c *Config) { c.MaxNumSeqs = -1 }, "MaxNumSeqs"},
+		{"negative batched tokens", func(c *Config) { c.MaxNumBatchedTokens = -5 }, "MaxNumBatchedTokens"},
+		{"negative block size", func(c *Config) { c.BlockSize = -16 }, "BlockSize"},
+		{"utilization over 1", func(c *Config) { c.GPUMemoryUtilization = 1.5 }, "GPUMemoryUtilization"},
+		{"negative waiting", func(c *Config) { c.MaxWaiting = -1 }, "MaxWaiting"},
+		{"negative queue time", func(c *Config) { c.MaxQueueTime = -1 }, "MaxQueueTime"},
+		{"tp not dividing heads", func(c *Config) { c.TP = 3 }, "TP"},
+		{"bad dtype", func(c *Config) { c.DType = "fp3" }, "DType"},
+		{"model len over KV", func(c *Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }, "MaxModelLen"},
+		{"missing table", func(c *Config) { c.ProfileTable = "/nonexistent.csv" }, "ProfileTable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,7 +336,7 @@ func TestSnapshotAdd(t *testing.T) {
 // A KV cache dtype the deployment cannot store is the kv-cache-dtype
 // field's fault, not the parallelism's.
 func TestKVCacheDTypeField(t *testing.T) {
-	for dt, field := range map[string]string{"int4": "kv-cache-dtype", "fp3": "kv-cache-dtype"} {
+	for dt, field := range map[string]string{"int4": "KVCacheDType", "fp3": "KVCacheDType"} {
 		c := DefaultConfig()
 		c.KVCacheDType = dt
 		_, err := New(c)

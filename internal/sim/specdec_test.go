@@ -184,14 +184,14 @@ func TestSpecConfigErrors(t *testing.T) {
 		edit  func(*Config)
 		field string
 	}{
-		{"negative k", func(c *Config) { c.SpecTokens = -1 }, "num-speculative-tokens"},
-		{"k over 16", func(c *Config) { c.SpecTokens = 17 }, "num-speculative-tokens"},
-		{"acceptance over 1", func(c *Config) { c.SpecTokens, c.SpecAcceptance = 4, 1.2 }, "spec-acceptance"},
-		{"negative acceptance", func(c *Config) { c.SpecTokens, c.SpecAcceptance = 4, -0.1 }, "spec-acceptance"},
-		{"NaN acceptance", func(c *Config) { c.SpecTokens, c.SpecAcceptance = 4, math.NaN() }, "spec-acceptance"},
-		{"cost fraction over 1", func(c *Config) { c.SpecTokens, c.SpecDraftCostFrac = 4, 2 }, "spec-draft-cost-frac"},
-		{"unknown draft", func(c *Config) { c.SpecTokens, c.SpecDraft = 4, "tiny-llama-9000" }, "spec-draft"},
-		{"draft of another vocabulary", func(c *Config) { c.SpecTokens, c.SpecDraft = 4, "qwen2.5-7b" }, "spec-draft"},
+		{"negative k", func(c *Config) { c.SpecTokens = -1 }, "SpecTokens"},
+		{"k over 16", func(c *Config) { c.SpecTokens = 17 }, "SpecTokens"},
+		{"acceptance over 1", func(c *Config) { c.SpecTokens, c.SpecAcceptance = 4, 1.2 }, "SpecAcceptance"},
+		{"negative acceptance", func(c *Config) { c.SpecTokens, c.SpecAcceptance = 4, -0.1 }, "SpecAcceptance"},
+		{"NaN acceptance", func(c *Config) { c.SpecTokens, c.SpecAcceptance = 4, math.NaN() }, "SpecAcceptance"},
+		{"cost fraction over 1", func(c *Config) { c.SpecTokens, c.SpecDraftCostFrac = 4, 2 }, "SpecDraftCostFrac"},
+		{"unknown draft", func(c *Config) { c.SpecTokens, c.SpecDraft = 4, "tiny-llama-9000" }, "SpecDraft"},
+		{"draft of another vocabulary", func(c *Config) { c.SpecTokens, c.SpecDraft = 4, "qwen2.5-7b" }, "SpecDraft"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

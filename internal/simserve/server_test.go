@@ -573,7 +573,7 @@ func TestStartStop(t *testing.T) {
 	bad := testConfig()
 	bad.GPU = "no-such-gpu"
 	var ce *sim.ConfigError
-	if _, _, err := Start(context.Background(), "127.0.0.1:0", bad, Options{}); !errors.As(err, &ce) || ce.Field != "gpu" {
+	if _, _, err := Start(context.Background(), "127.0.0.1:0", bad, Options{}); !errors.As(err, &ce) || ce.Field != "GPU" {
 		t.Errorf("Start(bad gpu) = %v; want a ConfigError for gpu", err)
 	}
 }

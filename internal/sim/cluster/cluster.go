@@ -191,7 +191,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if len(cfg.Replicas) > runlog.MaxReplica {
 		// Records number replicas within the reader's bound.
-		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: fmt.Errorf("%d replicas are too many (at most %d)", len(cfg.Replicas), runlog.MaxReplica)}
+		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: errTooMany(len(cfg.Replicas))}
 	}
 	if err := cfg.Router.check(); err != nil {
 		return nil, err
@@ -223,7 +223,7 @@ func New(cfg Config) (*Cluster, error) {
 		for i := range c.reps {
 			e := c.reps[i].eng
 			if !e.Deployment().MoE() {
-				return nil, &ConfigError{Field: "ExpertParallel", Replica: -1, Err: fmt.Errorf("expert parallelism needs an MoE model; replica %d's %s is dense", i+1, e.Config().Model)}
+				return nil, &ConfigError{Field: "ExpertParallel", Replica: -1, Err: errDense(i+1, e.Config().Model)}
 			}
 			c.epRanks += e.Deployment().TP
 			c.reps[i].dummyNs = e.Deployment().DummyStepNs()
@@ -242,6 +242,17 @@ func New(cfg Config) (*Cluster, error) {
 		c.as = newAutoscaler(*cfg.Autoscale, cfg.Replicas[0], len(cfg.Replicas))
 	}
 	return c, nil
+}
+
+// errTooMany refuses a fleet of n replicas, more than records number.
+func errTooMany(n int) error {
+	return fmt.Errorf("%d replicas are too many (at most %d)", n, runlog.MaxReplica)
+}
+
+// errDense refuses expert parallelism over replica i's (from 1) dense
+// model.
+func errDense(i int, model string) error {
+	return fmt.Errorf("expert parallelism needs an MoE model; replica %d's %s is dense", i, model)
 }
 
 // kvTokens is the engine's KV capacity in tokens.

@@ -36,7 +36,7 @@ func TestNewErrors(t *testing.T) {
 		{"no replicas", Config{}, "Replicas", -1, "at least one replica"},
 		{"unknown policy", Config{Replicas: replicas(2, good), Router: Router{Policy: "random"}},
 			"Policy", -1, `unknown router policy "random" (want round-robin, least-outstanding, least-kv, prefix-aware, session-affinity, dp-balance)`},
-		{"rejected replica", Config{Replicas: []sim.Config{good, good, bad}}, "Replicas", 2, "replica 3: gpu: "},
+		{"rejected replica", Config{Replicas: []sim.Config{good, good, bad}}, "Replicas", 2, "replica 3: GPU: "},
 		{"load cap off prefix-aware", Config{Replicas: replicas(1, good), Router: Router{Policy: PolicyRoundRobin, LoadCap: 4}},
 			"LoadCap", -1, "applies to prefix-aware routing only"},
 		{"negative load cap", Config{Replicas: replicas(1, good), Router: Router{Policy: PolicyPrefixAware, LoadCap: -2}},
@@ -55,7 +55,7 @@ func TestNewErrors(t *testing.T) {
 			}
 			if tt.replica >= 0 {
 				var se *sim.ConfigError
-				if !errors.As(err, &se) || se.Field != "gpu" {
+				if !errors.As(err, &se) || se.Field != "GPU" {
 					t.Errorf("New = %v; want it to wrap the engine's *sim.ConfigError for gpu", err)
 				}
 			}

@@ -125,7 +125,7 @@ func NewDisagg(cfg Config) (*Disagg, error) {
 	case cfg.Autoscale != nil:
 		return nil, &ConfigError{Field: "Disagg", Replica: -1, Err: errors.New("a prefill/decode split with an autoscaler is not simulated: the split sizes its pools itself")}
 	case len(cfg.Replicas) > runlog.MaxReplica:
-		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: fmt.Errorf("%d replicas are too many (at most %d)", len(cfg.Replicas), runlog.MaxReplica)}
+		return nil, &ConfigError{Field: "Replicas", Replica: -1, Err: errTooMany(len(cfg.Replicas))}
 	}
 	var link costmodel.AllReduceFigures
 	if pd.Link != "" {
@@ -165,14 +165,21 @@ func NewDisagg(cfg Config) (*Disagg, error) {
 
 // LinkByName is the built-in link kind name names (any case).
 func LinkByName(name string) (costmodel.LinkKind, error) {
-	var names []string
 	for _, l := range costmodel.Links() {
 		if strings.EqualFold(l.Name, strings.TrimSpace(name)) {
 			return l, nil
 		}
+	}
+	return costmodel.LinkKind{}, fmt.Errorf("unknown link %q (want %s)", name, strings.Join(LinkNames(), ", "))
+}
+
+// LinkNames are the built-in link kinds' names, as LinkByName reads them.
+func LinkNames() []string {
+	var names []string
+	for _, l := range costmodel.Links() {
 		names = append(names, l.Name)
 	}
-	return costmodel.LinkKind{}, fmt.Errorf("unknown link %q (want %s)", name, strings.Join(names, ", "))
+	return names
 }
 
 // TransferNs is the time the KV of tokens prompt tokens takes over link

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -40,8 +41,13 @@ func TestTransferNsByHand(t *testing.T) {
 	if got := TransferNs(pc.AllReduceFigures, 1000, 131072); got != 10121462 {
 		t.Errorf("TransferNs(pcie4-nop2p, 1000 tokens) = %d; want 10121462", got)
 	}
-	if _, err := LinkByName("infiniband"); err == nil {
-		t.Error("LinkByName(infiniband) found a link")
+	if _, err := LinkByName("infiniband"); err == nil || !strings.Contains(err.Error(), "(want "+strings.Join(LinkNames(), ", ")+")") {
+		t.Errorf("LinkByName(infiniband) = %v; want unknown, listing LinkNames", err)
+	}
+	for _, n := range LinkNames() {
+		if _, err := LinkByName(n); err != nil {
+			t.Errorf("LinkByName(%s) = %v", n, err)
+		}
 	}
 	// The engine's cost model agrees on the bytes a token.
 	g, err := NewDisagg(pdConfig(1, 1, "nvlink4"))

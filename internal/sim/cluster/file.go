@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -127,8 +128,7 @@ type poolKey struct {
 }
 
 // poolKeys are the engine settings of a pool, as the engine flags name
-// them with underscores for dashes: the engine's own names of its fields
-// (sim.ConfigError.Field) spelled so.
+// them with underscores for dashes.
 var poolKeys = []poolKey{
 	{"model", func(c *sim.Config) any { return &c.Model }},
 	{"gpu", func(c *sim.Config) any { return &c.GPU }},
@@ -155,6 +155,20 @@ var poolKeys = []poolKey{
 	{"spec_acceptance", func(c *sim.Config) any { return &c.SpecAcceptance }},
 	{"spec_draft", func(c *sim.Config) any { return &c.SpecDraft }},
 	{"spec_draft_cost_frac", func(c *sim.Config) any { return &c.SpecDraftCostFrac }},
+}
+
+// keyOf is the pool key of the engine's field named field (a
+// sim.ConfigError's), the name itself if no key sets it.
+func keyOf(field string) string {
+	var c sim.Config
+	if f := reflect.ValueOf(&c).Elem().FieldByName(field); f.IsValid() {
+		for _, k := range poolKeys {
+			if reflect.ValueOf(k.ptr(&c)).Pointer() == f.Addr().Pointer() {
+				return k.key
+			}
+		}
+	}
+	return field
 }
 
 // keyAliases are other spellings of a key, as the flags have them.
@@ -583,7 +597,7 @@ func (p *fileParser) pool(n *yaml.Node, i int, base sim.Config, ep bool) (filePo
 		if !errors.As(err, &ce) {
 			return pl, p.errorf(pl.line, pl.name, "", "%v", err)
 		}
-		key := strings.ReplaceAll(ce.Field, "-", "_")
+		key := keyOf(ce.Field)
 		if e, ok := m[key]; ok {
 			return pl, p.errorf(e.line, pl.name, key, "%v", ce.Err)
 		}
