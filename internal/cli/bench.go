@@ -43,7 +43,6 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		Example: helpText("bench.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
 			o.backendSet = cmd.Flags().Changed("backend")
 			return nil

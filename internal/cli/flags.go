@@ -11,80 +11,39 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/anthropic"
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/scrape"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
 
-// The flag groups bench, sweep and sim share, each filling one struct that
-// runConfig turns into a run.Config.
+// The flag groups bench, sweep and sim share, each bound to the fields of
+// a run spec (run.TargetSpec, run.LoadSpec, run.OutputSpec) that checks
+// them; fs is the flag set they were declared in, naming a field back.
 
 // targetFlags says where requests go and how they look on the wire.
 type targetFlags struct {
-	BaseURL           string
-	Host              string
-	Port              int
-	Backend           string
-	Endpoint          string
-	Model             string
-	Headers           []string
-	ExtraBody         string
-	APIKeyEnv         string
-	RequestIDPrefix   string
-	IgnoreEOS         bool
-	MaxTokensField    string
-	ContinuousUsage   string
-	Timeout           time.Duration
-	IdleTimeout       time.Duration
-	ReadyCheckTimeout time.Duration
-	// FollowRedirects follows same-origin redirects (never another origin's).
-	FollowRedirects bool
-	// MaxResponseTokens caps a response to a request without max_tokens.
-	MaxResponseTokens int
-	// ServedModelName is the id sent in requests when it differs from
-	// Model, which then names the model (and tokenizer) in the records.
-	ServedModelName string
-	// Sampling parameters sent in every request body, only when given.
-	Temperature, TopP optFloat
-	TopK              optInt
-	// MinP and the penalties are vLLM's other sampling flags, sent only
-	// when given.
-	MinP, FrequencyPenalty, PresencePenalty, RepetitionPenalty optFloat
-	Insecure                                                   bool
+	run.TargetSpec
 	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
 	TrustRemoteCode bool
 	TokenizerMode   string
-	// NoStream measures non-streamed requests (bench only).
-	NoStream bool
-	// ServerMetrics are --server-metrics: metrics endpoints to scrape
-	// during the run besides the target's own ("none": not even that).
-	ServerMetrics  []string
-	ScrapeInterval time.Duration
-}
-
-// requestModel is the model id sent in requests.
-func (t *targetFlags) requestModel() string {
-	if t.ServedModelName != "" {
-		return t.ServedModelName
-	}
-	return t.Model
+	fs              *pflag.FlagSet
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
+	t.fs = fs
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
-	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+backendNames+"; any OpenAI-compatible server speaks openai or openai-chat")
+	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+run.BackendNames+"; any OpenAI-compatible server speaks openai or openai-chat")
 	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default the backend's: /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings)")
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
 	fs.StringVar(&t.ExtraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.StringVar(&t.APIKeyEnv, "api-key-env", defaultKeyEnv, "environment variable holding the API key, never printed or saved (ANTHROPIC_API_KEY when left at its default with --backend anthropic-messages)")
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", run.DefaultKeyEnv, "environment variable holding the API key, never printed or saved (ANTHROPIC_API_KEY when left at its default with --backend anthropic-messages)")
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
 	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
@@ -96,172 +55,87 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", openai.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
 	fs.Var(secondsValue{&t.ReadyCheckTimeout}, "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
 	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
-	fs.Var(&t.Temperature, "temperature", "temperature sent in every request (default: none sent, the server's own)")
-	fs.Var(&t.TopP, "top-p", "top_p sent in every request (default: none sent)")
-	fs.Var(&t.TopK, "top-k", "top_k sent in every request (default: none sent)")
-	fs.Var(&t.MinP, "min-p", "min_p sent in every request (default: none sent)")
-	fs.Var(&t.FrequencyPenalty, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
-	fs.Var(&t.PresencePenalty, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
-	fs.Var(&t.RepetitionPenalty, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
+	fs.Var(optional[float64]{&t.Temperature}, "temperature", "temperature sent in every request (default: none sent, the server's own)")
+	fs.Var(optional[float64]{&t.TopP}, "top-p", "top_p sent in every request (default: none sent)")
+	fs.Var(optional[int]{&t.TopK}, "top-k", "top_k sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.MinP}, "min-p", "min_p sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.FrequencyPenalty}, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.PresencePenalty}, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.RepetitionPenalty}, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
 	fs.BoolVar(&t.Insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed https servers)")
 	fs.BoolVar(&t.TrustRemoteCode, "trust-remote-code", false, "accepted for vLLM's scripts; no effect (goodput runs no model code)")
 	fs.StringVar(&t.TokenizerMode, "tokenizer-mode", "", "accepted for vLLM's scripts; no effect (see --tokenizer)")
 }
 
-// registerBench adds the target flags only bench has.
 // registerScrape adds the flags of scraping the server's metrics.
 func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&t.ServerMetrics, "server-metrics", nil, "also scrape this Prometheus /metrics endpoint during the run, URL or NAME=URL (a DCGM exporter, a second replica; repeatable); the target's own /metrics is scraped when it answers; none: scrape nothing")
 	fs.DurationVar(&t.ScrapeInterval, "scrape-interval", time.Second, "time between scrapes of the server's metrics")
 }
 
-// scrapeConfig is what --server-metrics and --scrape-interval ask.
-func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
-	cfg := &run.ScrapeConfig{Auto: true, Interval: t.ScrapeInterval}
-	if t.ScrapeInterval < time.Millisecond {
-		return nil, usagef("--scrape-interval %v: want at least 1ms", t.ScrapeInterval)
-	}
-	for i, v := range t.ServerMetrics {
-		if strings.EqualFold(strings.TrimSpace(v), "none") {
-			if len(t.ServerMetrics) > 1 {
-				return nil, usagef("--server-metrics none: scrape nothing, so give no other --server-metrics")
-			}
-			return nil, nil
-		}
-		name, url, ok := strings.Cut(v, "=")
-		if !ok || strings.Contains(name, "/") {
-			name, url = fmt.Sprintf("metrics-%d", i+1), v
-		}
-		if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-			return nil, usagef("--server-metrics %q: want an http(s) URL, NAME=URL, or none", v)
-		}
-		cfg.Targets = append(cfg.Targets, scrape.Target{Name: name, URL: url})
-	}
-	return cfg, nil
-}
-
+// registerBench adds the target flags only bench has.
 func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 }
 
-// backends are the wire APIs --backend names, by canonical name. Every
-// OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama) speaks
-// openai or openai-chat; vLLM and commercial APIs also speak Responses and
-// Anthropic's Messages. A server's name would say nothing more than its
-// API, so it is not accepted.
-var backends = map[string]openai.Protocol{
-	"openai": openai.Completions, "openai-chat": openai.ChatCompletions, "openai-responses": openai.Responses,
-	"anthropic-messages": anthropic.Messages, "openai-embeddings": openai.Embeddings,
+// err names the flag of a target setting's error.
+func (t *targetFlags) err(err error) error { return settingError(t.fs, &t.TargetSpec, err) }
+
+// scrapeConfig is what --server-metrics and --scrape-interval ask.
+func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
+	c, err := t.Scrape()
+	return c, t.err(err)
 }
 
-// defaultKeyEnv is --api-key-env's default; anthropicKeyEnv stands in for
-// it with the Anthropic backend, as Anthropic's own tools read it.
-const (
-	defaultKeyEnv   = "OPENAI_API_KEY"
-	anthropicKeyEnv = "ANTHROPIC_API_KEY"
-)
+// backend is the backend's canonical name and protocol.
+func (t *targetFlags) backend() (string, openai.Protocol, error) {
+	name, proto, err := t.Protocol()
+	return name, proto, t.err(err)
+}
 
 // keyEnv is the environment variable the API key is read from.
-func (t *targetFlags) keyEnv() string {
-	if t.APIKeyEnv == defaultKeyEnv {
-		if _, proto, err := t.backend(); err == nil && proto == anthropic.Messages {
-			return anthropicKeyEnv
+func (t *targetFlags) keyEnv() string { return t.KeyEnv() }
+
+// optional is a number flag filling a *T field, nil until given, so an
+// unset sampling parameter is left out of the request rather than sent
+// as 0.
+type optional[T float64 | int] struct{ p **T }
+
+func (o optional[T]) Set(s string) error {
+	var v T
+	switch p := any(&v).(type) {
+	case *float64:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.New("want a number")
 		}
-	}
-	return t.APIKeyEnv
-}
-
-// backendAliases are other names for a backend: vLLM's for openai.
-var backendAliases = map[string]string{"vllm": "openai"}
-
-// backendNames lists the accepted --backend values, for its help and error.
-const backendNames = "openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"
-
-// backend checks --backend and returns its canonical name, its protocol
-// and default endpoint.
-func (t *targetFlags) backend() (name string, proto openai.Protocol, err error) {
-	name = strings.ToLower(strings.TrimSpace(t.Backend))
-	if a, ok := backendAliases[name]; ok {
-		name = a
-	}
-	proto, ok := backends[name]
-	if !ok {
-		return "", nil, usagef("--backend %q: want %s", t.Backend, backendNames)
-	}
-	return name, proto, nil
-}
-
-// sampling returns the sampling parameters given, as body fields.
-func (t *targetFlags) sampling() map[string]any {
-	m := map[string]any{}
-	if t.Temperature.set {
-		m["temperature"] = t.Temperature.v
-	}
-	if t.TopP.set {
-		m["top_p"] = t.TopP.v
-	}
-	if t.TopK.set {
-		m["top_k"] = t.TopK.v
-	}
-	for _, f := range []struct {
-		key string
-		v   optFloat
-	}{{"min_p", t.MinP}, {"frequency_penalty", t.FrequencyPenalty}, {"presence_penalty", t.PresencePenalty}, {"repetition_penalty", t.RepetitionPenalty}} {
-		if f.v.set {
-			m[f.key] = f.v.v
+		*p = f
+	case *int:
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return errors.New("want an integer")
 		}
+		*p = n
 	}
-	return m
-}
-
-// optFloat is a float flag that knows whether it was given, so an unset
-// sampling parameter is left out of the request rather than sent as 0.
-type optFloat struct {
-	v   float64
-	set bool
-}
-
-func (f *optFloat) Set(s string) error {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return errors.New("want a number")
-	}
-	f.v, f.set = v, true
+	*o.p = &v
 	return nil
 }
 
-func (f *optFloat) String() string {
-	if !f.set {
+func (o optional[T]) String() string {
+	if o.p == nil || *o.p == nil {
 		return ""
 	}
-	return strconv.FormatFloat(f.v, 'g', -1, 64)
+	return fmt.Sprint(**o.p)
 }
 
-func (f *optFloat) Type() string { return "float" }
-
-// optInt is optFloat for integers.
-type optInt struct {
-	v   int
-	set bool
-}
-
-func (f *optInt) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return errors.New("want an integer")
+func (o optional[T]) Type() string {
+	if _, ok := any(o.p).(**int); ok {
+		return "int"
 	}
-	f.v, f.set = v, true
-	return nil
+	return "float"
 }
 
-func (f *optInt) String() string {
-	if !f.set {
-		return ""
-	}
-	return strconv.Itoa(f.v)
-}
-
-func (f *optInt) Type() string { return "int" }
+func (o optional[T]) target() any { return o.p }
 
 // secondsValue sets a duration from a number of seconds (vLLM's
 // --ready-check-timeout-sec), so both spellings fill one field.
@@ -284,33 +158,13 @@ func (v secondsValue) String() string {
 }
 
 func (v secondsValue) Type() string { return "seconds" }
+func (v secondsValue) target() any  { return v.d }
 
 // loadFlags says how much load and for how long.
 type loadFlags struct {
-	RequestRate    string
-	Burstiness     float64
-	MaxConcurrency int
-	NumPrompts     int
-	NumWarmups     int
-	Duration       time.Duration
-	Seed           int64
-	numSet         bool // --num-prompts given explicitly
-	// RampUp* are vLLM's --ramp-up-strategy and its rates (bench only).
-	RampUpStrategy               string
-	RampUpStartRPS, RampUpEndRPS optFloat
-	// Shard is --shard I/N, Shards --shards N (the index from a Kubernetes
-	// Indexed Job's JOB_COMPLETION_INDEX), StartAt --start-at and
-	// Rendezvous --rendezvous: a run split over machines (bench, and a
-	// sweep of explicit levels; see shardFlags).
-	Shard, StartAt, Rendezvous string
-	Shards                     int
-	// Retries is --retries and RetryBackoff --retry-backoff: the client's
-	// retries of failed requests (bench and sweep).
-	Retries      int
-	RetryBackoff string
-	// RetryIgnoreRetryAfter is --retry-ignore-retry-after: an aggressive
-	// client that waits only its backoff.
-	RetryIgnoreRetryAfter bool
+	run.LoadSpec
+	numSet bool // --num-prompts given explicitly (sweep and sim set it)
+	fs     *pflag.FlagSet
 }
 
 // registerRetry adds the client-retry flags (bench and sweep, over the
@@ -319,26 +173,6 @@ func (l *loadFlags) registerRetry(fs *pflag.FlagSet) {
 	fs.IntVar(&l.Retries, "retries", 0, "retry a request that failed with 429, 5xx, a timeout or a reset connection up to this many times, as client SDKs do (each attempt is a record; 0: none)")
 	fs.StringVar(&l.RetryBackoff, "retry-backoff", "exponential:500ms,8s,full", "wait before each retry: exponential:BASE,CAP[,none|full|equal] (jitter) or constant:WAIT; never shorter than the answer's Retry-After (unless --retry-ignore-retry-after)")
 	fs.BoolVar(&l.RetryIgnoreRetryAfter, "retry-ignore-retry-after", false, "wait only the --retry-backoff before a retry, however long the answer's Retry-After: an aggressive client (with constant:0 it hammers, as in a retry storm)")
-}
-
-// retry checks the retry flags; nil means no retries.
-func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
-	if l.Retries < 0 || l.Retries > 100 {
-		return nil, usagef("--retries %d: want 0 to 100", l.Retries)
-	}
-	p, err := loadgen.ParseBackoff(l.RetryBackoff)
-	if err != nil {
-		return nil, usagef("--retry-backoff %v", err)
-	}
-	if l.Retries == 0 {
-		if l.RetryIgnoreRetryAfter {
-			return nil, usagef("--retry-ignore-retry-after needs --retries")
-		}
-		return nil, nil
-	}
-	p.Max = l.Retries
-	p.IgnoreRetryAfter = l.RetryIgnoreRetryAfter
-	return &p, nil
 }
 
 // registerShard adds the flags of a run split over machines (bench, and a
@@ -353,43 +187,12 @@ func (l *loadFlags) registerShard(fs *pflag.FlagSet) {
 // registerRamp adds the load flags only bench has: vLLM's ramp-up flags.
 func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
 	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
-	fs.Var(&l.RampUpStartRPS, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
-	fs.Var(&l.RampUpEndRPS, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
-}
-
-// ramp checks the ramp-up flags; nil means no ramp. rate is --request-rate
-// parsed (0: inf) and n the measured requests.
-func (l *loadFlags) ramp(rate float64, n int) (*runlog.Ramp, error) {
-	st := strings.ToLower(strings.TrimSpace(l.RampUpStrategy))
-	if st == "" {
-		if l.RampUpStartRPS.set || l.RampUpEndRPS.set {
-			return nil, usagef("--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy linear or exponential")
-		}
-		return nil, nil
-	}
-	r := &runlog.Ramp{Strategy: st, StartRPS: l.RampUpStartRPS.v, EndRPS: l.RampUpEndRPS.v}
-	switch strategy := workload.RampStrategy(st); {
-	case strategy != workload.RampLinear && strategy != workload.RampExponential:
-		return nil, usagef("--ramp-up-strategy %q: want linear or exponential", l.RampUpStrategy)
-	case !l.RampUpStartRPS.set || !l.RampUpEndRPS.set:
-		return nil, usagef("--ramp-up-strategy %s needs both --ramp-up-start-rps and --ramp-up-end-rps", st)
-	case rate > 0:
-		return nil, usagef("--ramp-up-strategy sets the request rate: leave --request-rate at inf (it is %s)", l.RequestRate)
-	case r.StartRPS < 0 || r.EndRPS < 0:
-		return nil, usagef("--ramp-up-start-rps %g, --ramp-up-end-rps %g: want rates ≥ 0", r.StartRPS, r.EndRPS)
-	case r.StartRPS == 0 && strategy == workload.RampExponential:
-		return nil, usagef("--ramp-up-start-rps 0: an exponential ramp cannot start at 0 requests/s")
-	case r.StartRPS == 0:
-		return nil, usagef("--ramp-up-start-rps 0: the first request's rate would be 0 (no gap before it is defined); start above 0")
-	case r.EndRPS < r.StartRPS:
-		return nil, usagef("--ramp-up-end-rps %g is below --ramp-up-start-rps %g: the ramp goes up", r.EndRPS, r.StartRPS)
-	case n <= 0:
-		return nil, usagef("--ramp-up-strategy ramps over --num-prompts requests: give --num-prompts")
-	}
-	return r, nil
+	fs.Var(optional[float64]{&l.RampUpStartRPS}, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
+	fs.Var(optional[float64]{&l.RampUpEndRPS}, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
 }
 
 func (l *loadFlags) register(fs *pflag.FlagSet) {
+	l.fs = fs
 	fs.StringVar(&l.RequestRate, "request-rate", "inf", "open-loop arrival rate in requests/s, or inf to send as fast as the concurrency cap allows")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1.0, "gamma shape of inter-arrival gaps (1 = Poisson, <1 burstier, >1 smoother)")
 	fs.IntVar(&l.MaxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
@@ -399,20 +202,36 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule")
 }
 
+// given says which load settings a flag set.
+func (l *loadFlags) given() setting.Given {
+	g := givenIn(l.fs, &l.LoadSpec)
+	return func(f string) bool { return g(f) || f == "NumPrompts" && l.numSet }
+}
+
 // rate parses --request-rate; 0 means unpaced.
 func (l *loadFlags) rate() (float64, error) {
-	s := strings.TrimSpace(strings.ToLower(l.RequestRate))
-	if s == "inf" || s == "" {
-		return 0, nil
-	}
-	r, err := strconv.ParseFloat(s, 64)
-	if err != nil || r <= 0 || math.IsNaN(r) {
-		return 0, usagef("--request-rate %q: want a positive number of requests/s or inf", l.RequestRate)
-	}
-	if math.IsInf(r, 1) {
-		return 0, nil
-	}
-	return r, nil
+	r, err := l.Rate()
+	return r, settingError(l.fs, &l.LoadSpec, err)
+}
+
+// level checks the load flags and returns the level they describe.
+func (l *loadFlags) level() (runlog.Level, error) {
+	lv, err := l.Level(l.given())
+	return lv, settingError(l.fs, &l.LoadSpec, err)
+}
+
+// levelWith is level at the --request-rate text rate (a sweep's holds a
+// list, so it passes "inf").
+func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
+	defer func(r string) { l.RequestRate = r }(l.RequestRate)
+	l.RequestRate = rate
+	return l.level()
+}
+
+// retry checks the retry flags; nil means no retries.
+func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
+	p, err := l.Retry()
+	return p, settingError(l.fs, &l.LoadSpec, err)
 }
 
 // workloadFlags say what to send.

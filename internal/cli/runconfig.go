@@ -2,22 +2,17 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -26,52 +21,6 @@ import (
 
 // readyPoll is how often a starting server is asked again.
 var readyPoll = time.Second
-
-// level checks the load flags and returns the level they describe; rate is
-// the --request-rate text (a sweep's holds a list, so it passes "inf").
-func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
-	c := *l
-	c.RequestRate = rate
-	return c.level()
-}
-
-// level checks the load flags and returns the level they describe.
-func (l *loadFlags) level() (runlog.Level, error) {
-	rate, err := l.rate()
-	if err != nil {
-		return runlog.Level{}, err
-	}
-	if l.Burstiness <= 0 {
-		return runlog.Level{}, usagef("--burstiness %v: want > 0", l.Burstiness)
-	}
-	switch {
-	case l.MaxConcurrency < 0:
-		return runlog.Level{}, usagef("--max-concurrency %d: want ≥ 0", l.MaxConcurrency)
-	case l.NumPrompts < 0:
-		return runlog.Level{}, usagef("--num-prompts %d: want ≥ 0", l.NumPrompts)
-	case l.NumWarmups < 0:
-		return runlog.Level{}, usagef("--num-warmups %d: want ≥ 0", l.NumWarmups)
-	case l.Duration < 0:
-		return runlog.Level{}, usagef("--duration %v: want ≥ 0", l.Duration)
-	}
-	n := l.NumPrompts
-	if l.Duration > 0 && !l.numSet {
-		n = 0
-	}
-	if n == 0 && l.Duration == 0 {
-		return runlog.Level{}, usagef("--num-prompts 0 needs --duration")
-	}
-	ramp, err := l.ramp(rate, n)
-	if err != nil {
-		return runlog.Level{}, err
-	}
-	lv := runlog.Level{RequestRate: rate, Burstiness: l.Burstiness, MaxConcurrency: l.MaxConcurrency,
-		NumPrompts: n, DurationS: l.Duration.Seconds(), NumWarmups: l.NumWarmups, Ramp: ramp}
-	if ramp != nil {
-		lv.Label = fmt.Sprintf("ramp-up %s %g→%g req/s", ramp.Strategy, ramp.StartRPS, ramp.EndRPS)
-	}
-	return lv, nil
-}
 
 // runConfig is the run.Config of bench's flags (sweep and the embedded
 // target share it): the workload, the target behind an openai.Client, the
@@ -86,18 +35,15 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 			return run.Config{}, err
 		}
 	}
-	base := o.target.BaseURL
-	if base == "" && o.target.Host != "" {
-		base = fmt.Sprintf("http://%s:%d", o.target.Host, o.target.Port)
-	}
-	if base == "" && !o.load.numSet && o.load.Duration == 0 && !strings.EqualFold(o.work.o.DatasetName, "trace") {
+	base, numSet, trace := o.target.Base(), o.load.given().Has("NumPrompts"), strings.EqualFold(o.work.o.DatasetName, "trace")
+	if base == "" && !numSet && o.load.Duration == 0 && !trace {
 		o.load.NumPrompts = 200 // the embedded simulator: a quick look
 	}
 	lv, err := o.load.level()
 	if err != nil {
 		return run.Config{}, err
 	}
-	if lv.DurationS == 0 && !o.load.numSet && strings.EqualFold(o.work.o.DatasetName, "trace") {
+	if lv.DurationS == 0 && !numSet && trace {
 		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
 	}
 	shard, startAt, err := o.load.shardFlags(env)
@@ -148,87 +94,27 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 }
 
 // runTarget is the target the flags name, behind an openai.Client; base
-// "" starts the embedded simulator.
+// "" starts the embedded simulator. The key and every header value are
+// secrets: goodput cannot tell which headers are credentials.
 func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target, error) {
-	headers, err := parseKV("--header", t.Headers)
+	key := ""
+	if k := t.KeyEnv(); k != "" && env.Getenv != nil {
+		key = env.Getenv(k)
+	}
+	rt, err := t.Build(base, run.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll})
 	if err != nil {
-		return run.Target{}, err
+		return run.Target{}, t.err(err)
 	}
-	// Sampling flags first, so --extra-body wins where both set a field
-	// (as in vLLM).
-	extra := t.sampling()
-	if strings.TrimSpace(t.ExtraBody) != "" {
-		var body map[string]any
-		if err := json.Unmarshal([]byte(t.ExtraBody), &body); err != nil {
-			return run.Target{}, flagUsagef("--extra-body", "--extra-body: not a JSON object: %v", err)
-		}
-		maps.Copy(extra, body)
-	}
-	if len(extra) == 0 {
-		extra = nil
-	}
-	if f := t.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
-		return run.Target{}, usagef("--max-tokens-field %q: want max_tokens or max_completion_tokens", f)
-	}
-	api, proto, err := t.backend()
-	if err != nil {
-		return run.Target{}, err
-	}
-	endpoint := proto.Path()
-	if t.Endpoint != "" {
-		endpoint = t.Endpoint
-	}
-	var usageOn, usageAuto bool
-	switch strings.ToLower(t.ContinuousUsage) {
-	case "on", "true":
-		usageOn = true
-	case "off", "false":
-	case "auto":
-		usageAuto = true
-	default:
-		return run.Target{}, usagef("--continuous-usage %q: want auto, on or off", t.ContinuousUsage)
-	}
-	// The target as records and reports name it: no user info, no
-	// credential-like query values.
-	name := redact.URLString(base)
-	if u, err := url.Parse(base); err == nil && env.secrets != nil {
-		env.secrets.AddURL(u)
-	}
-	apiKey := ""
-	if k := t.keyEnv(); k != "" && env.Getenv != nil {
-		apiKey = env.Getenv(k)
-	}
-	hdr := http.Header{}
-	for k, v := range headers {
-		hdr.Set(k, v)
-	}
+	rt.ModelName = modelFlag(t)
 	if env.secrets != nil {
-		// Never written or printed: the key, and every header value given
-		// (goodput cannot tell which of them are credentials).
-		env.secrets.Add(apiKey)
+		if u, err := url.Parse(base); err == nil {
+			env.secrets.AddURL(u)
+		}
+		hdr, _ := t.Header()
+		env.secrets.Add(key)
 		env.secrets.AddHeader(hdr, true)
 	}
-	model := t.Model
-	if model == "" {
-		model = t.ServedModelName // it names the model in the records too
-	}
-	return run.Target{
-		BaseURL: base, Name: name, API: api, Endpoint: endpoint, Model: model, ModelName: modelFlag(t),
-		NoStream: t.NoStream || !proto.Streams(), ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
-		Open: func(baseURL string, maxConns int, now func() int64) (run.Backend, error) {
-			c, err := openai.NewClient(openai.Config{
-				BaseURL: baseURL, Protocol: proto, Endpoint: endpoint, Model: t.requestModel(), APIKey: apiKey, Headers: hdr,
-				ExtraBody: extra, IgnoreEOS: t.IgnoreEOS, MaxTokensField: t.MaxTokensField, Timeout: t.Timeout,
-				IdleTimeout: t.IdleTimeout, MaxConns: maxConns, Now: now, ContinuousUsage: usageOn, AutoUsage: usageAuto,
-				ReadyPoll: readyPoll, NoStream: t.NoStream, KeepText: keepText, Insecure: t.Insecure,
-				FollowRedirects: t.FollowRedirects, MaxResponseTokens: t.MaxResponseTokens,
-			})
-			if err != nil {
-				return nil, flagError(err, "--sim-model")
-			}
-			return c, nil
-		},
-	}, nil
+	return rt, nil
 }
 
 // flagUsage is a usage error of one flag's value, naming the flag, so
@@ -312,6 +198,7 @@ func runError(err error, t *targetFlags, simModel string) error {
 		ce *run.ConfigError
 		fe *run.FileExistsError
 		re *openai.ResolveError
+		oe *openai.ConfigError
 	)
 	switch {
 	case err == nil:
@@ -322,6 +209,8 @@ func runError(err error, t *targetFlags, simModel string) error {
 			flag = "--result-filename"
 		}
 		return usagef("%s %s: the file exists; choose another name, or --overwrite to replace it", flag, fe.Path)
+	case errors.As(err, &oe):
+		return flagError(err, "")
 	case errors.As(err, &re) && re.Field == "Wait":
 		return fmt.Errorf("--ready-check-timeout: %w", re)
 	case errors.As(err, &re):

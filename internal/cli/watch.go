@@ -149,13 +149,13 @@ func watchTargets(ctx context.Context, env Env, cfg *watch.Config) (targets map[
 	embedded := false
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
-		tf := targetFlags{
+		tf := targetFlags{TargetSpec: run.TargetSpec{
 			Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
 			MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
 			MaxResponseTokens: openai.DefaultMaxResponseTokens,
-		}
+		}}
 		if _, _, err := tf.backend(); err != nil {
-			return nil, stop, usageError{t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, backendNames))}
+			return nil, stop, usageError{t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, run.BackendNames))}
 		}
 		if t.APIKeyEnv != "" && (env.Getenv == nil || env.Getenv(t.APIKeyEnv) == "") {
 			return nil, stop, usageError{t.FieldError("api_key_env", fmt.Errorf("the environment variable %s is not set: export it with the API key", t.APIKeyEnv))}
