@@ -346,26 +346,15 @@ func (f *lenFlag) Type() string { return "int" }
 // outputFlags say what to print and save.
 type outputFlags struct {
 	summaryFlags
-	SaveResult     bool
-	SaveDetailed   bool
-	ResultDir      string
-	ResultFilename string
-	Records        string
-	Metadata       []string
-	Quiet          bool
-	HTML           string
-	// Label replaces the backend in the result file name and is stored as
-	// the result's label (bench only, as vLLM's --label).
-	Label string
-	// AppendResult appends the result to its file (bench only).
-	AppendResult bool
-	// Overwrite lets a run replace existing records and result files.
-	Overwrite bool
+	run.OutputSpec
+	Quiet bool
 	// metricsSet says --percentile-metrics was given (not its default).
 	metricsSet bool
+	fs         *pflag.FlagSet
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
+	o.fs = fs
 	o.summaryFlags.register(fs)
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
 	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")
@@ -396,6 +385,28 @@ func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
 		}
 	}
 	return o.options(args)
+}
+
+// meta is --metadata's pairs.
+func (o *outputFlags) meta() (map[string]string, error) {
+	m, err := o.Meta()
+	return m, settingError(o.fs, &o.OutputSpec, err)
+}
+
+// saveError names the flag of a file that could not be saved.
+func (o *outputFlags) saveError(err error) error {
+	var se *run.SaveError
+	if !errors.As(err, &se) {
+		return err
+	}
+	head := se.Field
+	if names := flagsOf(o.fs, &o.OutputSpec, se.Field); len(names) > 0 {
+		head = "--" + names[0]
+	}
+	if se.Path != "" {
+		head += " " + se.Path
+	}
+	return fmt.Errorf("%s: %w", head, runError(se.Err, nil, ""))
 }
 
 func parseKV(flag string, kvs []string) (map[string]string, error) {

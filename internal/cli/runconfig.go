@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -54,7 +53,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
-	meta, err := parseKV("--metadata", o.out.Metadata)
+	meta, err := o.out.meta()
 	if err != nil {
 		return run.Config{}, err
 	}
@@ -143,20 +142,7 @@ func modelFlag(t *targetFlags) string {
 
 // runOutput is where the run writes.
 func (o *outputFlags) runOutput(env Env) run.Output {
-	dir := o.ResultDir
-	if dir == "" {
-		dir = env.Dir
-	} else if env.Dir != "" && !filepath.IsAbs(dir) {
-		dir = filepath.Join(env.Dir, dir)
-	}
-	records := o.Records
-	if records != "" && records != "none" && records != "-" && env.Dir != "" && !filepath.IsAbs(records) {
-		records = filepath.Join(env.Dir, records)
-	}
-	out := run.Output{
-		Dir: dir, ResultName: o.ResultFilename, Label: o.Label, Records: records, Overwrite: o.Overwrite,
-		Saving: o.SaveResult && !o.AppendResult, KeepRecords: o.HTML != "" || o.SaveDetailed, KeepText: o.SaveDetailed,
-	}
+	out := o.Output(env.Dir)
 	if env.secrets != nil {
 		out.Filter = env.secrets.Writer
 	}

@@ -171,3 +171,24 @@ func TestTargetSpecBuild(t *testing.T) {
 		t.Errorf("anthropic's KeyEnv = %q", s.KeyEnv())
 	}
 }
+
+func TestOutputSpec(t *testing.T) {
+	s := OutputSpec{ResultDir: "out", Records: "r.jsonl", SaveResult: true, HTML: "x.html", Metadata: []string{"a=1", " b =2=3"}}
+	o := s.Output("/wd")
+	if o.Dir != "/wd/out" || o.Records != "/wd/r.jsonl" || !o.Saving || !o.KeepRecords || o.KeepText {
+		t.Errorf("Output = %+v", o)
+	}
+	s.AppendResult, s.Records, s.ResultDir = true, "none", "/abs"
+	if o := s.Output("/wd"); o.Dir != "/abs" || o.Records != "none" || o.Saving {
+		t.Errorf("Output = %+v; want the absolute dir, no records, appending", o)
+	}
+	m, err := s.Meta()
+	if err != nil || m["a"] != "1" || m["b"] != "2=3" {
+		t.Errorf("Meta = %v, %v", m, err)
+	}
+	s.Metadata = []string{"=v"}
+	_, err = s.Meta()
+	if got, want := settingErr(t, err).Error(), `Metadata "=v": want KEY=VALUE`; got != want {
+		t.Errorf("Meta: %q, want %q", got, want)
+	}
+}
