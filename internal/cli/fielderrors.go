@@ -5,7 +5,6 @@ import (
 	"io/fs"
 
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -45,13 +44,11 @@ var (
 		"ToolShare":       "--tool-share",
 		"Tools":           "--tools",
 	}
-	// clientFieldFlags are the flags of openai.Config's fields, by Go name.
-	clientFieldFlags = map[string]string{"BaseURL": "--base-url"}
 )
 
 // flagError makes err, returned by a library checking values that flags
 // gave it, a usage error (exit code 2) whose one line names the flag at
-// fault: a *workload.OptionError, *openai.ConfigError or *sim.ConfigError
+// fault: a *workload.OptionError or *sim.ConfigError
 // by its field, a *gate.ExprError or *gate.KeyError as --fail-if's, and a
 // file that cannot be opened (an *fs.PathError) as --dataset-path's.
 // modelFlag is the flag of the simulated engine's model (sim.Config.Model):
@@ -62,7 +59,6 @@ func flagError(err error, modelFlag string) error {
 	var (
 		ue usageError
 		oe *workload.OptionError
-		ce *openai.ConfigError
 		se *sim.ConfigError
 		ee *gate.ExprError
 		ke *gate.KeyError
@@ -77,10 +73,6 @@ func flagError(err error, modelFlag string) error {
 		return usagef("--fail-if %w", ee)
 	case errors.As(err, &ke):
 		return usagef("--fail-if %w", ke)
-	case errors.As(err, &ce):
-		if flag, ok := clientFieldFlags[ce.Field]; ok {
-			return usagef("%s %q: %w", flag, ce.Value, ce.Err)
-		}
 	case errors.As(err, &se):
 		flag, ok := engineFieldFlags[se.Field]
 		if se.Field == "model" {

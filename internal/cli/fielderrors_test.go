@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -36,7 +35,6 @@ func TestFlagError(t *testing.T) {
 		}
 		return g.Validate(map[string]any{"p99_ttft_ms": 1.0})
 	}
-	newClient := func(base string) error { _, err := openai.NewClient(openai.Config{BaseURL: base}); return err }
 	tests := []struct {
 		name      string
 		err       error
@@ -75,8 +73,6 @@ func TestFlagError(t *testing.T) {
 		{"sim model len", simNew(func(c *sim.Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }), "--model", "--max-model-len: …"},
 		{"sim profile table", simNew(func(c *sim.Config) { c.ProfileTable = filepath.Join(dir, "none.csv") }), "--model", "--profile-table: …"},
 		{"sim kv dtype", simNew(func(c *sim.Config) { c.KVCacheDType = "int2" }), "--model", "--kv-cache-dtype: …"},
-		// openai.ConfigError.
-		{"base url", newClient("localhost:8000"), "", `--base-url "localhost:8000": want http(s)://host[:port]`},
 		// gate errors are --fail-if's.
 		{"gate parse", gateParse("p99_ttft_ms>>5"), "", `--fail-if "p99_ttft_ms>>5": ">5" is not a number: …`},
 		{"gate key", gateValidate("p99_tft_ms>5"), "", `--fail-if "p99_tft_ms>5": p99_tft_ms is not a key of the result; did you mean p99_ttft_ms?`},
@@ -156,9 +152,6 @@ func TestFieldFlagsExist(t *testing.T) {
 	}
 	for f, flag := range engineFieldFlags {
 		has(f, nil, flag, "bench", "sim", "serve", "sweep")
-	}
-	for f, flag := range clientFieldFlags {
-		has(f, reflect.TypeFor[openai.Config](), flag, "bench", "sweep")
 	}
 	has("model", nil, "--sim-model", "bench", "sweep")
 	has("model", nil, "--model", "sim", "serve")

@@ -12,6 +12,7 @@ import (
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -184,7 +185,7 @@ func runError(err error, t *targetFlags, simModel string) error {
 		ce *run.ConfigError
 		fe *run.FileExistsError
 		re *openai.ResolveError
-		oe *openai.ConfigError
+		se *setting.Error
 	)
 	switch {
 	case err == nil:
@@ -195,8 +196,8 @@ func runError(err error, t *targetFlags, simModel string) error {
 			flag = "--result-filename"
 		}
 		return usagef("%s %s: the file exists; choose another name, or --overwrite to replace it", flag, fe.Path)
-	case errors.As(err, &oe):
-		return flagError(err, "")
+	case errors.As(err, &se) && t != nil:
+		return t.err(err) // the target's (a base URL the client refused)
 	case errors.As(err, &re) && re.Field == "Wait":
 		return fmt.Errorf("--ready-check-timeout: %w", re)
 	case errors.As(err, &re):
