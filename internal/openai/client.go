@@ -30,8 +30,8 @@ import (
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/sse"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/sse"
 )
 
 // Message is one chat message: an assistant message may carry the tool
