@@ -26,8 +26,6 @@ type BenchOptions struct {
 	sessions sessionFlags
 	// metricsListen serves live Prometheus metrics of the run (bench only).
 	metricsListen string
-	// backendSet says --backend was given (sessions default to chat).
-	backendSet bool
 	args       []string
 }
 
@@ -44,7 +42,6 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
 			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
-			o.backendSet = cmd.Flags().Changed("backend")
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },
@@ -89,17 +86,12 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return nil, err
 	}
 	if sessions != nil {
-		// A session is a conversation: its history goes as chat messages.
-		switch _, proto, err := o.target.backend(); {
-		case err != nil:
-			return nil, err
-		case !o.backendSet && sessions.History == runlog.HistoryChained:
-			o.target.Backend = "openai-responses"
-		case !o.backendSet:
-			o.target.Backend = "openai-chat"
-		case !proto.Chat():
-			return nil, usagef("--backend %s: sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages", o.target.Backend)
-		case sessions.History == runlog.HistoryChained && proto != openai.Responses:
+		chained := sessions.History == runlog.HistoryChained
+		proto, err := o.target.ForSessions(chained, givenIn(o.target.fs, &o.target.TargetSpec))
+		if err != nil {
+			return nil, o.target.err(err)
+		}
+		if chained && proto != openai.Responses {
 			return nil, usagef("--history chained: only --backend openai-responses chains answers (previous_response_id); the others resend the history")
 		}
 	}

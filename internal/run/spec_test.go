@@ -192,3 +192,32 @@ func TestOutputSpec(t *testing.T) {
 		t.Errorf("Meta: %q, want %q", got, want)
 	}
 }
+
+func TestTargetSpecForSessions(t *testing.T) {
+	backend := func(f string) bool { return f == "Backend" }
+	cases := []struct {
+		backend string
+		chained bool
+		given   setting.Given
+		want    string // the backend after, or the error
+	}{
+		{"openai", false, nil, "openai-chat"},
+		{"openai", true, nil, "openai-responses"},
+		{"anthropic-messages", false, backend, "anthropic-messages"},
+		{"openai", false, backend, "Backend openai: sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages"},
+		{"grpc", false, backend, `Backend "grpc": want ` + BackendNames},
+	}
+	for _, c := range cases {
+		s := TargetSpec{Backend: c.backend}
+		proto, err := s.ForSessions(c.chained, c.given)
+		got := s.Backend
+		if err != nil {
+			got = settingErr(t, err).Error()
+		} else if proto == nil || proto.Name() != s.Backend {
+			t.Errorf("%+v: protocol %v for backend %s", c, proto, s.Backend)
+		}
+		if got != c.want {
+			t.Errorf("%+v: %q, want %q", c, got, c.want)
+		}
+	}
+}

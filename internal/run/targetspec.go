@@ -250,3 +250,24 @@ func (t *TargetSpec) Scrape() (*ScrapeConfig, error) {
 	}
 	return cfg, nil
 }
+
+// ForSessions fits the backend to sessions, whose history goes as a
+// conversation: openai-chat unless Backend was given (openai-responses
+// when the answers are chained), else one that carries a conversation.
+// It returns the protocol.
+func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (openai.Protocol, error) {
+	switch _, proto, err := t.Protocol(); {
+	case err != nil:
+		return nil, err
+	case !given.Has("Backend") && chained:
+		t.Backend = "openai-responses"
+	case !given.Has("Backend"):
+		t.Backend = "openai-chat"
+	case !proto.Chat():
+		return nil, setting.Errorf("Backend", t.Backend, "sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages")
+	default:
+		return proto, nil
+	}
+	_, proto, err := t.Protocol()
+	return proto, err
+}
