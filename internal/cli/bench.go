@@ -26,7 +26,7 @@ type BenchOptions struct {
 	sessions sessionFlags
 	// metricsListen serves live Prometheus metrics of the run (bench only).
 	metricsListen string
-	args       []string
+	args          []string
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
