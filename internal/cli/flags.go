@@ -236,23 +236,22 @@ func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
 
 // workloadFlags say what to send.
 type workloadFlags struct {
-	o         workload.Options
-	calibrate string
+	run.WorkloadSpec
+	o workload.Options
 	// inputLen and outputLen are vLLM's --input-len and --output-len.
 	inputLen, outputLen generalLen
-	// customOutputLen is --custom-output-len (bench only): tokens asked of
-	// every custom request; 0 or -1 keeps the file's output_tokens.
-	customOutputLen  int
-	skipChatTemplate bool
+	skipChatTemplate    bool
+	fs                  *pflag.FlagSet
 }
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
+	w.fs = fs
 	o := &w.o
 	// --input-len and --output-len set the dataset-specific lengths, as in
 	// vLLM (input: random; output: random, sharegpt, custom and
 	// prefix-repetition), and win over them whatever the order of flags.
 	w.inputLen.targets = []*int{&o.RandomInputLen}
-	w.outputLen.targets = []*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.customOutputLen, &o.PrefixRepetitionOutputLen}
+	w.outputLen.targets = []*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}
 	o.RandomInputLen, o.RandomOutputLen = 1024, 128
 	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
 	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
@@ -262,7 +261,7 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&lenFlag{&o.RandomOutputLen, &w.outputLen.set}, "random-output-len", "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
 	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
-	fs.StringVar(&w.calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
+	fs.StringVar(&w.Calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
 	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
@@ -283,7 +282,7 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 
 // registerBench adds the workload flags only bench has.
 func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
-	fs.Var(&lenFlag{&w.customOutputLen, &w.outputLen.set}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
+	fs.Var(&lenFlag{&w.CustomOutputLen, &w.outputLen.set}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
 }
 
 // generalLen is vLLM's --input-len or --output-len: a length that sets the
@@ -315,6 +314,7 @@ func (g *generalLen) String() string {
 }
 
 func (g *generalLen) Type() string { return "int" }
+func (g *generalLen) target() any  { return g.targets[0] }
 
 // lenFlag is a dataset-specific length flag that a general one (--input-len,
 // --output-len) overrides once given.
@@ -342,6 +342,7 @@ func (f *lenFlag) String() string {
 }
 
 func (f *lenFlag) Type() string { return "int" }
+func (f *lenFlag) target() any  { return f.p }
 
 // outputFlags say what to print and save.
 type outputFlags struct {

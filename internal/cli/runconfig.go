@@ -63,12 +63,9 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
-	if n := o.work.customOutputLen; n < -1 {
-		return run.Config{}, usagef("--custom-output-len %d: want a number of tokens, or 0 or -1 for the file's", n)
-	}
-	cal := strings.ToLower(o.work.calibrate)
-	if cal != "auto" && cal != "" && cal != "off" {
-		return run.Config{}, usagef("--calibrate %q: want auto or off", o.work.calibrate)
+	work, err := o.work.Workload(o.work.o)
+	if err != nil {
+		return run.Config{}, settingError(o.work.fs, &o.work.WorkloadSpec, err)
 	}
 	scrapes, err := o.target.scrapeConfig()
 	if err != nil {
@@ -86,7 +83,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	}
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Target: target,
-		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
+		Workload: work,
 		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
 		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
 		Shard: shard, StartAt: startAt, Retry: retry,

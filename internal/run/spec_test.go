@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/workload"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -219,5 +220,27 @@ func TestTargetSpecForSessions(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%+v: %q, want %q", c, got, c.want)
 		}
+	}
+}
+
+func TestWorkloadSpec(t *testing.T) {
+	for _, c := range []struct {
+		spec WorkloadSpec
+		want string
+	}{
+		{WorkloadSpec{CustomOutputLen: -2}, "CustomOutputLen -2: want a number of tokens, or 0 or -1 for the file's"},
+		{WorkloadSpec{Calibrate: "on"}, `Calibrate "on": want auto or off`},
+	} {
+		_, err := c.spec.Workload(workload.Options{})
+		if got := settingErr(t, err).Error(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.spec, got, c.want)
+		}
+	}
+	w, err := (&WorkloadSpec{Calibrate: "OFF", CustomOutputLen: -1}).Workload(workload.Options{DatasetName: "custom"})
+	if err != nil || w.Calibrate || w.OutputTokens != 0 || w.Options.DatasetName != "custom" {
+		t.Errorf("Workload = %+v, %v", w, err)
+	}
+	if w, _ := (&WorkloadSpec{CustomOutputLen: 7}).Workload(workload.Options{}); !w.Calibrate || w.OutputTokens != 7 {
+		t.Errorf("Workload = %+v; want calibrated, 7 output tokens", w)
 	}
 }
