@@ -238,8 +238,9 @@ func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
 type workloadFlags struct {
 	run.WorkloadSpec
 	o workload.Options
-	// inputLen and outputLen are vLLM's --input-len and --output-len.
-	inputLen, outputLen generalLen
+	// inputSet and outputSet say vLLM's --input-len and --output-len
+	// were given.
+	inputSet, outputSet bool
 	skipChatTemplate    bool
 	fs                  *pflag.FlagSet
 }
@@ -250,26 +251,24 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	// --input-len and --output-len set the dataset-specific lengths, as in
 	// vLLM (input: random; output: random, sharegpt, custom and
 	// prefix-repetition), and win over them whatever the order of flags.
-	w.inputLen.targets = []*int{&o.RandomInputLen}
-	w.outputLen.targets = []*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}
 	o.RandomInputLen, o.RandomOutputLen = 1024, 128
 	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
 	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
-	fs.Var(&w.inputLen, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
-	fs.Var(&w.outputLen, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
-	fs.Var(&lenFlag{&o.RandomInputLen, &w.inputLen.set}, "random-input-len", "random dataset: prompt length in tokens")
-	fs.Var(&lenFlag{&o.RandomOutputLen, &w.outputLen.set}, "random-output-len", "random dataset: output length in tokens")
+	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, true, &w.inputSet}, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
+	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet}, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
+	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, false, &w.inputSet}, "random-input-len", "random dataset: prompt length in tokens")
+	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen}, false, &w.outputSet}, "random-output-len", "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
 	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
 	fs.StringVar(&w.Calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
 	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
-	fs.Var(&lenFlag{&o.ShareGPTOutputLen, &w.outputLen.set}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
+	fs.Var(&lenFlag{[]*int{&o.ShareGPTOutputLen}, false, &w.outputSet}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
 	fs.IntVar(&o.PrefixRepetitionPrefixLen, "prefix-repetition-prefix-len", 0, "prefix-repetition dataset: prefix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionSuffixLen, "prefix-repetition-suffix-len", 0, "prefix-repetition dataset: suffix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionNumPrefixes, "prefix-repetition-num-prefixes", 0, "prefix-repetition dataset: distinct prefixes (default 10)")
-	fs.Var(&lenFlag{&o.PrefixRepetitionOutputLen, &w.outputLen.set}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
+	fs.Var(&lenFlag{[]*int{&o.PrefixRepetitionOutputLen}, false, &w.outputSet}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
 	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
 	fs.BoolVar(&o.CacheBust, "cache-bust", false, "prepend a unique random prefix to every prompt so prefix caches cannot hit")
@@ -282,67 +281,45 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 
 // registerBench adds the workload flags only bench has.
 func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
-	fs.Var(&lenFlag{&w.CustomOutputLen, &w.outputLen.set}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
+	fs.Var(&lenFlag{[]*int{&w.CustomOutputLen}, false, &w.outputSet}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
 }
 
-// generalLen is vLLM's --input-len or --output-len: a length that sets the
-// dataset-specific flags it maps to.
-type generalLen struct {
-	v       int
-	set     bool
-	targets []*int
-}
-
-func (g *generalLen) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || v < 1 {
-		// 0 would read as "the dataset's default", not as 0 tokens.
-		return errors.New("want a number of tokens ≥ 1")
-	}
-	g.v, g.set = v, true
-	for _, t := range g.targets {
-		*t = v
-	}
-	return nil
-}
-
-func (g *generalLen) String() string {
-	if !g.set {
-		return ""
-	}
-	return strconv.Itoa(g.v)
-}
-
-func (g *generalLen) Type() string { return "int" }
-func (g *generalLen) target() any  { return g.targets[0] }
-
-// lenFlag is a dataset-specific length flag that a general one (--input-len,
-// --output-len) overrides once given.
+// lenFlag is a length in tokens filling ps: vLLM's --input-len or
+// --output-len (general: every dataset's length it maps to), or one
+// dataset's, which a general one given wins over whatever the order.
 type lenFlag struct {
-	p          *int
-	overridden *bool
+	ps      []*int
+	general bool
+	won     *bool // the general flag was given
 }
 
 func (f *lenFlag) Set(s string) error {
 	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
+	switch {
+	case f.general && (err != nil || v < 1):
+		// 0 would read as "the dataset's default", not as 0 tokens.
+		return errors.New("want a number of tokens ≥ 1")
+	case err != nil:
 		return errors.New("want an integer")
+	case !f.general && *f.won:
+		return nil
 	}
-	if !*f.overridden {
-		*f.p = v
+	*f.won = *f.won || f.general
+	for _, p := range f.ps {
+		*p = v
 	}
 	return nil
 }
 
 func (f *lenFlag) String() string {
-	if f.p == nil {
-		return "0"
+	if len(f.ps) == 0 || f.general && !*f.won {
+		return ""
 	}
-	return strconv.Itoa(*f.p)
+	return strconv.Itoa(*f.ps[0])
 }
 
 func (f *lenFlag) Type() string { return "int" }
-func (f *lenFlag) target() any  { return f.p }
+func (f *lenFlag) target() any  { return f.ps[0] }
 
 // outputFlags say what to print and save.
 type outputFlags struct {
@@ -410,12 +387,13 @@ func (o *outputFlags) saveError(err error) error {
 	return fmt.Errorf("%s: %w", head, runError(se.Err, nil, ""))
 }
 
+// parseKV parses K=V pairs of the flag (sim's --metadata).
 func parseKV(flag string, kvs []string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, flagUsagef(flag, "%s %q: want KEY=VALUE", flag, kv)
+			return nil, &flagUsage{flag: flag, err: usagef("%s %q: want KEY=VALUE", flag, kv)}
 		}
 		m[strings.TrimSpace(k)] = v
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
-	"github.com/goodput/goodput/internal/stats"
 )
 
 // This file turns the flags into a run.Config, and the run's typed errors
@@ -31,7 +30,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		return run.Config{}, err
 	}
 	if why := o.target.wholeAnswers(); why != "" {
-		if err := noStreamStats(&so, o.out.metricsSet, why); err != nil {
+		if err := wholeAnswersError(run.WholeAnswers(&so, o.out.metricsSet), why); err != nil {
 			return run.Config{}, err
 		}
 	}
@@ -124,11 +123,6 @@ type flagUsage struct {
 
 func (e *flagUsage) Error() string { return e.err.Error() }
 func (e *flagUsage) Unwrap() error { return e.err }
-
-// flagUsagef is usagef for a flag's value.
-func flagUsagef(flag, format string, args ...any) error {
-	return &flagUsage{flag: flag, err: usagef(format, args...)}
-}
 
 // modelFlag names the flag that gave the request's model id.
 func modelFlag(t *targetFlags) string {
@@ -225,12 +219,6 @@ func (t *targetFlags) wholeAnswers() string {
 		return "--backend " + proto.Name()
 	}
 	return ""
-}
-
-// noStreamStats fits the summary to whole answers (run.WholeAnswers;
-// why names their cause: --no-stream, an embeddings backend).
-func noStreamStats(so *stats.Options, metricsSet bool, why string) error {
-	return wholeAnswersError(run.WholeAnswers(so, metricsSet), why)
 }
 
 // wholeAnswersError makes a *run.NoStreamError a usage error naming the
