@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -156,4 +158,19 @@ func TestFieldFlagsExist(t *testing.T) {
 	has("model", nil, "--sim-model", "bench", "sweep")
 	has("model", nil, "--model", "sim", "serve")
 	has("FailIf", nil, "--fail-if", "bench", "sim", "sweep")
+}
+
+// runError names a target setting's flag, and leaves another library's
+// setting error to the mapping of its own caller.
+func TestRunErrorTargetSettings(t *testing.T) {
+	var tf targetFlags
+	tf.register(pflag.NewFlagSet("bench", pflag.ContinueOnError))
+	got := runError(fmt.Errorf("open: %w", setting.Errorf("BaseURL", `"x"`, "want http(s)://host[:port]")), &tf, "")
+	if want := `--base-url "x": want http(s)://host[:port]`; got == nil || got.Error() != want {
+		t.Errorf("target setting: %v, want %q", got, want)
+	}
+	other := setting.Errorf("MaxNumSeqs", "0", "want ≥ 1")
+	if got := runError(other, &tf, ""); got != error(other) {
+		t.Errorf("another setting: %v, want it as it was", got)
+	}
 }

@@ -38,7 +38,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
-	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+run.BackendNames+"; any OpenAI-compatible server speaks openai or openai-chat")
+	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+backendNames+"; any OpenAI-compatible server speaks openai or openai-chat")
 	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default the backend's: /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings)")
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
@@ -77,6 +77,9 @@ func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
 func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 }
+
+// backendNames lists the accepted --backend values.
+const backendNames = run.BackendNames
 
 // err names the flag of a target setting's error.
 func (t *targetFlags) err(err error) error { return settingError(t.fs, &t.TargetSpec, err) }

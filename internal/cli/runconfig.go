@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
@@ -187,7 +189,7 @@ func runError(err error, t *targetFlags, simModel string) error {
 			flag = "--result-filename"
 		}
 		return usagef("%s %s: the file exists; choose another name, or --overwrite to replace it", flag, fe.Path)
-	case errors.As(err, &se) && t != nil:
+	case errors.As(err, &se) && t != nil && owns(t.fs, &t.TargetSpec, se):
 		return t.err(err) // the target's (a base URL the client refused)
 	case errors.As(err, &re) && re.Field == "Wait":
 		return fmt.Errorf("--ready-check-timeout: %w", re)
@@ -207,6 +209,17 @@ func runError(err error, t *targetFlags, simModel string) error {
 		return flagError(ce.Err, simModel)
 	}
 	return err
+}
+
+// owns says every setting se names is a field of *root that a flag of fs
+// fills.
+func owns(fs *pflag.FlagSet, root any, se *setting.Error) bool {
+	for _, f := range se.Fields() {
+		if len(flagsOf(fs, root, f)) == 0 {
+			return false
+		}
+	}
+	return len(se.Fields()) > 0
 }
 
 // wholeAnswers names what makes the run's answers whole, not streamed

@@ -155,7 +155,7 @@ func watchTargets(ctx context.Context, env Env, cfg *watch.Config) (targets map[
 			MaxResponseTokens: openai.DefaultMaxResponseTokens,
 		}}
 		if _, _, err := tf.backend(); err != nil {
-			return nil, stop, usageError{t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, run.BackendNames))}
+			return nil, stop, usageError{t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, backendNames))}
 		}
 		if t.APIKeyEnv != "" && (env.Getenv == nil || env.Getenv(t.APIKeyEnv) == "") {
 			return nil, stop, usageError{t.FieldError("api_key_env", fmt.Errorf("the environment variable %s is not set: export it with the API key", t.APIKeyEnv))}
