@@ -189,8 +189,6 @@ func runError(err error, t *targetFlags, simModel string) error {
 			flag = "--result-filename"
 		}
 		return usagef("%s %s: the file exists; choose another name, or --overwrite to replace it", flag, fe.Path)
-	case errors.As(err, &se) && t != nil && owns(t.fs, &t.TargetSpec, se):
-		return t.err(err) // the target's (a base URL the client refused)
 	case errors.As(err, &re) && re.Field == "Wait":
 		return fmt.Errorf("--ready-check-timeout: %w", re)
 	case errors.As(err, &re):
@@ -207,6 +205,8 @@ func runError(err error, t *targetFlags, simModel string) error {
 			return usagef("%s: %v", flag, ce.Err)
 		}
 		return flagError(ce.Err, simModel)
+	case errors.As(err, &se) && t != nil && owns(t.fs, &t.TargetSpec, se):
+		return t.err(err) // the target's (a base URL the client refused)
 	}
 	return err
 }
