@@ -19,13 +19,17 @@ import (
 // the field.
 type LoadSpec struct {
 	// RequestRate is requests/s as written, "inf" (or "") unpaced.
-	RequestRate    string
-	Burstiness     float64
+	RequestRate string
+	// Burstiness is the gamma shape of the gaps (1: Poisson).
+	Burstiness float64
+	// MaxConcurrency caps requests in flight (0: none).
 	MaxConcurrency int
-	NumPrompts     int
-	NumWarmups     int
-	Duration       time.Duration
-	Seed           int64
+	// NumPrompts are the measured requests, NumWarmups those sent first
+	// and left out, Duration the limit on sending (0: none).
+	NumPrompts, NumWarmups int
+	Duration               time.Duration
+	// Seed drives the workload and the arrival schedule.
+	Seed int64
 	// RampUp* are vLLM's ramp-up: a strategy (linear, exponential) and
 	// its rates, nil when not given.
 	RampUpStrategy               string

@@ -168,7 +168,7 @@ func TestTargetSpecBuild(t *testing.T) {
 		t.Errorf("KeyEnv %q, RequestModel %q", s.KeyEnv(), s.RequestModel())
 	}
 	s.Backend = "anthropic-messages"
-	if s.KeyEnv() != AnthropicKeyEnv {
+	if s.KeyEnv() != anthropicKeyEnv {
 		t.Errorf("anthropic's KeyEnv = %q", s.KeyEnv())
 	}
 }

@@ -25,7 +25,7 @@ type TargetSpec struct {
 	// the embedded simulator.
 	BaseURL, Host string
 	Port          int
-	// Backend names the wire API (Backends, or an alias); Endpoint
+	// Backend names the wire API (backends, or an alias); Endpoint
 	// replaces its default path.
 	Backend, Endpoint string
 	// Model names the model (and tokenizer) in the records and is the id
@@ -35,31 +35,40 @@ type TargetSpec struct {
 	// every body (after the sampling parameters, so it wins).
 	Headers   []string
 	ExtraBody string
-	// APIKeyEnv is the environment variable of the API key
-	// (DefaultKeyEnv stands for AnthropicKeyEnv with anthropic-messages).
-	APIKeyEnv       string
+	// APIKeyEnv is the environment variable of the API key (KeyEnv).
+	APIKeyEnv string
+	// RequestIDPrefix prefixes the x-request-id header ("": the run's).
 	RequestIDPrefix string
-	IgnoreEOS       bool
+	// IgnoreEOS sends ignore_eos: every request generates its full length.
+	IgnoreEOS bool
 	// MaxTokensField is max_tokens or max_completion_tokens.
 	MaxTokensField string
 	// ContinuousUsage is auto, on or off.
-	ContinuousUsage                         string
+	ContinuousUsage string
+	// Timeout limits a whole request, IdleTimeout the server's silence,
+	// ReadyCheckTimeout the wait for a starting server (0: none).
 	Timeout, IdleTimeout, ReadyCheckTimeout time.Duration
-	FollowRedirects, Insecure, NoStream     bool
-	MaxResponseTokens                       int
+	// FollowRedirects follows same-origin redirects, Insecure skips TLS
+	// verification, NoStream measures whole answers.
+	FollowRedirects, Insecure, NoStream bool
+	// MaxResponseTokens caps a response to a request without max_tokens.
+	MaxResponseTokens int
 	// The sampling parameters, sent only when given (non-nil).
 	Temperature, TopP, MinP                              *float64
 	FrequencyPenalty, PresencePenalty, RepetitionPenalty *float64
 	TopK                                                 *int
-	ServerMetrics                                        []string
-	ScrapeInterval                                       time.Duration
+	// ServerMetrics are metrics endpoints to scrape besides the
+	// target's own (URL or NAME=URL; none: scrape nothing), every
+	// ScrapeInterval.
+	ServerMetrics  []string
+	ScrapeInterval time.Duration
 }
 
-// Backends are the wire APIs by canonical name. Every OpenAI-compatible
+// backends are the wire APIs by canonical name. Every OpenAI-compatible
 // server (vLLM, SGLang, TGI, llama.cpp, Ollama) speaks openai or
 // openai-chat; a server's name would say nothing more than its API, so it
 // is not one.
-var Backends = map[string]openai.Protocol{
+var backends = map[string]openai.Protocol{
 	"openai": openai.Completions, "openai-chat": openai.ChatCompletions, "openai-responses": openai.Responses,
 	"anthropic-messages": anthropic.Messages, "openai-embeddings": openai.Embeddings,
 }
@@ -70,11 +79,11 @@ var backendAliases = map[string]string{"vllm": "openai"}
 // BackendNames lists the accepted backends, for help and errors.
 const BackendNames = "openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"
 
-// DefaultKeyEnv is APIKeyEnv's default; AnthropicKeyEnv stands in for it
-// with the Anthropic backend, as Anthropic's own tools read it.
+// DefaultKeyEnv is APIKeyEnv's default; anthropicKeyEnv stands in for it
+// with anthropic-messages, as Anthropic's own tools read it.
 const (
 	DefaultKeyEnv   = "OPENAI_API_KEY"
-	AnthropicKeyEnv = "ANTHROPIC_API_KEY"
+	anthropicKeyEnv = "ANTHROPIC_API_KEY"
 )
 
 // Protocol is the backend's canonical name and protocol.
@@ -83,7 +92,7 @@ func (t *TargetSpec) Protocol() (string, openai.Protocol, error) {
 	if a, ok := backendAliases[name]; ok {
 		name = a
 	}
-	proto, ok := Backends[name]
+	proto, ok := backends[name]
 	if !ok {
 		return "", nil, setting.Errorf("Backend", strconv.Quote(t.Backend), "want %s", BackendNames)
 	}
@@ -94,7 +103,7 @@ func (t *TargetSpec) Protocol() (string, openai.Protocol, error) {
 func (t *TargetSpec) KeyEnv() string {
 	if t.APIKeyEnv == DefaultKeyEnv {
 		if _, proto, err := t.Protocol(); err == nil && proto == anthropic.Messages {
-			return AnthropicKeyEnv
+			return anthropicKeyEnv
 		}
 	}
 	return t.APIKeyEnv
