@@ -121,7 +121,7 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return []run.Sink{live}, nil
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, &o.target, "--sim-model")
+	return res, runError(err, &o.target, "--sim-model", o.work.group(), o.load.group())
 }
 
 // runBench measures one load level and reports it.

@@ -84,6 +84,14 @@ const backendNames = run.BackendNames
 // err names the flag of a target setting's error.
 func (t *targetFlags) err(err error) error { return settingError(t.fs, &t.TargetSpec, err) }
 
+// targetGroup names the flags of the target's settings; none for nil.
+func (t *targetFlags) targetGroup() []flagGroup {
+	if t == nil {
+		return nil
+	}
+	return []flagGroup{{t.fs, &t.TargetSpec}}
+}
+
 // scrapeConfig is what --server-metrics and --scrape-interval ask.
 func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
 	c, err := t.Scrape()
@@ -211,6 +219,9 @@ func (l *loadFlags) given() setting.Given {
 	return func(f string) bool { return g(f) || f == "NumPrompts" && l.numSet }
 }
 
+// group names the flags of the load's settings.
+func (l *loadFlags) group() flagGroup { return flagGroup{l.fs, &l.LoadSpec} }
+
 // rate parses --request-rate; 0 means unpaced.
 func (l *loadFlags) rate() (float64, error) {
 	r, err := l.Rate()
@@ -257,8 +268,6 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	o.RandomInputLen, o.RandomOutputLen = 1024, 128
 	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
 	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
-	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, true, &w.inputSet}, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
-	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet}, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
 	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, false, &w.inputSet}, "random-input-len", "random dataset: prompt length in tokens")
 	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen}, false, &w.outputSet}, "random-output-len", "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
@@ -279,8 +288,15 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoOversample, "no-oversample", false, "dataset files: send each row at most once; a --num-prompts above the row count sends the rows there are (as vLLM's)")
 	fs.Float64Var(&o.TraceSpeedup, "trace-speedup", 1, "trace dataset: compress time by this factor")
 	fs.StringVar(&o.TraceWindow, "trace-window", "", "trace dataset: START:END seconds of trace time (from its first arrival, before speed-up)")
+	// Declared after the dataset lengths they set, so that those name
+	// their fields first.
+	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, true, &w.inputSet}, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
+	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet}, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
 	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
 }
+
+// group names the flags of the dataset's options.
+func (w *workloadFlags) group() flagGroup { return flagGroup{w.fs, &w.o} }
 
 // registerBench adds the workload flags only bench has.
 func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {

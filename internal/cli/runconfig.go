@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,13 +174,15 @@ var runFieldFlags = map[string]string{
 // setting's error names its flag (a usage error, exit 2), a model the
 // server does not serve names the model flag; others pass as they are.
 // simModel is the flag of the simulated engine's model.
-func runError(err error, t *targetFlags, simModel string) error {
+func runError(err error, t *targetFlags, simModel string, groups ...flagGroup) error {
 	var (
 		ce *run.ConfigError
 		fe *run.FileExistsError
 		re *openai.ResolveError
-		se *setting.Error
 	)
+	if e := named(err, groups...); e != nil {
+		return e
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -205,21 +208,32 @@ func runError(err error, t *targetFlags, simModel string) error {
 			return usagef("%s: %v", flag, ce.Err)
 		}
 		return flagError(ce.Err, simModel)
-	case errors.As(err, &se) && t != nil && owns(t.fs, &t.TargetSpec, se):
-		return t.err(err) // the target's (a base URL the client refused)
+	}
+	if e := named(err, t.targetGroup()...); e != nil {
+		return e // a base URL the client refused
 	}
 	return err
 }
 
-// owns says every setting se names is a field of *root that a flag of fs
-// fills.
-func owns(fs *pflag.FlagSet, root any, se *setting.Error) bool {
-	for _, f := range se.Fields() {
-		if len(flagsOf(fs, root, f)) == 0 {
-			return false
+// flagGroup is flags of fs bound to the fields of *root.
+type flagGroup struct {
+	fs   *pflag.FlagSet
+	root any
+}
+
+// named is err, a setting's error, naming the flags of the first group
+// that fills every field it names; nil when none does.
+func named(err error, groups ...flagGroup) error {
+	var se *setting.Error
+	if !errors.As(err, &se) || len(se.Fields()) == 0 {
+		return nil
+	}
+	for _, g := range groups {
+		if !slices.ContainsFunc(se.Fields(), func(f string) bool { return len(flagsOf(g.fs, g.root, f)) == 0 }) {
+			return settingError(g.fs, g.root, se)
 		}
 	}
-	return len(se.Fields()) > 0
+	return nil
 }
 
 // wholeAnswers names what makes the run's answers whole, not streamed

@@ -117,7 +117,7 @@ func (o *SimOptions) fleet() (*cluster.Config, error) {
 
 // runError names the flag of a setting the run refused.
 func (o *SimOptions) runError(err error) error {
-	return runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model")
+	return runError(clusterFlagError(o.gateway.flagError(err)), nil, "--model", o.work.group(), o.load.group())
 }
 
 // config is the run.Config the options describe, its cluster fleet's.

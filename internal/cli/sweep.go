@@ -305,7 +305,7 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		fmt.Fprintln(env.Stdout, line)
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, runError(clusterFlagError(err), &o.target, "--sim-model")
+	return res, runError(clusterFlagError(err), &o.target, "--sim-model", o.work.group(), o.load.group())
 }
 
 // runSweep runs the sweep (or the search) and reports it.
