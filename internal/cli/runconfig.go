@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -37,16 +36,10 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 			return run.Config{}, err
 		}
 	}
-	base, numSet, trace := o.target.Base(), o.load.given().Has("NumPrompts"), strings.EqualFold(o.work.o.DatasetName, "trace")
-	if base == "" && !numSet && o.load.Duration == 0 && !trace {
-		o.load.NumPrompts = 200 // the embedded simulator: a quick look
-	}
-	lv, err := o.load.level()
+	base := o.target.Base()
+	lv, err := o.load.LevelFor(o.work.o.DatasetName, base == "", o.load.given())
 	if err != nil {
-		return run.Config{}, err
-	}
-	if lv.DurationS == 0 && !numSet && trace {
-		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
+		return run.Config{}, settingError(o.load.fs, &o.load.LoadSpec, err)
 	}
 	shard, startAt, err := o.load.shardFlags(env)
 	if err != nil {

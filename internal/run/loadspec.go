@@ -100,6 +100,22 @@ func (s *LoadSpec) Level(given setting.Given) (runlog.Level, error) {
 	return lv, nil
 }
 
+// LevelFor is Level for a run of the dataset named: a trace replays
+// whole unless NumPrompts is given, and a run of the embedded simulator
+// (embedded) is a quick look, 200 requests, unless NumPrompts or a
+// Duration is given.
+func (s *LoadSpec) LevelFor(dataset string, embedded bool, given setting.Given) (runlog.Level, error) {
+	trace, c := strings.EqualFold(dataset, "trace"), *s
+	if embedded && !given.Has("NumPrompts") && s.Duration == 0 && !trace {
+		c.NumPrompts = 200
+	}
+	lv, err := c.Level(given)
+	if err == nil && lv.DurationS == 0 && !given.Has("NumPrompts") && trace {
+		lv.NumPrompts = 0
+	}
+	return lv, err
+}
+
 // ramp is the ramp-up asked for, nil for none; rate is RequestRate parsed
 // and n the measured requests.
 func (s *LoadSpec) ramp(rate float64, n int) (*runlog.Ramp, error) {
