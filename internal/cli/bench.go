@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 )
@@ -24,8 +22,6 @@ type BenchOptions struct {
 	verdict verdictFlags // bench only: sweep has its own
 	// sessions run a session workload (bench only).
 	sessions sessionFlags
-	// metricsListen serves live Prometheus metrics of the run (bench only).
-	metricsListen string
 	args          []string
 }
 
@@ -66,7 +62,7 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		o.out.register(fs)
 		o.out.registerBench(fs)
 		o.verdict.register(fs)
-		fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
+		fs.StringVar(&o.out.MetricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
 	})
 	group(fs, "Session flags (--dataset-name conversations or mooncake-sessions)", o.sessions.register)
 	group(fs, "Embedded simulator flags (used without --base-url)", o.sim.register)
@@ -102,26 +98,11 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if sessions != nil {
 		cfg.Sessions, cfg.SessionSLO, cfg.Workload.Calibrate = sessions, sessionSLO, false
 	}
-	var live *promexport.Live
-	defer func() { live.Close() }()
-	cfg.Hooks.Start = func(m *runlog.Meta) ([]run.Sink, error) {
-		if o.metricsListen == "" {
-			return nil, nil
-		}
-		var err error
-		live, err = promexport.ServeLive(o.metricsListen, promexport.MetricsOptions{
-			SLO: cfg.Stats.SLO, Buckets: cfg.Stats.Buckets, Model: m.Model, Route: promexport.RouteOf(m.Endpoint)})
-		switch {
-		case errors.Is(err, promexport.ErrListen):
-			return nil, usagef("--metrics-listen: %v", err)
-		case err != nil:
-			return nil, fmt.Errorf("--metrics-listen: %w", err)
-		}
-		fmt.Fprintf(env.Stderr, "goodput: live metrics at %s\n", live.URL)
-		return []run.Sink{live}, nil
-	}
+	start, stop := o.out.Live(cfg.Stats, func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) })
+	defer stop()
+	cfg.Hooks.Start = start
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, &o.target, "--sim-model", o.work.group(), o.load.group())
+	return res, o.out.saveError(runError(err, &o.target, "--sim-model", o.work.group(), o.load.group(), o.out.group()))
 }
 
 // runBench measures one load level and reports it.

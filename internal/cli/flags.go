@@ -384,15 +384,19 @@ func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
 	return o.options(args)
 }
 
+// group names the flags of the output's settings.
+func (o *outputFlags) group() flagGroup { return flagGroup{o.fs, &o.OutputSpec} }
+
 // meta is --metadata's pairs.
 func (o *outputFlags) meta() (map[string]string, error) {
 	m, err := o.Meta()
 	return m, settingError(o.fs, &o.OutputSpec, err)
 }
 
-// saveError names the flag of a file that could not be saved.
+// saveError names the flag of an output that failed (a file, the live
+// metrics).
 func (o *outputFlags) saveError(err error) error {
-	var se *run.SaveError
+	var se *run.OutputError
 	if !errors.As(err, &se) {
 		return err
 	}

@@ -2,13 +2,17 @@ package run
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // OutputSpec is what a run saves, as a user gives it.
@@ -30,6 +34,9 @@ type OutputSpec struct {
 	// AppendResult appends the result to its file as one JSON line;
 	// Overwrite lets a run replace files of the names given.
 	AppendResult, Overwrite bool
+	// MetricsListen serves the client's view as Prometheus metrics on
+	// this address during the run ("" none).
+	MetricsListen string
 }
 
 // Output is where the run writes, relative paths taken from wd (the
@@ -64,15 +71,16 @@ func (s *OutputSpec) Meta() (map[string]string, error) {
 	return m, nil
 }
 
-// SaveError is a file the setting Field asked for that could not be
-// written (Path: the file, "" when Err names it).
-type SaveError struct {
+// OutputError is an output the setting Field asked for that failed: a
+// file that could not be written (Path: the file, "" when Err names it),
+// a metrics server that could not start.
+type OutputError struct {
 	Field, Path string
 	Err         error
 }
 
-func (e *SaveError) Error() string { return e.Field + ": " + e.Err.Error() }
-func (e *SaveError) Unwrap() error { return e.Err }
+func (e *OutputError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *OutputError) Unwrap() error { return e.Err }
 
 // Save writes the result file the spec asks for (saved, or appended to)
 // through out and returns the result JSON; note tells where it went.
@@ -84,13 +92,13 @@ func (s *OutputSpec) Save(res *Result, out Output, note func(string)) ([]byte, e
 	switch {
 	case s.AppendResult:
 		if err := out.AppendResult(res.ResultPath, doc); err != nil {
-			return nil, &SaveError{Field: "AppendResult", Err: err}
+			return nil, &OutputError{Field: "AppendResult", Err: err}
 		}
 		note("result appended to " + res.ResultPath)
 	case s.SaveResult:
 		path, err := out.WriteResult(res.ResultPath, doc)
 		if err != nil {
-			return nil, &SaveError{Field: "SaveResult", Err: err}
+			return nil, &OutputError{Field: "SaveResult", Err: err}
 		}
 		note("result saved to " + path)
 	}
@@ -104,8 +112,33 @@ func (s *OutputSpec) SaveHTML(res *Result, out Output, now time.Time, note func(
 	}
 	in := res.HTML(Title(res.Meta), now)
 	if err := out.WriteFile(s.HTML, func(b *bytes.Buffer) error { return report.HTML(b, in) }); err != nil {
-		return &SaveError{Field: "HTML", Path: s.HTML, Err: err}
+		return &OutputError{Field: "HTML", Path: s.HTML, Err: err}
 	}
 	note("HTML report in " + s.HTML)
 	return nil
+}
+
+// Live serves the run's live metrics on MetricsListen, once the run's
+// meta is known, summarised as so says: start is the run's Hooks.Start,
+// stop closes the server. An address that cannot be listened on is a
+// *setting.Error.
+func (s *OutputSpec) Live(so stats.Options, note func(string)) (start func(*runlog.Meta) ([]Sink, error), stop func()) {
+	var live *promexport.Live
+	start = func(m *runlog.Meta) ([]Sink, error) {
+		if s.MetricsListen == "" {
+			return nil, nil
+		}
+		var err error
+		live, err = promexport.ServeLive(s.MetricsListen, promexport.MetricsOptions{
+			SLO: so.SLO, Buckets: so.Buckets, Model: m.Model, Route: promexport.RouteOf(m.Endpoint)})
+		switch {
+		case errors.Is(err, promexport.ErrListen):
+			return nil, setting.Errorf("MetricsListen", "", "%v", err)
+		case err != nil:
+			return nil, &OutputError{Field: "MetricsListen", Err: err}
+		}
+		note("live metrics at " + live.URL)
+		return []Sink{live}, nil
+	}
+	return start, func() { live.Close() }
 }

@@ -2,10 +2,13 @@ package run
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -242,5 +245,19 @@ func TestWorkloadSpec(t *testing.T) {
 	}
 	if w, _ := (&WorkloadSpec{CustomOutputLen: 7}).Workload(workload.Options{}); !w.Calibrate || w.OutputTokens != 7 {
 		t.Errorf("Workload = %+v; want calibrated, 7 output tokens", w)
+	}
+}
+
+func TestOutputSpecLive(t *testing.T) {
+	start, stop := (&OutputSpec{}).Live(stats.Options{}, func(string) {})
+	if sinks, err := start(&runlog.Meta{}); sinks != nil || err != nil {
+		t.Errorf("no address: %v, %v; want nothing served", sinks, err)
+	}
+	stop()
+	start, stop = (&OutputSpec{MetricsListen: "127.0.0.1:99999"}).Live(stats.Options{}, func(string) {})
+	defer stop()
+	_, err := start(&runlog.Meta{})
+	if se := settingErr(t, err); se.Field != "MetricsListen" || !strings.Contains(se.Error(), "99999") {
+		t.Errorf("bad address: %v; want a MetricsListen error naming it", se)
 	}
 }
