@@ -22,7 +22,7 @@ type BenchOptions struct {
 	verdict verdictFlags // bench only: sweep has its own
 	// sessions run a session workload (bench only).
 	sessions sessionFlags
-	args          []string
+	args     []string
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
