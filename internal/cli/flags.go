@@ -21,8 +21,9 @@ import (
 )
 
 // The flag groups bench, sweep and sim share, each bound to the fields of
-// a run spec (run.TargetSpec, run.LoadSpec, run.OutputSpec) that checks
-// them; fs is the flag set they were declared in, naming a field back.
+// a run spec (run.TargetSpec, LoadSpec, WorkloadSpec, OutputSpec) that
+// checks them; fs is the flag set they were declared in, which names a
+// field's flag back (settingError, flagGroup).
 
 // targetFlags says where requests go and how they look on the wire.
 type targetFlags struct {
