@@ -175,7 +175,9 @@ func (v secondsValue) target() any  { return v.d }
 // loadFlags says how much load and for how long.
 type loadFlags struct {
 	run.LoadSpec
-	numSet bool // --num-prompts given explicitly (sweep and sim set it)
+	// numSet is --num-prompts given (sim's virtualConfig reads it; the
+	// specs ask given).
+	numSet bool
 	fs     *pflag.FlagSet
 }
 
@@ -215,10 +217,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 }
 
 // given says which load settings a flag set.
-func (l *loadFlags) given() setting.Given {
-	g := givenIn(l.fs, &l.LoadSpec)
-	return func(f string) bool { return g(f) || f == "NumPrompts" && l.numSet }
-}
+func (l *loadFlags) given() setting.Given { return givenIn(l.fs, &l.LoadSpec) }
 
 // group names the flags of the load's settings.
 func (l *loadFlags) group() flagGroup { return flagGroup{l.fs, &l.LoadSpec} }
