@@ -204,3 +204,24 @@ func TestWorkloadErrorsNameFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigErrorsNameFlags: a run's refusal of a field names the flag
+// bound to it in the groups given, else the table's.
+func TestRunConfigErrorsNameFlags(t *testing.T) {
+	o := &BenchOptions{}
+	benchCommand(Env{Getenv: func(string) string { return "" }}, o)
+	for field, want := range map[string]string{
+		"MaxConcurrency": "--max-concurrency: x",
+		"StartAt":        "--start-at: x",
+		"DatasetName":    "--dataset-name: x",
+		"Tokenizer":      "--tokenizer: x",
+		"Records":        "--records: x",
+		"Ramp":           "--ramp-up-strategy: x",
+	} {
+		err := runError(&run.ConfigError{Field: field, Err: errors.New("x")}, &o.target, "--sim-model", o.work.group(), o.load.group())
+		var ue usageError
+		if !errors.As(err, &ue) || err.Error() != want {
+			t.Errorf("%s: %v, want the usage error %q", field, err, want)
+		}
+	}
+}

@@ -155,12 +155,10 @@ func terminalHooks(env Env, quiet bool) run.Hooks {
 	}
 }
 
-// runFieldFlags are the flags of run.ConfigError's own fields.
+// runFieldFlags are the flags of run.ConfigError's fields that no flag
+// group given to runError fills.
 var runFieldFlags = map[string]string{
-	"Ramp": "--ramp-up-strategy", "DatasetName": "--dataset-name", "Tokenizer": "--tokenizer",
-	"Records": "--records", "Search": "--search", "RequestRate": "--request-rate", "Burstiness": "--burstiness",
-	"MaxConcurrency": "--max-concurrency", "NumPrompts": "--num-prompts", "NumWarmups": "--num-warmups", "Duration": "--duration",
-	"Shard": "--shard", "StartAt": "--start-at", "Rendezvous": "--rendezvous", "MaxConcurrent": "--max-concurrent-sessions",
+	"Ramp": "--ramp-up-strategy", "Records": "--records", "Search": "--search", "MaxConcurrent": "--max-concurrent-sessions",
 }
 
 // runError turns a run's typed error into the line a user reads: a
@@ -197,6 +195,9 @@ func runError(err error, t *targetFlags, simModel string, groups ...flagGroup) e
 		}
 		return fmt.Errorf("%s %q: %w", flag, re.Model, re.Err)
 	case errors.As(err, &ce):
+		if e := named(setting.Errorf(ce.Field, "", "%v", ce.Err), groups...); e != nil {
+			return e
+		}
 		if flag, ok := runFieldFlags[ce.Field]; ok {
 			return usagef("%s: %v", flag, ce.Err)
 		}
