@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 )
@@ -24,11 +22,7 @@ type BenchOptions struct {
 	verdict verdictFlags // bench only: sweep has its own
 	// sessions run a session workload (bench only).
 	sessions sessionFlags
-	// metricsListen serves live Prometheus metrics of the run (bench only).
-	metricsListen string
-	// backendSet says --backend was given (sessions default to chat).
-	backendSet bool
-	args       []string
+	args     []string
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
@@ -43,9 +37,7 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		Example: helpText("bench.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
-			o.backendSet = cmd.Flags().Changed("backend")
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },
@@ -70,7 +62,7 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		o.out.register(fs)
 		o.out.registerBench(fs)
 		o.verdict.register(fs)
-		fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
+		fs.StringVar(&o.out.MetricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
 	})
 	group(fs, "Session flags (--dataset-name conversations or mooncake-sessions)", o.sessions.register)
 	group(fs, "Embedded simulator flags (used without --base-url)", o.sim.register)
@@ -90,17 +82,12 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		return nil, err
 	}
 	if sessions != nil {
-		// A session is a conversation: its history goes as chat messages.
-		switch _, proto, err := o.target.backend(); {
-		case err != nil:
-			return nil, err
-		case !o.backendSet && sessions.History == runlog.HistoryChained:
-			o.target.Backend = "openai-responses"
-		case !o.backendSet:
-			o.target.Backend = "openai-chat"
-		case !proto.Chat():
-			return nil, usagef("--backend %s: sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages", o.target.Backend)
-		case sessions.History == runlog.HistoryChained && proto != openai.Responses:
+		chained := sessions.History == runlog.HistoryChained
+		proto, err := o.target.ForSessions(chained, givenIn(o.target.fs, &o.target.TargetSpec))
+		if err != nil {
+			return nil, o.target.err(err)
+		}
+		if chained && proto != openai.Responses {
 			return nil, usagef("--history chained: only --backend openai-responses chains answers (previous_response_id); the others resend the history")
 		}
 	}
@@ -111,26 +98,11 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if sessions != nil {
 		cfg.Sessions, cfg.SessionSLO, cfg.Workload.Calibrate = sessions, sessionSLO, false
 	}
-	var live *promexport.Live
-	defer func() { live.Close() }()
-	cfg.Hooks.Start = func(m *runlog.Meta) ([]run.Sink, error) {
-		if o.metricsListen == "" {
-			return nil, nil
-		}
-		var err error
-		live, err = promexport.ServeLive(o.metricsListen, promexport.MetricsOptions{
-			SLO: cfg.Stats.SLO, Buckets: cfg.Stats.Buckets, Model: m.Model, Route: promexport.RouteOf(m.Endpoint)})
-		switch {
-		case errors.Is(err, promexport.ErrListen):
-			return nil, usagef("--metrics-listen: %v", err)
-		case err != nil:
-			return nil, fmt.Errorf("--metrics-listen: %w", err)
-		}
-		fmt.Fprintf(env.Stderr, "goodput: live metrics at %s\n", live.URL)
-		return []run.Sink{live}, nil
-	}
+	start, stop := o.out.Live(cfg.Stats, func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) })
+	defer stop()
+	cfg.Hooks.Start = start
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, &o.target, "--sim-model")
+	return res, o.out.saveError(runError(err, &o.target, "--sim-model", o.work.group(), o.load.group(), o.out.group()))
 }
 
 // runBench measures one load level and reports it.

@@ -191,7 +191,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"negative concurrency", []string{"--max-concurrency", "-1"}, "--max-concurrency"},
 		{"unknown flag", []string{"--no-such-flag"}, "unknown flag"},
 		{"missing dataset", []string{"--dataset-name", "custom", "--dataset-path", "/no/such/file.jsonl"}, "/no/such/file.jsonl"},
-		{"bad base url", []string{"--base-url", "localhost:8000", "--model", "m"}, "--base-url"},
+		{"bad base url", []string{"--base-url", "localhost:8000", "--model", "m"}, `--base-url "localhost:8000": want http(s)://host[:port]`},
 		{"bad sim gpu", []string{"--gpu", "tpu-v9"}, "--gpu"},
 		{"bad max tokens field", []string{"--max-tokens-field", "limit"}, "--max-tokens-field"},
 		// Server names are not API flavours: no silent aliases.

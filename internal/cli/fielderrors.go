@@ -5,54 +5,24 @@ import (
 	"io/fs"
 
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
 
-// The libraries name the field at fault in their typed errors; only the CLI
-// knows which flag filled it. These tables say, field by field.
-var (
-	// workloadFieldFlags are the flags of workload.Options' fields, by Go name.
-	workloadFieldFlags = map[string]string{
-		"DatasetName":                 "--dataset-name",
-		"DatasetPath":                 "--dataset-path",
-		"NumPrompts":                  "--num-prompts",
-		"Seed":                        "--seed",
-		"RandomInputLen":              "--random-input-len",
-		"RandomOutputLen":             "--random-output-len",
-		"RandomRangeRatio":            "--random-range-ratio",
-		"RandomPrefixLen":             "--random-prefix-len",
-		"InputLenDist":                "--input-len-dist",
-		"OutputLenDist":               "--output-len-dist",
-		"ShareGPTOutputLen":           "--sharegpt-output-len",
-		"PrefixRepetitionPrefixLen":   "--prefix-repetition-prefix-len",
-		"PrefixRepetitionSuffixLen":   "--prefix-repetition-suffix-len",
-		"PrefixRepetitionNumPrefixes": "--prefix-repetition-num-prefixes",
-		"PrefixRepetitionOutputLen":   "--prefix-repetition-output-len",
-		"SharedPrefixLen":             "--shared-prefix-len",
-		"NumPrefixes":                 "--num-prefixes",
-		"CacheBust":                   "--cache-bust",
-		"TraceSpeedup":                "--trace-speedup",
-		"TraceWindow":                 "--trace-window",
-		"Tokenizer":                   "--tokenizer",
-	}
-	// conversationFieldFlags are the flags of workload.ConversationsConfig's
-	// fields, by Go name (the synthetic conversations of bench).
-	conversationFieldFlags = map[string]string{
-		"NumSessions":     "--num-sessions",
-		"SystemPromptLen": "--shared-prefix-len",
-		"ToolShare":       "--tool-share",
-		"Tools":           "--tools",
-	}
-	// clientFieldFlags are the flags of openai.Config's fields, by Go name.
-	clientFieldFlags = map[string]string{"BaseURL": "--base-url"}
-)
+// conversationFieldFlags are the flags of workload.ConversationsConfig's
+// fields, by Go name (the synthetic conversations of bench's sessions;
+// the dataset's own options name their flags by the fields they fill).
+var conversationFieldFlags = map[string]string{
+	"NumSessions":     "--num-sessions",
+	"SystemPromptLen": "--shared-prefix-len",
+	"ToolShare":       "--tool-share",
+	"Tools":           "--tools",
+}
 
 // flagError makes err, returned by a library checking values that flags
 // gave it, a usage error (exit code 2) whose one line names the flag at
-// fault: a *workload.OptionError, *openai.ConfigError or *sim.ConfigError
-// by its field, a *gate.ExprError or *gate.KeyError as --fail-if's, and a
+// fault: a conversation's *workload.OptionError or a *sim.ConfigError by
+// its field, a *gate.ExprError or *gate.KeyError as --fail-if's, and a
 // file that cannot be opened (an *fs.PathError) as --dataset-path's.
 // modelFlag is the flag of the simulated engine's model (sim.Config.Model):
 // "--sim-model" in bench and sweep, where --model is the id sent in
@@ -62,7 +32,6 @@ func flagError(err error, modelFlag string) error {
 	var (
 		ue usageError
 		oe *workload.OptionError
-		ce *openai.ConfigError
 		se *sim.ConfigError
 		ee *gate.ExprError
 		ke *gate.KeyError
@@ -77,10 +46,6 @@ func flagError(err error, modelFlag string) error {
 		return usagef("--fail-if %w", ee)
 	case errors.As(err, &ke):
 		return usagef("--fail-if %w", ke)
-	case errors.As(err, &ce):
-		if flag, ok := clientFieldFlags[ce.Field]; ok {
-			return usagef("%s %q: %w", flag, ce.Value, ce.Err)
-		}
 	case errors.As(err, &se):
 		flag, ok := engineFlag(se.Field)
 		if se.Field == "Model" {
@@ -90,11 +55,7 @@ func flagError(err error, modelFlag string) error {
 			return usagef("%s: %w", flag, se.Err)
 		}
 	case errors.As(err, &oe):
-		flag, ok := workloadFieldFlags[oe.Field]
-		if !ok {
-			flag, ok = conversationFieldFlags[oe.Field]
-		}
-		if ok {
+		if flag, ok := conversationFieldFlags[oe.Field]; ok {
 			if v := oe.ValueText(); v != "" {
 				flag += " " + v
 			}

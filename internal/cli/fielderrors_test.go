@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -36,32 +38,12 @@ func TestFlagError(t *testing.T) {
 		}
 		return g.Validate(map[string]any{"p99_ttft_ms": 1.0})
 	}
-	newClient := func(base string) error { _, err := openai.NewClient(openai.Config{BaseURL: base}); return err }
 	tests := []struct {
 		name      string
 		err       error
 		modelFlag string
 		want      string // the message, or its start where it ends with "…"
 	}{
-		// workload.OptionError, by field.
-		{"random input len", &workload.OptionError{Field: "RandomInputLen", Value: -1, Err: errors.New("must not be negative")}, "",
-			"--random-input-len -1: must not be negative"},
-		{"wrapped", fmt.Errorf("workload: %w", &workload.OptionError{Field: "TraceSpeedup", Value: -2.5, Err: errors.New("want a positive number")}), "",
-			"--trace-speedup -2.5: want a positive number"},
-		{"dataset name", fromOptions(workload.Options{DatasetName: "burst"}), "",
-			`--dataset-name "burst": want random, custom, sharegpt, lengths, trace or prefix-repetition`},
-		{"dataset path required", fromOptions(workload.Options{DatasetName: "sharegpt"}), "",
-			"--dataset-path: required for the sharegpt dataset"},
-		{"trace window", fromOptions(workload.Options{DatasetName: "trace", DatasetPath: "x.csv", TraceWindow: "5:1"}), "",
-			`--trace-window "5:1": want START:END…`},
-		{"range ratio", fromOptions(workload.Options{RandomRangeRatio: 1.5}), "", "--random-range-ratio 1.5: must be in [0, 1)"},
-		{"num prompts", fromOptions(workload.Options{NumPrompts: -1}), "", "--num-prompts -1: must not be negative"},
-		{"input len dist", fromOptions(workload.Options{InputLenDist: "gauss:3"}), "", "--input-len-dist: …"},
-		{"num prefixes", fromOptions(workload.Options{SharedPrefixLen: 5, NumPrefixes: -1}), "", "--num-prefixes: …"},
-		{"prefix repetition", fromOptions(workload.Options{DatasetName: "prefix-repetition", PrefixRepetitionPrefixLen: -1}), "",
-			"--prefix-repetition-prefix-len -1: must not be negative"},
-		// A tokenizer file that is missing is --tokenizer's, not --dataset-path's.
-		{"tokenizer", fromOptions(workload.Options{Tokenizer: filepath.Join(dir, "none.json")}), "", "--tokenizer: …"},
 		// A dataset file that cannot be opened is --dataset-path's.
 		{"dataset file", fromOptions(workload.Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")}), "",
 			"--dataset-path " + filepath.Join(dir, "none.csv") + ": …"},
@@ -75,8 +57,6 @@ func TestFlagError(t *testing.T) {
 		{"sim model len", simNew(func(c *sim.Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }), "--model", "--max-model-len: …"},
 		{"sim profile table", simNew(func(c *sim.Config) { c.ProfileTable = filepath.Join(dir, "none.csv") }), "--model", "--profile-table: …"},
 		{"sim kv dtype", simNew(func(c *sim.Config) { c.KVCacheDType = "int2" }), "--model", "--kv-cache-dtype: …"},
-		// openai.ConfigError.
-		{"base url", newClient("localhost:8000"), "", `--base-url "localhost:8000": want http(s)://host[:port]`},
 		// gate errors are --fail-if's.
 		{"gate parse", gateParse("p99_ttft_ms>>5"), "", `--fail-if "p99_ttft_ms>>5": ">5" is not a number: …`},
 		{"gate key", gateValidate("p99_tft_ms>5"), "", `--fail-if "p99_tft_ms>5": p99_tft_ms is not a key of the result; did you mean p99_ttft_ms?`},
@@ -148,9 +128,6 @@ func TestFieldFlagsExist(t *testing.T) {
 			}
 		}
 	}
-	for f, flag := range workloadFieldFlags {
-		has(f, reflect.TypeFor[workload.Options](), flag, "bench", "sim", "sweep")
-	}
 	for f, flag := range conversationFieldFlags {
 		has(f, reflect.TypeFor[workload.ConversationsConfig](), flag, "bench")
 	}
@@ -158,10 +135,94 @@ func TestFieldFlagsExist(t *testing.T) {
 		flag, _ := engineFlag(f)
 		has(f, reflect.TypeFor[sim.Config](), flag, "bench", "sim", "serve", "sweep")
 	}
-	for f, flag := range clientFieldFlags {
-		has(f, reflect.TypeFor[openai.Config](), flag, "bench", "sweep")
-	}
 	has("model", nil, "--sim-model", "bench", "sweep")
 	has("model", nil, "--model", "sim", "serve")
 	has("FailIf", nil, "--fail-if", "bench", "sim", "sweep")
+}
+
+// runError names a target setting's flag, and leaves another library's
+// setting error to the mapping of its own caller.
+func TestRunErrorTargetSettings(t *testing.T) {
+	var tf targetFlags
+	tf.register(pflag.NewFlagSet("bench", pflag.ContinueOnError))
+	got := runError(fmt.Errorf("open: %w", setting.Errorf("BaseURL", `"x"`, "want http(s)://host[:port]")), &tf, "")
+	if want := `--base-url "x": want http(s)://host[:port]`; got == nil || got.Error() != want {
+		t.Errorf("target setting: %v, want %q", got, want)
+	}
+	other := setting.Errorf("MaxNumSeqs", "0", "want ≥ 1")
+	if got := runError(other, &tf, ""); got != error(other) {
+		t.Errorf("another setting: %v, want it as it was", got)
+	}
+}
+
+// TestWorkloadErrorsNameFlags: a dataset option's error, as the run returns
+// it, names the flag bound to the option's field, found by its address.
+func TestWorkloadErrorsNameFlags(t *testing.T) {
+	dir := t.TempDir()
+	fromOptions := func(o workload.Options) error { _, err := workload.FromOptions(o); return err }
+	o := &BenchOptions{}
+	benchCommand(Env{Getenv: func(string) string { return "" }}, o)
+	tests := []struct {
+		name string
+		err  error
+		want string // the message, or its start where it ends with "…"
+	}{
+		{"random input len", &workload.OptionError{Field: "RandomInputLen", Value: -1, Err: errors.New("must not be negative")},
+			"--random-input-len -1: must not be negative"},
+		{"wrapped", fmt.Errorf("workload: %w", &workload.OptionError{Field: "TraceSpeedup", Value: -2.5, Err: errors.New("want a positive number")}),
+			"--trace-speedup -2.5: want a positive number"},
+		{"dataset name", fromOptions(workload.Options{DatasetName: "burst"}),
+			`--dataset-name "burst": want random, custom, sharegpt, lengths, trace or prefix-repetition`},
+		{"dataset path required", fromOptions(workload.Options{DatasetName: "sharegpt"}),
+			"--dataset-path: required for the sharegpt dataset"},
+		{"trace window", fromOptions(workload.Options{DatasetName: "trace", DatasetPath: "x.csv", TraceWindow: "5:1"}),
+			`--trace-window "5:1": want START:END…`},
+		{"range ratio", fromOptions(workload.Options{RandomRangeRatio: 1.5}), "--random-range-ratio 1.5: must be in [0, 1)"},
+		{"num prompts", fromOptions(workload.Options{NumPrompts: -1}), "--num-prompts -1: must not be negative"},
+		{"input len dist", fromOptions(workload.Options{InputLenDist: "gauss:3"}), "--input-len-dist: …"},
+		{"num prefixes", fromOptions(workload.Options{SharedPrefixLen: 5, NumPrefixes: -1}), "--num-prefixes: …"},
+		{"prefix repetition", fromOptions(workload.Options{DatasetName: "prefix-repetition", PrefixRepetitionPrefixLen: -1}),
+			"--prefix-repetition-prefix-len -1: must not be negative"},
+		// A tokenizer file that is missing is --tokenizer's, not --dataset-path's.
+		{"tokenizer", fromOptions(workload.Options{Tokenizer: filepath.Join(dir, "none.json")}), "--tokenizer: …"},
+	}
+	for _, tt := range tests {
+		if tt.err == nil {
+			t.Fatalf("%s: the library returned no error", tt.name)
+		}
+		got := runError(&run.ConfigError{Field: "Dataset", Err: tt.err}, &o.target, "--sim-model", o.work.group(), o.load.group())
+		var ue usageError
+		if !errors.As(got, &ue) {
+			t.Errorf("%s: %#v; want a usageError", tt.name, got)
+		}
+		msg := got.Error()
+		if prefix, ok := strings.CutSuffix(tt.want, "…"); ok {
+			if !strings.HasPrefix(msg, prefix) {
+				t.Errorf("%s: %q; want it to start with %q", tt.name, msg, prefix)
+			}
+		} else if msg != tt.want {
+			t.Errorf("%s: %q; want %q", tt.name, msg, tt.want)
+		}
+	}
+}
+
+// TestRunConfigErrorsNameFlags: a run's refusal of a field names the flag
+// bound to it in the groups given, else the table's.
+func TestRunConfigErrorsNameFlags(t *testing.T) {
+	o := &BenchOptions{}
+	benchCommand(Env{Getenv: func(string) string { return "" }}, o)
+	for field, want := range map[string]string{
+		"MaxConcurrency": "--max-concurrency: x",
+		"StartAt":        "--start-at: x",
+		"DatasetName":    "--dataset-name: x",
+		"Tokenizer":      "--tokenizer: x",
+		"Records":        "--records: x",
+		"Ramp":           "--ramp-up-strategy: x",
+	} {
+		err := runError(&run.ConfigError{Field: field, Err: errors.New("x")}, &o.target, "--sim-model", o.work.group(), o.load.group())
+		var ue usageError
+		if !errors.As(err, &ue) || err.Error() != want {
+			t.Errorf("%s: %v, want the usage error %q", field, err, want)
+		}
+	}
 }

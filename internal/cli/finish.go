@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/goodput/goodput/internal/gate"
@@ -36,34 +35,20 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	if o.before != nil {
 		o.before(res)
 	}
+	note := func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }
 	if res.RecordsPath != "" {
-		fmt.Fprintf(env.Stderr, "goodput: %d records in %s\n", res.RecordsWritten, res.RecordsPath)
-	}
-	doc, err := res.JSON(run.JSONOptions{Label: o.out.Label, Detailed: o.out.SaveDetailed})
-	if err != nil {
-		return err
+		note(fmt.Sprintf("%d records in %s", res.RecordsWritten, res.RecordsPath))
 	}
 	output := o.out.runOutput(env)
-	switch {
-	case o.out.AppendResult:
-		if err := output.AppendResult(res.ResultPath, doc); err != nil {
-			return fmt.Errorf("--append-result: %w", err)
-		}
-		fmt.Fprintf(env.Stderr, "goodput: result appended to %s\n", res.ResultPath)
-	case o.out.SaveResult:
-		path, err := output.WriteResult(res.ResultPath, doc)
-		if err != nil {
-			return fmt.Errorf("--save-result: %w", runError(err, nil, ""))
-		}
-		fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
+	doc, err := o.out.Save(res, output, note)
+	if err != nil {
+		return o.out.saveError(err)
 	}
 	if runErr != nil {
 		return runErr
 	}
-	if o.out.HTML != "" {
-		if err := writeHTML(env, output, o.out.HTML, res, run.Title(res.Meta)); err != nil {
-			return err
-		}
+	if err := o.out.SaveHTML(res, output, env.Now(), note); err != nil {
+		return o.out.saveError(err)
 	}
 	if res.Interrupted {
 		return interruptedError{o.interrupted(res)}
@@ -72,16 +57,6 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 		return err
 	}
 	return checkGate(o.gate, doc)
-}
-
-// writeHTML writes the run's HTML report to path.
-func writeHTML(env Env, output run.Output, path string, res *run.Result, title string) error {
-	in := res.HTML(title, env.Now())
-	if err := output.WriteFile(path, func(b *bytes.Buffer) error { return report.HTML(b, in) }); err != nil {
-		return fmt.Errorf("--html %s: %w", path, err)
-	}
-	fmt.Fprintf(env.Stderr, "goodput: HTML report in %s\n", path)
-	return nil
 }
 
 // checkGate applies --fail-if to the result JSON.

@@ -11,71 +11,31 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/anthropic"
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/scrape"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
 
-// The flag groups bench, sweep and sim share, each filling one struct that
-// runConfig turns into a run.Config.
+// The flag groups bench, sweep and sim share, each bound to the fields of
+// a run spec (run.TargetSpec, LoadSpec, WorkloadSpec, OutputSpec) that
+// checks them; fs is the flag set they were declared in, which names a
+// field's flag back (settingError, flagGroup).
 
 // targetFlags says where requests go and how they look on the wire.
 type targetFlags struct {
-	BaseURL           string
-	Host              string
-	Port              int
-	Backend           string
-	Endpoint          string
-	Model             string
-	Headers           []string
-	ExtraBody         string
-	APIKeyEnv         string
-	RequestIDPrefix   string
-	IgnoreEOS         bool
-	MaxTokensField    string
-	ContinuousUsage   string
-	Timeout           time.Duration
-	IdleTimeout       time.Duration
-	ReadyCheckTimeout time.Duration
-	// FollowRedirects follows same-origin redirects (never another origin's).
-	FollowRedirects bool
-	// MaxResponseTokens caps a response to a request without max_tokens.
-	MaxResponseTokens int
-	// ServedModelName is the id sent in requests when it differs from
-	// Model, which then names the model (and tokenizer) in the records.
-	ServedModelName string
-	// Sampling parameters sent in every request body, only when given.
-	Temperature, TopP optFloat
-	TopK              optInt
-	// MinP and the penalties are vLLM's other sampling flags, sent only
-	// when given.
-	MinP, FrequencyPenalty, PresencePenalty, RepetitionPenalty optFloat
-	Insecure                                                   bool
+	run.TargetSpec
 	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
 	TrustRemoteCode bool
 	TokenizerMode   string
-	// NoStream measures non-streamed requests (bench only).
-	NoStream bool
-	// ServerMetrics are --server-metrics: metrics endpoints to scrape
-	// during the run besides the target's own ("none": not even that).
-	ServerMetrics  []string
-	ScrapeInterval time.Duration
-}
-
-// requestModel is the model id sent in requests.
-func (t *targetFlags) requestModel() string {
-	if t.ServedModelName != "" {
-		return t.ServedModelName
-	}
-	return t.Model
+	fs              *pflag.FlagSet
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
+	t.fs = fs
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
@@ -84,7 +44,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
 	fs.StringVar(&t.ExtraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.StringVar(&t.APIKeyEnv, "api-key-env", defaultKeyEnv, "environment variable holding the API key, never printed or saved (ANTHROPIC_API_KEY when left at its default with --backend anthropic-messages)")
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", run.DefaultKeyEnv, "environment variable holding the API key, never printed or saved (ANTHROPIC_API_KEY when left at its default with --backend anthropic-messages)")
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
 	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
@@ -96,172 +56,98 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", openai.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
 	fs.Var(secondsValue{&t.ReadyCheckTimeout}, "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
 	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
-	fs.Var(&t.Temperature, "temperature", "temperature sent in every request (default: none sent, the server's own)")
-	fs.Var(&t.TopP, "top-p", "top_p sent in every request (default: none sent)")
-	fs.Var(&t.TopK, "top-k", "top_k sent in every request (default: none sent)")
-	fs.Var(&t.MinP, "min-p", "min_p sent in every request (default: none sent)")
-	fs.Var(&t.FrequencyPenalty, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
-	fs.Var(&t.PresencePenalty, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
-	fs.Var(&t.RepetitionPenalty, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
+	fs.Var(optional[float64]{&t.Temperature}, "temperature", "temperature sent in every request (default: none sent, the server's own)")
+	fs.Var(optional[float64]{&t.TopP}, "top-p", "top_p sent in every request (default: none sent)")
+	fs.Var(optional[int]{&t.TopK}, "top-k", "top_k sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.MinP}, "min-p", "min_p sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.FrequencyPenalty}, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.PresencePenalty}, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
+	fs.Var(optional[float64]{&t.RepetitionPenalty}, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
 	fs.BoolVar(&t.Insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed https servers)")
 	fs.BoolVar(&t.TrustRemoteCode, "trust-remote-code", false, "accepted for vLLM's scripts; no effect (goodput runs no model code)")
 	fs.StringVar(&t.TokenizerMode, "tokenizer-mode", "", "accepted for vLLM's scripts; no effect (see --tokenizer)")
 }
 
-// registerBench adds the target flags only bench has.
 // registerScrape adds the flags of scraping the server's metrics.
 func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&t.ServerMetrics, "server-metrics", nil, "also scrape this Prometheus /metrics endpoint during the run, URL or NAME=URL (a DCGM exporter, a second replica; repeatable); the target's own /metrics is scraped when it answers; none: scrape nothing")
 	fs.DurationVar(&t.ScrapeInterval, "scrape-interval", time.Second, "time between scrapes of the server's metrics")
 }
 
-// scrapeConfig is what --server-metrics and --scrape-interval ask.
-func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
-	cfg := &run.ScrapeConfig{Auto: true, Interval: t.ScrapeInterval}
-	if t.ScrapeInterval < time.Millisecond {
-		return nil, usagef("--scrape-interval %v: want at least 1ms", t.ScrapeInterval)
-	}
-	for i, v := range t.ServerMetrics {
-		if strings.EqualFold(strings.TrimSpace(v), "none") {
-			if len(t.ServerMetrics) > 1 {
-				return nil, usagef("--server-metrics none: scrape nothing, so give no other --server-metrics")
-			}
-			return nil, nil
-		}
-		name, url, ok := strings.Cut(v, "=")
-		if !ok || strings.Contains(name, "/") {
-			name, url = fmt.Sprintf("metrics-%d", i+1), v
-		}
-		if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-			return nil, usagef("--server-metrics %q: want an http(s) URL, NAME=URL, or none", v)
-		}
-		cfg.Targets = append(cfg.Targets, scrape.Target{Name: name, URL: url})
-	}
-	return cfg, nil
-}
-
+// registerBench adds the target flags only bench has.
 func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 }
 
-// backends are the wire APIs --backend names, by canonical name. Every
-// OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp, Ollama) speaks
-// openai or openai-chat; vLLM and commercial APIs also speak Responses and
-// Anthropic's Messages. A server's name would say nothing more than its
-// API, so it is not accepted.
-var backends = map[string]openai.Protocol{
-	"openai": openai.Completions, "openai-chat": openai.ChatCompletions, "openai-responses": openai.Responses,
-	"anthropic-messages": anthropic.Messages, "openai-embeddings": openai.Embeddings,
+// backendNames lists the accepted --backend values.
+const backendNames = run.BackendNames
+
+// err names the flag of a target setting's error.
+func (t *targetFlags) err(err error) error { return settingError(t.fs, &t.TargetSpec, err) }
+
+// targetGroup names the flags of the target's settings; none for nil.
+func (t *targetFlags) targetGroup() []flagGroup {
+	if t == nil {
+		return nil
+	}
+	return []flagGroup{{t.fs, &t.TargetSpec}}
 }
 
-// defaultKeyEnv is --api-key-env's default; anthropicKeyEnv stands in for
-// it with the Anthropic backend, as Anthropic's own tools read it.
-const (
-	defaultKeyEnv   = "OPENAI_API_KEY"
-	anthropicKeyEnv = "ANTHROPIC_API_KEY"
-)
+// scrapeConfig is what --server-metrics and --scrape-interval ask.
+func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
+	c, err := t.Scrape()
+	return c, t.err(err)
+}
+
+// backend is the backend's canonical name and protocol.
+func (t *targetFlags) backend() (string, openai.Protocol, error) {
+	name, proto, err := t.Protocol()
+	return name, proto, t.err(err)
+}
 
 // keyEnv is the environment variable the API key is read from.
-func (t *targetFlags) keyEnv() string {
-	if t.APIKeyEnv == defaultKeyEnv {
-		if _, proto, err := t.backend(); err == nil && proto == anthropic.Messages {
-			return anthropicKeyEnv
+func (t *targetFlags) keyEnv() string { return t.KeyEnv() }
+
+// optional is a number flag filling a *T field, nil until given, so an
+// unset sampling parameter is left out of the request rather than sent
+// as 0.
+type optional[T float64 | int] struct{ p **T }
+
+func (o optional[T]) Set(s string) error {
+	var v T
+	switch p := any(&v).(type) {
+	case *float64:
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.New("want a number")
 		}
-	}
-	return t.APIKeyEnv
-}
-
-// backendAliases are other names for a backend: vLLM's for openai.
-var backendAliases = map[string]string{"vllm": "openai"}
-
-// backendNames lists the accepted --backend values, for its help and error.
-const backendNames = "openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"
-
-// backend checks --backend and returns its canonical name, its protocol
-// and default endpoint.
-func (t *targetFlags) backend() (name string, proto openai.Protocol, err error) {
-	name = strings.ToLower(strings.TrimSpace(t.Backend))
-	if a, ok := backendAliases[name]; ok {
-		name = a
-	}
-	proto, ok := backends[name]
-	if !ok {
-		return "", nil, usagef("--backend %q: want %s", t.Backend, backendNames)
-	}
-	return name, proto, nil
-}
-
-// sampling returns the sampling parameters given, as body fields.
-func (t *targetFlags) sampling() map[string]any {
-	m := map[string]any{}
-	if t.Temperature.set {
-		m["temperature"] = t.Temperature.v
-	}
-	if t.TopP.set {
-		m["top_p"] = t.TopP.v
-	}
-	if t.TopK.set {
-		m["top_k"] = t.TopK.v
-	}
-	for _, f := range []struct {
-		key string
-		v   optFloat
-	}{{"min_p", t.MinP}, {"frequency_penalty", t.FrequencyPenalty}, {"presence_penalty", t.PresencePenalty}, {"repetition_penalty", t.RepetitionPenalty}} {
-		if f.v.set {
-			m[f.key] = f.v.v
+		*p = f
+	case *int:
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return errors.New("want an integer")
 		}
+		*p = n
 	}
-	return m
-}
-
-// optFloat is a float flag that knows whether it was given, so an unset
-// sampling parameter is left out of the request rather than sent as 0.
-type optFloat struct {
-	v   float64
-	set bool
-}
-
-func (f *optFloat) Set(s string) error {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return errors.New("want a number")
-	}
-	f.v, f.set = v, true
+	*o.p = &v
 	return nil
 }
 
-func (f *optFloat) String() string {
-	if !f.set {
+func (o optional[T]) String() string {
+	if o.p == nil || *o.p == nil {
 		return ""
 	}
-	return strconv.FormatFloat(f.v, 'g', -1, 64)
+	return fmt.Sprint(**o.p)
 }
 
-func (f *optFloat) Type() string { return "float" }
-
-// optInt is optFloat for integers.
-type optInt struct {
-	v   int
-	set bool
-}
-
-func (f *optInt) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return errors.New("want an integer")
+func (o optional[T]) Type() string {
+	if _, ok := any(o.p).(**int); ok {
+		return "int"
 	}
-	f.v, f.set = v, true
-	return nil
+	return "float"
 }
 
-func (f *optInt) String() string {
-	if !f.set {
-		return ""
-	}
-	return strconv.Itoa(f.v)
-}
-
-func (f *optInt) Type() string { return "int" }
+func (o optional[T]) target() any { return o.p }
 
 // secondsValue sets a duration from a number of seconds (vLLM's
 // --ready-check-timeout-sec), so both spellings fill one field.
@@ -284,33 +170,15 @@ func (v secondsValue) String() string {
 }
 
 func (v secondsValue) Type() string { return "seconds" }
+func (v secondsValue) target() any  { return v.d }
 
 // loadFlags says how much load and for how long.
 type loadFlags struct {
-	RequestRate    string
-	Burstiness     float64
-	MaxConcurrency int
-	NumPrompts     int
-	NumWarmups     int
-	Duration       time.Duration
-	Seed           int64
-	numSet         bool // --num-prompts given explicitly
-	// RampUp* are vLLM's --ramp-up-strategy and its rates (bench only).
-	RampUpStrategy               string
-	RampUpStartRPS, RampUpEndRPS optFloat
-	// Shard is --shard I/N, Shards --shards N (the index from a Kubernetes
-	// Indexed Job's JOB_COMPLETION_INDEX), StartAt --start-at and
-	// Rendezvous --rendezvous: a run split over machines (bench, and a
-	// sweep of explicit levels; see shardFlags).
-	Shard, StartAt, Rendezvous string
-	Shards                     int
-	// Retries is --retries and RetryBackoff --retry-backoff: the client's
-	// retries of failed requests (bench and sweep).
-	Retries      int
-	RetryBackoff string
-	// RetryIgnoreRetryAfter is --retry-ignore-retry-after: an aggressive
-	// client that waits only its backoff.
-	RetryIgnoreRetryAfter bool
+	run.LoadSpec
+	// numSet is --num-prompts given (sim's virtualConfig reads it; the
+	// specs ask given).
+	numSet bool
+	fs     *pflag.FlagSet
 }
 
 // registerRetry adds the client-retry flags (bench and sweep, over the
@@ -319,26 +187,6 @@ func (l *loadFlags) registerRetry(fs *pflag.FlagSet) {
 	fs.IntVar(&l.Retries, "retries", 0, "retry a request that failed with 429, 5xx, a timeout or a reset connection up to this many times, as client SDKs do (each attempt is a record; 0: none)")
 	fs.StringVar(&l.RetryBackoff, "retry-backoff", "exponential:500ms,8s,full", "wait before each retry: exponential:BASE,CAP[,none|full|equal] (jitter) or constant:WAIT; never shorter than the answer's Retry-After (unless --retry-ignore-retry-after)")
 	fs.BoolVar(&l.RetryIgnoreRetryAfter, "retry-ignore-retry-after", false, "wait only the --retry-backoff before a retry, however long the answer's Retry-After: an aggressive client (with constant:0 it hammers, as in a retry storm)")
-}
-
-// retry checks the retry flags; nil means no retries.
-func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
-	if l.Retries < 0 || l.Retries > 100 {
-		return nil, usagef("--retries %d: want 0 to 100", l.Retries)
-	}
-	p, err := loadgen.ParseBackoff(l.RetryBackoff)
-	if err != nil {
-		return nil, usagef("--retry-backoff %v", err)
-	}
-	if l.Retries == 0 {
-		if l.RetryIgnoreRetryAfter {
-			return nil, usagef("--retry-ignore-retry-after needs --retries")
-		}
-		return nil, nil
-	}
-	p.Max = l.Retries
-	p.IgnoreRetryAfter = l.RetryIgnoreRetryAfter
-	return &p, nil
 }
 
 // registerShard adds the flags of a run split over machines (bench, and a
@@ -353,43 +201,12 @@ func (l *loadFlags) registerShard(fs *pflag.FlagSet) {
 // registerRamp adds the load flags only bench has: vLLM's ramp-up flags.
 func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
 	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
-	fs.Var(&l.RampUpStartRPS, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
-	fs.Var(&l.RampUpEndRPS, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
-}
-
-// ramp checks the ramp-up flags; nil means no ramp. rate is --request-rate
-// parsed (0: inf) and n the measured requests.
-func (l *loadFlags) ramp(rate float64, n int) (*runlog.Ramp, error) {
-	st := strings.ToLower(strings.TrimSpace(l.RampUpStrategy))
-	if st == "" {
-		if l.RampUpStartRPS.set || l.RampUpEndRPS.set {
-			return nil, usagef("--ramp-up-start-rps and --ramp-up-end-rps need --ramp-up-strategy linear or exponential")
-		}
-		return nil, nil
-	}
-	r := &runlog.Ramp{Strategy: st, StartRPS: l.RampUpStartRPS.v, EndRPS: l.RampUpEndRPS.v}
-	switch strategy := workload.RampStrategy(st); {
-	case strategy != workload.RampLinear && strategy != workload.RampExponential:
-		return nil, usagef("--ramp-up-strategy %q: want linear or exponential", l.RampUpStrategy)
-	case !l.RampUpStartRPS.set || !l.RampUpEndRPS.set:
-		return nil, usagef("--ramp-up-strategy %s needs both --ramp-up-start-rps and --ramp-up-end-rps", st)
-	case rate > 0:
-		return nil, usagef("--ramp-up-strategy sets the request rate: leave --request-rate at inf (it is %s)", l.RequestRate)
-	case r.StartRPS < 0 || r.EndRPS < 0:
-		return nil, usagef("--ramp-up-start-rps %g, --ramp-up-end-rps %g: want rates ≥ 0", r.StartRPS, r.EndRPS)
-	case r.StartRPS == 0 && strategy == workload.RampExponential:
-		return nil, usagef("--ramp-up-start-rps 0: an exponential ramp cannot start at 0 requests/s")
-	case r.StartRPS == 0:
-		return nil, usagef("--ramp-up-start-rps 0: the first request's rate would be 0 (no gap before it is defined); start above 0")
-	case r.EndRPS < r.StartRPS:
-		return nil, usagef("--ramp-up-end-rps %g is below --ramp-up-start-rps %g: the ramp goes up", r.EndRPS, r.StartRPS)
-	case n <= 0:
-		return nil, usagef("--ramp-up-strategy ramps over --num-prompts requests: give --num-prompts")
-	}
-	return r, nil
+	fs.Var(optional[float64]{&l.RampUpStartRPS}, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
+	fs.Var(optional[float64]{&l.RampUpEndRPS}, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
 }
 
 func (l *loadFlags) register(fs *pflag.FlagSet) {
+	l.fs = fs
 	fs.StringVar(&l.RequestRate, "request-rate", "inf", "open-loop arrival rate in requests/s, or inf to send as fast as the concurrency cap allows")
 	fs.Float64Var(&l.Burstiness, "burstiness", 1.0, "gamma shape of inter-arrival gaps (1 = Poisson, <1 burstier, >1 smoother)")
 	fs.IntVar(&l.MaxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
@@ -399,59 +216,71 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule")
 }
 
+// given says which load settings a flag set.
+func (l *loadFlags) given() setting.Given { return givenIn(l.fs, &l.LoadSpec) }
+
+// group names the flags of the load's settings.
+func (l *loadFlags) group() flagGroup { return flagGroup{l.fs, &l.LoadSpec} }
+
 // rate parses --request-rate; 0 means unpaced.
 func (l *loadFlags) rate() (float64, error) {
-	s := strings.TrimSpace(strings.ToLower(l.RequestRate))
-	if s == "inf" || s == "" {
-		return 0, nil
-	}
-	r, err := strconv.ParseFloat(s, 64)
-	if err != nil || r <= 0 || math.IsNaN(r) {
-		return 0, usagef("--request-rate %q: want a positive number of requests/s or inf", l.RequestRate)
-	}
-	if math.IsInf(r, 1) {
-		return 0, nil
-	}
-	return r, nil
+	r, err := l.Rate()
+	return r, settingError(l.fs, &l.LoadSpec, err)
+}
+
+// level checks the load flags and returns the level they describe.
+func (l *loadFlags) level() (runlog.Level, error) {
+	lv, err := l.Level(l.given())
+	return lv, settingError(l.fs, &l.LoadSpec, err)
+}
+
+// levelWith is level at the --request-rate text rate (a sweep's holds a
+// list, so it passes "inf").
+func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
+	defer func(r string) { l.RequestRate = r }(l.RequestRate)
+	l.RequestRate = rate
+	return l.level()
+}
+
+// retry checks the retry flags; nil means no retries.
+func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
+	p, err := l.Retry()
+	return p, settingError(l.fs, &l.LoadSpec, err)
 }
 
 // workloadFlags say what to send.
 type workloadFlags struct {
-	o         workload.Options
-	calibrate string
-	// inputLen and outputLen are vLLM's --input-len and --output-len.
-	inputLen, outputLen generalLen
-	// customOutputLen is --custom-output-len (bench only): tokens asked of
-	// every custom request; 0 or -1 keeps the file's output_tokens.
-	customOutputLen  int
-	skipChatTemplate bool
+	run.WorkloadSpec
+	o workload.Options
+	// inputSet and outputSet say vLLM's --input-len and --output-len
+	// were given.
+	inputSet, outputSet bool
+	skipChatTemplate    bool
+	fs                  *pflag.FlagSet
 }
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
+	w.fs = fs
 	o := &w.o
 	// --input-len and --output-len set the dataset-specific lengths, as in
 	// vLLM (input: random; output: random, sharegpt, custom and
 	// prefix-repetition), and win over them whatever the order of flags.
-	w.inputLen.targets = []*int{&o.RandomInputLen}
-	w.outputLen.targets = []*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.customOutputLen, &o.PrefixRepetitionOutputLen}
 	o.RandomInputLen, o.RandomOutputLen = 1024, 128
 	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
 	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
-	fs.Var(&w.inputLen, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
-	fs.Var(&w.outputLen, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
-	fs.Var(&lenFlag{&o.RandomInputLen, &w.inputLen.set}, "random-input-len", "random dataset: prompt length in tokens")
-	fs.Var(&lenFlag{&o.RandomOutputLen, &w.outputLen.set}, "random-output-len", "random dataset: output length in tokens")
+	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, false, &w.inputSet}, "random-input-len", "random dataset: prompt length in tokens")
+	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen}, false, &w.outputSet}, "random-output-len", "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
 	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
-	fs.StringVar(&w.calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
+	fs.StringVar(&w.Calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
 	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
-	fs.Var(&lenFlag{&o.ShareGPTOutputLen, &w.outputLen.set}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
+	fs.Var(&lenFlag{[]*int{&o.ShareGPTOutputLen}, false, &w.outputSet}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
 	fs.IntVar(&o.PrefixRepetitionPrefixLen, "prefix-repetition-prefix-len", 0, "prefix-repetition dataset: prefix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionSuffixLen, "prefix-repetition-suffix-len", 0, "prefix-repetition dataset: suffix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionNumPrefixes, "prefix-repetition-num-prefixes", 0, "prefix-repetition dataset: distinct prefixes (default 10)")
-	fs.Var(&lenFlag{&o.PrefixRepetitionOutputLen, &w.outputLen.set}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
+	fs.Var(&lenFlag{[]*int{&o.PrefixRepetitionOutputLen}, false, &w.outputSet}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
 	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
 	fs.BoolVar(&o.CacheBust, "cache-bust", false, "prepend a unique random prefix to every prompt so prefix caches cannot hit")
@@ -459,94 +288,70 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoOversample, "no-oversample", false, "dataset files: send each row at most once; a --num-prompts above the row count sends the rows there are (as vLLM's)")
 	fs.Float64Var(&o.TraceSpeedup, "trace-speedup", 1, "trace dataset: compress time by this factor")
 	fs.StringVar(&o.TraceWindow, "trace-window", "", "trace dataset: START:END seconds of trace time (from its first arrival, before speed-up)")
+	// Declared after the dataset lengths they set, so that those name
+	// their fields first.
+	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, true, &w.inputSet}, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
+	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet}, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
 	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
 }
 
+// group names the flags of the dataset's options.
+func (w *workloadFlags) group() flagGroup { return flagGroup{w.fs, &w.o} }
+
 // registerBench adds the workload flags only bench has.
 func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
-	fs.Var(&lenFlag{&w.customOutputLen, &w.outputLen.set}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
+	fs.Var(&lenFlag{[]*int{&w.CustomOutputLen}, false, &w.outputSet}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
 }
 
-// generalLen is vLLM's --input-len or --output-len: a length that sets the
-// dataset-specific flags it maps to.
-type generalLen struct {
-	v       int
-	set     bool
-	targets []*int
-}
-
-func (g *generalLen) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || v < 1 {
-		// 0 would read as "the dataset's default", not as 0 tokens.
-		return errors.New("want a number of tokens ≥ 1")
-	}
-	g.v, g.set = v, true
-	for _, t := range g.targets {
-		*t = v
-	}
-	return nil
-}
-
-func (g *generalLen) String() string {
-	if !g.set {
-		return ""
-	}
-	return strconv.Itoa(g.v)
-}
-
-func (g *generalLen) Type() string { return "int" }
-
-// lenFlag is a dataset-specific length flag that a general one (--input-len,
-// --output-len) overrides once given.
+// lenFlag is a length in tokens filling ps: vLLM's --input-len or
+// --output-len (general: every dataset's length it maps to), or one
+// dataset's, which a general one given wins over whatever the order.
 type lenFlag struct {
-	p          *int
-	overridden *bool
+	ps      []*int
+	general bool
+	won     *bool // the general flag was given
 }
 
 func (f *lenFlag) Set(s string) error {
 	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
+	switch {
+	case f.general && (err != nil || v < 1):
+		// 0 would read as "the dataset's default", not as 0 tokens.
+		return errors.New("want a number of tokens ≥ 1")
+	case err != nil:
 		return errors.New("want an integer")
+	case !f.general && *f.won:
+		return nil
 	}
-	if !*f.overridden {
-		*f.p = v
+	*f.won = *f.won || f.general
+	for _, p := range f.ps {
+		*p = v
 	}
 	return nil
 }
 
 func (f *lenFlag) String() string {
-	if f.p == nil {
-		return "0"
+	if len(f.ps) == 0 || f.general && !*f.won {
+		return ""
 	}
-	return strconv.Itoa(*f.p)
+	return strconv.Itoa(*f.ps[0])
 }
 
 func (f *lenFlag) Type() string { return "int" }
+func (f *lenFlag) target() any  { return f.ps[0] }
 
 // outputFlags say what to print and save.
 type outputFlags struct {
 	summaryFlags
-	SaveResult     bool
-	SaveDetailed   bool
-	ResultDir      string
-	ResultFilename string
-	Records        string
-	Metadata       []string
-	Quiet          bool
-	HTML           string
-	// Label replaces the backend in the result file name and is stored as
-	// the result's label (bench only, as vLLM's --label).
-	Label string
-	// AppendResult appends the result to its file (bench only).
-	AppendResult bool
-	// Overwrite lets a run replace existing records and result files.
-	Overwrite bool
+	run.OutputSpec
+	Quiet bool
 	// metricsSet says --percentile-metrics was given (not its default).
 	metricsSet bool
+	fs         *pflag.FlagSet
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
+	o.fs = fs
 	o.summaryFlags.register(fs)
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
 	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")
@@ -579,12 +384,39 @@ func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
 	return o.options(args)
 }
 
+// group names the flags of the output's settings.
+func (o *outputFlags) group() flagGroup { return flagGroup{o.fs, &o.OutputSpec} }
+
+// meta is --metadata's pairs.
+func (o *outputFlags) meta() (map[string]string, error) {
+	m, err := o.Meta()
+	return m, settingError(o.fs, &o.OutputSpec, err)
+}
+
+// saveError names the flag of an output that failed (a file, the live
+// metrics).
+func (o *outputFlags) saveError(err error) error {
+	var se *run.OutputError
+	if !errors.As(err, &se) {
+		return err
+	}
+	head := se.Field
+	if names := flagsOf(o.fs, &o.OutputSpec, se.Field); len(names) > 0 {
+		head = "--" + names[0]
+	}
+	if se.Path != "" {
+		head += " " + se.Path
+	}
+	return fmt.Errorf("%s: %w", head, runError(se.Err, nil, ""))
+}
+
+// parseKV parses K=V pairs of the flag (sim's --metadata).
 func parseKV(flag string, kvs []string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, flagUsagef(flag, "%s %q: want KEY=VALUE", flag, kv)
+			return nil, &flagUsage{flag: flag, err: usagef("%s %q: want KEY=VALUE", flag, kv)}
 		}
 		m[strings.TrimSpace(k)] = v
 	}

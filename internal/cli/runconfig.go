@@ -2,23 +2,19 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"net/http"
 	"net/url"
-	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/setting"
 )
 
 // This file turns the flags into a run.Config, and the run's typed errors
@@ -26,52 +22,6 @@ import (
 
 // readyPoll is how often a starting server is asked again.
 var readyPoll = time.Second
-
-// level checks the load flags and returns the level they describe; rate is
-// the --request-rate text (a sweep's holds a list, so it passes "inf").
-func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
-	c := *l
-	c.RequestRate = rate
-	return c.level()
-}
-
-// level checks the load flags and returns the level they describe.
-func (l *loadFlags) level() (runlog.Level, error) {
-	rate, err := l.rate()
-	if err != nil {
-		return runlog.Level{}, err
-	}
-	if l.Burstiness <= 0 {
-		return runlog.Level{}, usagef("--burstiness %v: want > 0", l.Burstiness)
-	}
-	switch {
-	case l.MaxConcurrency < 0:
-		return runlog.Level{}, usagef("--max-concurrency %d: want ≥ 0", l.MaxConcurrency)
-	case l.NumPrompts < 0:
-		return runlog.Level{}, usagef("--num-prompts %d: want ≥ 0", l.NumPrompts)
-	case l.NumWarmups < 0:
-		return runlog.Level{}, usagef("--num-warmups %d: want ≥ 0", l.NumWarmups)
-	case l.Duration < 0:
-		return runlog.Level{}, usagef("--duration %v: want ≥ 0", l.Duration)
-	}
-	n := l.NumPrompts
-	if l.Duration > 0 && !l.numSet {
-		n = 0
-	}
-	if n == 0 && l.Duration == 0 {
-		return runlog.Level{}, usagef("--num-prompts 0 needs --duration")
-	}
-	ramp, err := l.ramp(rate, n)
-	if err != nil {
-		return runlog.Level{}, err
-	}
-	lv := runlog.Level{RequestRate: rate, Burstiness: l.Burstiness, MaxConcurrency: l.MaxConcurrency,
-		NumPrompts: n, DurationS: l.Duration.Seconds(), NumWarmups: l.NumWarmups, Ramp: ramp}
-	if ramp != nil {
-		lv.Label = fmt.Sprintf("ramp-up %s %g→%g req/s", ramp.Strategy, ramp.StartRPS, ramp.EndRPS)
-	}
-	return lv, nil
-}
 
 // runConfig is the run.Config of bench's flags (sweep and the embedded
 // target share it): the workload, the target behind an openai.Client, the
@@ -82,23 +32,14 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		return run.Config{}, err
 	}
 	if why := o.target.wholeAnswers(); why != "" {
-		if err := noStreamStats(&so, o.out.metricsSet, why); err != nil {
+		if err := wholeAnswersError(run.WholeAnswers(&so, o.out.metricsSet), why); err != nil {
 			return run.Config{}, err
 		}
 	}
-	base := o.target.BaseURL
-	if base == "" && o.target.Host != "" {
-		base = fmt.Sprintf("http://%s:%d", o.target.Host, o.target.Port)
-	}
-	if base == "" && !o.load.numSet && o.load.Duration == 0 && !strings.EqualFold(o.work.o.DatasetName, "trace") {
-		o.load.NumPrompts = 200 // the embedded simulator: a quick look
-	}
-	lv, err := o.load.level()
+	base := o.target.Base()
+	lv, err := o.load.LevelFor(o.work.o.DatasetName, base == "", o.load.given())
 	if err != nil {
-		return run.Config{}, err
-	}
-	if lv.DurationS == 0 && !o.load.numSet && strings.EqualFold(o.work.o.DatasetName, "trace") {
-		lv.NumPrompts = 0 // a trace replays whole unless told otherwise
+		return run.Config{}, settingError(o.load.fs, &o.load.LoadSpec, err)
 	}
 	shard, startAt, err := o.load.shardFlags(env)
 	if err != nil {
@@ -108,7 +49,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
-	meta, err := parseKV("--metadata", o.out.Metadata)
+	meta, err := o.out.meta()
 	if err != nil {
 		return run.Config{}, err
 	}
@@ -117,12 +58,9 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
-	if n := o.work.customOutputLen; n < -1 {
-		return run.Config{}, usagef("--custom-output-len %d: want a number of tokens, or 0 or -1 for the file's", n)
-	}
-	cal := strings.ToLower(o.work.calibrate)
-	if cal != "auto" && cal != "" && cal != "off" {
-		return run.Config{}, usagef("--calibrate %q: want auto or off", o.work.calibrate)
+	work, err := o.work.Workload(o.work.o)
+	if err != nil {
+		return run.Config{}, settingError(o.work.fs, &o.work.WorkloadSpec, err)
 	}
 	scrapes, err := o.target.scrapeConfig()
 	if err != nil {
@@ -140,7 +78,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	}
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Target: target,
-		Workload: run.Workload{Options: o.work.o, Calibrate: cal != "off", OutputTokens: max(o.work.customOutputLen, 0)},
+		Workload: work,
 		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
 		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
 		Shard: shard, StartAt: startAt, Retry: retry,
@@ -148,87 +86,27 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 }
 
 // runTarget is the target the flags name, behind an openai.Client; base
-// "" starts the embedded simulator.
+// "" starts the embedded simulator. The key and every header value are
+// secrets: goodput cannot tell which headers are credentials.
 func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target, error) {
-	headers, err := parseKV("--header", t.Headers)
+	key := ""
+	if k := t.KeyEnv(); k != "" && env.Getenv != nil {
+		key = env.Getenv(k)
+	}
+	rt, err := t.Build(base, run.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll})
 	if err != nil {
-		return run.Target{}, err
+		return run.Target{}, t.err(err)
 	}
-	// Sampling flags first, so --extra-body wins where both set a field
-	// (as in vLLM).
-	extra := t.sampling()
-	if strings.TrimSpace(t.ExtraBody) != "" {
-		var body map[string]any
-		if err := json.Unmarshal([]byte(t.ExtraBody), &body); err != nil {
-			return run.Target{}, flagUsagef("--extra-body", "--extra-body: not a JSON object: %v", err)
-		}
-		maps.Copy(extra, body)
-	}
-	if len(extra) == 0 {
-		extra = nil
-	}
-	if f := t.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
-		return run.Target{}, usagef("--max-tokens-field %q: want max_tokens or max_completion_tokens", f)
-	}
-	api, proto, err := t.backend()
-	if err != nil {
-		return run.Target{}, err
-	}
-	endpoint := proto.Path()
-	if t.Endpoint != "" {
-		endpoint = t.Endpoint
-	}
-	var usageOn, usageAuto bool
-	switch strings.ToLower(t.ContinuousUsage) {
-	case "on", "true":
-		usageOn = true
-	case "off", "false":
-	case "auto":
-		usageAuto = true
-	default:
-		return run.Target{}, usagef("--continuous-usage %q: want auto, on or off", t.ContinuousUsage)
-	}
-	// The target as records and reports name it: no user info, no
-	// credential-like query values.
-	name := redact.URLString(base)
-	if u, err := url.Parse(base); err == nil && env.secrets != nil {
-		env.secrets.AddURL(u)
-	}
-	apiKey := ""
-	if k := t.keyEnv(); k != "" && env.Getenv != nil {
-		apiKey = env.Getenv(k)
-	}
-	hdr := http.Header{}
-	for k, v := range headers {
-		hdr.Set(k, v)
-	}
+	rt.ModelName = modelFlag(t)
 	if env.secrets != nil {
-		// Never written or printed: the key, and every header value given
-		// (goodput cannot tell which of them are credentials).
-		env.secrets.Add(apiKey)
+		if u, err := url.Parse(base); err == nil {
+			env.secrets.AddURL(u)
+		}
+		hdr, _ := t.Header()
+		env.secrets.Add(key)
 		env.secrets.AddHeader(hdr, true)
 	}
-	model := t.Model
-	if model == "" {
-		model = t.ServedModelName // it names the model in the records too
-	}
-	return run.Target{
-		BaseURL: base, Name: name, API: api, Endpoint: endpoint, Model: model, ModelName: modelFlag(t),
-		NoStream: t.NoStream || !proto.Streams(), ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
-		Open: func(baseURL string, maxConns int, now func() int64) (run.Backend, error) {
-			c, err := openai.NewClient(openai.Config{
-				BaseURL: baseURL, Protocol: proto, Endpoint: endpoint, Model: t.requestModel(), APIKey: apiKey, Headers: hdr,
-				ExtraBody: extra, IgnoreEOS: t.IgnoreEOS, MaxTokensField: t.MaxTokensField, Timeout: t.Timeout,
-				IdleTimeout: t.IdleTimeout, MaxConns: maxConns, Now: now, ContinuousUsage: usageOn, AutoUsage: usageAuto,
-				ReadyPoll: readyPoll, NoStream: t.NoStream, KeepText: keepText, Insecure: t.Insecure,
-				FollowRedirects: t.FollowRedirects, MaxResponseTokens: t.MaxResponseTokens,
-			})
-			if err != nil {
-				return nil, flagError(err, "--sim-model")
-			}
-			return c, nil
-		},
-	}, nil
+	return rt, nil
 }
 
 // flagUsage is a usage error of one flag's value, naming the flag, so
@@ -242,11 +120,6 @@ type flagUsage struct {
 func (e *flagUsage) Error() string { return e.err.Error() }
 func (e *flagUsage) Unwrap() error { return e.err }
 
-// flagUsagef is usagef for a flag's value.
-func flagUsagef(flag, format string, args ...any) error {
-	return &flagUsage{flag: flag, err: usagef(format, args...)}
-}
-
 // modelFlag names the flag that gave the request's model id.
 func modelFlag(t *targetFlags) string {
 	if t.ServedModelName != "" {
@@ -257,20 +130,7 @@ func modelFlag(t *targetFlags) string {
 
 // runOutput is where the run writes.
 func (o *outputFlags) runOutput(env Env) run.Output {
-	dir := o.ResultDir
-	if dir == "" {
-		dir = env.Dir
-	} else if env.Dir != "" && !filepath.IsAbs(dir) {
-		dir = filepath.Join(env.Dir, dir)
-	}
-	records := o.Records
-	if records != "" && records != "none" && records != "-" && env.Dir != "" && !filepath.IsAbs(records) {
-		records = filepath.Join(env.Dir, records)
-	}
-	out := run.Output{
-		Dir: dir, ResultName: o.ResultFilename, Label: o.Label, Records: records, Overwrite: o.Overwrite,
-		Saving: o.SaveResult && !o.AppendResult, KeepRecords: o.HTML != "" || o.SaveDetailed, KeepText: o.SaveDetailed,
-	}
+	out := o.Output(env.Dir)
 	if env.secrets != nil {
 		out.Filter = env.secrets.Writer
 	}
@@ -295,24 +155,25 @@ func terminalHooks(env Env, quiet bool) run.Hooks {
 	}
 }
 
-// runFieldFlags are the flags of run.ConfigError's own fields.
+// runFieldFlags are the flags of run.ConfigError's fields that no flag
+// group given to runError fills.
 var runFieldFlags = map[string]string{
-	"Ramp": "--ramp-up-strategy", "DatasetName": "--dataset-name", "Tokenizer": "--tokenizer",
-	"Records": "--records", "Search": "--search", "RequestRate": "--request-rate", "Burstiness": "--burstiness",
-	"MaxConcurrency": "--max-concurrency", "NumPrompts": "--num-prompts", "NumWarmups": "--num-warmups", "Duration": "--duration",
-	"Shard": "--shard", "StartAt": "--start-at", "Rendezvous": "--rendezvous", "MaxConcurrent": "--max-concurrent-sessions",
+	"Ramp": "--ramp-up-strategy", "Records": "--records", "Search": "--search", "MaxConcurrent": "--max-concurrent-sessions",
 }
 
 // runError turns a run's typed error into the line a user reads: a
 // setting's error names its flag (a usage error, exit 2), a model the
 // server does not serve names the model flag; others pass as they are.
 // simModel is the flag of the simulated engine's model.
-func runError(err error, t *targetFlags, simModel string) error {
+func runError(err error, t *targetFlags, simModel string, groups ...flagGroup) error {
 	var (
 		ce *run.ConfigError
 		fe *run.FileExistsError
 		re *openai.ResolveError
 	)
+	if e := named(err, groups...); e != nil {
+		return e
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -334,12 +195,39 @@ func runError(err error, t *targetFlags, simModel string) error {
 		}
 		return fmt.Errorf("%s %q: %w", flag, re.Model, re.Err)
 	case errors.As(err, &ce):
+		if e := named(setting.Errorf(ce.Field, "", "%v", ce.Err), groups...); e != nil {
+			return e
+		}
 		if flag, ok := runFieldFlags[ce.Field]; ok {
 			return usagef("%s: %v", flag, ce.Err)
 		}
 		return flagError(ce.Err, simModel)
 	}
+	if e := named(err, t.targetGroup()...); e != nil {
+		return e // a base URL the client refused
+	}
 	return err
+}
+
+// flagGroup is flags of fs bound to the fields of *root.
+type flagGroup struct {
+	fs   *pflag.FlagSet
+	root any
+}
+
+// named is err, a setting's error, naming the flags of the first group
+// that fills every field it names; nil when none does.
+func named(err error, groups ...flagGroup) error {
+	var se *setting.Error
+	if !errors.As(err, &se) || len(se.Fields()) == 0 {
+		return nil
+	}
+	for _, g := range groups {
+		if !slices.ContainsFunc(se.Fields(), func(f string) bool { return len(flagsOf(g.fs, g.root, f)) == 0 }) {
+			return settingError(g.fs, g.root, se)
+		}
+	}
+	return nil
 }
 
 // wholeAnswers names what makes the run's answers whole, not streamed
@@ -352,12 +240,6 @@ func (t *targetFlags) wholeAnswers() string {
 		return "--backend " + proto.Name()
 	}
 	return ""
-}
-
-// noStreamStats fits the summary to whole answers (run.WholeAnswers;
-// why names their cause: --no-stream, an embeddings backend).
-func noStreamStats(so *stats.Options, metricsSet bool, why string) error {
-	return wholeAnswersError(run.WholeAnswers(so, metricsSet), why)
 }
 
 // wholeAnswersError makes a *run.NoStreamError a usage error naming the

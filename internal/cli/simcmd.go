@@ -99,7 +99,7 @@ func (o *SimOptions) fleet() (*cluster.Config, error) {
 
 // runError names the flag of a setting the run refused.
 func (o *SimOptions) runError(err error) error {
-	return runError(err, nil, "--model")
+	return runError(err, nil, "--model", o.work.group(), o.load.group())
 }
 
 // config is the run.Config the options describe, its cluster fleet's.

@@ -156,5 +156,5 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	cfg.Sweep = run.SweepOf(pl)
 	cfg.Hooks.Sweep, cfg.Hooks.Point = cfg.Sweep.Lines(env.Stdout)
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, &o.target, "--sim-model")
+	return res, runError(err, &o.target, "--sim-model", o.work.group(), o.load.group())
 }

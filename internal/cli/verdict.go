@@ -46,7 +46,7 @@ func (v *verdictFlags) parse(out *outputFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	md, err := parseKV("--metadata", out.Metadata)
+	md, err := out.meta()
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func validateSweepGate(g gate.Gate, o *SweepOptions) error {
 	if err != nil {
 		return nil
 	}
-	md, err := parseKV("--metadata", o.out.Metadata)
+	md, err := o.out.meta()
 	if err != nil {
 		return nil
 	}

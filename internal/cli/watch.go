@@ -69,24 +69,20 @@ func runWatch(ctx context.Context, env Env, o *WatchOptions) error {
 // (targetFlags), so backend names and API-key handling are bench's.
 func watchTarget(env Env) func(t *watch.Target, base string, headers []string, body string) (run.Target, error) {
 	return func(t *watch.Target, base string, headers []string, body string) (run.Target, error) {
-		tf := targetFlags{
+		tf := targetFlags{TargetSpec: run.TargetSpec{
 			Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
 			MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
 			MaxResponseTokens: openai.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body,
-		}
+		}}
 		if _, _, err := tf.backend(); err != nil {
 			return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, backendNames))
 		}
+		// The watch config builds valid headers and probe bodies, so what
+		// is left to refuse is the backend's.
 		rt, err := tf.runTarget(env, base, false)
-		var fu *flagUsage
-		switch {
-		case err == nil:
-			return rt, nil
-		case errors.As(err, &fu) && fu.flag == "--header":
-			return rt, t.FieldError("headers", errors.New(err.Error()))
-		case errors.As(err, &fu) && fu.flag == "--extra-body":
-			return rt, t.FieldError("probe", errors.New(err.Error()))
+		if err != nil {
+			return rt, t.FieldError("backend", errors.New(err.Error()))
 		}
-		return rt, t.FieldError("backend", errors.New(err.Error()))
+		return rt, nil
 	}
 }

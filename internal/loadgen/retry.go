@@ -47,12 +47,13 @@ const (
 
 // ParseBackoff reads a backoff: "exponential:BASE,CAP[,JITTER]" (JITTER
 // none, full or equal; default full) or "constant:WAIT". Durations are Go's
-// ("100ms", "2s"); a bare number is milliseconds.
+// ("100ms", "2s"); a bare number is milliseconds. The error says what is
+// wrong, not the text: the caller names the setting and its value.
 func ParseBackoff(s string) (RetryPolicy, error) {
 	kind, rest, ok := strings.Cut(strings.TrimSpace(s), ":")
 	parts := strings.Split(rest, ",")
 	bad := func(why string) (RetryPolicy, error) {
-		return RetryPolicy{}, fmt.Errorf("%q: %s (want exponential:BASE,CAP[,none|full|equal] or constant:WAIT)", s, why)
+		return RetryPolicy{}, fmt.Errorf("%s (want exponential:BASE,CAP[,none|full|equal] or constant:WAIT)", why)
 	}
 	if !ok {
 		return bad("no kind")

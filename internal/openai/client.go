@@ -30,6 +30,7 @@ import (
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sse"
 )
 
@@ -185,38 +186,12 @@ type Client struct {
 	countState
 }
 
-// ConfigError is a bad value in Config: Field is the Go name of the field at
-// fault ("BaseURL"), so that a caller can say where the value came from (the
-// CLI names the flag).
-type ConfigError struct {
-	// Field is the Config field's Go name.
-	Field string
-	// Value is the field's value as given.
-	Value string
-	// Err says what is wrong with it.
-	Err error
-}
-
-// Error describes the field in words, its value (quoted) and the problem,
-// e.g. `base URL "localhost:8000": want http(s)://host[:port]`.
-func (e *ConfigError) Error() string {
-	name, ok := configNames[e.Field]
-	if !ok {
-		name = e.Field
-	}
-	return name + " " + strconv.Quote(e.Value) + ": " + e.Err.Error()
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-// configNames are Config's fields in words, for ConfigError.Error.
-var configNames = map[string]string{"BaseURL": "base URL"}
-
-// NewClient checks cfg and returns a Client. A bad value is a *ConfigError.
+// NewClient checks cfg and returns a Client. A bad value is a
+// *setting.Error naming the Config field.
 func NewClient(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &ConfigError{Field: "BaseURL", Value: cfg.BaseURL, Err: errors.New("want http(s)://host[:port]")}
+		return nil, setting.Errorf("BaseURL", strconv.Quote(cfg.BaseURL), "want http(s)://host[:port]")
 	}
 	if cfg.Protocol == nil {
 		cfg.Protocol = ProtocolFor(cfg.Endpoint)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 )
 
 // script is a scripted SSE response: each step waits, then writes raw text.
@@ -430,30 +431,14 @@ func TestModels(t *testing.T) {
 func TestNewClientBadURL(t *testing.T) {
 	for _, u := range []string{"", "localhost:8000", "ftp://x", "http://"} {
 		_, err := NewClient(Config{BaseURL: u})
-		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Field != "BaseURL" || ce.Value != u {
-			t.Errorf("NewClient(%q) error = %v; want a ConfigError on BaseURL", u, err)
+		var se *setting.Error
+		if !errors.As(err, &se) || se.Field != "BaseURL" || se.Value != strconv.Quote(u) {
+			t.Errorf("NewClient(%q) error = %v; want a setting.Error on BaseURL", u, err)
 			continue
 		}
-		if want := "base URL " + strconv.Quote(u) + ": want http(s)://host[:port]"; err.Error() != want {
+		if want := "BaseURL " + strconv.Quote(u) + ": want http(s)://host[:port]"; err.Error() != want {
 			t.Errorf("NewClient(%q) error = %q; want %q", u, err, want)
 		}
-	}
-}
-
-func TestConfigError(t *testing.T) {
-	inner := errors.New("want http(s)://host[:port]")
-	e := &ConfigError{Field: "BaseURL", Value: "x", Err: inner}
-	if got, want := e.Error(), `base URL "x": want http(s)://host[:port]`; got != want {
-		t.Errorf("Error() = %q; want %q", got, want)
-	}
-	if got, want := (&ConfigError{Field: "Other", Value: "", Err: inner}).Error(), `Other "": want http(s)://host[:port]`; got != want {
-		t.Errorf("Error() = %q; want %q", got, want)
-	}
-	wrapped := fmt.Errorf("bench: %w", e)
-	var ce *ConfigError
-	if !errors.As(wrapped, &ce) || ce != e || !errors.Is(wrapped, inner) {
-		t.Errorf("errors.As/Is through %v: got %v; want the ConfigError and its cause", wrapped, ce)
 	}
 }
 

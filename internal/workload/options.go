@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/tokenize"
 )
 
@@ -106,6 +107,17 @@ func (e *OptionError) Error() string {
 }
 
 func (e *OptionError) Unwrap() error { return e.Err }
+
+// As reads the error as a *setting.Error on the same field, so that a
+// caller naming settings by field path (the command line: by the flag bound
+// to it) renders it without a table of its own.
+func (e *OptionError) As(target any) bool {
+	p, ok := target.(**setting.Error)
+	if ok {
+		*p = setting.Errorf(e.Field, e.ValueText(), "%v", e.Err)
+	}
+	return ok
+}
 
 // ValueText is Value as Error writes it: a string quoted, a number as %v;
 // "" when Value is nil.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/tokenize"
 )
 
@@ -143,6 +144,10 @@ func TestOptionError(t *testing.T) {
 			var oe *OptionError
 			if !errors.As(wrapped, &oe) || oe != tt.err {
 				t.Errorf("errors.As(%v) = %v; want the OptionError", wrapped, oe)
+			}
+			var se *setting.Error
+			if !errors.As(wrapped, &se) || se.Field != tt.err.Field || se.Value != tt.err.ValueText() {
+				t.Errorf("errors.As(%v) = %v; want a setting.Error on %s", wrapped, se, tt.err.Field)
 			}
 			if !errors.Is(wrapped, tt.err.Err) {
 				t.Errorf("errors.Is(%v, %v) = false; want true through Unwrap", wrapped, tt.err.Err)

@@ -1,0 +1,282 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goodput/goodput/internal/anthropic"
+	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/scrape"
+	"github.com/goodput/goodput/internal/setting"
+)
+
+// TargetSpec is the target of a run as a user gives it: where requests
+// go and how they look on the wire. Build checks it and makes the Target
+// behind an openai.Client; a bad value is a *setting.Error naming the
+// field.
+type TargetSpec struct {
+	// BaseURL is the server root, or Host and Port make it; none starts
+	// the embedded simulator.
+	BaseURL, Host string
+	Port          int
+	// Backend names the wire API (backends, or an alias); Endpoint
+	// replaces its default path.
+	Backend, Endpoint string
+	// Model names the model (and tokenizer) in the records and is the id
+	// requested unless ServedModelName is set.
+	Model, ServedModelName string
+	// Headers are K=V request headers; ExtraBody a JSON object merged into
+	// every body (after the sampling parameters, so it wins).
+	Headers   []string
+	ExtraBody string
+	// APIKeyEnv is the environment variable of the API key (KeyEnv).
+	APIKeyEnv string
+	// RequestIDPrefix prefixes the x-request-id header ("": the run's).
+	RequestIDPrefix string
+	// IgnoreEOS sends ignore_eos: every request generates its full length.
+	IgnoreEOS bool
+	// MaxTokensField is max_tokens or max_completion_tokens.
+	MaxTokensField string
+	// ContinuousUsage is auto, on or off.
+	ContinuousUsage string
+	// Timeout limits a whole request, IdleTimeout the server's silence,
+	// ReadyCheckTimeout the wait for a starting server (0: none).
+	Timeout, IdleTimeout, ReadyCheckTimeout time.Duration
+	// FollowRedirects follows same-origin redirects, Insecure skips TLS
+	// verification, NoStream measures whole answers.
+	FollowRedirects, Insecure, NoStream bool
+	// MaxResponseTokens caps a response to a request without max_tokens.
+	MaxResponseTokens int
+	// The sampling parameters, sent only when given (non-nil).
+	Temperature, TopP, MinP                              *float64
+	FrequencyPenalty, PresencePenalty, RepetitionPenalty *float64
+	TopK                                                 *int
+	// ServerMetrics are metrics endpoints to scrape besides the
+	// target's own (URL or NAME=URL; none: scrape nothing), every
+	// ScrapeInterval.
+	ServerMetrics  []string
+	ScrapeInterval time.Duration
+}
+
+// backends are the wire APIs by canonical name. Every OpenAI-compatible
+// server (vLLM, SGLang, TGI, llama.cpp, Ollama) speaks openai or
+// openai-chat; a server's name would say nothing more than its API, so it
+// is not one.
+var backends = map[string]openai.Protocol{
+	"openai": openai.Completions, "openai-chat": openai.ChatCompletions, "openai-responses": openai.Responses,
+	"anthropic-messages": anthropic.Messages, "openai-embeddings": openai.Embeddings,
+}
+
+// backendAliases are other names for a backend: vLLM's for openai.
+var backendAliases = map[string]string{"vllm": "openai"}
+
+// BackendNames lists the accepted backends, for help and errors.
+const BackendNames = "openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"
+
+// DefaultKeyEnv is APIKeyEnv's default; anthropicKeyEnv stands in for it
+// with anthropic-messages, as Anthropic's own tools read it.
+const (
+	DefaultKeyEnv   = "OPENAI_API_KEY"
+	anthropicKeyEnv = "ANTHROPIC_API_KEY"
+)
+
+// Protocol is the backend's canonical name and protocol.
+func (t *TargetSpec) Protocol() (string, openai.Protocol, error) {
+	name := strings.ToLower(strings.TrimSpace(t.Backend))
+	if a, ok := backendAliases[name]; ok {
+		name = a
+	}
+	proto, ok := backends[name]
+	if !ok {
+		return "", nil, setting.Errorf("Backend", strconv.Quote(t.Backend), "want %s", BackendNames)
+	}
+	return name, proto, nil
+}
+
+// KeyEnv is the environment variable the API key is read from.
+func (t *TargetSpec) KeyEnv() string {
+	if t.APIKeyEnv == DefaultKeyEnv {
+		if _, proto, err := t.Protocol(); err == nil && proto == anthropic.Messages {
+			return anthropicKeyEnv
+		}
+	}
+	return t.APIKeyEnv
+}
+
+// Base is the server root BaseURL or Host and Port give; "" for none.
+func (t *TargetSpec) Base() string {
+	if t.BaseURL == "" && t.Host != "" {
+		return fmt.Sprintf("http://%s:%d", t.Host, t.Port)
+	}
+	return t.BaseURL
+}
+
+// RequestModel is the model id sent in requests.
+func (t *TargetSpec) RequestModel() string {
+	if t.ServedModelName != "" {
+		return t.ServedModelName
+	}
+	return t.Model
+}
+
+// Header is Headers parsed.
+func (t *TargetSpec) Header() (http.Header, error) {
+	h := http.Header{}
+	for _, kv := range t.Headers {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, setting.Errorf("Headers", strconv.Quote(kv), "want KEY=VALUE")
+		}
+		h.Set(strings.TrimSpace(k), v)
+	}
+	return h, nil
+}
+
+// body is the sampling parameters given and ExtraBody, merged; nil when
+// empty.
+func (t *TargetSpec) body() (map[string]any, error) {
+	m := map[string]any{}
+	for k, v := range map[string]*float64{"temperature": t.Temperature, "top_p": t.TopP, "min_p": t.MinP,
+		"frequency_penalty": t.FrequencyPenalty, "presence_penalty": t.PresencePenalty, "repetition_penalty": t.RepetitionPenalty} {
+		if v != nil {
+			m[k] = *v
+		}
+	}
+	if t.TopK != nil {
+		m["top_k"] = *t.TopK
+	}
+	if strings.TrimSpace(t.ExtraBody) != "" {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(t.ExtraBody), &body); err != nil {
+			return nil, setting.Errorf("ExtraBody", "", "not a JSON object: %v", err)
+		}
+		maps.Copy(m, body)
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// Conn is what a target's client takes besides its spec.
+type Conn struct {
+	// APIKey is the key read from KeyEnv.
+	APIKey string
+	// KeepText keeps every answer's text (a session's later turns resend
+	// it; detailed results store it).
+	KeepText bool
+	// ReadyPoll is how often a starting server is asked again.
+	ReadyPoll time.Duration
+}
+
+// Build checks the spec and makes the target at base ("" starts the
+// embedded simulator) behind an openai.Client.
+func (t *TargetSpec) Build(base string, c Conn) (Target, error) {
+	hdr, err := t.Header()
+	if err != nil {
+		return Target{}, err
+	}
+	extra, err := t.body()
+	if err != nil {
+		return Target{}, err
+	}
+	if f := t.MaxTokensField; f != "max_tokens" && f != "max_completion_tokens" {
+		return Target{}, setting.Errorf("MaxTokensField", strconv.Quote(f), "want max_tokens or max_completion_tokens")
+	}
+	api, proto, err := t.Protocol()
+	if err != nil {
+		return Target{}, err
+	}
+	endpoint := proto.Path()
+	if t.Endpoint != "" {
+		endpoint = t.Endpoint
+	}
+	var usageOn, usageAuto bool
+	switch strings.ToLower(t.ContinuousUsage) {
+	case "on", "true":
+		usageOn = true
+	case "off", "false":
+	case "auto":
+		usageAuto = true
+	default:
+		return Target{}, setting.Errorf("ContinuousUsage", strconv.Quote(t.ContinuousUsage), "want auto, on or off")
+	}
+	model := t.Model
+	if model == "" {
+		model = t.ServedModelName // it names the model in the records too
+	}
+	cfg := openai.Config{
+		Protocol: proto, Endpoint: endpoint, Model: t.RequestModel(), APIKey: c.APIKey, Headers: hdr,
+		ExtraBody: extra, IgnoreEOS: t.IgnoreEOS, MaxTokensField: t.MaxTokensField, Timeout: t.Timeout,
+		IdleTimeout: t.IdleTimeout, ContinuousUsage: usageOn, AutoUsage: usageAuto,
+		ReadyPoll: c.ReadyPoll, NoStream: t.NoStream, KeepText: c.KeepText, Insecure: t.Insecure,
+		FollowRedirects: t.FollowRedirects, MaxResponseTokens: t.MaxResponseTokens,
+	}
+	return Target{
+		// The target as records and reports name it: no user info, no
+		// credential-like query values.
+		BaseURL: base, Name: redact.URLString(base), API: api, Endpoint: endpoint, Model: model,
+		NoStream: t.NoStream || !proto.Streams(), ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
+		Open: func(baseURL string, maxConns int, now func() int64) (Backend, error) {
+			cfg := cfg
+			cfg.BaseURL, cfg.MaxConns, cfg.Now = baseURL, maxConns, now
+			c, err := openai.NewClient(cfg)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+	}, nil
+}
+
+// Scrape is the scraping of the server's metrics asked for; nil for none.
+func (t *TargetSpec) Scrape() (*ScrapeConfig, error) {
+	if t.ScrapeInterval < time.Millisecond {
+		return nil, setting.Errorf("ScrapeInterval", t.ScrapeInterval.String(), "want at least 1ms")
+	}
+	cfg := &ScrapeConfig{Auto: true, Interval: t.ScrapeInterval}
+	for i, v := range t.ServerMetrics {
+		if strings.EqualFold(strings.TrimSpace(v), "none") {
+			if len(t.ServerMetrics) > 1 {
+				return nil, setting.Errorf("ServerMetrics", "none", "scrape nothing, so give no other %v", setting.Name("ServerMetrics"))
+			}
+			return nil, nil
+		}
+		name, url, ok := strings.Cut(v, "=")
+		if !ok || strings.Contains(name, "/") {
+			name, url = fmt.Sprintf("metrics-%d", i+1), v
+		}
+		if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+			return nil, setting.Errorf("ServerMetrics", strconv.Quote(v), "want an http(s) URL, NAME=URL, or none")
+		}
+		cfg.Targets = append(cfg.Targets, scrape.Target{Name: name, URL: url})
+	}
+	return cfg, nil
+}
+
+// ForSessions fits the backend to sessions, whose history goes as a
+// conversation: openai-chat unless Backend was given (openai-responses
+// when the answers are chained), else one that carries a conversation.
+// It returns the protocol.
+func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (openai.Protocol, error) {
+	switch _, proto, err := t.Protocol(); {
+	case err != nil:
+		return nil, err
+	case !given.Has("Backend") && chained:
+		t.Backend = "openai-responses"
+	case !given.Has("Backend"):
+		t.Backend = "openai-chat"
+	case !proto.Chat():
+		return nil, setting.Errorf("Backend", t.Backend, "sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages")
+	default:
+		return proto, nil
+	}
+	_, proto, err := t.Protocol()
+	return proto, err
+}
