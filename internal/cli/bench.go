@@ -23,6 +23,7 @@ type BenchOptions struct {
 	// sessions run a session workload (bench only).
 	sessions sessionFlags
 	args     []string
+	fs       *pflag.FlagSet
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
@@ -43,6 +44,7 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },
 	}
 	fs := cmd.Flags()
+	o.fs = fs
 	group(fs, "Target flags", func(fs *pflag.FlagSet) {
 		o.target.register(fs)
 		o.target.registerBench(fs)
@@ -74,6 +76,11 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 // Run runs the benchmark the options describe and returns what it found,
 // without printing it (the command's hook; tests call it directly).
 func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
+	res, err := o.run(ctx, env)
+	return res, settingError(o.fs, o, err)
+}
+
+func (o *BenchOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
@@ -85,7 +92,7 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 		chained := sessions.History == runlog.HistoryChained
 		proto, err := o.target.ForSessions(chained, givenIn(o.target.fs, &o.target.TargetSpec))
 		if err != nil {
-			return nil, o.target.err(err)
+			return nil, err
 		}
 		if chained && proto != openai.Responses {
 			return nil, usagef("--history chained: only --backend openai-responses chains answers (previous_response_id); the others resend the history")
@@ -102,7 +109,7 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	defer stop()
 	cfg.Hooks.Start = start
 	res, err := run.Run(ctx, cfg)
-	return res, o.out.saveError(runError(err, &o.target, "--sim-model", o.work.group(), o.load.group(), o.out.group()))
+	return res, err
 }
 
 // runBench measures one load level and reports it.
@@ -114,5 +121,5 @@ func runBench(ctx context.Context, env Env, o *BenchOptions) error {
 	out := outputs{out: &o.out, gate: o.verdict.gate, interrupted: func(res *run.Result) string {
 		return fmt.Sprintf("%d requests sent; the summary above covers what finished", res.Sent)
 	}}
-	return out.finish(env, res, err)
+	return settingError(o.fs, o, out.finish(env, res, err))
 }

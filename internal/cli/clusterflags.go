@@ -53,8 +53,7 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 
 // config is the fleet over engine (nil: the engine alone).
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
-	cfg, err := c.Spec.Config(engine, givenIn(c.fs, &c.Spec))
-	return cfg, settingError(c.fs, &c.Spec, err)
+	return c.Spec.Config(engine, givenIn(c.fs, &c.Spec))
 }
 
 // onlySim refuses the cluster flags given where the run is not a
@@ -90,25 +89,22 @@ func (g *gatewayFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.SmallModel, "small-model", "", "the model the small-model:RANGE replicas of --degrade run (default: the engine's --model)")
 }
 
-// apply puts the gateway in front of *cc, the fleet (nil: the engine
-// alone, then a fleet of one).
-func (g *gatewayFlags) apply(cc **cluster.Config, engine sim.Config) (err error) {
-	*cc, err = g.Apply(*cc, engine)
-	return settingError(g.fs, &g.GatewaySpec, err)
-}
-
 // runPDRatios runs the workload on the same replicas colocated and then
 // split each way --pd-ratios gives, each run quiet and without files
 // (run.CompareSplits), and prints each fleet's goodput at --request-rate
 // and its per-GPU goodput, then the best split.
 func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
+	return settingError(o.fs, o, pdRatios(ctx, env, o))
+}
+
+func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	c := &o.cluster
 	splits, colocated, err := c.Splits(o.Engine, givenIn(c.fs, &c.Spec))
 	if err != nil {
-		return settingError(c.fs, &c.Spec, err)
+		return err
 	}
 	if err := o.gateway.SplitError(); err != nil {
-		return settingError(o.gateway.fs, &o.gateway.GatewaySpec, err)
+		return err
 	}
 	top, err := strconv.ParseFloat(strings.TrimSpace(o.load.RequestRate), 64)
 	if err != nil || !(top > 0) || math.IsInf(top, 0) {
@@ -140,7 +136,7 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	}
 	res, err := run.CompareSplits(ctx, cfg, splits, top)
 	if err != nil {
-		return o.runError(err)
+		return err
 	}
 	if err := report.SplitsTerminal(env.Stdout, res); err != nil || !save {
 		return err
@@ -148,7 +144,7 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	output := o.out.runOutput(env)
 	path, err := run.SaveSplits(&output, res, env.Now())
 	if err != nil {
-		return fmt.Errorf("--save-result: %w", runError(err, nil, ""))
+		return &run.OutputError{Field: "SaveResult", Err: err}
 	}
 	fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
 	return nil

@@ -48,12 +48,12 @@ const modelList = "llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32
 
 // simFlags are bench's embedded simulator, its model --sim-model (bench's
 // --model is the id sent in requests).
-type simFlags struct{ cfg sim.Config }
+type simFlags struct{ Engine sim.Config }
 
 func (s *simFlags) register(fs *pflag.FlagSet) {
-	s.cfg = sim.DefaultConfig()
-	fs.StringVar(&s.cfg.Model, "sim-model", s.cfg.Model, "embedded simulator's model (no --base-url): "+modelList)
-	registerEngineFlags(fs, &s.cfg)
+	s.Engine = sim.DefaultConfig()
+	fs.StringVar(&s.Engine.Model, "sim-model", s.Engine.Model, "embedded simulator's model (no --base-url): "+modelList)
+	registerEngineFlags(fs, &s.Engine)
 }
 
 // negBool is a boolean flag that stores the negation of its value, for
@@ -68,17 +68,4 @@ func (n negBool) Set(s string) error {
 		*n.p = !v
 	}
 	return err
-}
-
-// engineFlag is the flag registerEngineFlags binds to the sim.Config
-// field named field (a sim.ConfigError's), for an error that comes without
-// the command's flag set; false for Model, whose flag is the command's.
-func engineFlag(field string) (string, bool) {
-	var c sim.Config
-	fs := pflag.NewFlagSet("engine", pflag.ContinueOnError)
-	registerEngineFlags(fs, &c)
-	if names := flagsOf(fs, &c, field); len(names) > 0 {
-		return "--" + names[0], true
-	}
-	return "", false
 }

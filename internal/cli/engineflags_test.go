@@ -111,9 +111,6 @@ func TestEngineFieldErrors(t *testing.T) {
 		if got := settingError(fs, &cfg, err); got == nil || got.Error() != flag+": bad" {
 			t.Errorf("settingError(%s) = %v; want %q", field, got, flag+": bad")
 		}
-		if got := flagError(err, "--model"); got == nil || got.Error() != flag+": bad" {
-			t.Errorf("flagError(%s) = %v; want %q", field, got, flag+": bad")
-		}
 	}
 	if err := fs.Parse([]string{"--tp", "3"}); err != nil {
 		t.Fatal(err)

@@ -42,13 +42,13 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	output := o.out.runOutput(env)
 	doc, err := o.out.Save(res, output, note)
 	if err != nil {
-		return o.out.saveError(err)
+		return err
 	}
 	if runErr != nil {
 		return runErr
 	}
 	if err := o.out.SaveHTML(res, output, env.Now(), note); err != nil {
-		return o.out.saveError(err)
+		return err
 	}
 	if res.Interrupted {
 		return interruptedError{o.interrupted(res)}

@@ -11,11 +11,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -81,32 +79,6 @@ func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
 
 // backendNames lists the accepted --backend values.
 const backendNames = run.BackendNames
-
-// err names the flag of a target setting's error.
-func (t *targetFlags) err(err error) error { return settingError(t.fs, &t.TargetSpec, err) }
-
-// targetGroup names the flags of the target's settings; none for nil.
-func (t *targetFlags) targetGroup() []flagGroup {
-	if t == nil {
-		return nil
-	}
-	return []flagGroup{{t.fs, &t.TargetSpec}}
-}
-
-// scrapeConfig is what --server-metrics and --scrape-interval ask.
-func (t *targetFlags) scrapeConfig() (*run.ScrapeConfig, error) {
-	c, err := t.Scrape()
-	return c, t.err(err)
-}
-
-// backend is the backend's canonical name and protocol.
-func (t *targetFlags) backend() (string, openai.Protocol, error) {
-	name, proto, err := t.Protocol()
-	return name, proto, t.err(err)
-}
-
-// keyEnv is the environment variable the API key is read from.
-func (t *targetFlags) keyEnv() string { return t.KeyEnv() }
 
 // optional is a number flag filling a *T field, nil until given, so an
 // unset sampling parameter is left out of the request rather than sent
@@ -216,36 +188,12 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule")
 }
 
-// given says which load settings a flag set.
-func (l *loadFlags) given() setting.Given { return givenIn(l.fs, &l.LoadSpec) }
-
-// group names the flags of the load's settings.
-func (l *loadFlags) group() flagGroup { return flagGroup{l.fs, &l.LoadSpec} }
-
-// rate parses --request-rate; 0 means unpaced.
-func (l *loadFlags) rate() (float64, error) {
-	r, err := l.Rate()
-	return r, settingError(l.fs, &l.LoadSpec, err)
-}
-
-// level checks the load flags and returns the level they describe.
-func (l *loadFlags) level() (runlog.Level, error) {
-	lv, err := l.Level(l.given())
-	return lv, settingError(l.fs, &l.LoadSpec, err)
-}
-
 // levelWith is level at the --request-rate text rate (a sweep's holds a
 // list, so it passes "inf").
 func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
-	defer func(r string) { l.RequestRate = r }(l.RequestRate)
-	l.RequestRate = rate
-	return l.level()
-}
-
-// retry checks the retry flags; nil means no retries.
-func (l *loadFlags) retry() (*loadgen.RetryPolicy, error) {
-	p, err := l.Retry()
-	return p, settingError(l.fs, &l.LoadSpec, err)
+	c := l.LoadSpec
+	c.RequestRate = rate
+	return c.Level(givenIn(l.fs, &l.LoadSpec))
 }
 
 // workloadFlags say what to send.
@@ -294,9 +242,6 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet}, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
 	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
 }
-
-// group names the flags of the dataset's options.
-func (w *workloadFlags) group() flagGroup { return flagGroup{w.fs, &w.o} }
 
 // registerBench adds the workload flags only bench has.
 func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
@@ -382,32 +327,6 @@ func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
 		}
 	}
 	return o.options(args)
-}
-
-// group names the flags of the output's settings.
-func (o *outputFlags) group() flagGroup { return flagGroup{o.fs, &o.OutputSpec} }
-
-// meta is --metadata's pairs.
-func (o *outputFlags) meta() (map[string]string, error) {
-	m, err := o.Meta()
-	return m, settingError(o.fs, &o.OutputSpec, err)
-}
-
-// saveError names the flag of an output that failed (a file, the live
-// metrics).
-func (o *outputFlags) saveError(err error) error {
-	var se *run.OutputError
-	if !errors.As(err, &se) {
-		return err
-	}
-	head := se.Field
-	if names := flagsOf(o.fs, &o.OutputSpec, se.Field); len(names) > 0 {
-		head = "--" + names[0]
-	}
-	if se.Path != "" {
-		head += " " + se.Path
-	}
-	return fmt.Errorf("%s: %w", head, runError(se.Err, nil, ""))
 }
 
 // parseKV parses K=V pairs of the flag (sim's --metadata).

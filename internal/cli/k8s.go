@@ -26,7 +26,7 @@ func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
 		index = env.Getenv(run.JobIndexEnv)
 	}
 	sh, at, err := run.ShardSpec{Shard: l.Shard, Shards: l.Shards, StartAt: l.StartAt, Rendezvous: l.Rendezvous}.Build(index, env.Now())
-	return sh, at, flagNamed(nil, nil, err)
+	return sh, at, err
 }
 
 func newK8sCmd(env Env) *cobra.Command {
@@ -105,7 +105,7 @@ func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, args []string) err
 	if tok := bo.work.o.Tokenizer; tok != "" && !strings.HasPrefix(tok, "tiktoken:") {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
-	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.keyEnv(), Quiet: bo.out.Quiet}
+	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet}
 	head, docs, err := j.Manifests(env.Now(), func(p string) ([]byte, error) { return os.ReadFile(resolve(env, p)) })
 	if err != nil {
 		// Bench's flags name the Bench fields; the key variable is its

@@ -142,7 +142,7 @@ func readFlags(fs *pflag.FlagSet, o *runlog.ReadOptions) {
 func savedRunError(fs *pflag.FlagSet, root any, read runlog.ReadOptions, err error) error {
 	var (
 		bad *runlog.BadLineError
-		we  *run.WriteError
+		we  *run.OutputError
 	)
 	switch {
 	case errors.As(err, &bad) && !read.SkipBadLines:
@@ -208,11 +208,11 @@ func newSimFitCmd(env Env) *cobra.Command {
 			err := run.Fit(o, files(env))
 			var (
 				ce *sim.ConfigError
-				we *run.WriteError
+				we *run.OutputError
 			)
 			switch {
 			case errors.As(err, &ce):
-				return flagError(err, "--model")
+				return settingError(cmd.Flags(), o, err)
 			case err == nil || errors.As(err, &we):
 				return savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)
 			}

@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"slices"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/setting"
 )
 
 // This file turns the flags into a run.Config, and the run's typed errors
@@ -37,19 +32,19 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 		}
 	}
 	base := o.target.Base()
-	lv, err := o.load.LevelFor(o.work.o.DatasetName, base == "", o.load.given())
+	lv, err := o.load.LevelFor(o.work.o.DatasetName, base == "", givenIn(o.load.fs, &o.load.LoadSpec))
 	if err != nil {
-		return run.Config{}, settingError(o.load.fs, &o.load.LoadSpec, err)
+		return run.Config{}, err
 	}
 	shard, startAt, err := o.load.shardFlags(env)
 	if err != nil {
 		return run.Config{}, err
 	}
-	retry, err := o.load.retry()
+	retry, err := o.load.Retry()
 	if err != nil {
 		return run.Config{}, err
 	}
-	meta, err := o.out.meta()
+	meta, err := o.out.Meta()
 	if err != nil {
 		return run.Config{}, err
 	}
@@ -60,9 +55,9 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	}
 	work, err := o.work.Workload(o.work.o)
 	if err != nil {
-		return run.Config{}, settingError(o.work.fs, &o.work.WorkloadSpec, err)
+		return run.Config{}, err
 	}
-	scrapes, err := o.target.scrapeConfig()
+	scrapes, err := o.target.Scrape()
 	if err != nil {
 		return run.Config{}, err
 	}
@@ -79,7 +74,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Target: target,
 		Workload: work,
-		Load:     lv, Seed: o.load.Seed, Engine: o.sim.cfg, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
+		Load:     lv, Seed: o.load.Seed, Engine: o.sim.Engine, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
 		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
 		Shard: shard, StartAt: startAt, Retry: retry,
 	}, nil
@@ -95,7 +90,7 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	}
 	rt, err := t.Build(base, run.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll})
 	if err != nil {
-		return run.Target{}, t.err(err)
+		return run.Target{}, err
 	}
 	rt.ModelName = modelFlag(t)
 	if env.secrets != nil {
@@ -108,17 +103,6 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	}
 	return rt, nil
 }
-
-// flagUsage is a usage error of one flag's value, naming the flag, so
-// that a command filling the flag from elsewhere (watch, from its config)
-// can tell which it was.
-type flagUsage struct {
-	flag string
-	err  error // a usageError, its line naming the flag
-}
-
-func (e *flagUsage) Error() string { return e.err.Error() }
-func (e *flagUsage) Unwrap() error { return e.err }
 
 // modelFlag names the flag that gave the request's model id.
 func modelFlag(t *targetFlags) string {
@@ -155,88 +139,13 @@ func terminalHooks(env Env, quiet bool) run.Hooks {
 	}
 }
 
-// runFieldFlags are the flags of run.ConfigError's fields that no flag
-// group given to runError fills.
-var runFieldFlags = map[string]string{
-	"Ramp": "--ramp-up-strategy", "Records": "--records", "Search": "--search", "MaxConcurrent": "--max-concurrent-sessions",
-}
-
-// runError turns a run's typed error into the line a user reads: a
-// setting's error names its flag (a usage error, exit 2), a model the
-// server does not serve names the model flag; others pass as they are.
-// simModel is the flag of the simulated engine's model.
-func runError(err error, t *targetFlags, simModel string, groups ...flagGroup) error {
-	var (
-		ce *run.ConfigError
-		fe *run.FileExistsError
-		re *openai.ResolveError
-	)
-	if e := named(err, groups...); e != nil {
-		return e
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &fe):
-		flag := "--records"
-		if fe.Field == "ResultName" {
-			flag = "--result-filename"
-		}
-		return usagef("%s %s: the file exists; choose another name, or --overwrite to replace it", flag, fe.Path)
-	case errors.As(err, &re) && re.Field == "Wait":
-		return fmt.Errorf("--ready-check-timeout: %w", re)
-	case errors.As(err, &re):
-		flag := "--model"
-		if t != nil {
-			flag = modelFlag(t)
-		}
-		if re.Model == "" {
-			return fmt.Errorf("no %s given and %w", flag, re.Err)
-		}
-		return fmt.Errorf("%s %q: %w", flag, re.Model, re.Err)
-	case errors.As(err, &ce):
-		if e := named(setting.Errorf(ce.Field, "", "%v", ce.Err), groups...); e != nil {
-			return e
-		}
-		if flag, ok := runFieldFlags[ce.Field]; ok {
-			return usagef("%s: %v", flag, ce.Err)
-		}
-		return flagError(ce.Err, simModel)
-	}
-	if e := named(err, t.targetGroup()...); e != nil {
-		return e // a base URL the client refused
-	}
-	return err
-}
-
-// flagGroup is flags of fs bound to the fields of *root.
-type flagGroup struct {
-	fs   *pflag.FlagSet
-	root any
-}
-
-// named is err, a setting's error, naming the flags of the first group
-// that fills every field it names; nil when none does.
-func named(err error, groups ...flagGroup) error {
-	var se *setting.Error
-	if !errors.As(err, &se) || len(se.Fields()) == 0 {
-		return nil
-	}
-	for _, g := range groups {
-		if !slices.ContainsFunc(se.Fields(), func(f string) bool { return len(flagsOf(g.fs, g.root, f)) == 0 }) {
-			return settingError(g.fs, g.root, se)
-		}
-	}
-	return nil
-}
-
 // wholeAnswers names what makes the run's answers whole, not streamed
 // (--no-stream, or a backend that never streams); "" when they stream.
 func (t *targetFlags) wholeAnswers() string {
 	if t.NoStream {
 		return "--no-stream"
 	}
-	if _, proto, err := t.backend(); err == nil && !proto.Streams() {
+	if _, proto, err := t.Protocol(); err == nil && !proto.Streams() {
 		return "--backend " + proto.Name()
 	}
 	return ""

@@ -29,7 +29,9 @@ func newServeCmd(env Env) *cobra.Command {
 		Long:    helpText("serve"),
 		Example: helpText("serve.examples"),
 		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runServe(cmd.Context(), env, &o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return settingError(cmd.Flags(), &o, runServe(cmd.Context(), env, &o))
+		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 for all interfaces)")
@@ -54,14 +56,14 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	}
 	fleet, err := o.cluster.config(o.Engine)
 	if err == nil {
-		err = o.gateway.apply(&fleet, o.Engine)
+		fleet, err = o.gateway.Apply(fleet, o.Engine)
 	}
 	if err != nil {
 		return err
 	}
 	srv, err := o.Server(fleet, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
-		return settingError(o.cluster.fs, &o.Spec, err)
+		return err
 	}
 	url, stop, err := srv.Start(ctx, o.Addr())
 	if err != nil {

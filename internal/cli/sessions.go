@@ -2,8 +2,7 @@ package cli
 
 import (
 	"errors"
-	"regexp"
-	"strings"
+	iofs "io/fs"
 
 	"github.com/spf13/pflag"
 
@@ -67,24 +66,17 @@ func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlag
 		w.DatasetPath = resolve(env, w.DatasetPath)
 	}
 	load, err := s.Load(w, seed)
-	return load, slo, flagError(flagNamed(s.fs, &s.SessionSpec, err), "")
-}
-
-// camel finds where a field's name starts a new word.
-var camel = regexp.MustCompile(`([a-z])([A-Z])`)
-
-// flagNamed renders a *setting.Error as a usage error naming each field
-// by the flag of fs bound to it in *root, else by the convention the
-// flags follow: the field's name in kebab case (StartAt: --start-at).
-func flagNamed(fs *pflag.FlagSet, root any, err error) error {
-	var se *setting.Error
-	if !errors.As(err, &se) {
-		return err
+	var (
+		pe *iofs.PathError
+		se *setting.Error
+	)
+	switch {
+	case errors.As(err, &pe):
+		// The file the user named is not there or cannot be read.
+		err = setting.Errorf("DatasetPath", pe.Path, "%v", pe.Err)
+	case err != nil && !errors.As(err, &se):
+		return nil, slo, usageError{err} // the session file's own line
 	}
-	return usagef("%s", se.Render(func(f string) string {
-		if names := flagsOf(fs, root, f); len(names) > 0 {
-			return "--" + names[0]
-		}
-		return "--" + strings.ToLower(camel.ReplaceAllString(f[strings.LastIndex(f, ".")+1:], "$1-$2"))
-	}))
+	// Goodput is the summary's field too: the path says whose.
+	return load, slo, setting.Within("SessionSpec", err)
 }

@@ -78,28 +78,20 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	cfg, err := o.config(env, o.fleet)
 	if err != nil {
-		return nil, err
+		return nil, settingError(o.fs, o, err)
 	}
 	res, err := run.Run(ctx, cfg)
-	return res, o.runError(err)
+	return res, settingError(o.fs, o, err)
 }
 
 // fleet is the cluster the cluster and gateway flags describe over the
 // engine (nil: the engine alone).
 func (o *SimOptions) fleet() (*cluster.Config, error) {
-	c, err := o.cluster.config(o.Engine)
+	c, err := o.cluster.Config(o.Engine, givenIn(o.fs, &o.cluster.Spec))
 	if err != nil {
 		return nil, err
 	}
-	if err := o.gateway.apply(&c, o.Engine); err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// runError names the flag of a setting the run refused.
-func (o *SimOptions) runError(err error) error {
-	return runError(err, nil, "--model", o.work.group(), o.load.group())
+	return o.gateway.Apply(c, o.Engine)
 }
 
 // config is the run.Config the options describe, its cluster fleet's.
@@ -118,7 +110,7 @@ func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run
 	if cfg.Sessions, cfg.SessionSLO, err = o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed); err != nil {
 		return run.Config{}, err
 	}
-	return cfg, settingError(o.fs, &o.VirtualSpec, o.VirtualSpec.Apply(&cfg))
+	return cfg, o.VirtualSpec.Apply(&cfg)
 }
 
 // runSim runs one level in virtual time and reports it like bench.
@@ -139,7 +131,7 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 				}
 			}
 		}}
-	return out.finish(env, res, err)
+	return settingError(o.fs, o, out.finish(env, res, err))
 }
 
 // virtualConfig is the run.Config of a virtual-time run (sim, sweep --sim)
@@ -165,7 +157,7 @@ func virtualConfig(env Env, command string, l *loadFlags, rate string, w *worklo
 	if err != nil {
 		return run.Config{}, err
 	}
-	retry, err := l.retry()
+	retry, err := l.Retry()
 	if err != nil {
 		return run.Config{}, err
 	}

@@ -51,11 +51,11 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 			out := outputs{out: &o.out, gate: o.gate, levelReports: o.LevelReports, interrupted: func(res *run.Result) string {
 				return fmt.Sprintf("after %d levels; the curve above covers them", len(res.Levels))
 			}}
-			return out.finish(env, res, err)
+			return settingError(o.fs, o, out.finish(env, res, err))
 		},
 	}
 	fs := cmd.Flags()
-	o.fs = fs
+	o.fs, o.BenchOptions.fs = fs, fs
 	group(fs, "Target flags", func(fs *pflag.FlagSet) {
 		o.target.register(fs)
 		o.target.registerScrape(fs)
@@ -95,6 +95,11 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 // curve's lines print as levels finish (the command's hook; tests call it
 // directly).
 func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
+	res, err := o.run(ctx, env)
+	return res, settingError(o.fs, o, err)
+}
+
+func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	if err := notSessions(o.work.o.DatasetName, "in sweeps"); err != nil {
 		return nil, err
 	}
@@ -102,17 +107,12 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The plan's errors name the load's flags as well as the sweep's.
-	root := &struct {
-		*sweep.Spec
-		*loadFlags
-	}{&o.Spec, &o.load}
-	pl, err := o.Plan(base, o.load.RequestRate, givenIn(o.fs, root))
+	pl, err := o.Plan(base, o.load.RequestRate, givenIn(o.fs, o))
 	if err != nil {
-		return nil, settingError(o.fs, root, err)
+		return nil, err
 	}
 	if o.gate, err = gate.Parse(o.FailIf); err != nil {
-		return nil, flagError(err, "")
+		return nil, err
 	}
 	if err := validateSweepGate(o.gate, o); err != nil {
 		return nil, err
@@ -130,14 +130,14 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 			return nil, err
 		}
 		// The engine's state, sampled as a scraper of its /metrics would.
-		if cfg.Scrape, err = o.target.scrapeConfig(); err != nil {
+		if cfg.Scrape, err = o.target.Scrape(); err != nil {
 			return nil, err
 		}
-		cfg.Engine, cfg.IgnoreEOS = o.sim.cfg, o.target.IgnoreEOS
+		cfg.Engine, cfg.IgnoreEOS = o.sim.Engine, o.target.IgnoreEOS
 		if o.cluster.Ratios != "" {
 			return nil, usagef("--pd-ratios compares splits at one load: run it with goodput sim (a sweep takes one split, --prefill-replicas and --decode-replicas)")
 		}
-		if cfg.Cluster, err = o.cluster.config(o.sim.cfg); err != nil {
+		if cfg.Cluster, err = o.cluster.config(o.sim.Engine); err != nil {
 			return nil, err
 		}
 	} else {
@@ -156,5 +156,5 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 	cfg.Sweep = run.SweepOf(pl)
 	cfg.Hooks.Sweep, cfg.Hooks.Point = cfg.Sweep.Lines(env.Stdout)
 	res, err := run.Run(ctx, cfg)
-	return res, runError(err, &o.target, "--sim-model", o.work.group(), o.load.group())
+	return res, err
 }

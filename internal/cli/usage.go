@@ -16,6 +16,7 @@ const groupAnnotation = "goodput_group"
 // sixty flags reads as a few short lists instead of one long one.
 func group(fs *pflag.FlagSet, heading string, register func(*pflag.FlagSet)) {
 	g := pflag.NewFlagSet(heading, pflag.ContinueOnError)
+	g.SortFlags = false // added in the order declared, which names fields (flagsOf)
 	register(g)
 	g.VisitAll(func(f *pflag.Flag) {
 		if f.Annotations == nil {

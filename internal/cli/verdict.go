@@ -37,7 +37,7 @@ func registerReadingSpeed(fs *pflag.FlagSet, ms *float64) {
 func (v *verdictFlags) parse(out *outputFlags, args []string) error {
 	g, err := gate.Parse(v.FailIf)
 	if err != nil {
-		return flagError(err, "")
+		return err
 	}
 	if v.ReadingSpeedMs <= 0 {
 		return usagef("--reading-speed-ms %v: want > 0", v.ReadingSpeedMs)
@@ -46,7 +46,7 @@ func (v *verdictFlags) parse(out *outputFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	md, err := out.meta()
+	md, err := out.Meta()
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func validateGate(g gate.Gate, so stats.Options, schema run.Schema, ifs ...whatI
 	case run.NeedPercentile:
 		hint = fmt.Sprintf(" (add %s to --metric-percentiles)", ke.Percentile)
 	}
-	return usagef("%v%s", flagError(ke.KeyError, ""), hint)
+	return usagef("--fail-if %v%s", ke.KeyError, hint)
 }
 
 // validateSweepGate checks sweep's --fail-if against the sweep result's
@@ -107,7 +107,7 @@ func validateSweepGate(g gate.Gate, o *SweepOptions) error {
 	if err != nil {
 		return nil
 	}
-	md, err := o.out.meta()
+	md, err := o.out.Meta()
 	if err != nil {
 		return nil
 	}

@@ -74,7 +74,7 @@ func watchTarget(env Env) func(t *watch.Target, base string, headers []string, b
 			MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
 			MaxResponseTokens: openai.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body,
 		}}
-		if _, _, err := tf.backend(); err != nil {
+		if _, _, err := tf.Protocol(); err != nil {
 			return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, backendNames))
 		}
 		// The watch config builds valid headers and probe bodies, so what

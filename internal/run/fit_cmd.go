@@ -30,7 +30,7 @@ type FitSpec struct {
 // Fit reads the records, fits the profile, prints it with a table of
 // observed against fitted times, and writes it to Output if set. The
 // engine's refusals come within "Engine"; an output not written is a
-// *WriteError; every other error is of the input.
+// *OutputError; every other error is of the input.
 func Fit(s *FitSpec, f Files) error {
 	switch {
 	case len(s.Files) == 0:
@@ -58,10 +58,10 @@ func Fit(s *FitSpec, f Files) error {
 		return err
 	}
 	if _, err := f.Stdout.Write(prof); err != nil {
-		return &WriteError{"", err}
+		return &OutputError{Field: "", Err: err}
 	}
 	if err := report.FitTable(f.Stdout, res); err != nil {
-		return &WriteError{"", err}
+		return &OutputError{Field: "", Err: err}
 	}
 	for _, e := range res.Estimates {
 		if !e.Identified {
@@ -73,7 +73,7 @@ func Fit(s *FitSpec, f Files) error {
 	}
 	if s.Output != "" {
 		if err := os.WriteFile(f.Path(s.Output), prof, 0o644); err != nil {
-			return &WriteError{"Output", err}
+			return &OutputError{Field: "Output", Err: err}
 		}
 	}
 	return nil

@@ -79,7 +79,12 @@ type OutputError struct {
 	Err         error
 }
 
-func (e *OutputError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *OutputError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return e.Field + ": " + e.Err.Error()
+}
 func (e *OutputError) Unwrap() error { return e.Err }
 
 // Save writes the result file the spec asks for (saved, or appended to)

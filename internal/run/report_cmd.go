@@ -38,26 +38,11 @@ type Files struct {
 	Now        func() time.Time
 }
 
-// WriteError is an output file that could not be written; Field is the
-// setting that named it.
-type WriteError struct {
-	Field string
-	Err   error
-}
-
-func (e *WriteError) Error() string {
-	if e.Field == "" {
-		return e.Err.Error()
-	}
-	return e.Field + ": " + e.Err.Error()
-}
-func (e *WriteError) Unwrap() error { return e.Err }
-
 // writeFile renders a file named by the setting field.
 func (f Files) writeFile(field, name, note string, render func(*bytes.Buffer) error) error {
 	var out Output
 	if err := out.WriteFile(f.Path(name), render); err != nil {
-		return &WriteError{field, err}
+		return &OutputError{Field: field, Err: err}
 	}
 	f.Note(fmt.Sprintf(note, name))
 	return nil
@@ -208,14 +193,14 @@ func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) e
 			paths = append(paths, more...)
 		}
 		if err != nil {
-			return &WriteError{"CSVDir", err}
+			return &OutputError{Field: "CSVDir", Err: err}
 		}
 		f.Note("wrote " + strings.Join(paths, ", "))
 	}
 	if s.JSON != "" {
 		doc, err := res.JSON(JSONOptions{})
 		if err != nil {
-			return &WriteError{"JSON", err}
+			return &OutputError{Field: "JSON", Err: err}
 		}
 		if err := f.writeFile("JSON", s.JSON, "result saved to %s", func(b *bytes.Buffer) error { _, err := b.Write(doc); return err }); err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 func f64(v float64) *float64 { return &v }
 
 // settingErr is err's *setting.Error, failing the test if it is not one.
-func settingErr(t *testing.T, err error) *setting.Error {
+func asSettingErr(t *testing.T, err error) *setting.Error {
 	t.Helper()
 	var se *setting.Error
 	if !errors.As(err, &se) {
@@ -68,7 +68,7 @@ func TestLoadSpecErrors(t *testing.T) {
 			return false
 		}
 		_, err := s.Level(given)
-		if got := settingErr(t, err).Error(); got != c.want {
+		if got := asSettingErr(t, err).Error(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -97,7 +97,7 @@ func TestLoadSpecRetry(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := c.spec.Retry()
-		if got := settingErr(t, err).Error(); got != c.want {
+		if got := asSettingErr(t, err).Error(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.spec, got, c.want)
 		}
 	}
@@ -129,7 +129,7 @@ func TestTargetSpecErrors(t *testing.T) {
 		s := ok()
 		c.edit(&s)
 		_, err := s.Build("", Conn{})
-		if got := settingErr(t, err).Error(); got != c.want {
+		if got := asSettingErr(t, err).Error(); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -145,7 +145,7 @@ func TestTargetSpecErrors(t *testing.T) {
 		s := ok()
 		c.edit(&s)
 		_, err := s.Scrape()
-		if got := settingErr(t, err).Error(); got != c.want {
+		if got := asSettingErr(t, err).Error(); got != c.want {
 			t.Errorf("Scrape: %q, want %q", got, c.want)
 		}
 	}
@@ -192,7 +192,7 @@ func TestOutputSpec(t *testing.T) {
 	}
 	s.Metadata = []string{"=v"}
 	_, err = s.Meta()
-	if got, want := settingErr(t, err).Error(), `Metadata "=v": want KEY=VALUE`; got != want {
+	if got, want := asSettingErr(t, err).Error(), `Metadata "=v": want KEY=VALUE`; got != want {
 		t.Errorf("Meta: %q, want %q", got, want)
 	}
 }
@@ -216,7 +216,7 @@ func TestTargetSpecForSessions(t *testing.T) {
 		proto, err := s.ForSessions(c.chained, c.given)
 		got := s.Backend
 		if err != nil {
-			got = settingErr(t, err).Error()
+			got = asSettingErr(t, err).Error()
 		} else if proto == nil || proto.Name() != s.Backend {
 			t.Errorf("%+v: protocol %v for backend %s", c, proto, s.Backend)
 		}
@@ -235,7 +235,7 @@ func TestWorkloadSpec(t *testing.T) {
 		{WorkloadSpec{Calibrate: "on"}, `Calibrate "on": want auto or off`},
 	} {
 		_, err := c.spec.Workload(workload.Options{})
-		if got := settingErr(t, err).Error(); got != c.want {
+		if got := asSettingErr(t, err).Error(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.spec, got, c.want)
 		}
 	}
@@ -257,7 +257,7 @@ func TestOutputSpecLive(t *testing.T) {
 	start, stop = (&OutputSpec{MetricsListen: "127.0.0.1:99999"}).Live(stats.Options{}, func(string) {})
 	defer stop()
 	_, err := start(&runlog.Meta{})
-	if se := settingErr(t, err); se.Field != "MetricsListen" || !strings.Contains(se.Error(), "99999") {
+	if se := asSettingErr(t, err); se.Field != "MetricsListen" || !strings.Contains(se.Error(), "99999") {
 		t.Errorf("bad address: %v; want a MetricsListen error naming it", se)
 	}
 }

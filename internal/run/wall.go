@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -390,7 +393,12 @@ func (w *wall) probeDataset() (workload.Dataset, error) {
 // applied.
 func buildDataset(cfg *Config, wo workload.Options) (workload.Dataset, error) {
 	ds, err := workload.FromOptions(wo)
-	if err != nil {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		// The file the user named is not there or cannot be read.
+		return nil, setting.Errorf("DatasetPath", pe.Path, "%v", pe.Err)
+	case err != nil:
 		return nil, &ConfigError{Field: "Dataset", Err: err}
 	}
 	if n := cfg.Workload.OutputTokens; n > 0 && strings.EqualFold(wo.DatasetName, "custom") {

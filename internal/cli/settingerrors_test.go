@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -21,9 +20,10 @@ import (
 	"github.com/goodput/goodput/internal/workload"
 )
 
-func TestFlagError(t *testing.T) {
+// TestSettingErrorLines: a library's typed error, as the command gets it,
+// is one usage line naming the flag bound to its field in the command.
+func TestSettingErrorLines(t *testing.T) {
 	dir := t.TempDir()
-	fromOptions := func(o workload.Options) error { _, err := workload.FromOptions(o); return err }
 	simNew := func(edit func(*sim.Config)) error {
 		c := sim.DefaultConfig()
 		edit(&c)
@@ -39,65 +39,69 @@ func TestFlagError(t *testing.T) {
 		return g.Validate(map[string]any{"p99_ttft_ms": 1.0})
 	}
 	tests := []struct {
-		name      string
-		err       error
-		modelFlag string
-		want      string // the message, or its start where it ends with "…"
+		name string
+		err  error
+		cmd  string // bench or sim: whose flags name the fields
+		want string // the message, or its start where it ends with "…"
 	}{
-		// A dataset file that cannot be opened is --dataset-path's.
-		{"dataset file", fromOptions(workload.Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")}), "",
-			"--dataset-path " + filepath.Join(dir, "none.csv") + ": …"},
-		// sim.ConfigError: the model's flag is the caller's.
-		{"sim model in bench", simNew(func(c *sim.Config) { c.Model = "nope" }), "--sim-model", `--sim-model: unknown model "nope"…`},
-		{"sim model in sim", simNew(func(c *sim.Config) { c.Model = "nope" }), "--model", `--model: unknown model "nope"…`},
-		{"sim gpu", simNew(func(c *sim.Config) { c.GPU = "tpu-v9" }), "--sim-model", "--gpu: …"},
-		{"sim tp", simNew(func(c *sim.Config) { c.TP = 3 }), "--model", "--tensor-parallel-size: …"},
-		{"sim seqs", simNew(func(c *sim.Config) { c.MaxNumSeqs = -1 }), "--model", "--max-num-seqs: -1 must be ≥ 1 (0 for the default)"},
-		{"sim queue time", simNew(func(c *sim.Config) { c.MaxQueueTime = -time.Second }), "--model", "--max-queue-time: -1s must be ≥ 0"},
-		{"sim model len", simNew(func(c *sim.Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }), "--model", "--max-model-len: …"},
-		{"sim profile table", simNew(func(c *sim.Config) { c.ProfileTable = filepath.Join(dir, "none.csv") }), "--model", "--profile-table: …"},
-		{"sim kv dtype", simNew(func(c *sim.Config) { c.KVCacheDType = "int2" }), "--model", "--kv-cache-dtype: …"},
+		// sim.ConfigError: the model's flag is the command's; a run names
+		// the engine's field by its path in run.Config.
+		{"sim model in bench", &run.ConfigError{Field: "Engine.Model", Err: simNew(func(c *sim.Config) { c.Model = "nope" })}, "bench", `--sim-model: unknown model "nope"…`},
+		{"sim model in sim", simNew(func(c *sim.Config) { c.Model = "nope" }), "sim", `--model: unknown model "nope"…`},
+		{"sim gpu", simNew(func(c *sim.Config) { c.GPU = "tpu-v9" }), "bench", "--gpu: …"},
+		{"sim tp", simNew(func(c *sim.Config) { c.TP = 3 }), "sim", "--tensor-parallel-size: …"},
+		{"sim seqs", simNew(func(c *sim.Config) { c.MaxNumSeqs = -1 }), "sim", "--max-num-seqs: -1 must be ≥ 1 (0 for the default)"},
+		{"sim queue time", simNew(func(c *sim.Config) { c.MaxQueueTime = -time.Second }), "sim", "--max-queue-time: -1s must be ≥ 0"},
+		{"sim model len", simNew(func(c *sim.Config) { c.NumGPUBlocksOverride = 10; c.MaxModelLen = 1000 }), "sim", "--max-model-len: …"},
+		{"sim profile table", simNew(func(c *sim.Config) { c.ProfileTable = filepath.Join(dir, "none.csv") }), "sim", "--profile-table: …"},
+		{"sim kv dtype", simNew(func(c *sim.Config) { c.KVCacheDType = "int2" }), "sim", "--kv-cache-dtype: …"},
 		// gate errors are --fail-if's.
-		{"gate parse", gateParse("p99_ttft_ms>>5"), "", `--fail-if "p99_ttft_ms>>5": ">5" is not a number: …`},
-		{"gate key", gateValidate("p99_tft_ms>5"), "", `--fail-if "p99_tft_ms>5": p99_tft_ms is not a key of the result; did you mean p99_ttft_ms?`},
-		// Anything else is a usage error as it reads.
-		{"untyped", errors.New("bad.jsonl:2: not JSON"), "", "bad.jsonl:2: not JSON"},
-		{"already usage", usagef("--x: y"), "", "--x: y"},
+		{"gate parse", gateParse("p99_ttft_ms>>5"), "bench", `--fail-if "p99_ttft_ms>>5": ">5" is not a number: …`},
+		{"gate key", gateValidate("p99_tft_ms>5"), "sim", `--fail-if "p99_tft_ms>5": p99_tft_ms is not a key of the result; did you mean p99_ttft_ms?`},
+		{"already usage", usagef("--x: y"), "bench", "--x: y"},
+	}
+	env := Env{Getenv: func(string) string { return "" }}
+	b, si := &BenchOptions{}, &SimOptions{Engine: sim.DefaultConfig()}
+	benchCommand(env, b)
+	simCommand(env, si)
+	roots := map[string]func(error) error{
+		"bench": func(err error) error { return settingError(b.fs, b, err) },
+		"sim":   func(err error) error { return settingError(si.fs, si, err) },
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.err == nil {
 				t.Fatal("the library returned no error")
 			}
-			got := flagError(tt.err, tt.modelFlag)
+			got := roots[tt.cmd](tt.err)
 			var ue usageError
 			if !errors.As(got, &ue) {
-				t.Errorf("flagError(%v) = %#v; want a usageError", tt.err, got)
+				t.Errorf("settingError(%v) = %#v; want a usageError", tt.err, got)
 			}
 			msg := got.Error()
 			if prefix, ok := strings.CutSuffix(tt.want, "…"); ok {
 				if !strings.HasPrefix(msg, prefix) {
-					t.Errorf("flagError(%v) = %q; want it to start with %q", tt.err, msg, prefix)
+					t.Errorf("settingError(%v) = %q; want it to start with %q", tt.err, msg, prefix)
 				}
 			} else if msg != tt.want {
-				t.Errorf("flagError(%v) = %q; want %q", tt.err, msg, tt.want)
+				t.Errorf("settingError(%v) = %q; want %q", tt.err, msg, tt.want)
 			}
 			if strings.Contains(msg, "\n") {
-				t.Errorf("flagError(%v) = %q; want one line", tt.err, msg)
+				t.Errorf("settingError(%v) = %q; want one line", tt.err, msg)
 			}
 		})
 	}
-	if err := flagError(nil, ""); err != nil {
-		t.Errorf("flagError(nil) = %v; want nil", err)
+	if err := roots["bench"](nil); err != nil {
+		t.Errorf("settingError(nil) = %v; want nil", err)
 	}
 	// The cause stays reachable for callers that branch on it.
-	missing := fromOptions(workload.Options{DatasetName: "lengths", DatasetPath: filepath.Join(dir, "none.csv")})
-	if err := flagError(missing, ""); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("flagError(%v) = %v; want it to wrap fs.ErrNotExist", missing, err)
-	}
 	var ee *gate.ExprError
-	if err := flagError(gateParse("x"), ""); !errors.As(err, &ee) || ee.Expr != "x" {
-		t.Errorf("flagError(gate.Parse(x)) = %v; want it to wrap the *gate.ExprError", err)
+	if err := roots["bench"](gateParse("x")); !errors.As(err, &ee) || ee.Expr != "x" {
+		t.Errorf("settingError(gate.Parse(x)) = %v; want it to wrap the *gate.ExprError", err)
+	}
+	plain := errors.New("bad.jsonl:2: not JSON")
+	if err := roots["bench"](plain); err != plain {
+		t.Errorf("an error of no setting: %v, want it as it was", err)
 	}
 }
 
@@ -128,11 +132,7 @@ func TestFieldFlagsExist(t *testing.T) {
 			}
 		}
 	}
-	for f, flag := range conversationFieldFlags {
-		has(f, reflect.TypeFor[workload.ConversationsConfig](), flag, "bench")
-	}
-	for _, f := range []string{"GPU", "TP", "MaxNumSeqs", "SpecTokens"} {
-		flag, _ := engineFlag(f)
+	for f, flag := range map[string]string{"GPU": "--gpu", "TP": "--tensor-parallel-size", "MaxNumSeqs": "--max-num-seqs", "SpecTokens": "--num-speculative-tokens"} {
 		has(f, reflect.TypeFor[sim.Config](), flag, "bench", "sim", "serve", "sweep")
 	}
 	has("model", nil, "--sim-model", "bench", "sweep")
@@ -140,18 +140,18 @@ func TestFieldFlagsExist(t *testing.T) {
 	has("FailIf", nil, "--fail-if", "bench", "sim", "sweep")
 }
 
-// runError names a target setting's flag, and leaves another library's
-// setting error to the mapping of its own caller.
+// A target setting's error names its flag; a field no flag of the command
+// fills keeps its path.
 func TestRunErrorTargetSettings(t *testing.T) {
 	var tf targetFlags
-	tf.register(pflag.NewFlagSet("bench", pflag.ContinueOnError))
-	got := runError(fmt.Errorf("open: %w", setting.Errorf("BaseURL", `"x"`, "want http(s)://host[:port]")), &tf, "")
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	tf.register(fs)
+	got := settingError(fs, &tf, fmt.Errorf("open: %w", setting.Errorf("BaseURL", `"x"`, "want http(s)://host[:port]")))
 	if want := `--base-url "x": want http(s)://host[:port]`; got == nil || got.Error() != want {
 		t.Errorf("target setting: %v, want %q", got, want)
 	}
-	other := setting.Errorf("MaxNumSeqs", "0", "want ≥ 1")
-	if got := runError(other, &tf, ""); got != error(other) {
-		t.Errorf("another setting: %v, want it as it was", got)
+	if got := settingError(fs, &tf, setting.Errorf("MaxNumSeqs", "0", "want ≥ 1")); got == nil || got.Error() != "MaxNumSeqs 0: want ≥ 1" {
+		t.Errorf("a field no flag fills: %v, want its path", got)
 	}
 }
 
@@ -190,7 +190,7 @@ func TestWorkloadErrorsNameFlags(t *testing.T) {
 		if tt.err == nil {
 			t.Fatalf("%s: the library returned no error", tt.name)
 		}
-		got := runError(&run.ConfigError{Field: "Dataset", Err: tt.err}, &o.target, "--sim-model", o.work.group(), o.load.group())
+		got := settingError(o.fs, o, &run.ConfigError{Field: "Dataset", Err: tt.err})
 		var ue usageError
 		if !errors.As(got, &ue) {
 			t.Errorf("%s: %#v; want a usageError", tt.name, got)
@@ -207,7 +207,7 @@ func TestWorkloadErrorsNameFlags(t *testing.T) {
 }
 
 // TestRunConfigErrorsNameFlags: a run's refusal of a field names the flag
-// bound to it in the groups given, else the table's.
+// bound to it in the command.
 func TestRunConfigErrorsNameFlags(t *testing.T) {
 	o := &BenchOptions{}
 	benchCommand(Env{Getenv: func(string) string { return "" }}, o)
@@ -219,7 +219,7 @@ func TestRunConfigErrorsNameFlags(t *testing.T) {
 		"Records":        "--records: x",
 		"Ramp":           "--ramp-up-strategy: x",
 	} {
-		err := runError(&run.ConfigError{Field: field, Err: errors.New("x")}, &o.target, "--sim-model", o.work.group(), o.load.group())
+		err := settingError(o.fs, o, &run.ConfigError{Field: field, Err: errors.New("x")})
 		var ue usageError
 		if !errors.As(err, &ue) || err.Error() != want {
 			t.Errorf("%s: %v, want the usage error %q", field, err, want)
