@@ -14,16 +14,9 @@ import (
 
 // BenchOptions is everything "goodput bench" needs.
 type BenchOptions struct {
-	target  targetFlags
-	load    loadFlags
-	work    workloadFlags
-	out     outputFlags
-	sim     simFlags
-	verdict verdictFlags // bench only: sweep has its own
-	// sessions run a session workload (bench only).
-	sessions sessionFlags
-	args     []string
-	fs       *pflag.FlagSet
+	runFlags
+	target targetFlags
+	sim    simFlags
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }

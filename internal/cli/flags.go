@@ -147,10 +147,7 @@ func (v secondsValue) target() any  { return v.d }
 // loadFlags says how much load and for how long.
 type loadFlags struct {
 	run.LoadSpec
-	// numSet is --num-prompts given (sim's virtualConfig reads it; the
-	// specs ask given).
-	numSet bool
-	fs     *pflag.FlagSet
+	fs *pflag.FlagSet
 }
 
 // registerRetry adds the client-retry flags (bench and sweep, over the

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 )
@@ -18,52 +20,71 @@ import (
 // readyPoll is how often a starting server is asked again.
 var readyPoll = time.Second
 
-// runConfig is the run.Config of bench's flags (sweep and the embedded
-// target share it): the workload, the target behind an openai.Client, the
-// level, the outputs, and the hooks that show the run on the terminal.
-func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
-	so, err := o.out.statsOptions(o.args)
+// runFlags are the flag groups bench, sweep and sim share.
+type runFlags struct {
+	load     loadFlags
+	work     workloadFlags
+	out      outputFlags
+	verdict  verdictFlags
+	sessions sessionFlags
+	args     []string // stray "name:ms" SLO words
+	fs       *pflag.FlagSet
+}
+
+// config is the run.Config of the shared flags at the --request-rate text
+// rate (a sweep's holds a list, so it passes "inf"); embedded is a bench
+// run of the embedded simulator. The caller adds the target or engine.
+func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Config, error) {
+	so, err := r.out.statsOptions(r.args)
 	if err != nil {
 		return run.Config{}, err
+	}
+	load := r.load.LoadSpec
+	load.RequestRate = rate
+	lv, err := load.LevelFor(r.work.o.DatasetName, embedded, givenIn(r.fs, &r.load.LoadSpec))
+	if err != nil {
+		return run.Config{}, err
+	}
+	retry, err := r.load.Retry()
+	if err != nil {
+		return run.Config{}, err
+	}
+	meta, err := r.out.Meta()
+	if err != nil {
+		return run.Config{}, err
+	}
+	cost, err := r.out.cost()
+	return run.Config{
+		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: r.work.o}, Retry: retry,
+		Load: lv, Seed: r.load.Seed, Stats: so, Output: r.out.runOutput(env), Metadata: meta, Cost: cost,
+		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs,
+	}, err
+}
+
+// runConfig is the run.Config of bench's flags (sweep's too): the shared
+// flags' over the wire, to the target behind an openai.Client.
+func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err error) {
+	base := o.target.Base()
+	if cfg, err = o.config(env, command, o.load.RequestRate, base == ""); err != nil {
+		return cfg, err
 	}
 	if why := o.target.wholeAnswers(); why != "" {
-		if err := wholeAnswersError(run.WholeAnswers(&so, o.out.metricsSet), why); err != nil {
-			return run.Config{}, err
+		if err := wholeAnswersError(run.WholeAnswers(&cfg.Stats, o.out.metricsSet), why); err != nil {
+			return cfg, err
 		}
 	}
-	base := o.target.Base()
-	lv, err := o.load.LevelFor(o.work.o.DatasetName, base == "", givenIn(o.load.fs, &o.load.LoadSpec))
-	if err != nil {
-		return run.Config{}, err
-	}
-	shard, startAt, err := o.load.shardFlags(env)
-	if err != nil {
-		return run.Config{}, err
-	}
-	retry, err := o.load.Retry()
-	if err != nil {
-		return run.Config{}, err
-	}
-	meta, err := o.out.Meta()
-	if err != nil {
-		return run.Config{}, err
+	if cfg.Shard, cfg.StartAt, err = o.load.shardFlags(env); err != nil {
+		return cfg, err
 	}
 	// A session's later turns resend the server's answers: keep their text.
-	target, err := o.target.runTarget(env, base, o.out.SaveDetailed || isSessionDataset(o.work.o.DatasetName))
-	if err != nil {
-		return run.Config{}, err
+	if cfg.Target, err = o.target.runTarget(env, base, o.out.SaveDetailed || isSessionDataset(o.work.o.DatasetName)); err != nil {
+		return cfg, err
 	}
-	work, err := o.work.Workload(o.work.o)
-	if err != nil {
-		return run.Config{}, err
+	if cfg.Workload, err = o.work.Workload(o.work.o); err != nil {
+		return cfg, err
 	}
-	scrapes, err := o.target.Scrape()
-	if err != nil {
-		return run.Config{}, err
-	}
-	cost, err := o.out.cost()
-	if err != nil {
-		return run.Config{}, err
+	if cfg.Scrape, err = o.target.Scrape(); err != nil {
+		return cfg, err
 	}
 	if o.target.TrustRemoteCode {
 		fmt.Fprintln(env.Stderr, "goodput: --trust-remote-code has no effect: goodput runs no model code")
@@ -71,13 +92,8 @@ func (o *BenchOptions) runConfig(env Env, command string) (run.Config, error) {
 	if o.target.TokenizerMode != "" {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer-mode %s has no effect: prompt lengths come from --tokenizer and the server's own counts\n", o.target.TokenizerMode)
 	}
-	return run.Config{
-		Command: command, Version: Version, Started: env.Now(), Target: target,
-		Workload: work,
-		Load:     lv, Seed: o.load.Seed, Engine: o.sim.Engine, Stats: so, ReadingSpeedMs: o.verdict.ReadingSpeedMs,
-		Output: o.out.runOutput(env), Metadata: meta, Hooks: terminalHooks(env, o.out.Quiet), Scrape: scrapes, Cost: cost,
-		Shard: shard, StartAt: startAt, Retry: retry,
-	}, nil
+	cfg.Engine = o.sim.Engine
+	return cfg, nil
 }
 
 // runTarget is the target the flags name, behind an openai.Client; base

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,15 +18,9 @@ import (
 type SimOptions struct {
 	Engine sim.Config
 	run.VirtualSpec
-	load     loadFlags
-	work     workloadFlags
-	out      outputFlags
-	verdict  verdictFlags
-	sessions sessionFlags
-	cluster  clusterFlags
-	gateway  gatewayFlags
-	fs       *pflag.FlagSet
-	args     []string
+	runFlags
+	cluster clusterFlags
+	gateway gatewayFlags
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -39,7 +32,7 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "sim", Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
 		Long: helpText("sim"), Example: helpText("sim.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
-			o.args, o.load.numSet = args, cmd.Flags().Changed("num-prompts")
+			o.args = args
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) }}
@@ -99,11 +92,11 @@ func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return run.Config{}, err
 	}
-	cfg, err := virtualConfig(env, "sim", &o.load, o.load.RequestRate, &o.work, &o.out, o.args)
+	cfg, err := o.runFlags.config(env, "sim", o.load.RequestRate, false)
 	if err != nil {
 		return run.Config{}, err
 	}
-	cfg.Engine, cfg.ReadingSpeedMs = o.Engine, o.verdict.ReadingSpeedMs
+	cfg.Engine, cfg.Virtual = o.Engine, true
 	if cfg.Cluster, err = fleet(); err != nil {
 		return run.Config{}, err
 	}
@@ -132,38 +125,4 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 			}
 		}}
 	return settingError(o.fs, o, out.finish(env, res, err))
-}
-
-// virtualConfig is the run.Config of a virtual-time run (sim, sweep --sim)
-// of the load flags at rate: a trace replays whole unless --num-prompts is
-// given. The caller sets the engine.
-func virtualConfig(env Env, command string, l *loadFlags, rate string, w *workloadFlags, out *outputFlags, args []string) (run.Config, error) {
-	so, err := out.statsOptions(args)
-	if err != nil {
-		return run.Config{}, err
-	}
-	lv, err := l.levelWith(rate)
-	if err != nil {
-		return run.Config{}, err
-	}
-	if strings.EqualFold(w.o.DatasetName, "trace") && !l.numSet {
-		lv.NumPrompts = 0
-	}
-	meta, err := parseKV("--metadata", out.Metadata)
-	if err != nil {
-		return run.Config{}, err
-	}
-	cost, err := out.cost()
-	if err != nil {
-		return run.Config{}, err
-	}
-	retry, err := l.Retry()
-	if err != nil {
-		return run.Config{}, err
-	}
-	return run.Config{
-		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: w.o}, Retry: retry,
-		Load: lv, Seed: l.Seed, Virtual: true, Stats: so, Output: out.runOutput(env), Metadata: meta, Cost: cost,
-		Hooks: terminalHooks(env, out.Quiet),
-	}, nil
 }

@@ -26,7 +26,6 @@ type SweepOptions struct {
 	// cluster puts --sim's engine behind a router as several replicas
 	// (--replicas, --cluster, ...), as in "goodput sim".
 	cluster clusterFlags
-	fs      *pflag.FlagSet
 }
 
 func newSweepCmd(env Env) *cobra.Command { return sweepCommand(env, &SweepOptions{}) }
@@ -40,7 +39,6 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 		Example: helpText("sweep.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			o.load.numSet = cmd.Flags().Changed("num-prompts")
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,7 +53,7 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	o.fs, o.BenchOptions.fs = fs, fs
+	o.fs = fs
 	group(fs, "Target flags", func(fs *pflag.FlagSet) {
 		o.target.register(fs)
 		o.target.registerScrape(fs)
@@ -126,14 +124,14 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	}
 	var cfg run.Config
 	if o.Sim {
-		if cfg, err = virtualConfig(env, "sweep", &o.load, "inf", &o.work, &o.out, o.args); err != nil {
+		if cfg, err = o.config(env, "sweep", "inf", false); err != nil {
 			return nil, err
 		}
 		// The engine's state, sampled as a scraper of its /metrics would.
 		if cfg.Scrape, err = o.target.Scrape(); err != nil {
 			return nil, err
 		}
-		cfg.Engine, cfg.IgnoreEOS = o.sim.Engine, o.target.IgnoreEOS
+		cfg.Engine, cfg.IgnoreEOS, cfg.Virtual = o.sim.Engine, o.target.IgnoreEOS, true
 		if o.cluster.Ratios != "" {
 			return nil, usagef("--pd-ratios compares splits at one load: run it with goodput sim (a sweep takes one split, --prefill-replicas and --decode-replicas)")
 		}
