@@ -40,22 +40,25 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 	o.fs = fs
 	group(fs, "Target flags", func(fs *pflag.FlagSet) {
 		o.target.register(fs)
-		o.target.registerBench(fs)
+		fs.BoolVar(&o.target.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 		o.target.registerScrape(fs)
 	})
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
-		o.load.registerRamp(fs)
+		fs.StringVar(&o.load.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
+		fs.Var(optional[float64]{&o.load.RampUpStartRPS}, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
+		fs.Var(optional[float64]{&o.load.RampUpEndRPS}, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
 		o.load.registerShard(fs)
 		o.load.registerRetry(fs)
 	})
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
-		o.work.registerBench(fs)
+		fs.Var(&lenFlag{[]*int{&o.work.CustomOutputLen}, false, &o.work.outputSet}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
 	})
 	group(fs, "Output flags", func(fs *pflag.FlagSet) {
 		o.out.register(fs)
-		o.out.registerBench(fs)
+		fs.StringVar(&o.out.Label, "label", "", "name the result file after this instead of the backend, and store it as the result's label (as vLLM's --label)")
+		fs.BoolVar(&o.out.AppendResult, "append-result", false, "save the result by appending it, as one JSON line, to the result file (as vLLM does; implies --save-result)")
 		o.verdict.register(fs)
 		fs.StringVar(&o.out.MetricsListen, "metrics-listen", "", "serve the client's view as Prometheus /metrics on this address during the run (goodput proxy's metric names), e.g. 127.0.0.1:9465")
 	})

@@ -72,11 +72,6 @@ func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.ScrapeInterval, "scrape-interval", time.Second, "time between scrapes of the server's metrics")
 }
 
-// registerBench adds the target flags only bench has.
-func (t *targetFlags) registerBench(fs *pflag.FlagSet) {
-	fs.BoolVar(&t.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
-}
-
 // backendNames lists the accepted --backend values.
 const backendNames = run.BackendNames
 
@@ -167,13 +162,6 @@ func (l *loadFlags) registerShard(fs *pflag.FlagSet) {
 	fs.StringVar(&l.Rendezvous, "rendezvous", "", "with --shard(s): agree the start at shard 0's HOST:PORT (shard 0 listens there; the start is set once every shard has checked in), instead of --start-at")
 }
 
-// registerRamp adds the load flags only bench has: vLLM's ramp-up flags.
-func (l *loadFlags) registerRamp(fs *pflag.FlagSet) {
-	fs.StringVar(&l.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
-	fs.Var(optional[float64]{&l.RampUpStartRPS}, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
-	fs.Var(optional[float64]{&l.RampUpEndRPS}, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
-}
-
 func (l *loadFlags) register(fs *pflag.FlagSet) {
 	l.fs = fs
 	fs.StringVar(&l.RequestRate, "request-rate", "inf", "open-loop arrival rate in requests/s, or inf to send as fast as the concurrency cap allows")
@@ -240,11 +228,6 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
 }
 
-// registerBench adds the workload flags only bench has.
-func (w *workloadFlags) registerBench(fs *pflag.FlagSet) {
-	fs.Var(&lenFlag{[]*int{&w.CustomOutputLen}, false, &w.outputSet}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
-}
-
 // lenFlag is a length in tokens filling ps: vLLM's --input-len or
 // --output-len (general: every dataset's length it maps to), or one
 // dataset's, which a general one given wins over whatever the order.
@@ -307,12 +290,6 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing records or result file of the name given (default: refuse; goodput's own default names never clash)")
 }
 
-// registerBench adds the output flags only bench has.
-func (o *outputFlags) registerBench(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Label, "label", "", "name the result file after this instead of the backend, and store it as the result's label (as vLLM's --label)")
-	fs.BoolVar(&o.AppendResult, "append-result", false, "save the result by appending it, as one JSON line, to the result file (as vLLM does; implies --save-result)")
-}
-
 var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
 
 // statsOptions turns the output flags into stats.Options. args are stray
@@ -324,17 +301,4 @@ func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
 		}
 	}
 	return o.options(args)
-}
-
-// parseKV parses K=V pairs of the flag (sim's --metadata).
-func parseKV(flag string, kvs []string) (map[string]string, error) {
-	m := map[string]string{}
-	for _, kv := range kvs {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, &flagUsage{flag: flag, err: usagef("%s %q: want KEY=VALUE", flag, kv)}
-		}
-		m[strings.TrimSpace(k)] = v
-	}
-	return m, nil
 }

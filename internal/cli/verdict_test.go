@@ -89,7 +89,7 @@ func TestSchemaCoversResult(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			md, err := parseKV("--metadata", out.Metadata)
+			md, err := out.Meta()
 			if err != nil {
 				t.Fatal(err)
 			}
