@@ -24,6 +24,7 @@ type VerdictSpec struct {
 // of a single-level run summarised with so (ResultSchema): a key the
 // result can never hold is an error of FailIf naming the setting that
 // would add it, else a *GateKeyError with the known keys closest to it.
+// Out's Metadata is checked whether or not there is a gate.
 func (s VerdictSpec) Check(so stats.Options, out *OutputSpec) (gate.Gate, error) {
 	g, err := gate.Parse(s.FailIf)
 	if err != nil {
@@ -33,8 +34,11 @@ func (s VerdictSpec) Check(so stats.Options, out *OutputSpec) (gate.Gate, error)
 		return gate.Gate{}, setting.Errorf("ReadingSpeedMs", fmt.Sprint(s.ReadingSpeedMs), "want > 0")
 	}
 	metadata, err := out.Meta()
-	if err != nil || len(g.Conds) == 0 {
-		return g, err
+	if err != nil {
+		return gate.Gate{}, err
+	}
+	if len(g.Conds) == 0 {
+		return g, nil
 	}
 	err = CheckGate(g, so, func(so stats.Options) (map[string]any, error) {
 		return ResultSchema(so, metadata, out.SaveDetailed)
