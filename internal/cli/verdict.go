@@ -8,16 +8,14 @@ import (
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/stats"
 )
 
-// verdictFlags are the findings and CI-gate flags of bench and sim (sweep
-// registers its own, with sweep-level keys).
+// verdictFlags are bench's and sim's (sweep has its own); gate is --fail-if parsed.
 type verdictFlags struct {
-	FailIf         []string
-	ReadingSpeedMs float64
-	gate           gate.Gate
+	run.VerdictSpec
+	gate gate.Gate
 }
 
 func (v *verdictFlags) register(fs *pflag.FlagSet) {
@@ -25,104 +23,46 @@ func (v *verdictFlags) register(fs *pflag.FlagSet) {
 	registerReadingSpeed(fs, &v.ReadingSpeedMs)
 }
 
-// registerReadingSpeed adds --reading-speed-ms, the findings' reading
-// speed, as every command that judges a run names it.
+// registerReadingSpeed adds --reading-speed-ms as every command judging a run names it.
 func registerReadingSpeed(fs *pflag.FlagSet, ms *float64) {
 	fs.Float64Var(ms, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
 }
 
-// parse checks the flags before anything runs: a --fail-if key the result
-// JSON of the run out describes can never hold as a number is a usage
-// error naming the key and the known keys closest to it.
+// parse checks the flags, --fail-if's keys against the result out saves, before the run.
 func (v *verdictFlags) parse(out *outputFlags, args []string) error {
-	g, err := gate.Parse(v.FailIf)
-	if err != nil {
-		return err
-	}
-	if v.ReadingSpeedMs <= 0 {
-		return usagef("--reading-speed-ms %v: want > 0", v.ReadingSpeedMs)
-	}
 	so, err := out.statsOptions(args)
-	if err != nil {
-		return err
+	if err == nil {
+		v.gate, err = v.Check(so, &out.OutputSpec)
 	}
-	md, err := out.Meta()
-	if err != nil {
-		return err
+	return err
+}
+
+// validateSweepGate checks sweep's --fail-if before any level; bad summary flags are the run's to report.
+func validateSweepGate(g gate.Gate, o *SweepOptions) error {
+	if so, err := o.out.statsOptions(o.args); err == nil {
+		return o.out.CheckSweepGate(g, so, o.Search)
 	}
-	if len(g.Conds) > 0 {
-		schema := func(so stats.Options) (map[string]any, error) { return run.ResultSchema(so, md, out.SaveDetailed) }
-		if err := validateGate(g, so, schema); err != nil {
-			return err
-		}
-	}
-	v.gate = g
 	return nil
 }
 
-// whatIf is another run's schema a bad key may belong to, with the hint
-// that says how to get that run.
-type whatIf struct {
-	hint   string
-	schema run.Schema
+// outputs is how a finished run is reported; interrupted is the line an interrupted run ends with.
+type outputs struct {
+	out          *outputFlags
+	levelReports bool
+	gate         gate.Gate
+	interrupted  func(res *run.Result) string
+	before       func(res *run.Result)
 }
 
-// validateGate checks g against the result schema for so
-// (run.CheckGate) and turns a bad key into a usage error naming it and
-// either the flag that would make the result hold it (--goodput,
-// --percentile-metrics, --metric-percentiles, or one of ifs) or the
-// closest known keys.
-func validateGate(g gate.Gate, so stats.Options, schema run.Schema, ifs ...whatIf) error {
-	alts := make([]run.Schema, len(ifs))
-	for i, w := range ifs {
-		alts[i] = w.schema
+// finish reports res (run.OutputSpec.Finish); its outcome's error tells the exit code.
+func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
+	term := report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}
+	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: env.Stdout, Terminal: run.TerminalOptions{TermOptions: term, LevelReports: o.levelReports},
+		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
+	if ge := (*run.GateError)(nil); errors.As(err, &ge) {
+		return &GateError{Failed: ge.Failed}
+	} else if errors.Is(err, run.ErrInterrupted) {
+		return interruptedError{o.interrupted(res)}
 	}
-	err := run.CheckGate(g, so, schema, alts...)
-	var ke *run.GateKeyError
-	if !errors.As(err, &ke) {
-		return err
-	}
-	hint := ""
-	switch ke.Need {
-	case run.NeedAlternative:
-		hint = " (" + ifs[ke.Alternative].hint + ")"
-	case run.NeedSLO:
-		hint = " (only a run with an SLO has it: add --goodput)"
-	case run.NeedMetric:
-		hint = " (add its metric to --percentile-metrics)"
-	case run.NeedPercentile:
-		hint = fmt.Sprintf(" (add %s to --metric-percentiles)", ke.Percentile)
-	}
-	return usagef("--fail-if %v%s", ke.KeyError, hint)
-}
-
-// validateSweepGate checks sweep's --fail-if against the sweep result's
-// keys for the run's output flags, before any level runs. Flags that do not
-// parse are left for the run to report.
-func validateSweepGate(g gate.Gate, o *SweepOptions) error {
-	if len(g.Conds) == 0 {
-		return nil
-	}
-	so, err := o.out.statsOptions(o.args)
-	if err != nil {
-		return nil
-	}
-	md, err := o.out.Meta()
-	if err != nil {
-		return nil
-	}
-	schema := func(search bool) run.Schema {
-		return func(so stats.Options) (map[string]any, error) {
-			m, err := run.SweepSchema(so, md)
-			if sw, ok := m["sweep"].(map[string]any); ok && !search {
-				delete(sw, "search")
-			}
-			return m, err
-		}
-	}
-	var ifs []whatIf
-	if !o.Search {
-		ifs = append(ifs, whatIf{"only a --search run has it", schema(true)})
-	}
-	return validateGate(g, so, schema(o.Search), ifs...)
+	return err
 }
