@@ -18,11 +18,10 @@ import (
 type SweepOptions struct {
 	BenchOptions
 	sweep.Spec
-	Sim            bool
-	ReadingSpeedMs float64
-	FailIf         []string
-	LevelReports   bool
-	gate           gate.Gate
+	Sim bool
+	run.VerdictSpec
+	LevelReports bool
+	gate         gate.Gate
 	// cluster puts --sim's engine behind a router as several replicas
 	// (--replicas, --cluster, ...), as in "goodput sim".
 	cluster clusterFlags
@@ -109,10 +108,11 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.gate, err = gate.Parse(o.FailIf); err != nil {
+	so, err := o.out.statsOptions(o.args)
+	if err != nil {
 		return nil, err
 	}
-	if err := validateSweepGate(o.gate, o); err != nil {
+	if o.gate, err = o.CheckSweep(so, &o.out.OutputSpec, o.Search); err != nil {
 		return nil, err
 	}
 	if len(o.out.Goodput) == 0 && len(o.args) == 0 {

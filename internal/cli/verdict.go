@@ -37,14 +37,6 @@ func (v *verdictFlags) parse(out *outputFlags, args []string) error {
 	return err
 }
 
-// validateSweepGate checks sweep's --fail-if before any level; bad summary flags are the run's to report.
-func validateSweepGate(g gate.Gate, o *SweepOptions) error {
-	if so, err := o.out.statsOptions(o.args); err == nil {
-		return o.out.CheckSweepGate(g, so, o.Search)
-	}
-	return nil
-}
-
 // outputs is how a finished run is reported; interrupted is the line an interrupted run ends with.
 type outputs struct {
 	out          *outputFlags

@@ -49,16 +49,20 @@ func (s VerdictSpec) Check(so stats.Options, out *OutputSpec) (gate.Gate, error)
 	return g, nil
 }
 
-// CheckSweepGate checks a sweep's gate g as Check does, against the sweep
-// result JSON s saves (SweepSchema), whose search part only a Search
-// run's result holds.
-func (s *OutputSpec) CheckSweepGate(g gate.Gate, so stats.Options, search bool) error {
-	if len(g.Conds) == 0 {
-		return nil
-	}
-	metadata, err := s.Meta()
+// CheckSweep is Check for a sweep: FailIf parsed and checked against
+// the sweep result JSON out saves (SweepSchema), whose search part only a
+// Search run's result holds.
+func (s VerdictSpec) CheckSweep(so stats.Options, out *OutputSpec, search bool) (gate.Gate, error) {
+	g, err := gate.Parse(s.FailIf)
 	if err != nil {
-		return err
+		return gate.Gate{}, err
+	}
+	if !(s.ReadingSpeedMs > 0) {
+		return gate.Gate{}, setting.Errorf("ReadingSpeedMs", fmt.Sprint(s.ReadingSpeedMs), "want > 0")
+	}
+	metadata, err := out.Meta()
+	if err != nil || len(g.Conds) == 0 {
+		return g, err
 	}
 	schema := func(search bool) Schema {
 		return func(so stats.Options) (map[string]any, error) {
@@ -73,7 +77,7 @@ func (s *OutputSpec) CheckSweepGate(g gate.Gate, so stats.Options, search bool) 
 	if !search {
 		alts = append(alts, schema(true))
 	}
-	return gateKeyError(CheckGate(g, so, schema(search), alts...), "Search")
+	return g, gateKeyError(CheckGate(g, so, schema(search), alts...), "Search")
 }
 
 // gateKeyError is CheckGate's err with what the run lacks as a setting's

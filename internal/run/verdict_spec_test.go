@@ -87,9 +87,9 @@ func fieldsOf(e *setting.Error) []string {
 	return e.Fields()
 }
 
-// TestCheckSweepGate: the sweep's keys, a search key naming Search in a
-// run without it.
-func TestCheckSweepGate(t *testing.T) {
+// TestCheckSweep: the sweep's keys, a search key naming Search in a run
+// without it; the reading speed and the metadata are checked too.
+func TestCheckSweep(t *testing.T) {
 	so := summaryOptions(t, stats.Spec{})
 	cases := []struct {
 		expr   string
@@ -103,17 +103,16 @@ func TestCheckSweepGate(t *testing.T) {
 		{"sweep.gooput_peak.load<1", false, `"sweep.gooput_peak.load<1": sweep.gooput_peak.load is not a key of the result; did you mean sweep.goodput_peak.load`},
 	}
 	for _, c := range cases {
-		g, err := gate.Parse([]string{c.expr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = (&OutputSpec{}).CheckSweepGate(g, so, c.search)
+		_, err := VerdictSpec{FailIf: []string{c.expr}, ReadingSpeedMs: 1}.CheckSweep(so, &OutputSpec{}, c.search)
 		if got := errString(err); c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s (search %v): %q; want %q", c.expr, c.search, got, c.want)
 		}
 	}
-	if err := (&OutputSpec{Metadata: []string{"x"}}).CheckSweepGate(gate.Gate{}, so, false); err != nil {
-		t.Errorf("no gate: %v", err)
+	if _, err := (VerdictSpec{ReadingSpeedMs: 1}).CheckSweep(so, &OutputSpec{Metadata: []string{"x"}}, false); err == nil {
+		t.Error("metadata x: no error, want one (K=V)")
+	}
+	if _, err := (VerdictSpec{}).CheckSweep(so, &OutputSpec{}, false); errString(err) != "ReadingSpeedMs 0: want > 0" {
+		t.Errorf("reading speed 0: %v", err)
 	}
 }
 
