@@ -7,9 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/runlog"
 )
 
 // BenchOptions is everything "goodput bench" needs.
@@ -80,26 +78,9 @@ func (o *BenchOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}
-	sessions, sessionSLO, err := o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed)
-	if err != nil {
-		return nil, err
-	}
-	if sessions != nil {
-		chained := sessions.History == runlog.HistoryChained
-		proto, err := o.target.ForSessions(chained, givenIn(o.target.fs, &o.target.TargetSpec))
-		if err != nil {
-			return nil, err
-		}
-		if chained && proto != openai.Responses {
-			return nil, usagef("--history chained: only --backend openai-responses chains answers (previous_response_id); the others resend the history")
-		}
-	}
 	cfg, err := o.runConfig(env, "bench")
 	if err != nil {
 		return nil, err
-	}
-	if sessions != nil {
-		cfg.Sessions, cfg.SessionSLO, cfg.Workload.Calibrate = sessions, sessionSLO, false
 	}
 	start, stop := o.out.Live(cfg.Stats, func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) })
 	defer stop()

@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // This file turns the flags into a run.Config, and the run's typed errors
@@ -54,10 +56,14 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 		return run.Config{}, err
 	}
 	cost, err := r.out.cost()
+	if err != nil {
+		return run.Config{}, err
+	}
+	sessions, sessionSLO, err := r.sessions.sessionLoad(env, &r.work, &r.out, r.load.Seed)
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: r.work.o}, Retry: retry,
 		Load: lv, Seed: r.load.Seed, Stats: so, Output: r.out.runOutput(env), Metadata: meta, Cost: cost,
-		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs,
+		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs, Sessions: sessions, SessionSLO: sessionSLO,
 	}, err
 }
 
@@ -67,6 +73,17 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 	base := o.target.Base()
 	if cfg, err = o.config(env, command, o.load.RequestRate, base == ""); err != nil {
 		return cfg, err
+	}
+	if s := cfg.Sessions; s != nil {
+		// A session is a conversation: its history goes as chat messages.
+		chained := s.History == runlog.HistoryChained
+		proto, err := o.target.ForSessions(chained, givenIn(o.fs, &o.target.TargetSpec))
+		switch {
+		case err != nil:
+			return cfg, err
+		case chained && proto != openai.Responses:
+			return cfg, usagef("--history chained: only --backend openai-responses chains answers (previous_response_id); the others resend the history")
+		}
 	}
 	if why := o.target.wholeAnswers(); why != "" {
 		if err := wholeAnswersError(run.WholeAnswers(&cfg.Stats, o.out.metricsSet), why); err != nil {
@@ -83,6 +100,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 	if cfg.Workload, err = o.work.Workload(o.work.o); err != nil {
 		return cfg, err
 	}
+	cfg.Workload.Calibrate = cfg.Workload.Calibrate && cfg.Sessions == nil
 	if cfg.Scrape, err = o.target.Scrape(); err != nil {
 		return cfg, err
 	}

@@ -100,9 +100,6 @@ func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run
 	if cfg.Cluster, err = fleet(); err != nil {
 		return run.Config{}, err
 	}
-	if cfg.Sessions, cfg.SessionSLO, err = o.sessions.sessionLoad(env, &o.work, &o.out, o.load.Seed); err != nil {
-		return run.Config{}, err
-	}
 	return cfg, o.VirtualSpec.Apply(&cfg)
 }
 
