@@ -44,14 +44,14 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
 		fs.StringVar(&o.load.RampUpStrategy, "ramp-up-strategy", "", "raise the request rate over the run instead of --request-rate: linear or exponential, from --ramp-up-start-rps to --ramp-up-end-rps across --num-prompts requests (gaps gamma-distributed as --burstiness says), as vLLM does")
-		fs.Var(optional[float64]{&o.load.RampUpStartRPS}, "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
-		fs.Var(optional[float64]{&o.load.RampUpEndRPS}, "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
+		fs.Var(optional(&o.load.RampUpStartRPS), "ramp-up-start-rps", "ramp-up: the first request's rate, requests/s (> 0)")
+		fs.Var(optional(&o.load.RampUpEndRPS), "ramp-up-end-rps", "ramp-up: the last request's rate, requests/s (≥ the start)")
 		o.load.registerShard(fs)
 		o.load.registerRetry(fs)
 	})
 	group(fs, "Workload flags", func(fs *pflag.FlagSet) {
 		o.work.register(fs)
-		fs.Var(&lenFlag{[]*int{&o.work.CustomOutputLen}, false, &o.work.outputSet}, "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
+		fs.Var(lengths([]*int{&o.work.CustomOutputLen}, false, &o.work.outputSet), "custom-output-len", "custom dataset: output tokens asked of every request (0 or -1: the file's output_tokens, else the server's choice)")
 	})
 	group(fs, "Output flags", func(fs *pflag.FlagSet) {
 		o.out.register(fs)

@@ -52,15 +52,15 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.IdleTimeout, "idle-timeout", 2*time.Minute, "limit on silence from the server, from the send to the first byte and between bytes (0: none); raise it for queues longer than this")
 	fs.BoolVar(&t.FollowRedirects, "follow-redirects", false, "follow a server's 307/308 redirects to the same scheme, host and port (counted in the records); a redirect to another origin is never followed, so credentials never leave for it")
 	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", openai.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
-	fs.Var(secondsValue{&t.ReadyCheckTimeout}, "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
+	fs.Var(seconds(&t.ReadyCheckTimeout), "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
 	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
-	fs.Var(optional[float64]{&t.Temperature}, "temperature", "temperature sent in every request (default: none sent, the server's own)")
-	fs.Var(optional[float64]{&t.TopP}, "top-p", "top_p sent in every request (default: none sent)")
-	fs.Var(optional[int]{&t.TopK}, "top-k", "top_k sent in every request (default: none sent)")
-	fs.Var(optional[float64]{&t.MinP}, "min-p", "min_p sent in every request (default: none sent)")
-	fs.Var(optional[float64]{&t.FrequencyPenalty}, "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
-	fs.Var(optional[float64]{&t.PresencePenalty}, "presence-penalty", "presence_penalty sent in every request (default: none sent)")
-	fs.Var(optional[float64]{&t.RepetitionPenalty}, "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
+	fs.Var(optional(&t.Temperature), "temperature", "temperature sent in every request (default: none sent, the server's own)")
+	fs.Var(optional(&t.TopP), "top-p", "top_p sent in every request (default: none sent)")
+	fs.Var(optional(&t.TopK), "top-k", "top_k sent in every request (default: none sent)")
+	fs.Var(optional(&t.MinP), "min-p", "min_p sent in every request (default: none sent)")
+	fs.Var(optional(&t.FrequencyPenalty), "frequency-penalty", "frequency_penalty sent in every request (default: none sent)")
+	fs.Var(optional(&t.PresencePenalty), "presence-penalty", "presence_penalty sent in every request (default: none sent)")
+	fs.Var(optional(&t.RepetitionPenalty), "repetition-penalty", "repetition_penalty sent in every request (vLLM's extension; default: none sent)")
 	fs.BoolVar(&t.Insecure, "insecure", false, "do not verify the server's TLS certificate (self-signed https servers)")
 	fs.BoolVar(&t.TrustRemoteCode, "trust-remote-code", false, "accepted for vLLM's scripts; no effect (goodput runs no model code)")
 	fs.StringVar(&t.TokenizerMode, "tokenizer-mode", "", "accepted for vLLM's scripts; no effect (see --tokenizer)")
@@ -75,69 +75,72 @@ func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
 // backendNames lists the accepted --backend values.
 const backendNames = run.BackendNames
 
+// value is a flag value of ours filling the field at ptr: set parses the
+// text given, show is the field's value ("" for none).
+type value struct {
+	ptr  any
+	typ  string
+	set  func(string) error
+	show func() string
+}
+
+func (v value) Set(s string) error { return v.set(strings.TrimSpace(s)) }
+func (v value) Type() string       { return v.typ }
+func (v value) target() any        { return v.ptr }
+func (v value) String() string {
+	if v.show == nil {
+		return "" // pflag's zero value, for help's defaults
+	}
+	return v.show()
+}
+
 // optional is a number flag filling a *T field, nil until given, so an
-// unset sampling parameter is left out of the request rather than sent
-// as 0.
-type optional[T float64 | int] struct{ p **T }
-
-func (o optional[T]) Set(s string) error {
-	var v T
-	switch p := any(&v).(type) {
-	case *float64:
-		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return errors.New("want a number")
+// unset sampling parameter is left out of the request, not sent as 0.
+func optional[T float64 | int](p **T) value {
+	_, isInt := any(p).(**int)
+	return value{ptr: p, typ: map[bool]string{true: "int", false: "float"}[isInt], set: func(s string) error {
+		var v T
+		switch q := any(&v).(type) {
+		case *float64:
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return errors.New("want a number")
+			}
+			*q = f
+		case *int:
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return errors.New("want an integer")
+			}
+			*q = n
 		}
-		*p = f
-	case *int:
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return errors.New("want an integer")
+		*p = &v
+		return nil
+	}, show: func() string {
+		if *p == nil {
+			return ""
 		}
-		*p = n
-	}
-	*o.p = &v
-	return nil
+		return fmt.Sprint(**p)
+	}}
 }
 
-func (o optional[T]) String() string {
-	if o.p == nil || *o.p == nil {
-		return ""
-	}
-	return fmt.Sprint(**o.p)
-}
-
-func (o optional[T]) Type() string {
-	if _, ok := any(o.p).(**int); ok {
-		return "int"
-	}
-	return "float"
-}
-
-func (o optional[T]) target() any { return o.p }
-
-// secondsValue sets a duration from a number of seconds (vLLM's
+// seconds sets a duration from a number of seconds (vLLM's
 // --ready-check-timeout-sec), so both spellings fill one field.
-type secondsValue struct{ d *time.Duration }
-
-func (v secondsValue) Set(s string) error {
-	x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil || !(x >= 0) || x > 1e9 {
-		return errors.New("want a number of seconds ≥ 0")
-	}
-	*v.d = time.Duration(x * float64(time.Second))
-	return nil
+func seconds(d *time.Duration) value {
+	return value{ptr: d, typ: "seconds", set: func(s string) error {
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(x >= 0) || x > 1e9 {
+			return errors.New("want a number of seconds ≥ 0")
+		}
+		*d = time.Duration(x * float64(time.Second))
+		return nil
+	}, show: func() string {
+		if *d == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+	}}
 }
-
-func (v secondsValue) String() string {
-	if v.d == nil {
-		return "0"
-	}
-	return strconv.FormatFloat(v.d.Seconds(), 'f', -1, 64)
-}
-
-func (v secondsValue) Type() string { return "seconds" }
-func (v secondsValue) target() any  { return v.d }
 
 // loadFlags says how much load and for how long.
 type loadFlags struct {
@@ -201,19 +204,19 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	o.RandomInputLen, o.RandomOutputLen = 1024, 128
 	fs.StringVar(&o.DatasetName, "dataset-name", "random", "workload: random, custom, sharegpt, lengths, trace, prefix-repetition")
 	fs.StringVar(&o.DatasetPath, "dataset-path", "", "dataset file (custom JSONL, ShareGPT JSON, lengths CSV, trace)")
-	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, false, &w.inputSet}, "random-input-len", "random dataset: prompt length in tokens")
-	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen}, false, &w.outputSet}, "random-output-len", "random dataset: output length in tokens")
+	fs.Var(lengths([]*int{&o.RandomInputLen}, false, &w.inputSet), "random-input-len", "random dataset: prompt length in tokens")
+	fs.Var(lengths([]*int{&o.RandomOutputLen}, false, &w.outputSet), "random-output-len", "random dataset: output length in tokens")
 	fs.Float64Var(&o.RandomRangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform in [len*(1-r), len*(1+r)]")
 	fs.IntVar(&o.RandomPrefixLen, "random-prefix-len", 0, "random dataset: tokens of a shared prefix before each prompt")
 	fs.StringVar(&w.Calibrate, "calibrate", "auto", "fit prompt lengths to the server's token counts (its /tokenize, else probe requests' usage): auto or off")
 	fs.StringVar(&o.Tokenizer, "tokenizer", "", "tokenizer for exact prompt lengths: a tokenizer.json path or tiktoken:o200k_base|cl100k_base (default: approximate)")
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
-	fs.Var(&lenFlag{[]*int{&o.ShareGPTOutputLen}, false, &w.outputSet}, "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
+	fs.Var(lengths([]*int{&o.ShareGPTOutputLen}, false, &w.outputSet), "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
 	fs.IntVar(&o.PrefixRepetitionPrefixLen, "prefix-repetition-prefix-len", 0, "prefix-repetition dataset: prefix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionSuffixLen, "prefix-repetition-suffix-len", 0, "prefix-repetition dataset: suffix tokens (default 256)")
 	fs.IntVar(&o.PrefixRepetitionNumPrefixes, "prefix-repetition-num-prefixes", 0, "prefix-repetition dataset: distinct prefixes (default 10)")
-	fs.Var(&lenFlag{[]*int{&o.PrefixRepetitionOutputLen}, false, &w.outputSet}, "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
+	fs.Var(lengths([]*int{&o.PrefixRepetitionOutputLen}, false, &w.outputSet), "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
 	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
 	fs.BoolVar(&o.CacheBust, "cache-bust", false, "prepend a unique random prefix to every prompt so prefix caches cannot hit")
@@ -223,47 +226,38 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TraceWindow, "trace-window", "", "trace dataset: START:END seconds of trace time (from its first arrival, before speed-up)")
 	// Declared after the dataset lengths they set, so that those name
 	// their fields first.
-	fs.Var(&lenFlag{[]*int{&o.RandomInputLen}, true, &w.inputSet}, "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
-	fs.Var(&lenFlag{[]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet}, "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
+	fs.Var(lengths([]*int{&o.RandomInputLen}, true, &w.inputSet), "input-len", "prompt length in tokens of the dataset that has one (random), as vLLM maps it; wins over --random-input-len")
+	fs.Var(lengths([]*int{&o.RandomOutputLen, &o.ShareGPTOutputLen, &w.CustomOutputLen, &o.PrefixRepetitionOutputLen}, true, &w.outputSet), "output-len", "output length in tokens for every dataset that has one (random, sharegpt, custom, prefix-repetition), as vLLM maps it; wins over their own flags")
 	fs.BoolVar(&w.skipChatTemplate, "skip-chat-template", false, "accepted for vLLM's scripts; always so here: goodput never applies a chat template on the client, prompts go as written (openai-chat servers apply their own)")
 }
 
-// lenFlag is a length in tokens filling ps: vLLM's --input-len or
+// lengths is a length in tokens filling ps: vLLM's --input-len or
 // --output-len (general: every dataset's length it maps to), or one
-// dataset's, which a general one given wins over whatever the order.
-type lenFlag struct {
-	ps      []*int
-	general bool
-	won     *bool // the general flag was given
-}
-
-func (f *lenFlag) Set(s string) error {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	switch {
-	case f.general && (err != nil || v < 1):
-		// 0 would read as "the dataset's default", not as 0 tokens.
-		return errors.New("want a number of tokens ≥ 1")
-	case err != nil:
-		return errors.New("want an integer")
-	case !f.general && *f.won:
+// dataset's, which a general one given (won) wins over whatever the order.
+func lengths(ps []*int, general bool, won *bool) value {
+	return value{ptr: ps[0], typ: "int", set: func(s string) error {
+		v, err := strconv.Atoi(s)
+		switch {
+		case general && (err != nil || v < 1):
+			// 0 would read as "the dataset's default", not as 0 tokens.
+			return errors.New("want a number of tokens ≥ 1")
+		case err != nil:
+			return errors.New("want an integer")
+		case !general && *won:
+			return nil
+		}
+		*won = *won || general
+		for _, p := range ps {
+			*p = v
+		}
 		return nil
-	}
-	*f.won = *f.won || f.general
-	for _, p := range f.ps {
-		*p = v
-	}
-	return nil
+	}, show: func() string {
+		if general && !*won {
+			return ""
+		}
+		return strconv.Itoa(*ps[0])
+	}}
 }
-
-func (f *lenFlag) String() string {
-	if len(f.ps) == 0 || f.general && !*f.won {
-		return ""
-	}
-	return strconv.Itoa(*f.ps[0])
-}
-
-func (f *lenFlag) Type() string { return "int" }
-func (f *lenFlag) target() any  { return f.ps[0] }
 
 // outputFlags say what to print and save.
 type outputFlags struct {
