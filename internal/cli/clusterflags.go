@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math"
 	"reflect"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -106,33 +104,18 @@ func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if err := o.gateway.SplitError(); err != nil {
 		return err
 	}
-	top, err := strconv.ParseFloat(strings.TrimSpace(o.load.RequestRate), 64)
-	if err != nil || !(top > 0) || math.IsInf(top, 0) {
-		return usagef("--pd-ratios searches request rates up to --request-rate: give a finite rate (it is %s)", o.load.RequestRate)
-	}
 	so, err := o.out.statsOptions(o.args)
 	if err != nil {
 		return err
 	}
-	if so.SLO.IsZero() {
-		return usagef("--pd-ratios compares goodput per GPU: give --goodput (e.g. --goodput ttft:1000 tpot:50)")
-	}
-	// Each fleet's runs are quiet and write nothing; --save-result saves
-	// the comparison itself, and nothing else is silently dropped.
-	switch out := &o.out; {
-	case out.HTML != "":
-		return usagef("--html: --pd-ratios writes no HTML report (--save-result saves the comparison as JSON)")
-	case out.Records != "" && out.Records != "none":
-		return usagef("--records: --pd-ratios runs many fleets and keeps no records (run one split with --prefill-replicas and --decode-replicas)")
-	}
-	save := o.out.SaveResult
-	o.out.Records, o.out.SaveResult, o.out.Quiet, o.out.HTML = "none", false, true, ""
-	cfg, err := o.config(env, func() (*cluster.Config, error) { return colocated, nil })
+	top, save, err := run.SplitsOf(o.load.LoadSpec, so, &o.out.OutputSpec, o.work.o.DatasetName)
 	if err != nil {
 		return err
 	}
-	if cfg.Sessions != nil {
-		return usagef("--pd-ratios searches the request rate of independent requests: sessions (--dataset-name %s) keep their own", o.work.o.DatasetName)
+	o.out.Quiet = true
+	cfg, err := o.config(env, func() (*cluster.Config, error) { return colocated, nil })
+	if err != nil {
+		return err
 	}
 	res, err := run.CompareSplits(ctx, cfg, splits, top)
 	if err != nil {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim/cluster"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // SplitAttainment is the share of requests meeting the SLO that
@@ -141,4 +143,31 @@ func SaveSplits(out *Output, res *report.Splits, now time.Time) (string, error) 
 	}
 	name := cmp.Or(out.ResultName, "pd-ratios-"+now.Format("20060102-150405")+".json")
 	return out.WriteResult(filepath.Join(out.Dir, name), append(b, '\n'))
+}
+
+// SplitsOf checks what a comparison of splits (cluster.Spec's Ratios)
+// runs on and returns the rate it searches up to: a finite RequestRate, a
+// Goodput SLO (so, the summary), no HTML report or records file — each
+// split's runs are quiet and write nothing, so out is made so — and no
+// sessions (dataset). save is whether the comparison itself is saved.
+func SplitsOf(load LoadSpec, so stats.Options, out *OutputSpec, dataset string) (top float64, save bool, err error) {
+	ratios := setting.Name("Ratios")
+	top, err = load.Rate()
+	switch {
+	case err != nil:
+		return 0, false, err
+	case top == 0:
+		return 0, false, setting.Errorf("", "", "%v searches request rates up to %v: give a finite rate (it is %s)", ratios, setting.Name("RequestRate"), load.RequestRate)
+	case so.SLO.IsZero():
+		return 0, false, setting.Errorf("", "", "%v compares goodput per GPU: give %v (e.g. ttft:1000 tpot:50)", ratios, setting.Name("Goodput"))
+	case out.HTML != "":
+		return 0, false, setting.Errorf("HTML", "", "%v writes no HTML report (the result saves the comparison as JSON)", ratios)
+	case out.Records != "" && out.Records != "none":
+		return 0, false, setting.Errorf("Records", "", "%v runs many fleets and keeps no records (run one split)", ratios)
+	case IsSessionDataset(dataset):
+		return 0, false, setting.Errorf("", "", "%v searches the request rate of independent requests: sessions (%v %s) keep their own", ratios, setting.Name("DatasetName"), dataset)
+	}
+	save = out.SaveResult
+	out.Records, out.SaveResult, out.HTML = "none", false, ""
+	return top, save, nil
 }

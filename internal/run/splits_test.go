@@ -114,3 +114,35 @@ func TestSaveSplits(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitsOfErrors: what a comparison of splits cannot run on, by the
+// settings at fault; a run it can leaves the outputs quiet and fileless.
+func TestSplitsOfErrors(t *testing.T) {
+	slo := stats.Options{SLO: stats.SLO{TTFT: time.Second}}
+	cases := []struct {
+		name    string
+		rate    string
+		so      stats.Options
+		out     OutputSpec
+		dataset string
+		want    string
+	}{
+		{"unpaced", "inf", slo, OutputSpec{}, "", "Ratios searches request rates up to RequestRate: give a finite rate (it is inf)"},
+		{"bad rate", "x", slo, OutputSpec{}, "", `RequestRate "x": want a positive number of requests/s or inf`},
+		{"no slo", "8", stats.Options{}, OutputSpec{}, "", "Ratios compares goodput per GPU: give Goodput (e.g. ttft:1000 tpot:50)"},
+		{"html", "8", slo, OutputSpec{HTML: "a.html"}, "", "HTML: Ratios writes no HTML report (the result saves the comparison as JSON)"},
+		{"records", "8", slo, OutputSpec{Records: "r.jsonl"}, "", "Records: Ratios runs many fleets and keeps no records (run one split)"},
+		{"sessions", "8", slo, OutputSpec{}, "conversations", "Ratios searches the request rate of independent requests: sessions (DatasetName conversations) keep their own"},
+	}
+	for _, c := range cases {
+		_, _, err := SplitsOf(LoadSpec{RequestRate: c.rate}, c.so, &c.out, c.dataset)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s: SplitsOf = %v; want %q", c.name, err, c.want)
+		}
+	}
+	out := OutputSpec{SaveResult: true, Records: "none"}
+	top, save, err := SplitsOf(LoadSpec{RequestRate: "8"}, slo, &out, "random")
+	if err != nil || top != 8 || !save || out.SaveResult || out.Records != "none" {
+		t.Errorf("SplitsOf(8) = %v, %v, %v, out %+v; want 8, saved, and no result file of each run", top, save, err, out)
+	}
+}
