@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
@@ -60,7 +61,7 @@ func (c *clusterFlags) onlySim() (err error) {
 	lo := reflect.ValueOf(&c.Spec).Pointer()
 	hi := lo + reflect.TypeOf(c.Spec).Size()
 	c.fs.VisitAll(func(f *pflag.Flag) {
-		if a := flagAddr(f.Value); err == nil && f.Changed && a >= lo && a < hi {
+		if a := flagfield.Addr(f.Value); err == nil && f.Changed && a >= lo && a < hi {
 			err = usagef("--%s simulates a cluster in virtual time: give --sim", f.Name)
 		}
 	})

@@ -62,6 +62,7 @@ type negBool struct{ p *bool }
 
 func (n negBool) String() string { return strconv.FormatBool(n.p != nil && !*n.p) }
 func (n negBool) Type() string   { return "bool" }
+func (n negBool) Target() any    { return n.p }
 func (n negBool) Set(s string) error {
 	v, err := strconv.ParseBool(s)
 	if err == nil {

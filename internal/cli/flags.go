@@ -86,7 +86,7 @@ type value struct {
 
 func (v value) Set(s string) error { return v.set(strings.TrimSpace(s)) }
 func (v value) Type() string       { return v.typ }
-func (v value) target() any        { return v.ptr }
+func (v value) Target() any        { return v.ptr }
 func (v value) String() string {
 	if v.show == nil {
 		return "" // pflag's zero value, for help's defaults
