@@ -1,17 +1,13 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/url"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/openai"
-	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 )
@@ -115,27 +111,15 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 }
 
 // runTarget is the target the flags name, behind an openai.Client; base
-// "" starts the embedded simulator. The key and every header value are
-// secrets: goodput cannot tell which headers are credentials.
+// "" starts the embedded simulator.
 func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target, error) {
 	key := ""
 	if k := t.KeyEnv(); k != "" && env.Getenv != nil {
 		key = env.Getenv(k)
 	}
-	rt, err := t.Build(base, run.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll})
-	if err != nil {
-		return run.Target{}, err
-	}
-	rt.ModelName = modelFlag(t)
-	if env.secrets != nil {
-		if u, err := url.Parse(base); err == nil {
-			env.secrets.AddURL(u)
-		}
-		hdr, _ := t.Header()
-		env.secrets.Add(key)
-		env.secrets.AddHeader(hdr, true)
-	}
-	return rt, nil
+	rt, err := t.Build(base, run.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll, Secrets: env.secrets})
+	rt.ModelName = modelFlag(t) // the notes about the model name its flag
+	return rt, err
 }
 
 // modelFlag names the flag that gave the request's model id.
@@ -155,22 +139,9 @@ func (o *outputFlags) runOutput(env Env) run.Output {
 	return out
 }
 
-// terminalHooks show a run on the terminal: notes and the embedded
-// simulator's warnings above the live progress line.
+// terminalHooks show a run on the terminal (run.TerminalHooks).
 func terminalHooks(env Env, quiet bool) run.Hooks {
-	con := consoleOf(env)
-	return run.Hooks{
-		Note: func(s string) { fmt.Fprintln(con, "goodput: "+s) },
-		// The server's warnings (e.g. a host too loaded to keep the
-		// engine's schedule) go to the user's stderr, not the process
-		// default logger.
-		Log: slog.New(slog.NewTextHandler(con, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Level: func(ctx context.Context, total int, limit time.Duration) run.Watch {
-			p := report.NewProgress(env.Stderr, con, env.TTY, quiet, total, limit)
-			p.Start(ctx)
-			return p
-		},
-	}
+	return run.TerminalHooks(env.Stderr, consoleOf(env), env.TTY, quiet)
 }
 
 // wholeAnswers names what makes the run's answers whole, not streamed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -173,6 +174,10 @@ type Conn struct {
 	KeepText bool
 	// ReadyPoll is how often a starting server is asked again.
 	ReadyPoll time.Duration
+	// Secrets, when set, learns the credentials the target is given —
+	// the key, every header value (which are credentials cannot be told),
+	// the base URL's user info — so that no output shows them.
+	Secrets *redact.Secrets
 }
 
 // Build checks the spec and makes the target at base ("" starts the
@@ -181,6 +186,13 @@ func (t *TargetSpec) Build(base string, c Conn) (Target, error) {
 	hdr, err := t.Header()
 	if err != nil {
 		return Target{}, err
+	}
+	if c.Secrets != nil {
+		if u, err := url.Parse(base); err == nil {
+			c.Secrets.AddURL(u)
+		}
+		c.Secrets.Add(c.APIKey)
+		c.Secrets.AddHeader(hdr, true)
 	}
 	extra, err := t.body()
 	if err != nil {
