@@ -1,41 +1,20 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/proxy"
-	"github.com/goodput/goodput/internal/redact"
 )
 
 func newProxyCmd(env Env) *cobra.Command {
 	var s proxy.Spec
 	cmd := &cobra.Command{Use: "proxy", Short: "Watch live traffic: a transparent streaming proxy with Prometheus metrics and SLO tracking",
-		Long: helpText("proxy"), Example: helpText("proxy.examples")}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		po, level, err := s.Options(args)
-		if err != nil {
-			return settingError(cmd.Flags(), &s, err)
-		}
-		po.Version, po.Logger = Version, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
-		po.Ready = func(proxyURL, metricsURL string) {
-			fmt.Fprintf(env.Stderr, "goodput: proxying %s → %s (Ctrl-C to stop)\n", proxyURL, redact.URLString(s.Upstream))
-			if metricsURL != "" {
-				fmt.Fprintf(env.Stderr, "goodput: metrics at %s\n", metricsURL)
-			} else {
-				fmt.Fprintln(env.Stderr, "goodput: no --metrics-listen: metrics are not served")
-			}
-		}
-		if err = proxy.Run(cmd.Context(), po); errors.Is(err, proxy.ErrBadUpstream) {
-			return usageError{err}
-		}
-		return err
-	}
+		Long: helpText("proxy"), Example: helpText("proxy.examples"), RunE: func(cmd *cobra.Command, args []string) error {
+			return settingError(cmd.Flags(), &s, s.Run(cmd.Context(), args, Version, env.Stderr))
+		}}
 	fs := cmd.Flags()
 	fs.StringVar(&s.Listen, "listen", "127.0.0.1:9000", "address the proxy listens on")
 	fs.StringVar(&s.Upstream, "upstream", "", "the server's base URL, e.g. http://127.0.0.1:8000 (required)")

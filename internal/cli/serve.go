@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -61,19 +59,5 @@ func runServe(ctx context.Context, env Env, o *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, err := o.Server(fleet, slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	if err != nil {
-		return err
-	}
-	url, stop, err := srv.Start(ctx, o.Addr())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", srv.Fleet(run.DescribeEngine(srv.Describe())), srv.Model(), url)
-	if o.Slowdown != 0 && o.Slowdown != 1 {
-		fmt.Fprintf(env.Stderr, "goodput: every engine iteration runs %v× as long from %v after the start (POST %s/goodput/slowdown?factor=1 restores full speed)\n",
-			o.Slowdown, o.SlowdownAfter, url)
-	}
-	<-ctx.Done()
-	return stop()
+	return o.Serve(ctx, fleet, env.Stderr, run.DescribeEngine)
 }
