@@ -135,20 +135,12 @@ func readFlags(fs *pflag.FlagSet, o *runlog.ReadOptions) {
 	fs.BoolVar(&o.Merge, "merge", false, "accept a records file holding several runs (files concatenated) and merge its runs, each on its own clock")
 }
 
-// savedRunError is a command over saved runs' error as the user reads it:
-// a setting's names its flag, and so does an output not written; a bad
-// line says how to skip it; a run of whole answers names the streaming
-// metric asked of it.
+// savedRunError is a saved run's error as the user reads it: a bad line
+// says how to skip it; a run of whole answers names the streaming metric
+// asked of it.
 func savedRunError(fs *pflag.FlagSet, root any, read runlog.ReadOptions, err error) error {
-	var (
-		bad *runlog.BadLineError
-		we  *run.OutputError
-	)
-	switch {
-	case errors.As(err, &bad) && !read.SkipBadLines:
+	if bad := (*runlog.BadLineError)(nil); errors.As(err, &bad) && !read.SkipBadLines {
 		return fmt.Errorf("%w (--skip-bad-lines skips such lines, naming each in a warning)", err)
-	case errors.As(err, &we) && len(flagsOf(fs, root, we.Field)) > 0:
-		return fmt.Errorf("--%s: %w", flagsOf(fs, root, we.Field)[0], we.Err)
 	}
 	return settingError(fs, root, wholeAnswersError(err, "a run of whole answers"))
 }
@@ -210,14 +202,10 @@ func newSimFitCmd(env Env) *cobra.Command {
 				ce *sim.ConfigError
 				we *run.OutputError
 			)
-			switch {
-			case errors.As(err, &ce):
+			if err == nil || errors.As(err, &ce) || errors.As(err, &we) {
 				return settingError(cmd.Flags(), o, err)
-			case err == nil || errors.As(err, &we):
-				return savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)
 			}
-			// An unreadable records file is bad input too.
-			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)}
+			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)} // bad input too
 		},
 	}
 	fs := cmd.Flags()
@@ -245,23 +233,11 @@ func newSLOCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var listJSON, sources, showJSON bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "Print every SLO preset: its constraints in --goodput and --session-goodput syntax",
-		Args:  noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if listJSON {
-				return report.PresetsJSON(env.Stdout, stats.Presets())
-			}
-			return report.PresetsTerminal(env.Stdout, stats.Presets(), sources)
-		},
-	}
+	list := &cobra.Command{Use: "list", Short: "Print every SLO preset: its constraints in --goodput and --session-goodput syntax", Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return report.Presets(env.Stdout, listJSON, sources) }}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the presets as a JSON array, sources included")
 	list.Flags().BoolVar(&sources, "sources", false, "print each preset's sources and unsourced defaults under the table")
-	show := &cobra.Command{
-		Use:       "show NAME",
-		Short:     "Print one SLO preset with its sources",
-		ValidArgs: stats.PresetNames(),
+	show := &cobra.Command{Use: "show NAME", Short: "Print one SLO preset with its sources", ValidArgs: stats.PresetNames(),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("give one preset name (%s); got %d argument(s)", strings.Join(stats.PresetNames(), ", "), len(args))
@@ -269,16 +245,12 @@ func newSLOCmd(env Env) *cobra.Command {
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := stats.LookupPreset(args[0])
-			switch {
-			case err != nil: // only an unknown name
+			err := report.Preset(env.Stdout, args[0], showJSON)
+			if errors.Is(err, stats.ErrUnknownPreset) {
 				return usageError{err}
-			case showJSON:
-				return report.PresetJSON(env.Stdout, p)
 			}
-			return report.PresetTerminal(env.Stdout, p)
-		},
-	}
+			return err
+		}}
 	show.Flags().BoolVar(&showJSON, "json", false, "print the preset as a JSON object")
 	cmd.AddCommand(list, show)
 	return cmd
