@@ -25,8 +25,7 @@ func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
 	if env.Getenv != nil {
 		index = env.Getenv(run.JobIndexEnv)
 	}
-	sh, at, err := run.ShardSpec{Shard: l.Shard, Shards: l.Shards, StartAt: l.StartAt, Rendezvous: l.Rendezvous}.Build(index, env.Now())
-	return sh, at, err
+	return run.ShardSpec{Shard: l.Shard, Shards: l.Shards, StartAt: l.StartAt, Rendezvous: l.Rendezvous}.Build(index, env.Now())
 }
 
 func newK8sCmd(env Env) *cobra.Command {
@@ -108,13 +107,13 @@ func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, args []string) err
 	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet}
 	head, docs, err := j.Manifests(env.Now(), func(p string) ([]byte, error) { return os.ReadFile(resolve(env, p)) })
 	if err != nil {
-		// Bench's flags name the Bench fields; the key variable is its
-		// --api-key-env as bench resolved it.
-		all := pflag.NewFlagSet("k8s job", pflag.ContinueOnError)
-		all.AddFlagSet(fs)
-		all.StringVar(&j.Bench.APIKeyEnv, "api-key-env", "", "")
-		all.AddFlagSet(bc.Flags())
-		return settingError(all, j, err)
+		// Bench's flags name the Bench fields (its --api-key-env, the key's
+		// variable as bench resolved it).
+		fs.AddFlagSet(bc.Flags())
+		return settingError(fs, &struct {
+			*run.ShardJob
+			bench *BenchOptions
+		}{j, bo}, err)
 	}
 	return k8s.Write(env.Stdout, head, docs)
 }
