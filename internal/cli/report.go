@@ -70,22 +70,6 @@ func registerSummary(fs *pflag.FlagSet, s *run.SummarySpec) {
 	fs.StringVar(&s.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
 }
 
-// splitSLOArgs separates vLLM-style SLO words ("tpot:50" after --goodput
-// ttft:2000) from file arguments; a word naming an existing file stays a
-// file.
-func splitSLOArgs(env Env, args []string, haveGoodput bool) (files, slo []string) {
-	for _, a := range args {
-		if haveGoodput && sloArg.MatchString(a) {
-			if _, err := os.Stat(resolve(env, a)); err != nil {
-				slo = append(slo, a)
-				continue
-			}
-		}
-		files = append(files, a)
-	}
-	return files, slo
-}
-
 // resolve makes a relative path relative to env.Dir.
 func resolve(env Env, p string) string {
 	if env.Dir == "" || filepath.IsAbs(p) || p == "-" {
@@ -107,9 +91,7 @@ func newReportCmd(env Env) *cobra.Command {
 		Example: helpText("report.examples"),
 		Args:    atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Files, o.SLOWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0); len(o.Files) == 0 {
-				return usagef("no records file given")
-			}
+			o.Files, o.SLOWords = files(env).SplitArgs(args, len(o.Summary.Goodput) > 0)
 			term := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}, Headed: true}
 			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, givenIn(cmd.Flags(), &o), term, files(env)))
 		},
@@ -162,7 +144,7 @@ func newCompareCmd(env Env) *cobra.Command {
 		Example: helpText("compare.examples"),
 		Args:    atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, slo := splitSLOArgs(env, args, len(o.Goodput) > 0)
+			names, slo := files(env).SplitArgs(args, len(o.Goodput) > 0)
 			if len(names) != 2 {
 				return usagef("compare takes two files, A and B; got %d", len(names))
 			}

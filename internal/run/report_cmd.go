@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +38,26 @@ type Files struct {
 	Stdout     io.Writer
 	Note, Warn func(string)
 	Now        func() time.Time
+}
+
+// sloWord is an SLO term given as a word of its own, vLLM's way
+// ("--goodput ttft:2000 tpot:50").
+var sloWord = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
+
+// SplitArgs separates SLO words, which follow Goodput's first term when
+// goodput says it was given, from file arguments; a word naming an
+// existing file stays a file.
+func (f Files) SplitArgs(args []string, goodput bool) (files, slo []string) {
+	for _, a := range args {
+		if goodput && sloWord.MatchString(a) {
+			if _, err := os.Stat(f.Path(a)); err != nil {
+				slo = append(slo, a)
+				continue
+			}
+		}
+		files = append(files, a)
+	}
+	return files, slo
 }
 
 // writeFile renders a file named by the setting field.
@@ -156,6 +178,9 @@ func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []
 // them (Analyze) and prints and writes what the spec asks. Files that
 // Force or Read.Merge would merge are a *setting.Error naming it.
 func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) error {
+	if len(s.Files) == 0 {
+		return setting.Errorf("", "", "no records file given")
+	}
 	if _, err := s.Reanalysis(given); err != nil {
 		return err
 	}

@@ -2,8 +2,11 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +133,27 @@ func TestSweepLines(t *testing.T) {
 	}
 	if s.Fractions == nil || SweepOf(sweep.Plan{}).Fractions != nil {
 		t.Errorf("SweepOf: fractions %v for an automatic plan; want AutoFractions, none otherwise", s.Fractions)
+	}
+}
+
+func TestSplitArgsKeepsFilesNamedLikeSLOWords(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ttp:5"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := Files{Path: func(p string) string { return filepath.Join(dir, p) }}
+	files, slo := f.SplitArgs([]string{"a.jsonl", "tpot:50", "ttp:5", "e2el:9"}, true)
+	if fmt.Sprint(files, slo) != "[a.jsonl ttp:5] [tpot:50 e2el:9]" {
+		t.Errorf("with --goodput: files %q, slo %q", files, slo)
+	}
+	if files, slo = f.SplitArgs([]string{"a.jsonl", "tpot:50"}, false); len(files) != 2 || slo != nil {
+		t.Errorf("without --goodput: files %q, slo %q; want every word a file", files, slo)
+	}
+}
+
+func TestReportWantsAFile(t *testing.T) {
+	var se *setting.Error
+	if err := Report(&ReportSpec{}, nil, TerminalOptions{}, Files{}); !errors.As(err, &se) || se.Error() != "no records file given" {
+		t.Errorf("Report of no files = %v; want the setting error", err)
 	}
 }
