@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-
 	"github.com/spf13/cobra"
 
 	"github.com/goodput/goodput/internal/run"
@@ -28,7 +26,8 @@ func newServeCmd(env Env) *cobra.Command {
 		Example: helpText("serve.examples"),
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return settingError(cmd.Flags(), &o, runServe(cmd.Context(), env, &o))
+			return settingError(cmd.Flags(), &o, o.Serve(cmd.Context(), o.cluster.Spec, o.gateway.GatewaySpec,
+				givenIn(cmd.Flags(), &o.cluster.Spec), env.Stderr, run.DescribeEngine))
 		},
 	}
 	fs := cmd.Flags()
@@ -42,22 +41,4 @@ func newServeCmd(env Env) *cobra.Command {
 	o.cluster.register(fs)
 	o.gateway.register(fs)
 	return cmd
-}
-
-// runServe serves until ctx is done (Ctrl-C).
-func runServe(ctx context.Context, env Env, o *ServeOptions) error {
-	switch {
-	case o.cluster.Ratios != "":
-		return usagef("--pd-ratios: the search over prefill/decode splits runs in virtual time (goodput sim); goodput serve serves one fleet")
-	case o.gateway.Mix != "":
-		return usagef("--priority-mix: goodput serve takes each request's class from its body's priority field; the mix is a load generator's (goodput sim)")
-	}
-	fleet, err := o.cluster.config(o.Engine)
-	if err == nil {
-		fleet, err = o.gateway.Apply(fleet, o.Engine)
-	}
-	if err != nil {
-		return err
-	}
-	return o.Serve(ctx, fleet, env.Stderr, run.DescribeEngine)
 }

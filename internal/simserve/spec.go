@@ -83,10 +83,24 @@ func (s *Server) Fleet(engine string) string {
 	return engine
 }
 
-// Serve serves as s says, over fleet when not nil, until ctx is done,
-// logging to stderr and noting there what it serves (describe names the
-// engine from Describe's map).
-func (s Spec) Serve(ctx context.Context, fleet *cluster.Config, stderr io.Writer, describe func(map[string]any) string) error {
+// Serve serves as s says, over the fleet c and the gateway g give (given:
+// which of c's settings were), until ctx is done, logging to stderr and
+// noting there what it serves (describe names the engine from Describe's
+// map). Errors of c's and g's settings are *setting.Error of their fields.
+func (s Spec) Serve(ctx context.Context, c cluster.Spec, g cluster.GatewaySpec, given setting.Given, stderr io.Writer, describe func(map[string]any) string) error {
+	switch {
+	case c.Ratios != "":
+		return setting.Errorf("Ratios", "", "the search over prefill/decode splits runs in virtual time (goodput sim); goodput serve serves one fleet")
+	case g.Mix != "":
+		return setting.Errorf("Mix", "", "goodput serve takes each request's class from its body's priority field; the mix is a load generator's (goodput sim)")
+	}
+	fleet, err := c.Config(s.Engine, given)
+	if err == nil {
+		fleet, err = g.Apply(fleet, s.Engine)
+	}
+	if err != nil {
+		return err
+	}
 	srv, err := s.Server(fleet, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -40,5 +41,20 @@ func TestTargetRequest(t *testing.T) {
 	headers, body, err := cfg.Targets[0].request()
 	if err != nil || strings.Join(headers, " ") != "X-A=a X-B=b" || !strings.Contains(body, `"top_k":5`) {
 		t.Errorf("request() = %q, %q, %v", headers, body, err)
+	}
+}
+
+func TestHostTarget(t *testing.T) {
+	h := Host{Getenv: func(string) string { return "sk-LEAK" }, Secrets: &redact.Secrets{}}
+	var ce *ConfigError
+	if _, err := h.target(&Target{Backend: "nope"}, "http://x", nil, ""); !errors.As(err, &ce) || !strings.HasSuffix(ce.Field, ".backend") {
+		t.Errorf("unknown backend: %v; want a ConfigError of backend", err)
+	}
+	rt, err := h.target(&Target{Backend: "openai-chat", Model: "m", APIKeyEnv: "K", Timeout: time.Second}, "http://u:pass-LEAK@x", []string{"X-Auth=hdr-LEAK"}, "")
+	if err != nil || rt.Endpoint != "/v1/chat/completions" {
+		t.Fatalf("target = %+v, %v", rt, err)
+	}
+	if got := h.Secrets.String("sk-LEAK hdr-LEAK pass-LEAK"); strings.Contains(got, "LEAK") {
+		t.Errorf("secrets blank %q: want the key, the header value and the URL's password gone", got)
 	}
 }
