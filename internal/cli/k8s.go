@@ -47,10 +47,16 @@ func afterDash(whose string) cobra.PositionalArgs {
 
 func newK8sJobCmd(env Env) *cobra.Command {
 	var j run.ShardJob
+	bo := &BenchOptions{}
 	cmd := &cobra.Command{Use: "job --shards N --base-url URL [flags] [-- BENCH FLAGS...]",
 		Short: "Write an Indexed Job that runs goodput bench as N shards of one schedule",
 		Long:  helpText("k8s-job"), Example: helpText("k8s-job.examples"), Args: afterDash("bench's")}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return writeK8sJob(env, cmd.Flags(), &j, args) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return settingError(cmd.Flags(), &struct {
+			*run.ShardJob
+			bench *BenchOptions
+		}{&j, bo}, writeK8sJob(env, cmd.Flags(), &j, bo, args))
+	}
 	fs := cmd.Flags()
 	fs.StringVar(&j.Name, "name", "goodput-bench", "name of the Job, its Service and pods")
 	fs.StringVar(&j.Namespace, "namespace", "", "namespace of the objects (default: kubectl's)")
@@ -71,7 +77,9 @@ func newK8sCollectCmd(env Env) *cobra.Command {
 	var c run.ShardCollect
 	cmd := &cobra.Command{Use: "collect --shards N --records-claim CLAIM [flags] [-- REPORT FLAGS...]",
 		Short: "Write a Job that merges the shards' records with goodput report", Long: helpText("k8s-collect"), Args: afterDash("report's")}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return writeK8sCollect(env, cmd.Flags(), &c, args) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return settingError(cmd.Flags(), &c, writeK8sCollect(env, &c, args))
+	}
 	fs := cmd.Flags()
 	fs.StringVar(&c.Name, "name", "goodput-bench", "name of the shards' Job (the collector is NAME-report)")
 	fs.StringVar(&c.Namespace, "namespace", "", "namespace of the Job (default: kubectl's)")
@@ -81,14 +89,13 @@ func newK8sCollectCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-// writeK8sJob checks the Job's flags, then bench's (args) as bench checks
-// them, so a typo fails here rather than in N pods, and writes the shards'
-// manifests.
-func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, args []string) error {
+// writeK8sJob checks the Job's flags, then bench's (args) into bo as
+// bench checks them, so a typo fails here rather than in N pods, and
+// writes the shards' manifests.
+func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, bo *BenchOptions, args []string) error {
 	if _, err := j.Check(env.Now()); err != nil {
-		return settingError(fs, j, err)
+		return err
 	}
-	bo := &BenchOptions{}
 	bc := benchCommand(env, bo)
 	if err := bc.ParseFlags(args); err != nil {
 		return usagef("bench flag after --: %v", err)
@@ -104,25 +111,20 @@ func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, args []string) err
 	if tok := bo.work.o.Tokenizer; tok != "" && !strings.HasPrefix(tok, "tiktoken:") {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
+	fs.AddFlagSet(bc.Flags()) // they name the Bench fields: --api-key-env the key's variable as bench resolved it
 	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet}
 	head, docs, err := j.Manifests(env.Now(), func(p string) ([]byte, error) { return os.ReadFile(resolve(env, p)) })
 	if err != nil {
-		// Bench's flags name the Bench fields (its --api-key-env, the key's
-		// variable as bench resolved it).
-		fs.AddFlagSet(bc.Flags())
-		return settingError(fs, &struct {
-			*run.ShardJob
-			bench *BenchOptions
-		}{j, bo}, err)
+		return err
 	}
 	return k8s.Write(env.Stdout, head, docs)
 }
 
 // writeK8sCollect writes the Job that merges the shards' records, its own
 // flags checked before report's (args).
-func writeK8sCollect(env Env, fs *pflag.FlagSet, c *run.ShardCollect, args []string) error {
+func writeK8sCollect(env Env, c *run.ShardCollect, args []string) error {
 	if _, err := c.Check(); err != nil {
-		return settingError(fs, c, err)
+		return err
 	}
 	rc := newReportCmd(env)
 	if err := rc.ParseFlags(args); err != nil {
@@ -137,7 +139,7 @@ func writeK8sCollect(env Env, fs *pflag.FlagSet, c *run.ShardCollect, args []str
 	c.Report = args
 	head, docs, err := c.Manifests()
 	if err != nil {
-		return settingError(fs, c, err)
+		return err
 	}
 	return k8s.Write(env.Stdout, head, docs)
 }
