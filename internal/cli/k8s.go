@@ -100,19 +100,12 @@ func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, bo *BenchOptions, 
 	if err := bc.ParseFlags(args); err != nil {
 		return usagef("bench flag after --: %v", err)
 	}
-	if rest := bc.Flags().Args(); len(rest) > 0 && len(bo.out.Goodput) == 0 {
-		return usagef("after --: unexpected argument %q (bench takes flags only)", rest[0])
-	}
-	for _, f := range k8s.BenchOwned {
-		if bc.Flags().Changed(f) {
-			return usagef("after --: --%s is the Job's to set (give goodput k8s job --base-url, --shards, --start-at, --records-claim)", f)
-		}
-	}
 	if tok := bo.work.o.Tokenizer; tok != "" && !strings.HasPrefix(tok, "tiktoken:") {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
 	fs.AddFlagSet(bc.Flags()) // they name the Bench fields: --api-key-env the key's variable as bench resolved it
-	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet}
+	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet,
+		Given: bc.Flags().Changed, Rest: bc.Flags().Args(), SLO: len(bo.out.Goodput) > 0}
 	head, docs, err := j.Manifests(env.Now(), func(p string) ([]byte, error) { return os.ReadFile(resolve(env, p)) })
 	if err != nil {
 		return err
@@ -130,13 +123,7 @@ func writeK8sCollect(env Env, c *run.ShardCollect, args []string) error {
 	if err := rc.ParseFlags(args); err != nil {
 		return usagef("report flag after --: %v", err)
 	}
-	if rest := rc.Flags().Args(); len(rest) > 0 {
-		return usagef("after --: unexpected argument %q (the Job names the shards' files)", rest[0])
-	}
-	if rc.Flags().Changed("json") {
-		return usagef("after --: --json is the Job's to set (%s)", k8s.MergedPath)
-	}
-	c.Report = args
+	c.Report, c.ReportRest, c.ReportGiven = args, rc.Flags().Args(), rc.Flags().Changed
 	head, docs, err := c.Manifests()
 	if err != nil {
 		return err
