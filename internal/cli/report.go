@@ -21,14 +21,8 @@ import (
 )
 
 // summaryFlags say how records are summarised and priced, with bench's
-// names and meanings; its methods' errors name the flags.
-type summaryFlags struct {
-	run.SummarySpec
-	fs *pflag.FlagSet
-}
-
-// err names the flags of a summary setting's error.
-func (s *summaryFlags) err(err error) error { return settingError(s.fs, s, err) }
+// names and meanings.
+type summaryFlags struct{ run.SummarySpec }
 
 // sessionSLO is spec, bench's --session-goodput (bound to its session
 // flags, not to SessionGoodput), over --slo-preset's session constraints.
@@ -36,27 +30,20 @@ func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 	c := s.Spec
 	c.SessionGoodput = spec
 	slo, err := c.SessionSLO()
-	var se *setting.Error
-	if errors.As(err, &se) && se.Field == "SessionGoodput" {
+	if se := (*setting.Error)(nil); errors.As(err, &se) && se.Field == "SessionGoodput" {
 		return slo, usagef("%s", se.Render(func(string) string { return "--session-goodput" }))
 	}
-	return slo, s.err(err)
+	return slo, err
 }
 
 // cost is --gpu-cost-per-hour and --num-gpus, checked.
-func (s *summaryFlags) cost() (run.Cost, error) { return s.Cost, s.err(s.Cost.Check()) }
+func (s *summaryFlags) cost() (run.Cost, error) { return s.Cost, s.Cost.Check() }
 
 // options parses the flags plus extra "name:ms" SLO words.
-func (s *summaryFlags) options(extra []string) (stats.Options, error) {
-	so, err := s.Spec.Options(extra)
-	return so, s.err(err)
-}
+func (s *summaryFlags) options(extra []string) (stats.Options, error) { return s.Spec.Options(extra) }
 
-// register adds the flags to fs, whose flags then name the errors.
-func (s *summaryFlags) register(fs *pflag.FlagSet) {
-	s.fs = fs
-	registerSummary(fs, &s.SummarySpec)
-}
+// register adds the flags to fs.
+func (s *summaryFlags) register(fs *pflag.FlagSet) { registerSummary(fs, &s.SummarySpec) }
 
 // registerSummary adds the summary flags, with bench's names, meanings
 // and defaults.
