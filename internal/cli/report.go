@@ -131,13 +131,11 @@ func newCompareCmd(env Env) *cobra.Command {
 		Example: helpText("compare.examples"),
 		Args:    atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, slo := files(env).SplitArgs(args, len(o.Goodput) > 0)
-			if len(names) != 2 {
-				return usagef("compare takes two files, A and B; got %d", len(names))
+			err := o.SetArgs(args, files(env))
+			if err == nil {
+				err = run.Compare(&o, files(env))
 			}
-			o.A, o.B = names[0], names[1]
-			o.Goodput = append(o.Goodput, slo...)
-			return savedRunError(cmd.Flags(), &o, o.Read, run.Compare(&o, files(env)))
+			return savedRunError(cmd.Flags(), &o, o.Read, err)
 		},
 	}
 	fs := cmd.Flags()
@@ -167,11 +165,7 @@ func newSimFitCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = args
 			err := run.Fit(o, files(env))
-			var (
-				ce *sim.ConfigError
-				we *run.OutputError
-			)
-			if err == nil || errors.As(err, &ce) || errors.As(err, &we) {
+			if we := (*run.OutputError)(nil); err == nil || errors.As(err, &we) {
 				return settingError(cmd.Flags(), o, err)
 			}
 			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)} // bad input too

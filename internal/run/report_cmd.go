@@ -284,6 +284,17 @@ func (s *CompareSpec) options() (compare.Options, error) {
 		ReadingSpeed: time.Duration(s.ReadingSpeedMs * float64(time.Millisecond))}, nil
 }
 
+// SetArgs takes the command's arguments: the runs A and B, and SLO words
+// that extend Goodput.
+func (s *CompareSpec) SetArgs(args []string, f Files) error {
+	names, slo := f.SplitArgs(args, len(s.Goodput) > 0)
+	if len(names) != 2 {
+		return setting.Errorf("", "", "compare takes two files, A and B; got %d", len(names))
+	}
+	s.A, s.B, s.Goodput = names[0], names[1], append(s.Goodput, slo...)
+	return nil
+}
+
 // Compare reads both runs, prints the comparison and writes its HTML. A
 // comparison the runs do not allow, or runs that Force or Read.Merge
 // would merge, is a *setting.Error.

@@ -157,3 +157,14 @@ func TestReportWantsAFile(t *testing.T) {
 		t.Errorf("Report of no files = %v; want the setting error", err)
 	}
 }
+
+func TestCompareSetArgs(t *testing.T) {
+	f := Files{Path: func(p string) string { return filepath.Join(t.TempDir(), p) }}
+	s := CompareSpec{Spec: stats.Spec{Goodput: []string{"ttft:1"}}}
+	if err := s.SetArgs([]string{"a", "tpot:5", "b"}, f); err != nil || s.A != "a" || s.B != "b" || len(s.Goodput) != 2 {
+		t.Errorf("SetArgs = %v: %+v", err, s)
+	}
+	if err := s.SetArgs([]string{"a"}, f); fieldOf(err) != "" || err == nil {
+		t.Errorf("SetArgs of one file = %v; want a setting error", err)
+	}
+}
