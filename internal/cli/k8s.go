@@ -18,14 +18,9 @@ import (
 // job" and "goodput k8s collect", which write the Kubernetes Jobs that run
 // and merge the shards (run.ShardJob). See docs/scale-out.md.
 
-// shardFlags is the run's shard (nil: a whole run) and its start (zero:
-// once ready).
+// shardFlags is the run's shard (nil: a whole run) and its start.
 func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
-	index := ""
-	if env.Getenv != nil {
-		index = env.Getenv(run.JobIndexEnv)
-	}
-	return run.ShardSpec{Shard: l.Shard, Shards: l.Shards, StartAt: l.StartAt, Rendezvous: l.Rendezvous}.Build(index, env.Now())
+	return l.ShardOf(env.Getenv, env.Now())
 }
 
 func newK8sCmd(env Env) *cobra.Command {

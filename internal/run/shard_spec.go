@@ -73,6 +73,17 @@ func (s ShardSpec) Build(index string, now time.Time) (*Shard, time.Time, error)
 	return sh, at, nil
 }
 
+// ShardOf is the load's shard (nil: a whole run) and its start (zero:
+// once ready), the index of Shards N read from JobIndexEnv through getenv
+// (nil: none).
+func (s *LoadSpec) ShardOf(getenv func(string) string, now time.Time) (*Shard, time.Time, error) {
+	index := ""
+	if getenv != nil {
+		index = getenv(JobIndexEnv)
+	}
+	return ShardSpec{Shard: s.Shard, Shards: s.Shards, StartAt: s.StartAt, Rendezvous: s.Rendezvous}.Build(index, now)
+}
+
 // startAt parses and checks a fixed start ("" none), as field StartAt.
 func startAt(s string, now time.Time) (time.Time, error) {
 	if s == "" {

@@ -103,3 +103,14 @@ func TestShardJobErrors(t *testing.T) {
 		settingErr(t, fmt.Sprintf("%+v.Manifests", c.c), err, c.want)
 	}
 }
+
+func TestLoadShardOfReadsTheIndex(t *testing.T) {
+	l := LoadSpec{Shards: 4}
+	sh, _, err := l.ShardOf(func(k string) string { return map[string]string{JobIndexEnv: "2"}[k] }, time.Now())
+	if err != nil || sh == nil || sh.Index != 2 {
+		t.Errorf("ShardOf = %+v, %v; want shard 2 of 4", sh, err)
+	}
+	if _, _, err := l.ShardOf(nil, time.Now()); err == nil {
+		t.Error("ShardOf without an index: want an error")
+	}
+}
