@@ -12,7 +12,6 @@ import (
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/watch"
@@ -93,15 +92,9 @@ func watchCmd(env Env, o *WatchOptions) *cobra.Command {
 			ctx := cmd.Context()
 			failed, err := o.Run(ctx, watch.Host{Dir: env.Dir, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv,
 				Secrets: env.secrets, Version: Version, ReadyPoll: readyPoll, Served: o.served}, cmd.Flags().Changed("listen"))
-			var (
-				ce *watch.ConfigError
-				se *setting.Error
-			)
-			switch {
+			switch ce := (*watch.ConfigError)(nil); {
 			case errors.As(err, &ce):
 				return usageError{err}
-			case errors.As(err, &se) && se.Field == "Listen": // the machine's fault, not the user's
-				return errors.New(settingError(cmd.Flags(), o, err).Error())
 			case o.Once && ctx.Err() != nil:
 				return interruptedError{"the probes were cut short"}
 			case err == nil && len(failed) > 0:

@@ -69,7 +69,7 @@ func (s Spec) Check() error {
 // the results, and failed names the targets whose probe was not ok. listen
 // says whether Listen was given: Once serves /metrics only then. A
 // mistake in the config or a target is a *ConfigError, in s a
-// *setting.Error.
+// *setting.Error; a Listen not served is a *run.OutputError.
 func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, err error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, er
 	if s.Listen != "" && !strings.EqualFold(s.Listen, "none") && (!s.Once || listen) {
 		var stopMetrics func()
 		if url, stopMetrics, err = Serve(s.Listen, reg, h.Secrets); err != nil {
-			return nil, setting.Errorf("Listen", s.Listen, "%v", err)
+			return nil, &run.OutputError{Field: "Listen", Path: s.Listen, Err: err}
 		}
 		defer stopMetrics()
 		fmt.Fprintf(h.Stderr, "goodput: metrics at %s\n", url)

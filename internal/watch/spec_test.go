@@ -2,11 +2,15 @@ package watch
 
 import (
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -56,5 +60,19 @@ func TestHostTarget(t *testing.T) {
 	}
 	if got := h.Secrets.String("sk-LEAK hdr-LEAK pass-LEAK"); strings.Contains(got, "LEAK") {
 		t.Errorf("secrets blank %q: want the key, the header value and the URL's password gone", got)
+	}
+}
+
+func TestRunNamesAListenNotServed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "targets:\n  - name: sim\n    base_url: embedded\n    backend: openai\n"
+	if err := os.WriteFile(filepath.Join(dir, "w.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := Host{Dir: dir, Stdout: io.Discard, Stderr: io.Discard}
+	var oe *run.OutputError
+	_, err := Spec{Config: "w.yaml", Listen: "127.0.0.1:99999", Duration: time.Millisecond}.Run(t.Context(), h, true)
+	if !errors.As(err, &oe) || oe.Field != "Listen" || oe.Path != "127.0.0.1:99999" {
+		t.Errorf("Run = %v; want an OutputError of Listen", err)
 	}
 }
