@@ -3,9 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -58,12 +55,7 @@ func registerSummary(fs *pflag.FlagSet, s *run.SummarySpec) {
 }
 
 // resolve makes a relative path relative to env.Dir.
-func resolve(env Env, p string) string {
-	if env.Dir == "" || filepath.IsAbs(p) || p == "-" {
-		return p
-	}
-	return filepath.Join(env.Dir, p)
-}
+func resolve(env Env, p string) string { return files(env).Path(p) }
 
 // defaultPercentileMetrics are the metrics summarised unless
 // --percentile-metrics says otherwise.
@@ -115,12 +107,7 @@ func savedRunError(fs *pflag.FlagSet, root any, read runlog.ReadOptions, err err
 }
 
 // files are the user's files, relative to env.Dir, and the streams.
-func files(env Env) run.Files {
-	return run.Files{Open: func(name string) (io.ReadCloser, error) { return os.Open(resolve(env, name)) },
-		Path: func(p string) string { return resolve(env, p) }, Stdout: env.Stdout,
-		Note: func(s string) { fmt.Fprintf(env.Stderr, "goodput: %s\n", s) },
-		Warn: func(w string) { fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w) }, Now: env.Now}
-}
+func files(env Env) run.Files { return run.DirFiles(env.Dir, env.Stdout, env.Stderr, env.Now) }
 
 func newCompareCmd(env Env) *cobra.Command {
 	var o run.CompareSpec

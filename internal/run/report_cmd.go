@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -38,6 +39,21 @@ type Files struct {
 	Stdout     io.Writer
 	Note, Warn func(string)
 	Now        func() time.Time
+}
+
+// DirFiles are the files of a user working in dir ("" the working
+// directory), relative paths relative to it, with notes and warnings
+// written to stderr.
+func DirFiles(dir string, stdout, stderr io.Writer, now func() time.Time) Files {
+	path := func(p string) string {
+		if dir == "" || filepath.IsAbs(p) || p == "-" {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	return Files{Open: func(name string) (io.ReadCloser, error) { return os.Open(path(name)) }, Path: path, Stdout: stdout,
+		Note: func(s string) { fmt.Fprintf(stderr, "goodput: %s\n", s) },
+		Warn: func(w string) { fmt.Fprintf(stderr, "goodput: warning: %s\n", w) }, Now: now}
 }
 
 // sloWord is an SLO term given as a word of its own, vLLM's way

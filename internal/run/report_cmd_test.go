@@ -168,3 +168,19 @@ func TestCompareSetArgs(t *testing.T) {
 		t.Errorf("SetArgs of one file = %v; want a setting error", err)
 	}
 }
+
+func TestDirFilesResolveInDir(t *testing.T) {
+	var stderr strings.Builder
+	f := DirFiles("/w", io.Discard, &stderr, nil)
+	if f.Path("a.jsonl") != filepath.Join("/w", "a.jsonl") || f.Path("/abs") != "/abs" || f.Path("-") != "-" {
+		t.Errorf("Path: %q %q %q", f.Path("a.jsonl"), f.Path("/abs"), f.Path("-"))
+	}
+	f.Warn("w")
+	f.Note("n")
+	if stderr.String() != "goodput: warning: w\ngoodput: n\n" {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if DirFiles("", nil, nil, nil).Path("a") != "a" {
+		t.Error("no dir: want the path as given")
+	}
+}
