@@ -18,15 +18,9 @@ import (
 // job" and "goodput k8s collect", which write the Kubernetes Jobs that run
 // and merge the shards (run.ShardJob). See docs/scale-out.md.
 
-// shardFlags is the run's shard (nil: a whole run) and its start (zero:
-// once ready).
+// shardFlags is the run's shard (nil: a whole run) and its start.
 func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
-	index := ""
-	if env.Getenv != nil {
-		index = env.Getenv(run.JobIndexEnv)
-	}
-	sh, at, err := run.ShardSpec{Shard: l.Shard, Shards: l.Shards, StartAt: l.StartAt, Rendezvous: l.Rendezvous}.Build(index, env.Now())
-	return sh, at, err
+	return l.ShardOf(env.Getenv, env.Now())
 }
 
 func newK8sCmd(env Env) *cobra.Command {
@@ -48,10 +42,16 @@ func afterDash(whose string) cobra.PositionalArgs {
 
 func newK8sJobCmd(env Env) *cobra.Command {
 	var j run.ShardJob
+	bo := &BenchOptions{}
 	cmd := &cobra.Command{Use: "job --shards N --base-url URL [flags] [-- BENCH FLAGS...]",
 		Short: "Write an Indexed Job that runs goodput bench as N shards of one schedule",
 		Long:  helpText("k8s-job"), Example: helpText("k8s-job.examples"), Args: afterDash("bench's")}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return writeK8sJob(env, cmd.Flags(), &j, args) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return settingError(cmd.Flags(), &struct {
+			*run.ShardJob
+			bench *BenchOptions
+		}{&j, bo}, writeK8sJob(env, cmd.Flags(), &j, bo, args))
+	}
 	fs := cmd.Flags()
 	fs.StringVar(&j.Name, "name", "goodput-bench", "name of the Job, its Service and pods")
 	fs.StringVar(&j.Namespace, "namespace", "", "namespace of the objects (default: kubectl's)")
@@ -72,7 +72,9 @@ func newK8sCollectCmd(env Env) *cobra.Command {
 	var c run.ShardCollect
 	cmd := &cobra.Command{Use: "collect --shards N --records-claim CLAIM [flags] [-- REPORT FLAGS...]",
 		Short: "Write a Job that merges the shards' records with goodput report", Long: helpText("k8s-collect"), Args: afterDash("report's")}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error { return writeK8sCollect(env, cmd.Flags(), &c, args) }
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return settingError(cmd.Flags(), &c, writeK8sCollect(env, &c, args))
+	}
 	fs := cmd.Flags()
 	fs.StringVar(&c.Name, "name", "goodput-bench", "name of the shards' Job (the collector is NAME-report)")
 	fs.StringVar(&c.Namespace, "namespace", "", "namespace of the Job (default: kubectl's)")
@@ -82,63 +84,44 @@ func newK8sCollectCmd(env Env) *cobra.Command {
 	return cmd
 }
 
-// writeK8sJob checks the Job's flags, then bench's (args) as bench checks
-// them, so a typo fails here rather than in N pods, and writes the shards'
-// manifests.
-func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, args []string) error {
+// writeK8sJob checks the Job's flags, then bench's (args) into bo as
+// bench checks them, so a typo fails here rather than in N pods, and
+// writes the shards' manifests.
+func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, bo *BenchOptions, args []string) error {
 	if _, err := j.Check(env.Now()); err != nil {
-		return settingError(fs, j, err)
+		return err
 	}
-	bo := &BenchOptions{}
 	bc := benchCommand(env, bo)
 	if err := bc.ParseFlags(args); err != nil {
 		return usagef("bench flag after --: %v", err)
 	}
-	if rest := bc.Flags().Args(); len(rest) > 0 && len(bo.out.Goodput) == 0 {
-		return usagef("after --: unexpected argument %q (bench takes flags only)", rest[0])
-	}
-	for _, f := range k8s.BenchOwned {
-		if bc.Flags().Changed(f) {
-			return usagef("after --: --%s is the Job's to set (give goodput k8s job --base-url, --shards, --start-at, --records-claim)", f)
-		}
-	}
 	if tok := bo.work.o.Tokenizer; tok != "" && !strings.HasPrefix(tok, "tiktoken:") {
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
-	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet}
+	fs.AddFlagSet(bc.Flags()) // they name the Bench fields: --api-key-env the key's variable as bench resolved it
+	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet,
+		Given: bc.Flags().Changed, Rest: bc.Flags().Args(), SLO: len(bo.out.Goodput) > 0}
 	head, docs, err := j.Manifests(env.Now(), func(p string) ([]byte, error) { return os.ReadFile(resolve(env, p)) })
 	if err != nil {
-		// Bench's flags name the Bench fields; the key variable is its
-		// --api-key-env as bench resolved it.
-		all := pflag.NewFlagSet("k8s job", pflag.ContinueOnError)
-		all.AddFlagSet(fs)
-		all.StringVar(&j.Bench.APIKeyEnv, "api-key-env", "", "")
-		all.AddFlagSet(bc.Flags())
-		return settingError(all, j, err)
+		return err
 	}
 	return k8s.Write(env.Stdout, head, docs)
 }
 
 // writeK8sCollect writes the Job that merges the shards' records, its own
 // flags checked before report's (args).
-func writeK8sCollect(env Env, fs *pflag.FlagSet, c *run.ShardCollect, args []string) error {
+func writeK8sCollect(env Env, c *run.ShardCollect, args []string) error {
 	if _, err := c.Check(); err != nil {
-		return settingError(fs, c, err)
+		return err
 	}
 	rc := newReportCmd(env)
 	if err := rc.ParseFlags(args); err != nil {
 		return usagef("report flag after --: %v", err)
 	}
-	if rest := rc.Flags().Args(); len(rest) > 0 {
-		return usagef("after --: unexpected argument %q (the Job names the shards' files)", rest[0])
-	}
-	if rc.Flags().Changed("json") {
-		return usagef("after --: --json is the Job's to set (%s)", k8s.MergedPath)
-	}
-	c.Report = args
+	c.Report, c.ReportRest, c.ReportGiven = args, rc.Flags().Args(), rc.Flags().Changed
 	head, docs, err := c.Manifests()
 	if err != nil {
-		return settingError(fs, c, err)
+		return err
 	}
 	return k8s.Write(env.Stdout, head, docs)
 }

@@ -3,9 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,14 +18,8 @@ import (
 )
 
 // summaryFlags say how records are summarised and priced, with bench's
-// names and meanings; its methods' errors name the flags.
-type summaryFlags struct {
-	run.SummarySpec
-	fs *pflag.FlagSet
-}
-
-// err names the flags of a summary setting's error.
-func (s *summaryFlags) err(err error) error { return settingError(s.fs, s, err) }
+// names and meanings.
+type summaryFlags struct{ run.SummarySpec }
 
 // sessionSLO is spec, bench's --session-goodput (bound to its session
 // flags, not to SessionGoodput), over --slo-preset's session constraints.
@@ -36,27 +27,20 @@ func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 	c := s.Spec
 	c.SessionGoodput = spec
 	slo, err := c.SessionSLO()
-	var se *setting.Error
-	if errors.As(err, &se) && se.Field == "SessionGoodput" {
+	if se := (*setting.Error)(nil); errors.As(err, &se) && se.Field == "SessionGoodput" {
 		return slo, usagef("%s", se.Render(func(string) string { return "--session-goodput" }))
 	}
-	return slo, s.err(err)
+	return slo, err
 }
 
 // cost is --gpu-cost-per-hour and --num-gpus, checked.
-func (s *summaryFlags) cost() (run.Cost, error) { return s.Cost, s.err(s.Cost.Check()) }
+func (s *summaryFlags) cost() (run.Cost, error) { return s.Cost, s.Cost.Check() }
 
 // options parses the flags plus extra "name:ms" SLO words.
-func (s *summaryFlags) options(extra []string) (stats.Options, error) {
-	so, err := s.Spec.Options(extra)
-	return so, s.err(err)
-}
+func (s *summaryFlags) options(extra []string) (stats.Options, error) { return s.Spec.Options(extra) }
 
-// register adds the flags to fs, whose flags then name the errors.
-func (s *summaryFlags) register(fs *pflag.FlagSet) {
-	s.fs = fs
-	registerSummary(fs, &s.SummarySpec)
-}
+// register adds the flags to fs.
+func (s *summaryFlags) register(fs *pflag.FlagSet) { registerSummary(fs, &s.SummarySpec) }
 
 // registerSummary adds the summary flags, with bench's names, meanings
 // and defaults.
@@ -70,29 +54,8 @@ func registerSummary(fs *pflag.FlagSet, s *run.SummarySpec) {
 	fs.StringVar(&s.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
 }
 
-// splitSLOArgs separates vLLM-style SLO words ("tpot:50" after --goodput
-// ttft:2000) from file arguments; a word naming an existing file stays a
-// file.
-func splitSLOArgs(env Env, args []string, haveGoodput bool) (files, slo []string) {
-	for _, a := range args {
-		if haveGoodput && sloArg.MatchString(a) {
-			if _, err := os.Stat(resolve(env, a)); err != nil {
-				slo = append(slo, a)
-				continue
-			}
-		}
-		files = append(files, a)
-	}
-	return files, slo
-}
-
 // resolve makes a relative path relative to env.Dir.
-func resolve(env Env, p string) string {
-	if env.Dir == "" || filepath.IsAbs(p) || p == "-" {
-		return p
-	}
-	return filepath.Join(env.Dir, p)
-}
+func resolve(env Env, p string) string { return files(env).Path(p) }
 
 // defaultPercentileMetrics are the metrics summarised unless
 // --percentile-metrics says otherwise.
@@ -107,9 +70,7 @@ func newReportCmd(env Env) *cobra.Command {
 		Example: helpText("report.examples"),
 		Args:    atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Files, o.SLOWords = splitSLOArgs(env, args, len(o.Summary.Goodput) > 0); len(o.Files) == 0 {
-				return usagef("no records file given")
-			}
+			o.Files, o.SLOWords = files(env).SplitArgs(args, len(o.Summary.Goodput) > 0)
 			term := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}, Headed: true}
 			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, givenIn(cmd.Flags(), &o), term, files(env)))
 		},
@@ -135,31 +96,18 @@ func readFlags(fs *pflag.FlagSet, o *runlog.ReadOptions) {
 	fs.BoolVar(&o.Merge, "merge", false, "accept a records file holding several runs (files concatenated) and merge its runs, each on its own clock")
 }
 
-// savedRunError is a command over saved runs' error as the user reads it:
-// a setting's names its flag, and so does an output not written; a bad
-// line says how to skip it; a run of whole answers names the streaming
-// metric asked of it.
+// savedRunError is a saved run's error as the user reads it: a bad line
+// says how to skip it; a run of whole answers names the streaming metric
+// asked of it.
 func savedRunError(fs *pflag.FlagSet, root any, read runlog.ReadOptions, err error) error {
-	var (
-		bad *runlog.BadLineError
-		we  *run.OutputError
-	)
-	switch {
-	case errors.As(err, &bad) && !read.SkipBadLines:
+	if bad := (*runlog.BadLineError)(nil); errors.As(err, &bad) && !read.SkipBadLines {
 		return fmt.Errorf("%w (--skip-bad-lines skips such lines, naming each in a warning)", err)
-	case errors.As(err, &we) && len(flagsOf(fs, root, we.Field)) > 0:
-		return fmt.Errorf("--%s: %w", flagsOf(fs, root, we.Field)[0], we.Err)
 	}
 	return settingError(fs, root, wholeAnswersError(err, "a run of whole answers"))
 }
 
 // files are the user's files, relative to env.Dir, and the streams.
-func files(env Env) run.Files {
-	return run.Files{Open: func(name string) (io.ReadCloser, error) { return os.Open(resolve(env, name)) },
-		Path: func(p string) string { return resolve(env, p) }, Stdout: env.Stdout,
-		Note: func(s string) { fmt.Fprintf(env.Stderr, "goodput: %s\n", s) },
-		Warn: func(w string) { fmt.Fprintf(env.Stderr, "goodput: warning: %s\n", w) }, Now: env.Now}
-}
+func files(env Env) run.Files { return run.DirFiles(env.Dir, env.Stdout, env.Stderr, env.Now) }
 
 func newCompareCmd(env Env) *cobra.Command {
 	var o run.CompareSpec
@@ -170,13 +118,11 @@ func newCompareCmd(env Env) *cobra.Command {
 		Example: helpText("compare.examples"),
 		Args:    atLeast(2, "give two runs to compare, A then B: records files or result JSONs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			names, slo := splitSLOArgs(env, args, len(o.Goodput) > 0)
-			if len(names) != 2 {
-				return usagef("compare takes two files, A and B; got %d", len(names))
+			err := o.SetArgs(args, files(env))
+			if err == nil {
+				err = run.Compare(&o, files(env))
 			}
-			o.A, o.B = names[0], names[1]
-			o.Goodput = append(o.Goodput, slo...)
-			return savedRunError(cmd.Flags(), &o, o.Read, run.Compare(&o, files(env)))
+			return savedRunError(cmd.Flags(), &o, o.Read, err)
 		},
 	}
 	fs := cmd.Flags()
@@ -206,18 +152,10 @@ func newSimFitCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = args
 			err := run.Fit(o, files(env))
-			var (
-				ce *sim.ConfigError
-				we *run.OutputError
-			)
-			switch {
-			case errors.As(err, &ce):
+			if we := (*run.OutputError)(nil); err == nil || errors.As(err, &we) {
 				return settingError(cmd.Flags(), o, err)
-			case err == nil || errors.As(err, &we):
-				return savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)
 			}
-			// An unreadable records file is bad input too.
-			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)}
+			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)} // bad input too
 		},
 	}
 	fs := cmd.Flags()
@@ -245,23 +183,11 @@ func newSLOCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	var listJSON, sources, showJSON bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "Print every SLO preset: its constraints in --goodput and --session-goodput syntax",
-		Args:  noArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if listJSON {
-				return report.PresetsJSON(env.Stdout, stats.Presets())
-			}
-			return report.PresetsTerminal(env.Stdout, stats.Presets(), sources)
-		},
-	}
+	list := &cobra.Command{Use: "list", Short: "Print every SLO preset: its constraints in --goodput and --session-goodput syntax", Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return report.Presets(env.Stdout, listJSON, sources) }}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the presets as a JSON array, sources included")
 	list.Flags().BoolVar(&sources, "sources", false, "print each preset's sources and unsourced defaults under the table")
-	show := &cobra.Command{
-		Use:       "show NAME",
-		Short:     "Print one SLO preset with its sources",
-		ValidArgs: stats.PresetNames(),
+	show := &cobra.Command{Use: "show NAME", Short: "Print one SLO preset with its sources", ValidArgs: stats.PresetNames(),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("give one preset name (%s); got %d argument(s)", strings.Join(stats.PresetNames(), ", "), len(args))
@@ -269,16 +195,12 @@ func newSLOCmd(env Env) *cobra.Command {
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			p, err := stats.LookupPreset(args[0])
-			switch {
-			case err != nil: // only an unknown name
+			err := report.Preset(env.Stdout, args[0], showJSON)
+			if errors.Is(err, stats.ErrUnknownPreset) {
 				return usageError{err}
-			case showJSON:
-				return report.PresetJSON(env.Stdout, p)
 			}
-			return report.PresetTerminal(env.Stdout, p)
-		},
-	}
+			return err
+		}}
 	show.Flags().BoolVar(&showJSON, "json", false, "print the preset as a JSON object")
 	cmd.AddCommand(list, show)
 	return cmd

@@ -17,7 +17,6 @@ import (
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
-	"github.com/goodput/goodput/internal/watch"
 )
 
 // keyEchoServer is a vendor that echoes the key it was sent everywhere it
@@ -77,21 +76,23 @@ targets:
 	env.secrets = &redact.Secrets{}
 	env.Stdout, env.Stderr = env.secrets.Writer(env.Stdout), env.secrets.Writer(env.Stderr)
 	var page string
-	o := &WatchOptions{Spec: watch.Spec{Config: "watch.yaml", Listen: "127.0.0.1:0", RecordsDir: "rec", Once: true}, listenSet: true,
-		served: func(url string) {
-			resp, err := http.Get(url)
-			if err != nil {
-				t.Errorf("GET %s: %v", url, err)
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			page = string(b)
-		}}
-	err = runWatch(context.Background(), env, o)
+	o := &WatchOptions{served: func(url string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("GET %s: %v", url, err)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		page = string(b)
+	}}
+	cmd := watchCmd(env, o)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs([]string{"--config", "watch.yaml", "--listen", "127.0.0.1:0", "--records-dir", "rec", "--once"})
+	err = cmd.ExecuteContext(context.Background())
 	var ge *GateError
 	if !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "evil: http_5xx" {
-		t.Fatalf("runWatch = %v; want the gate to fail on evil's 5xx alone\nstderr: %s", err, errb.String())
+		t.Fatalf("watch = %v; want the gate to fail on evil's 5xx alone\nstderr: %s", err, errb.String())
 	}
 	texts := map[string]string{"stdout": out.String(), "stderr": errb.String(), "/metrics": page}
 	filepath.WalkDir(filepath.Join(dir, "rec"), func(p string, d os.DirEntry, err error) error {

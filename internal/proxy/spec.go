@@ -1,6 +1,9 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"regexp"
@@ -8,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -81,4 +85,24 @@ func (s Spec) Options(args []string) (Options, slog.Level, error) {
 		Records: s.Records, RecordsMaxBytes: s.RecordsMaxBytes, RecordsKeep: s.RecordsKeep,
 		Models: s.Models, MaxModels: s.MaxModels, Buckets: buckets,
 		UpstreamHeaderTimeout: s.UpstreamHeaderTimeout, ShutdownGrace: s.ShutdownGrace}, level, nil
+}
+
+// Run checks s (args are more SLO terms, as for Options) and proxies until
+// ctx is done, logging to and noting its addresses on stderr; version goes
+// in the records.
+func (s Spec) Run(ctx context.Context, args []string, version string, stderr io.Writer) error {
+	o, level, err := s.Options(args)
+	if err != nil {
+		return err
+	}
+	o.Version, o.Logger = version, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	o.Ready = func(proxyURL, metricsURL string) {
+		fmt.Fprintf(stderr, "goodput: proxying %s → %s (Ctrl-C to stop)\n", proxyURL, redact.URLString(s.Upstream))
+		if metricsURL == "" {
+			fmt.Fprintln(stderr, "goodput: no metrics address given: metrics are not served")
+			return
+		}
+		fmt.Fprintf(stderr, "goodput: metrics at %s\n", metricsURL)
+	}
+	return Run(ctx, o)
 }

@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +45,22 @@ func TestSpecErrors(t *testing.T) {
 		case c.want != "" && (!errors.As(err, &se) || len(se.Error()) < len(c.want) || se.Error()[:len(c.want)] != c.want):
 			t.Errorf("%+v %v: %v; want a *setting.Error %q", c.spec, c.args, err, c.want)
 		}
+	}
+}
+
+func TestSpecRunNotesItsAddresses(t *testing.T) {
+	var se *setting.Error
+	if err := (Spec{}).Run(t.Context(), nil, "v", io.Discard); !errors.As(err, &se) {
+		t.Fatalf("Run of no upstream = %v; want a setting error", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var stderr strings.Builder
+	s := Spec{Listen: "127.0.0.1:0", Upstream: "http://127.0.0.1:1", RecordsMaxBytes: 1, MaxModels: 1, Buckets: "none", LogLevel: "warn"}
+	if err := s.Run(ctx, nil, "v", &stderr); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if got := stderr.String(); !strings.Contains(got, "→ http://127.0.0.1:1") || !strings.Contains(got, "metrics are not served") {
+		t.Errorf("stderr %q: want the proxy's address and no metrics noted", got)
 	}
 }

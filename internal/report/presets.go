@@ -143,3 +143,25 @@ func writeIndentedJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// Presets writes every SLO preset to w, as JSON or as a table (with
+// sources: each preset's sources under it).
+func Presets(w io.Writer, asJSON, sources bool) error {
+	if asJSON {
+		return PresetsJSON(w, stats.Presets())
+	}
+	return PresetsTerminal(w, stats.Presets(), sources)
+}
+
+// Preset writes the preset named name to w, as JSON or as text; an
+// unknown name is stats.ErrUnknownPreset.
+func Preset(w io.Writer, name string, asJSON bool) error {
+	p, err := stats.LookupPreset(name)
+	switch {
+	case err != nil:
+		return err
+	case asJSON:
+		return PresetJSON(w, p)
+	}
+	return PresetTerminal(w, p)
+}

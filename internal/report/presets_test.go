@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/goodput/goodput/internal/stats"
@@ -37,5 +39,20 @@ func TestPresetsGolden(t *testing.T) {
 	}
 	if ms, _ := doc[0]["request_ms"].(map[string]any); doc[0]["name"] != "chat" || ms["ttft"] != 450.0 {
 		t.Errorf("first preset %v; want chat with ttft 450 ms", doc[0])
+	}
+}
+
+func TestPresetByName(t *testing.T) {
+	var b strings.Builder
+	if err := Preset(&b, "nope", false); !errors.Is(err, stats.ErrUnknownPreset) {
+		t.Errorf("Preset(nope) = %v; want ErrUnknownPreset", err)
+	}
+	name := stats.PresetNames()[0]
+	if err := Preset(&b, name, true); err != nil || !json.Valid([]byte(b.String())) {
+		t.Errorf("Preset(%s, json) = %v, %q", name, err, b.String())
+	}
+	b.Reset()
+	if err := Presets(&b, false, true); err != nil || !strings.Contains(b.String(), name) {
+		t.Errorf("Presets = %v, %q", err, b.String())
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +39,41 @@ type Files struct {
 	Stdout     io.Writer
 	Note, Warn func(string)
 	Now        func() time.Time
+}
+
+// DirFiles are the files of a user working in dir ("" the working
+// directory), relative paths relative to it, with notes and warnings
+// written to stderr.
+func DirFiles(dir string, stdout, stderr io.Writer, now func() time.Time) Files {
+	path := func(p string) string {
+		if dir == "" || filepath.IsAbs(p) || p == "-" {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	return Files{Open: func(name string) (io.ReadCloser, error) { return os.Open(path(name)) }, Path: path, Stdout: stdout,
+		Note: func(s string) { fmt.Fprintf(stderr, "goodput: %s\n", s) },
+		Warn: func(w string) { fmt.Fprintf(stderr, "goodput: warning: %s\n", w) }, Now: now}
+}
+
+// sloWord is an SLO term given as a word of its own, vLLM's way
+// ("--goodput ttft:2000 tpot:50").
+var sloWord = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
+
+// SplitArgs separates SLO words, which follow Goodput's first term when
+// goodput says it was given, from file arguments; a word naming an
+// existing file stays a file.
+func (f Files) SplitArgs(args []string, goodput bool) (files, slo []string) {
+	for _, a := range args {
+		if goodput && sloWord.MatchString(a) {
+			if _, err := os.Stat(f.Path(a)); err != nil {
+				slo = append(slo, a)
+				continue
+			}
+		}
+		files = append(files, a)
+	}
+	return files, slo
 }
 
 // writeFile renders a file named by the setting field.
@@ -156,6 +194,9 @@ func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []
 // them (Analyze) and prints and writes what the spec asks. Files that
 // Force or Read.Merge would merge are a *setting.Error naming it.
 func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) error {
+	if len(s.Files) == 0 {
+		return setting.Errorf("", "", "no records file given")
+	}
 	if _, err := s.Reanalysis(given); err != nil {
 		return err
 	}
@@ -257,6 +298,17 @@ func (s *CompareSpec) options() (compare.Options, error) {
 	return compare.Options{SLO: so.SLO, Percentiles: so.Percentiles, Metrics: so.Metrics, Resamples: s.Resamples,
 		Confidence: s.Confidence, Seed: s.Seed, SessionSLO: sess,
 		ReadingSpeed: time.Duration(s.ReadingSpeedMs * float64(time.Millisecond))}, nil
+}
+
+// SetArgs takes the command's arguments: the runs A and B, and SLO words
+// that extend Goodput.
+func (s *CompareSpec) SetArgs(args []string, f Files) error {
+	names, slo := f.SplitArgs(args, len(s.Goodput) > 0)
+	if len(names) != 2 {
+		return setting.Errorf("", "", "compare takes two files, A and B; got %d", len(names))
+	}
+	s.A, s.B, s.Goodput = names[0], names[1], append(s.Goodput, slo...)
+	return nil
 }
 
 // Compare reads both runs, prints the comparison and writes its HTML. A

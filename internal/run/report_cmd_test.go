@@ -2,8 +2,11 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -130,5 +133,54 @@ func TestSweepLines(t *testing.T) {
 	}
 	if s.Fractions == nil || SweepOf(sweep.Plan{}).Fractions != nil {
 		t.Errorf("SweepOf: fractions %v for an automatic plan; want AutoFractions, none otherwise", s.Fractions)
+	}
+}
+
+func TestSplitArgsKeepsFilesNamedLikeSLOWords(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ttp:5"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := Files{Path: func(p string) string { return filepath.Join(dir, p) }}
+	files, slo := f.SplitArgs([]string{"a.jsonl", "tpot:50", "ttp:5", "e2el:9"}, true)
+	if fmt.Sprint(files, slo) != "[a.jsonl ttp:5] [tpot:50 e2el:9]" {
+		t.Errorf("with --goodput: files %q, slo %q", files, slo)
+	}
+	if files, slo = f.SplitArgs([]string{"a.jsonl", "tpot:50"}, false); len(files) != 2 || slo != nil {
+		t.Errorf("without --goodput: files %q, slo %q; want every word a file", files, slo)
+	}
+}
+
+func TestReportWantsAFile(t *testing.T) {
+	var se *setting.Error
+	if err := Report(&ReportSpec{}, nil, TerminalOptions{}, Files{}); !errors.As(err, &se) || se.Error() != "no records file given" {
+		t.Errorf("Report of no files = %v; want the setting error", err)
+	}
+}
+
+func TestCompareSetArgs(t *testing.T) {
+	f := Files{Path: func(p string) string { return filepath.Join(t.TempDir(), p) }}
+	s := CompareSpec{Spec: stats.Spec{Goodput: []string{"ttft:1"}}}
+	if err := s.SetArgs([]string{"a", "tpot:5", "b"}, f); err != nil || s.A != "a" || s.B != "b" || len(s.Goodput) != 2 {
+		t.Errorf("SetArgs = %v: %+v", err, s)
+	}
+	if err := s.SetArgs([]string{"a"}, f); fieldOf(err) != "" || err == nil {
+		t.Errorf("SetArgs of one file = %v; want a setting error", err)
+	}
+}
+
+func TestDirFilesResolveInDir(t *testing.T) {
+	var stderr strings.Builder
+	f := DirFiles("/w", io.Discard, &stderr, nil)
+	if f.Path("a.jsonl") != filepath.Join("/w", "a.jsonl") || f.Path("/abs") != "/abs" || f.Path("-") != "-" {
+		t.Errorf("Path: %q %q %q", f.Path("a.jsonl"), f.Path("/abs"), f.Path("-"))
+	}
+	f.Warn("w")
+	f.Note("n")
+	if stderr.String() != "goodput: warning: w\ngoodput: n\n" {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	if DirFiles("", nil, nil, nil).Path("a") != "a" {
+		t.Error("no dir: want the path as given")
 	}
 }

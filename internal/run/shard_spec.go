@@ -73,6 +73,17 @@ func (s ShardSpec) Build(index string, now time.Time) (*Shard, time.Time, error)
 	return sh, at, nil
 }
 
+// ShardOf is the load's shard (nil: a whole run) and its start (zero:
+// once ready), the index of Shards N read from JobIndexEnv through getenv
+// (nil: none).
+func (s *LoadSpec) ShardOf(getenv func(string) string, now time.Time) (*Shard, time.Time, error) {
+	index := ""
+	if getenv != nil {
+		index = getenv(JobIndexEnv)
+	}
+	return ShardSpec{Shard: s.Shard, Shards: s.Shards, StartAt: s.StartAt, Rendezvous: s.Rendezvous}.Build(index, now)
+}
+
 // startAt parses and checks a fixed start ("" none), as field StartAt.
 func startAt(s string, now time.Time) (time.Time, error) {
 	if s == "" {
@@ -121,11 +132,31 @@ type ShardJob struct {
 // a ConfigMap; a pointer, so that an error's field path
 // Bench.Workload.DatasetPath leads to the field bench's flag fills);
 // APIKeyEnv, the variable the API key goes in; Quiet, Args hold --quiet.
+// Given says which of bench's flags Args hold; Rest are Args' words no
+// flag took, which only SLO words may be (SLO: bench's goodput given).
 type JobBench struct {
 	Args      []string
 	Workload  *workload.Options
 	APIKeyEnv string
 	Quiet     bool
+	Given     func(flag string) bool
+	Rest      []string
+	SLO       bool
+}
+
+// check refuses in bench's arguments a word bench takes as no setting,
+// and a flag the Job sets itself (k8s.BenchOwned).
+func (b JobBench) check() error {
+	if len(b.Rest) > 0 && !b.SLO {
+		return setting.Errorf("", "", "after --: unexpected argument %q (bench takes flags only)", b.Rest[0])
+	}
+	for _, f := range k8s.BenchOwned {
+		if b.Given != nil && b.Given(f) {
+			return setting.Errorf("", "", "after --: --%s is the Job's to set (give goodput k8s job %v, %v, %v, %v)", f,
+				setting.Name("BaseURL"), setting.Name("Shards"), setting.Name("StartAt"), setting.Name("RecordsClaim"))
+		}
+	}
+	return nil
 }
 
 // Check checks the Job's own settings, before bench's are read: errors
@@ -153,6 +184,9 @@ func (j *ShardJob) Check(now time.Time) (k8s.JobSpec, error) {
 // dataset are of field Bench.Workload.DatasetPath.
 func (j *ShardJob) Manifests(now time.Time, read func(path string) ([]byte, error)) (string, []k8s.Manifest, error) {
 	spec, err := j.Check(now)
+	if err == nil {
+		err = j.Bench.check()
+	}
 	if err != nil {
 		return "", nil, err
 	}
@@ -211,11 +245,13 @@ func k8sFieldError(se *k8s.SpecError) error {
 }
 
 // ShardCollect is "goodput k8s collect" as a user gives it: the Job that
-// merges the shards' records with report's flags Report.
+// merges the shards' records with report's flags Report; ReportGiven says
+// which flags Report holds, ReportRest its words no flag took.
 type ShardCollect struct {
 	Name, Namespace, Image, RecordsClaim string
 	Shards                               int
-	Report                               []string
+	Report, ReportRest                   []string
+	ReportGiven                          func(flag string) bool
 }
 
 // Check checks the collector's own settings, before report's are read.
@@ -237,8 +273,13 @@ func (c *ShardCollect) Check() (k8s.CollectSpec, error) {
 // Manifests is the collector's head comment and objects.
 func (c *ShardCollect) Manifests() (string, []k8s.Manifest, error) {
 	spec, err := c.Check()
-	if err != nil {
+	switch {
+	case err != nil:
 		return "", nil, err
+	case len(c.ReportRest) > 0:
+		return "", nil, setting.Errorf("", "", "after --: unexpected argument %q (the Job names the shards' files)", c.ReportRest[0])
+	case c.ReportGiven != nil && c.ReportGiven("json"):
+		return "", nil, setting.Errorf("", "", "after --: --json is the Job's to set (%s)", k8s.MergedPath)
 	}
 	spec.Args = k8s.CollectArgs(c.Shards, c.Report)
 	docs, err := k8s.Collect(spec)

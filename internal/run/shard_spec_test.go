@@ -79,6 +79,10 @@ func TestShardJobErrors(t *testing.T) {
 		{job(func(j *ShardJob) { j.APIKeySecret, j.Bench.APIKeyEnv = "s/k", "" }), "APIKeySecret needs bench's Bench.APIKeyEnv"},
 		{job(func(j *ShardJob) { j.Bench.Workload.DatasetPath = "missing" }), "Bench.Workload.DatasetPath missing: no such file (the file goes into a ConfigMap)"},
 		{job(func(j *ShardJob) { j.Bench.Workload.DatasetPath = "bin" }), "Bench.Workload.DatasetPath bin: not UTF-8 text"},
+		{job(func(j *ShardJob) { j.Bench.Rest = []string{"x"} }), `after --: unexpected argument "x" (bench takes flags only)`},
+		{job(func(j *ShardJob) { j.Bench.Rest, j.Bench.SLO = []string{"tpot:50"}, true }), ""},
+		{job(func(j *ShardJob) { j.Bench.Given = func(f string) bool { return f == "records" } }),
+			"after --: --records is the Job's to set (give goodput k8s job BaseURL, Shards, StartAt, RecordsClaim)"},
 	} {
 		_, _, err := c.job.Manifests(now, read)
 		settingErr(t, fmt.Sprintf("%+v.Manifests", *c.job), err, c.want)
@@ -91,8 +95,22 @@ func TestShardJobErrors(t *testing.T) {
 		{ShardCollect{Name: "b", Shards: 0, Image: "i", RecordsClaim: "r"}, "Shards 0: want 1 to 10000"},
 		{ShardCollect{Name: "b", Shards: 2, Image: "i"}, "RecordsClaim: give the claim"},
 		{ShardCollect{Name: "B", Shards: 2, Image: "i", RecordsClaim: "r"}, `Name "B": want lowercase`},
+		{ShardCollect{Name: "b", Shards: 2, Image: "i", RecordsClaim: "r", ReportRest: []string{"f"}}, `after --: unexpected argument "f"`},
+		{ShardCollect{Name: "b", Shards: 2, Image: "i", RecordsClaim: "r", ReportGiven: func(f string) bool { return f == "json" }},
+			"after --: --json is the Job's to set (/records/merged.json)"},
 	} {
 		_, _, err := c.c.Manifests()
 		settingErr(t, fmt.Sprintf("%+v.Manifests", c.c), err, c.want)
+	}
+}
+
+func TestLoadShardOfReadsTheIndex(t *testing.T) {
+	l := LoadSpec{Shards: 4}
+	sh, _, err := l.ShardOf(func(k string) string { return map[string]string{JobIndexEnv: "2"}[k] }, time.Now())
+	if err != nil || sh == nil || sh.Index != 2 {
+		t.Errorf("ShardOf = %+v, %v; want shard 2 of 4", sh, err)
+	}
+	if _, _, err := l.ShardOf(nil, time.Now()); err == nil {
+		t.Error("ShardOf without an index: want an error")
 	}
 }

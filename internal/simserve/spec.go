@@ -1,7 +1,9 @@
 package simserve
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -79,4 +81,39 @@ func (s *Server) Fleet(engine string) string {
 		return fmt.Sprintf("%d replicas of %s", s.Replicas(), engine)
 	}
 	return engine
+}
+
+// Serve serves as s says, over the fleet c and the gateway g give (given:
+// which of c's settings were), until ctx is done, logging to stderr and
+// noting there what it serves (describe names the engine from Describe's
+// map). Errors of c's and g's settings are *setting.Error of their fields.
+func (s Spec) Serve(ctx context.Context, c cluster.Spec, g cluster.GatewaySpec, given setting.Given, stderr io.Writer, describe func(map[string]any) string) error {
+	switch {
+	case c.Ratios != "":
+		return setting.Errorf("Ratios", "", "the search over prefill/decode splits runs in virtual time (goodput sim); goodput serve serves one fleet")
+	case g.Mix != "":
+		return setting.Errorf("Mix", "", "goodput serve takes each request's class from its body's priority field; the mix is a load generator's (goodput sim)")
+	}
+	fleet, err := c.Config(s.Engine, given)
+	if err == nil {
+		fleet, err = g.Apply(fleet, s.Engine)
+	}
+	if err != nil {
+		return err
+	}
+	srv, err := s.Server(fleet, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err != nil {
+		return err
+	}
+	url, stop, err := srv.Start(ctx, s.Addr())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "goodput: serving %s as %q at %s (Ctrl-C to stop)\n", srv.Fleet(describe(srv.Describe())), srv.Model(), url)
+	if s.Slowdown != 0 && s.Slowdown != 1 {
+		fmt.Fprintf(stderr, "goodput: every engine iteration runs %v× as long from %v after the start (POST %s/goodput/slowdown?factor=1 restores full speed)\n",
+			s.Slowdown, s.SlowdownAfter, url)
+	}
+	<-ctx.Done()
+	return stop()
 }

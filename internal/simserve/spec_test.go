@@ -2,6 +2,7 @@ package simserve
 
 import (
 	"errors"
+	"io"
 	"math"
 	"testing"
 	"time"
@@ -83,5 +84,18 @@ func TestSpecServerEngineError(t *testing.T) {
 	}
 	if srv, err := (Spec{Engine: sim.DefaultConfig()}).Server(nil, nil); err != nil || srv == nil {
 		t.Errorf("Server = %v, %v", srv, err)
+	}
+}
+
+func TestServeRefusesWhatOnlySimRuns(t *testing.T) {
+	s := Spec{Engine: sim.DefaultConfig()}
+	for field, c := range map[string]struct {
+		c cluster.Spec
+		g cluster.GatewaySpec
+	}{"Ratios": {c: cluster.Spec{Ratios: "1:1"}}, "Mix": {g: cluster.GatewaySpec{Mix: "1,1"}}} {
+		var se *setting.Error
+		if err := s.Serve(t.Context(), c.c, c.g, nil, io.Discard, nil); !errors.As(err, &se) || se.Field != field {
+			t.Errorf("Serve with %s = %v; want a setting error of it", field, err)
+		}
 	}
 }

@@ -3,10 +3,12 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
@@ -40,10 +43,9 @@ type Host struct {
 	// none).
 	Secrets *redact.Secrets
 	Version string
-	// Target builds t's run.Target reaching it at base (the embedded
-	// simulator's URL for base_url embedded), sending headers (K=V) and
-	// body (JSON, "" none) with every probe; its error is a *ConfigError.
-	Target func(t *Target, base string, headers []string, body string) (run.Target, error)
+	// ReadyPoll is how often a starting server is asked again (zero:
+	// openai's default).
+	ReadyPoll time.Duration
 	// Served, when set (tests), is called with the /metrics URL after
 	// Once has probed, while the page still serves.
 	Served func(metricsURL string)
@@ -67,7 +69,7 @@ func (s Spec) Check() error {
 // the results, and failed names the targets whose probe was not ok. listen
 // says whether Listen was given: Once serves /metrics only then. A
 // mistake in the config or a target is a *ConfigError, in s a
-// *setting.Error.
+// *setting.Error; a Listen not served is a *run.OutputError.
 func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, err error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -103,7 +105,7 @@ func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, er
 	if s.Listen != "" && !strings.EqualFold(s.Listen, "none") && (!s.Once || listen) {
 		var stopMetrics func()
 		if url, stopMetrics, err = Serve(s.Listen, reg, h.Secrets); err != nil {
-			return nil, setting.Errorf("Listen", s.Listen, "%v", err)
+			return nil, &run.OutputError{Field: "Listen", Path: s.Listen, Err: err}
 		}
 		defer stopMetrics()
 		fmt.Fprintf(h.Stderr, "goodput: metrics at %s\n", url)
@@ -137,7 +139,7 @@ func (h Host) path(p string) string {
 }
 
 // targets checks each target's key, then builds its run.Target through
-// h.Target. Targets at base_url embedded share one embedded simulator,
+// h.target. Targets at base_url embedded share one embedded simulator,
 // started here; stop stops it.
 func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]run.Target, stop func(), err error) {
 	stop = func() {}
@@ -166,7 +168,7 @@ func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]run.
 		}
 		var rt run.Target
 		if err == nil {
-			rt, err = h.Target(t, base, headers, body)
+			rt, err = h.target(t, base, headers, body)
 		}
 		if err != nil {
 			stop()
@@ -194,4 +196,35 @@ func (t *Target) request() (headers []string, body string, err error) {
 		body = string(j)
 	}
 	return headers, body, nil
+}
+
+// target is t's run.Target reaching it at base, sending headers (K=V) and
+// body (JSON, "" none) with every probe, built as bench builds its own;
+// the key, the URL and every header value are secrets.
+func (h Host) target(t *Target, base string, headers []string, body string) (run.Target, error) {
+	spec := run.TargetSpec{Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
+		MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
+		MaxResponseTokens: openai.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body}
+	if _, _, err := spec.Protocol(); err != nil {
+		return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, run.BackendNames))
+	}
+	key := ""
+	if k := spec.KeyEnv(); k != "" && h.Getenv != nil {
+		key = h.Getenv(k)
+	}
+	// The config builds valid headers and probe bodies, so what is left
+	// to refuse is the backend's.
+	rt, err := spec.Build(base, run.Conn{APIKey: key, ReadyPoll: h.ReadyPoll})
+	if err != nil {
+		return rt, t.FieldError("backend", errors.New(err.Error()))
+	}
+	if h.Secrets != nil {
+		if u, err := url.Parse(base); err == nil {
+			h.Secrets.AddURL(u)
+		}
+		hdr, _ := spec.Header()
+		h.Secrets.Add(key)
+		h.Secrets.AddHeader(hdr, true)
+	}
+	return rt, nil
 }
