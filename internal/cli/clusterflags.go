@@ -52,7 +52,7 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 
 // config is the fleet over engine (nil: the engine alone).
 func (c *clusterFlags) config(engine sim.Config) (*cluster.Config, error) {
-	return c.Spec.Config(engine, givenIn(c.fs, &c.Spec))
+	return c.Spec.Config(engine, flagfield.Given(c.fs, &c.Spec))
 }
 
 // onlySim refuses the cluster flags given where the run is not a
@@ -98,7 +98,7 @@ func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 
 func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	c := &o.cluster
-	splits, colocated, err := c.Splits(o.Engine, givenIn(c.fs, &c.Spec))
+	splits, colocated, err := c.Splits(o.Engine, flagfield.Given(c.fs, &c.Spec))
 	if err != nil {
 		return err
 	}

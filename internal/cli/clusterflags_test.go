@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
@@ -67,13 +68,13 @@ func TestSpecFieldsHaveFlags(t *testing.T) {
 		t.Fatalf("cluster.Spec's fields %v", fields)
 	}
 	for _, f := range fields {
-		if len(flagsOf(fs, &c.Spec, f)) != 1 {
-			t.Errorf("cluster.Spec.%s: flags %v; want one", f, flagsOf(fs, &c.Spec, f))
+		if len(flagfield.Flags(fs, &c.Spec, f)) != 1 {
+			t.Errorf("cluster.Spec.%s: flags %v; want one", f, flagfield.Flags(fs, &c.Spec, f))
 		}
 	}
 	for _, f := range leaves(reflect.TypeFor[cluster.GatewaySpec](), "") {
-		if len(flagsOf(fs, &g.GatewaySpec, f)) != 1 {
-			t.Errorf("cluster.GatewaySpec.%s: flags %v; want one", f, flagsOf(fs, &g.GatewaySpec, f))
+		if len(flagfield.Flags(fs, &g.GatewaySpec, f)) != 1 {
+			t.Errorf("cluster.GatewaySpec.%s: flags %v; want one", f, flagfield.Flags(fs, &g.GatewaySpec, f))
 		}
 	}
 }

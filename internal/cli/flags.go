@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -181,7 +182,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
 	c := l.LoadSpec
 	c.RequestRate = rate
-	return c.Level(givenIn(l.fs, &l.LoadSpec))
+	return c.Level(flagfield.Given(l.fs, &l.LoadSpec))
 }
 
 // workloadFlags say what to send.
@@ -271,7 +272,7 @@ type outputFlags struct {
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	o.fs = fs
-	o.summaryFlags.register(fs)
+	registerSummary(fs, &o.SummarySpec)
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
 	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")
 	fs.StringVar(&o.ResultDir, "result-dir", "", "directory for the result and records files (default: current)")
@@ -294,5 +295,5 @@ func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
 			return stats.Options{}, usagef("unexpected argument %q (SLO terms follow --goodput, e.g. --goodput ttft:2000 tpot:50)", a)
 		}
 	}
-	return o.options(args)
+	return o.Options(args)
 }

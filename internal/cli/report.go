@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/compare"
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -32,15 +33,6 @@ func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 	}
 	return slo, err
 }
-
-// cost is --gpu-cost-per-hour and --num-gpus, checked.
-func (s *summaryFlags) cost() (run.Cost, error) { return s.Cost, s.Cost.Check() }
-
-// options parses the flags plus extra "name:ms" SLO words.
-func (s *summaryFlags) options(extra []string) (stats.Options, error) { return s.Spec.Options(extra) }
-
-// register adds the flags to fs.
-func (s *summaryFlags) register(fs *pflag.FlagSet) { registerSummary(fs, &s.SummarySpec) }
 
 // registerSummary adds the summary flags, with bench's names, meanings
 // and defaults.
@@ -72,7 +64,7 @@ func newReportCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files, o.SLOWords = files(env).SplitArgs(args, len(o.Summary.Goodput) > 0)
 			term := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}, Headed: true}
-			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, givenIn(cmd.Flags(), &o), term, files(env)))
+			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, flagfield.Given(cmd.Flags(), &o), term, files(env)))
 		},
 	}
 	fs := cmd.Flags()

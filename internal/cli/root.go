@@ -21,6 +21,7 @@ import (
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 )
 
 // Exit codes.
@@ -77,11 +78,6 @@ type interruptedError struct{ msg string }
 
 func (e interruptedError) Error() string { return "interrupted: " + e.msg }
 
-// GateError is returned when a --fail-if or SLO gate fails (exit code 3).
-type GateError struct{ Failed []string }
-
-func (e *GateError) Error() string { return "gate failed: " + strings.Join(e.Failed, "; ") }
-
 // Main runs the command line args and returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
 	if env.secrets == nil {
@@ -101,7 +97,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	}
 	fmt.Fprintf(env.Stderr, "goodput: %v\n", err)
 	var ue usageError
-	var ge *GateError
+	var ge *run.GateError
 	var ie interruptedError
 	switch {
 	case errors.As(err, &ie):

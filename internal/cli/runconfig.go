@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -39,7 +40,7 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 	}
 	load := r.load.LoadSpec
 	load.RequestRate = rate
-	lv, err := load.LevelFor(r.work.o.DatasetName, embedded, givenIn(r.fs, &r.load.LoadSpec))
+	lv, err := load.LevelFor(r.work.o.DatasetName, embedded, flagfield.Given(r.fs, &r.load.LoadSpec))
 	if err != nil {
 		return run.Config{}, err
 	}
@@ -51,14 +52,13 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 	if err != nil {
 		return run.Config{}, err
 	}
-	cost, err := r.out.cost()
-	if err != nil {
+	if err := r.out.Cost.Check(); err != nil {
 		return run.Config{}, err
 	}
 	sessions, sessionSLO, err := r.sessions.sessionLoad(env, &r.work, &r.out, r.load.Seed)
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: r.work.o}, Retry: retry,
-		Load: lv, Seed: r.load.Seed, Stats: so, Output: r.out.runOutput(env), Metadata: meta, Cost: cost,
+		Load: lv, Seed: r.load.Seed, Stats: so, Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
 		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs, Sessions: sessions, SessionSLO: sessionSLO,
 	}, err
 }
@@ -73,7 +73,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 	if s := cfg.Sessions; s != nil {
 		// A session is a conversation: its history goes as chat messages.
 		chained := s.History == runlog.HistoryChained
-		proto, err := o.target.ForSessions(chained, givenIn(o.fs, &o.target.TargetSpec))
+		proto, err := o.target.ForSessions(chained, flagfield.Given(o.fs, &o.target.TargetSpec))
 		switch {
 		case err != nil:
 			return cfg, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/run"
@@ -36,7 +37,7 @@ func newServeCmd(env Env) *cobra.Command {
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return settingError(cmd.Flags(), &o, o.Serve(cmd.Context(), o.cluster.Spec, o.gateway.GatewaySpec,
-				givenIn(cmd.Flags(), &o.cluster.Spec), env.Stderr, run.DescribeEngine))
+				flagfield.Given(cmd.Flags(), &o.cluster.Spec), env.Stderr, run.DescribeEngine))
 		},
 	}
 	fs := cmd.Flags()
@@ -98,7 +99,7 @@ func watchCmd(env Env, o *WatchOptions) *cobra.Command {
 			case o.Once && ctx.Err() != nil:
 				return interruptedError{"the probes were cut short"}
 			case err == nil && len(failed) > 0:
-				return &GateError{Failed: failed}
+				return &run.GateError{Failed: failed}
 			}
 			return settingError(cmd.Flags(), o, err)
 		}}

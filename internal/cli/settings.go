@@ -20,12 +20,6 @@ import (
 // it checked (a *setting.Error). The flag bound to that field's address
 // names it back, so no table repeats what the flag declarations say.
 
-// flagsOf and givenIn find the flags bound to a field (internal/flagfield).
-var (
-	flagsOf = flagfield.Flags
-	givenIn = flagfield.Given
-)
-
 // settingError is err as the line a user reads, a usage error (exit 2)
 // where it is the user's settings: a setting's error (*setting.Error, a
 // run's *run.ConfigError) names the flags of fs bound to its fields in
@@ -44,7 +38,7 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 		ke *gate.KeyError
 	)
 	flag := func(path string) string {
-		if names := flagsOf(fs, root, path); len(names) > 0 {
+		if names := flagfield.Flags(fs, root, path); len(names) > 0 {
 			return "--" + names[0]
 		}
 		return path
@@ -72,7 +66,7 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 		return fmt.Errorf("%s: %w", flag("ReadyCheckTimeout"), re)
 	case errors.As(err, &re):
 		model := flag("TargetSpec.Model")
-		if names := flagsOf(fs, root, "ServedModelName"); len(names) > 0 && fs.Changed(names[0]) {
+		if names := flagfield.Flags(fs, root, "ServedModelName"); len(names) > 0 && fs.Changed(names[0]) {
 			model = "--" + names[0]
 		}
 		if re.Model == "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -55,7 +56,7 @@ func TestSettingErrorNamesTheBoundFlag(t *testing.T) {
 	if settingError(fs, &s, plain) != plain {
 		t.Error("an error of no setting changed")
 	}
-	given := givenIn(fs, &s)
+	given := flagfield.Given(fs, &s)
 	if !given("Scale.Min") || !given("Names") || given("Rule") || given("Scale.Wait") || given("Nope") {
 		t.Error("givenIn: want Scale.Min and Names given, nothing else")
 	}

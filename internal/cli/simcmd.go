@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -80,7 +81,7 @@ func (o *SimOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 // fleet is the cluster the cluster and gateway flags describe over the
 // engine (nil: the engine alone).
 func (o *SimOptions) fleet() (*cluster.Config, error) {
-	c, err := o.cluster.Config(o.Engine, givenIn(o.fs, &o.cluster.Spec))
+	c, err := o.cluster.Config(o.Engine, flagfield.Given(o.fs, &o.cluster.Spec))
 	if err != nil {
 		return nil, err
 	}

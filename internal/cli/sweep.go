@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sweep"
@@ -104,7 +105,7 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl, err := o.Plan(base, o.load.RequestRate, givenIn(o.fs, o))
+	pl, err := o.Plan(base, o.load.RequestRate, flagfield.Given(o.fs, o))
 	if err != nil {
 		return nil, err
 	}

@@ -51,9 +51,7 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	term := report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}
 	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: env.Stdout, Terminal: run.TerminalOptions{TermOptions: term, LevelReports: o.levelReports},
 		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
-	if ge := (*run.GateError)(nil); errors.As(err, &ge) {
-		return &GateError{Failed: ge.Failed}
-	} else if errors.Is(err, run.ErrInterrupted) {
+	if errors.Is(err, run.ErrInterrupted) {
 		return interruptedError{o.interrupted(res)}
 	}
 	return err
