@@ -29,7 +29,6 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		Example: helpText("bench.examples"),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			o.out.metricsSet = cmd.Flags().Changed("percentile-metrics")
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },

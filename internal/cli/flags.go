@@ -30,11 +30,9 @@ type targetFlags struct {
 	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
 	TrustRemoteCode bool
 	TokenizerMode   string
-	fs              *pflag.FlagSet
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
-	t.fs = fs
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
@@ -193,11 +191,9 @@ type workloadFlags struct {
 	// were given.
 	inputSet, outputSet bool
 	skipChatTemplate    bool
-	fs                  *pflag.FlagSet
 }
 
 func (w *workloadFlags) register(fs *pflag.FlagSet) {
-	w.fs = fs
 	o := &w.o
 	// --input-len and --output-len set the dataset-specific lengths, as in
 	// vLLM (input: random; output: random, sharegpt, custom and
@@ -265,13 +261,9 @@ type outputFlags struct {
 	summaryFlags
 	run.OutputSpec
 	Quiet bool
-	// metricsSet says --percentile-metrics was given (not its default).
-	metricsSet bool
-	fs         *pflag.FlagSet
 }
 
 func (o *outputFlags) register(fs *pflag.FlagSet) {
-	o.fs = fs
 	registerSummary(fs, &o.SummarySpec)
 	fs.BoolVar(&o.SaveResult, "save-result", false, "save the result JSON (vLLM's keys)")
 	fs.BoolVar(&o.SaveDetailed, "save-detailed", false, "with --save-result, add vLLM's per-request lists (input_lens, output_lens, ttfts, itls, latencies, start_times, queue_times, generated_texts, errors) and rtfx; the records then keep each answer's text")

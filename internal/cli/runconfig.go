@@ -82,7 +82,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 		}
 	}
 	if why := o.target.wholeAnswers(); why != "" {
-		if err := wholeAnswersError(run.WholeAnswers(&cfg.Stats, o.out.metricsSet), why); err != nil {
+		if err := wholeAnswersError(run.WholeAnswers(&cfg.Stats, o.fs.Changed("percentile-metrics")), why); err != nil {
 			return cfg, err
 		}
 	}

@@ -12,14 +12,10 @@ import (
 )
 
 // sessionFlags say how a session workload (--dataset-name conversations or
-// mooncake-sessions) runs; fs is the set they were registered in.
-type sessionFlags struct {
-	run.SessionSpec
-	fs *pflag.FlagSet
-}
+// mooncake-sessions) runs.
+type sessionFlags struct{ run.SessionSpec }
 
 func (s *sessionFlags) register(fs *pflag.FlagSet) {
-	s.fs = fs
 	fs.Float64Var(&s.Rate, "session-rate", 0, "sessions: arrival rate in sessions/s (0: all due at once, --max-concurrent-sessions paces them)")
 	fs.Float64Var(&s.Burstiness, "session-burstiness", 1, "sessions: gamma shape of the gaps between session arrivals")
 	fs.IntVar(&s.MaxConcurrent, "max-concurrent-sessions", 0, "sessions: cap on sessions in progress (0: none)")
