@@ -19,19 +19,18 @@ type BenchOptions struct {
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
 
-// benchCommand is bench's command filling o: its flags, then (PreRunE) what
-// the flags leave to be read from the command line, then the run.
+// benchCommand is bench's command filling o: its flags, the words after
+// them (vLLM's SLO terms), then the run.
 func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "bench",
 		Short:   "Load-test an OpenAI-compatible streaming endpoint (default: the embedded simulator)",
 		Long:    helpText("bench"),
 		Example: helpText("bench.examples"),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			return nil
+			return runBench(cmd.Context(), env, o)
 		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), env, o) },
 	}
 	fs := cmd.Flags()
 	o.fs = fs

@@ -25,7 +25,7 @@ func registerEngineFlags(fs *pflag.FlagSet, c *sim.Config) {
 	fs.Float64Var(&c.GPUMemoryUtilization, "gpu-memory-utilization", c.GPUMemoryUtilization, "fraction of GPU memory the engine may use")
 	fs.BoolVar(&c.EnableChunkedPrefill, "enable-chunked-prefill", c.EnableChunkedPrefill, "split long prefills across iterations (vllm-v1 and sarathi always do)")
 	fs.BoolVar(&c.EnablePrefixCaching, "enable-prefix-caching", c.EnablePrefixCaching, "reuse KV blocks of shared prompt prefixes")
-	fs.Var(negBool{&c.EnablePrefixCaching}, "no-enable-prefix-caching", "turn prefix caching off")
+	fs.Var(negated(&c.EnablePrefixCaching), "no-enable-prefix-caching", "turn prefix caching off")
 	fs.Lookup("no-enable-prefix-caching").NoOptDefVal = "true"
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "max prompt + output tokens (0 = model's, capped to KV capacity)")
 	fs.IntVar(&c.NumGPUBlocksOverride, "num-gpu-blocks-override", c.NumGPUBlocksOverride, "fix the KV blocks instead of deriving them from memory (0 = derive)")
@@ -56,17 +56,14 @@ func (s *simFlags) register(fs *pflag.FlagSet) {
 	registerEngineFlags(fs, &s.Engine)
 }
 
-// negBool is a boolean flag that stores the negation of its value, for
+// negated is a boolean flag that stores the negation of its value, for
 // --no-enable-prefix-caching.
-type negBool struct{ p *bool }
-
-func (n negBool) String() string { return strconv.FormatBool(n.p != nil && !*n.p) }
-func (n negBool) Type() string   { return "bool" }
-func (n negBool) Target() any    { return n.p }
-func (n negBool) Set(s string) error {
-	v, err := strconv.ParseBool(s)
-	if err == nil {
-		*n.p = !v
-	}
-	return err
+func negated(p *bool) value {
+	return value{ptr: p, typ: "bool", set: func(s string) error {
+		v, err := strconv.ParseBool(s)
+		if err == nil {
+			*p = !v
+		}
+		return err
+	}, show: func() string { return map[bool]string{true: "", false: "true"}[*p] }}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -17,11 +16,6 @@ import (
 // bench's --shard, --shards, --start-at and --rendezvous, and "goodput k8s
 // job" and "goodput k8s collect", which write the Kubernetes Jobs that run
 // and merge the shards (run.ShardJob). See docs/scale-out.md.
-
-// shardFlags is the run's shard (nil: a whole run) and its start.
-func (l *loadFlags) shardFlags(env Env) (*run.Shard, time.Time, error) {
-	return l.ShardOf(env.Getenv, env.Now())
-}
 
 func newK8sCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "k8s", Short: "Write Kubernetes manifests that run one load as shards on many machines",

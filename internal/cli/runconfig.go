@@ -86,11 +86,11 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 			return cfg, err
 		}
 	}
-	if cfg.Shard, cfg.StartAt, err = o.load.shardFlags(env); err != nil {
+	if cfg.Shard, cfg.StartAt, err = o.load.ShardOf(env.Getenv, env.Now()); err != nil {
 		return cfg, err
 	}
 	// A session's later turns resend the server's answers: keep their text.
-	if cfg.Target, err = o.target.runTarget(env, base, o.out.SaveDetailed || isSessionDataset(o.work.o.DatasetName)); err != nil {
+	if cfg.Target, err = o.target.runTarget(env, base, o.out.SaveDetailed || run.IsSessionDataset(o.work.o.DatasetName)); err != nil {
 		return cfg, err
 	}
 	if cfg.Workload, err = o.work.Workload(o.work.o); err != nil {

@@ -39,17 +39,6 @@ func registerSessionGoodput(fs *pflag.FlagSet, spec *string) {
 	fs.StringVar(spec, "session-goodput", "", "session SLO for session goodput, e.g. 'ttp:2000 turn_ttft_p95:800 duration:60000' (ms: every turn's time to publish, the P95 of a session's turn TTFTs, its duration)")
 }
 
-// notSessions refuses a session workload where sessions do not run yet.
-func notSessions(dataset, where string) error {
-	if isSessionDataset(dataset) {
-		return usagef("--dataset-name %s: sessions run with goodput bench (over HTTP, the embedded simulator included), not yet %s", dataset, where)
-	}
-	return nil
-}
-
-// isSessionDataset reports whether --dataset-name names a session workload.
-func isSessionDataset(name string) bool { return run.IsSessionDataset(name) }
-
 // sessionLoad is the session workload the flags describe, or nil when the
 // dataset is not one; seed is --seed.
 func (s *sessionFlags) sessionLoad(env Env, work *workloadFlags, out *outputFlags, seed int64) (*run.SessionLoad, stats.SessionSLO, error) {

@@ -15,11 +15,6 @@ import (
 	"github.com/goodput/goodput/internal/setting"
 )
 
-// Flags are bound straight to the fields of the libraries' settings
-// structs; a library names the field at fault by its path in the struct
-// it checked (a *setting.Error). The flag bound to that field's address
-// names it back, so no table repeats what the flag declarations say.
-
 // settingError is err as the line a user reads, a usage error (exit 2)
 // where it is the user's settings: a setting's error (*setting.Error, a
 // run's *run.ConfigError) names the flags of fs bound to its fields in
@@ -85,27 +80,9 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 	default:
 		return err
 	}
-	first := ""
-	line := se.Render(func(path string) string {
-		name := flag(path)
-		if first == "" && strings.HasPrefix(name, "--") {
-			first = name
-		}
-		return name
-	})
-	return &flagUsage{flag: first, err: usagef("%s", line)}
+	return usagef("%s", se.Render(flag))
 }
 
 // runFieldAliases are run.Config's fields by the spec field that fills
 // them, where the names differ.
 var runFieldAliases = map[string]string{"Ramp": "RampUpStrategy"}
-
-// flagUsage is a usage error naming the flag at fault, so that a command
-// filling flags from elsewhere (watch, from its config) can tell which.
-type flagUsage struct {
-	flag string
-	err  error // a usageError, its line naming the flag
-}
-
-func (e *flagUsage) Error() string { return e.err.Error() }
-func (e *flagUsage) Unwrap() error { return e.err }

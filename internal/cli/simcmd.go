@@ -32,11 +32,10 @@ func newSimCmd(env Env) *cobra.Command {
 func simCommand(env Env, o *SimOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "sim", Short: "Run a workload against the simulated engine in virtual time (no HTTP, no sleeping)",
 		Long: helpText("sim"), Example: helpText("sim.examples"),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.Context(), env, o) }}
+			return runSim(cmd.Context(), env, o)
+		}}
 	fs := cmd.Flags()
 	o.fs = fs
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {

@@ -37,11 +37,8 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 		Short:   "Run bench (or the simulator) at a series of loads: the knee, the goodput peak, the max load within SLO",
 		Long:    helpText("sweep"),
 		Example: helpText("sweep.examples"),
-		PreRunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args = args
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := o.Run(cmd.Context(), env)
 			if res == nil {
 				return err
@@ -98,8 +95,8 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 }
 
 func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
-	if err := notSessions(o.work.o.DatasetName, "in sweeps"); err != nil {
-		return nil, err
+	if d := o.work.o.DatasetName; run.IsSessionDataset(d) {
+		return nil, usagef("--dataset-name %s: sessions run with goodput bench (over HTTP, the embedded simulator included), not yet in sweeps", d)
 	}
 	base, err := o.load.levelWith("inf")
 	if err != nil {
