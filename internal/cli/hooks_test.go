@@ -14,15 +14,13 @@ import (
 )
 
 // parsed fills cmd's options from args as the command line would, without
-// running the command.
-func parsed(t *testing.T, cmd *cobra.Command, args ...string) {
+// running the command; the words left after the flags go to *words.
+func parsed(t *testing.T, cmd *cobra.Command, words *[]string, args ...string) {
 	t.Helper()
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.PreRunE(cmd, cmd.Flags().Args()); err != nil {
-		t.Fatal(err)
-	}
+	*words = cmd.Flags().Args()
 }
 
 // Each command's run hook returns the run.Result it would render, so a
@@ -33,7 +31,7 @@ func TestRunHooks(t *testing.T) {
 	records := filepath.Join(dir, "sim.records.jsonl")
 
 	so := &SimOptions{Engine: sim.DefaultConfig()}
-	parsed(t, simCommand(env, so), "--num-prompts", "100", "--request-rate", "10", "--goodput", "ttft:500", "--records", records)
+	parsed(t, simCommand(env, so), &so.args, "--num-prompts", "100", "--request-rate", "10", "--goodput", "ttft:500", "--records", records)
 	res, err := so.Run(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +41,7 @@ func TestRunHooks(t *testing.T) {
 	}
 
 	sw := &SweepOptions{}
-	parsed(t, sweepCommand(env, sw), "--sim", "--request-rate", "5,10", "--num-prompts", "100", "--records", "none")
+	parsed(t, sweepCommand(env, sw), &sw.args, "--sim", "--request-rate", "5,10", "--num-prompts", "100", "--records", "none")
 	res, err = sw.Run(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +51,7 @@ func TestRunHooks(t *testing.T) {
 	}
 
 	b := &BenchOptions{}
-	parsed(t, benchCommand(env, b), "--num-prompts", "10", "--records", "none", "--quiet")
+	parsed(t, benchCommand(env, b), &b.args, "--num-prompts", "10", "--records", "none", "--quiet")
 	res, err = b.Run(t.Context(), env)
 	if err != nil {
 		t.Fatal(err)
