@@ -26,19 +26,9 @@ type VerdictSpec struct {
 // would add it, else a *GateKeyError with the known keys closest to it.
 // Out's Metadata is checked whether or not there is a gate.
 func (s VerdictSpec) Check(so stats.Options, out *OutputSpec) (gate.Gate, error) {
-	g, err := gate.Parse(s.FailIf)
-	if err != nil {
-		return gate.Gate{}, err
-	}
-	if !(s.ReadingSpeedMs > 0) {
-		return gate.Gate{}, setting.Errorf("ReadingSpeedMs", fmt.Sprint(s.ReadingSpeedMs), "want > 0")
-	}
-	metadata, err := out.Meta()
-	if err != nil {
-		return gate.Gate{}, err
-	}
-	if len(g.Conds) == 0 {
-		return g, nil
+	g, metadata, err := s.parse(out)
+	if err != nil || len(g.Conds) == 0 {
+		return g, err
 	}
 	err = CheckGate(g, so, func(so stats.Options) (map[string]any, error) {
 		return ResultSchema(so, metadata, out.SaveDetailed)
@@ -49,18 +39,27 @@ func (s VerdictSpec) Check(so stats.Options, out *OutputSpec) (gate.Gate, error)
 	return g, nil
 }
 
+// parse is FailIf parsed, the reading speed and out's Metadata checked.
+func (s VerdictSpec) parse(out *OutputSpec) (gate.Gate, map[string]string, error) {
+	g, err := gate.Parse(s.FailIf)
+	if err != nil {
+		return gate.Gate{}, nil, err
+	}
+	if !(s.ReadingSpeedMs > 0) {
+		return gate.Gate{}, nil, setting.Errorf("ReadingSpeedMs", fmt.Sprint(s.ReadingSpeedMs), "want > 0")
+	}
+	metadata, err := out.Meta()
+	if err != nil {
+		return gate.Gate{}, nil, err
+	}
+	return g, metadata, nil
+}
+
 // CheckSweep is Check for a sweep: FailIf parsed and checked against
 // the sweep result JSON out saves (SweepSchema), whose search part only a
 // Search run's result holds.
 func (s VerdictSpec) CheckSweep(so stats.Options, out *OutputSpec, search bool) (gate.Gate, error) {
-	g, err := gate.Parse(s.FailIf)
-	if err != nil {
-		return gate.Gate{}, err
-	}
-	if !(s.ReadingSpeedMs > 0) {
-		return gate.Gate{}, setting.Errorf("ReadingSpeedMs", fmt.Sprint(s.ReadingSpeedMs), "want > 0")
-	}
-	metadata, err := out.Meta()
+	g, metadata, err := s.parse(out)
 	if err != nil || len(g.Conds) == 0 {
 		return g, err
 	}
