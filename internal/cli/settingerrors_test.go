@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
@@ -224,5 +225,22 @@ func TestRunConfigErrorsNameFlags(t *testing.T) {
 		if !errors.As(err, &ue) || err.Error() != want {
 			t.Errorf("%s: %v, want the usage error %q", field, err, want)
 		}
+	}
+}
+
+// A failure at run time of what a setting named (an address not served, a
+// file not written) names the flag and its value, and stays exit 1.
+func TestSettingErrorFailures(t *testing.T) {
+	cmd := newProxyCmd(Env{Getenv: func(string) string { return "" }})
+	var s proxy.Spec
+	cmd.Flags().StringVar(&s.Listen, "listen-test", "", "")
+	err := settingError(cmd.Flags(), &s, fmt.Errorf("start: %w", &proxy.ListenError{Field: "Listen", Addr: "127.0.0.1:1", Err: errors.New("in use")}))
+	var ue usageError
+	if err == nil || err.Error() != "--listen-test 127.0.0.1:1: in use" || errors.As(err, &ue) {
+		t.Errorf("settingError(ListenError) = %v; want --listen-test's line, not a usage error", err)
+	}
+	err = settingError(cmd.Flags(), &s, &run.OutputError{Field: "Nope", Err: errors.New("disk full")})
+	if err == nil || err.Error() != "Nope: disk full" {
+		t.Errorf("settingError(OutputError of no flag) = %v; want the field's path", err)
 	}
 }

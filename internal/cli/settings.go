@@ -26,7 +26,7 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 		ue usageError
 		se *setting.Error
 		ce *run.ConfigError
-		oe *run.OutputError
+		fl failure
 		fe *run.FileExistsError
 		re *openai.ResolveError
 		ee *gate.ExprError
@@ -44,15 +44,13 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 	case errors.As(err, &fe):
 		field := map[string]string{"ResultName": "ResultFilename"}[fe.Field]
 		return usagef("%s %s: the file exists; choose another name, or %s to replace it", flag(cmp.Or(field, fe.Field)), fe.Path, flag("Overwrite"))
-	case errors.As(err, &oe):
-		head := flag(oe.Field)
-		if oe.Path != "" {
-			head += " " + oe.Path
-		}
-		if oe.Field == "" {
+	case errors.As(err, &fl):
+		field, value := fl.Failed()
+		if field == "" {
 			return err
 		}
-		return fmt.Errorf("%s: %w", head, settingError(fs, root, oe.Err))
+		head := strings.TrimSuffix(flag(field)+" "+value, " ")
+		return fmt.Errorf("%s: %w", head, settingError(fs, root, errors.Unwrap(fl)))
 	case errors.As(err, &ee):
 		return usagef("%s %w", flag("FailIf"), ee)
 	case errors.As(err, &ke):
@@ -81,6 +79,13 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 		return err
 	}
 	return usagef("%s", se.Render(flag))
+}
+
+// failure is what a setting named that failed at run time (a file not
+// written, an address not served): run.OutputError, proxy.ListenError.
+type failure interface {
+	error
+	Failed() (field, value string)
 }
 
 // runFieldAliases are run.Config's fields by the spec field that fills

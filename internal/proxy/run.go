@@ -41,13 +41,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return errors.Join(fmt.Errorf("--listen %s: %w", o.Listen, err), p.Close())
+		return errors.Join(&ListenError{"Listen", o.Listen, err}, p.Close())
 	}
 	var mln net.Listener
 	if o.MetricsListen != "" {
 		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
 			ln.Close()
-			return errors.Join(fmt.Errorf("--metrics-listen %s: %w", o.MetricsListen, err), p.Close())
+			return errors.Join(&ListenError{"MetricsListen", o.MetricsListen, err}, p.Close())
 		}
 	}
 	errLog := log.New(logWriter{p.log}, "", 0)
@@ -96,3 +96,16 @@ func Run(ctx context.Context, o Options) error {
 	wg.Wait()
 	return errors.Join(serveEr, p.Close())
 }
+
+// ListenError is an address the proxy could not listen on; Field is the
+// setting that gave it (Listen, MetricsListen).
+type ListenError struct {
+	Field, Addr string
+	Err         error
+}
+
+func (e *ListenError) Error() string { return e.Field + " " + e.Addr + ": " + e.Err.Error() }
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// Failed is the setting and its value whose address failed.
+func (e *ListenError) Failed() (field, value string) { return e.Field, e.Addr }

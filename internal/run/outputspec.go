@@ -87,6 +87,9 @@ func (e *OutputError) Error() string {
 }
 func (e *OutputError) Unwrap() error { return e.Err }
 
+// Failed is the setting that asked for the output, and its file.
+func (e *OutputError) Failed() (field, value string) { return e.Field, e.Path }
+
 // Save writes the result file the spec asks for (saved, or appended to)
 // through out and returns the result JSON; note tells where it went.
 func (s *OutputSpec) Save(res *Result, out Output, note func(string)) ([]byte, error) {

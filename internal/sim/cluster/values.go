@@ -181,7 +181,7 @@ func (gc *GatewayConfig) AddSmallPool(small []int, n int) (int, error) {
 		}
 	}
 	if len(rest) == 0 {
-		return 0, fmt.Errorf("the small-model pool takes every replica: leave some for the full model (--replicas)")
+		return 0, fmt.Errorf("the small-model pool takes every replica: leave some for the full model (more replicas)")
 	}
 	gc.Pools = []Pool{{Name: "default", Replicas: rest}, {Name: "small", Replicas: small}}
 	return 1, nil
