@@ -105,7 +105,7 @@ func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if err := o.gateway.SplitError(); err != nil {
 		return err
 	}
-	so, err := o.out.statsOptions(o.args)
+	so, err := o.out.Options(o.args)
 	if err != nil {
 		return err
 	}

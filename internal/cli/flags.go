@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -275,17 +273,4 @@ func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Quiet, "disable-tqdm", false, "no progress output (vLLM's spelling of --quiet)")
 	fs.StringVar(&o.HTML, "html", "", "also write a self-contained HTML report (charts inlined, opens offline) to this file")
 	fs.BoolVar(&o.Overwrite, "overwrite", false, "replace an existing records or result file of the name given (default: refuse; goodput's own default names never clash)")
-}
-
-var sloArg = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
-
-// statsOptions turns the output flags into stats.Options. args are stray
-// positional "name:ms" words: vLLM's --goodput takes several values.
-func (o *outputFlags) statsOptions(args []string) (stats.Options, error) {
-	for _, a := range args {
-		if !sloArg.MatchString(a) || len(o.Goodput) == 0 {
-			return stats.Options{}, usagef("unexpected argument %q (SLO terms follow --goodput, e.g. --goodput ttft:2000 tpot:50)", a)
-		}
-	}
-	return o.Options(args)
 }

@@ -34,7 +34,7 @@ type runFlags struct {
 // rate (a sweep's holds a list, so it passes "inf"); embedded is a bench
 // run of the embedded simulator. The caller adds the target or engine.
 func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Config, error) {
-	so, err := r.out.statsOptions(r.args)
+	so, err := r.out.Options(r.args)
 	if err != nil {
 		return run.Config{}, err
 	}

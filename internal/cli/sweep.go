@@ -106,7 +106,7 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	so, err := o.out.statsOptions(o.args)
+	so, err := o.out.Options(o.args)
 	if err != nil {
 		return nil, err
 	}

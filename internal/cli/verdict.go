@@ -30,7 +30,7 @@ func registerReadingSpeed(fs *pflag.FlagSet, ms *float64) {
 
 // parse checks the flags, --fail-if's keys against the result out saves, before the run.
 func (v *verdictFlags) parse(out *outputFlags, args []string) error {
-	so, err := out.statsOptions(args)
+	so, err := out.Options(args)
 	if err == nil {
 		v.gate, err = v.Check(so, &out.OutputSpec)
 	}

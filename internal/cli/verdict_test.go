@@ -85,7 +85,7 @@ func TestSchemaCoversResult(t *testing.T) {
 			if err := fs.Parse(args[1:]); err != nil {
 				t.Fatal(err)
 			}
-			so, err := out.statsOptions(fs.Args())
+			so, err := out.Options(fs.Args())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,9 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/goodput/goodput/internal/redact"
@@ -36,10 +34,6 @@ type Spec struct {
 	LogLevel string
 }
 
-// sloTerm is one SLO term, which may follow Goodput's first as an
-// argument of its own (--goodput ttft:2000 tpot:50).
-var sloTerm = regexp.MustCompile(`^(ttft|tpot|e2el|e2e|ttp):[0-9.]+$`)
-
 // Options checks s and returns the Options it describes and the log
 // level; args are more SLO terms. Errors are *setting.Error of Spec's
 // fields.
@@ -51,16 +45,9 @@ func (s Spec) Options(args []string) (Options, slog.Level, error) {
 	if u, err := url.Parse(s.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Options{}, level, setting.Errorf("Upstream", strconv.Quote(s.Upstream), "%v: want http(s)://host[:port][/path]", ErrBadUpstream)
 	}
-	terms := strings.Join(s.Goodput, " ")
-	for _, a := range args {
-		if !sloTerm.MatchString(a) || len(s.Goodput) == 0 {
-			return Options{}, level, setting.Errorf("", "", "unexpected argument %q (SLO terms follow %v, e.g. %[2]v ttft:2000 tpot:50)", a, setting.Name("Goodput"))
-		}
-		terms += " " + a
-	}
-	slo, err := stats.ParseSLO(terms)
+	slo, err := stats.Spec{Goodput: s.Goodput}.SLO(args)
 	if err != nil {
-		return Options{}, level, setting.Errorf("Goodput", "", "%v", err)
+		return Options{}, level, err
 	}
 	buckets, err := stats.ParseBuckets(s.Buckets)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -56,16 +55,12 @@ func DirFiles(dir string, stdout, stderr io.Writer, now func() time.Time) Files 
 		Warn: func(w string) { fmt.Fprintf(stderr, "goodput: warning: %s\n", w) }, Now: now}
 }
 
-// sloWord is an SLO term given as a word of its own, vLLM's way
-// ("--goodput ttft:2000 tpot:50").
-var sloWord = regexp.MustCompile(`^(ttft|tpot|e2el|ttp|itl):[0-9.]+$`)
-
 // SplitArgs separates SLO words, which follow Goodput's first term when
 // goodput says it was given, from file arguments; a word naming an
 // existing file stays a file.
 func (f Files) SplitArgs(args []string, goodput bool) (files, slo []string) {
 	for _, a := range args {
-		if goodput && sloWord.MatchString(a) {
+		if goodput && stats.IsSLOTerm(a) {
 			if _, err := os.Stat(f.Path(a)); err != nil {
 				slo = append(slo, a)
 				continue

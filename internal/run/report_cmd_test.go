@@ -98,7 +98,7 @@ func TestReanalysisTakesWhatWasGiven(t *testing.T) {
 		}
 	}
 	s := &ReportSpec{ReadingSpeedMs: 50, SLOWords: []string{"ttft:100"},
-		Summary: SummarySpec{Spec: stats.Spec{SessionGoodput: "ttp:x"}, Cost: Cost{NumGPUs: -1}}}
+		Summary: SummarySpec{Spec: stats.Spec{Goodput: []string{"tpot:50"}, SessionGoodput: "ttp:x"}, Cost: Cost{NumGPUs: -1}}}
 	a, err := s.Reanalysis(nil)
 	if err != nil || !a.SLOSet || a.MetricsSet || a.Cost != nil || a.SessionSLO != nil {
 		t.Errorf("nothing given: %+v, %v; want the SLO words alone taken", a, err)

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/goodput/goodput/internal/setting"
@@ -36,9 +37,22 @@ func (s Spec) Preset() (*Preset, error) {
 	return &p, nil
 }
 
-// SLO is Goodput plus extra SLO words (stray "name:ms" arguments) over
-// the preset's request constraints.
+// sloTerm is the shape of one SLO term, ParseSLO checks its name and value.
+var sloTerm = regexp.MustCompile(`^(ttft|tpot|e2el|e2e|ttp|itl):[0-9.]+$`)
+
+// IsSLOTerm reports whether word has the shape of one SLO term
+// ("ttft:2000"): vLLM's --goodput takes its terms as words of their own,
+// so the words after the first may stand among a command's arguments.
+func IsSLOTerm(word string) bool { return sloTerm.MatchString(word) }
+
+// SLO is Goodput plus extra SLO words (stray "name:ms" arguments, which
+// must follow a Goodput term) over the preset's request constraints.
 func (s Spec) SLO(extra []string) (SLO, error) {
+	for _, a := range extra {
+		if !IsSLOTerm(a) || len(s.Goodput) == 0 {
+			return SLO{}, setting.Errorf("", "", "unexpected argument %q (SLO terms follow %v, e.g. %[2]v ttft:2000 tpot:50)", a, setting.Name("Goodput"))
+		}
+	}
 	p, err := s.Preset()
 	if err != nil {
 		return SLO{}, err

@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/goodput/goodput/internal/setting"
 )
@@ -18,6 +19,8 @@ func TestSpecErrorsByField(t *testing.T) {
 		{"preset", func(s *Spec) { s.SLOPreset = "nope" }, nil, "SLOPreset"},
 		{"goodput", func(s *Spec) { s.Goodput = []string{"ttft:soon"} }, nil, "Goodput"},
 		{"extra words", nil, []string{"zz:1"}, "Goodput"},
+		{"a word with no Goodput", nil, []string{"ttft:1"}, "Goodput"},
+		{"a word of no SLO", func(s *Spec) { s.Goodput = []string{"ttft:1"} }, []string{"run.jsonl"}, "Goodput"},
 		{"percentiles", func(s *Spec) { s.MetricPercentiles = "101" }, nil, "MetricPercentiles"},
 		{"metrics", func(s *Spec) { s.PercentileMetrics = "speed" }, nil, "PercentileMetrics"},
 		{"buckets", func(s *Spec) { s.Buckets = "-1" }, nil, "Buckets"},
@@ -30,10 +33,14 @@ func TestSpecErrorsByField(t *testing.T) {
 			}
 			_, err := s.Options(c.extra)
 			var se *setting.Error
-			if !errors.As(err, &se) || se.Field != c.field {
+			// The field at fault, or the first the message names.
+			if !errors.As(err, &se) || len(se.Fields()) == 0 || se.Fields()[0] != c.field {
 				t.Errorf("Options(%q) = %v; want a setting error of %s", c.extra, err, c.field)
 			}
 		})
+	}
+	if slo, err := (Spec{Goodput: []string{"ttft:100"}}).SLO([]string{"tpot:5"}); err != nil || slo.TPOT != 5*time.Millisecond {
+		t.Errorf("SLO(tpot:5) after ttft:100 = %v, %v; want the word taken", slo, err)
 	}
 	bad := Spec{SessionGoodput: "ttp:soon"}
 	var se *setting.Error
