@@ -34,11 +34,8 @@ type LoadSpec struct {
 	// its rates, nil when not given.
 	RampUpStrategy               string
 	RampUpStartRPS, RampUpEndRPS *float64
-	// Shard is "I/N", Shards N with the index from the environment,
-	// StartAt an RFC 3339 instant, Rendezvous shard 0's HOST:PORT: a run
-	// split over machines.
-	Shard, StartAt, Rendezvous string
-	Shards                     int
+	// ShardSpec splits the run over machines.
+	ShardSpec
 	// Retries, RetryBackoff (loadgen.ParseBackoff's form) and
 	// RetryIgnoreRetryAfter are the client's retries of failed requests.
 	Retries               int

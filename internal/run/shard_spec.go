@@ -81,7 +81,7 @@ func (s *LoadSpec) ShardOf(getenv func(string) string, now time.Time) (*Shard, t
 	if getenv != nil {
 		index = getenv(JobIndexEnv)
 	}
-	return ShardSpec{Shard: s.Shard, Shards: s.Shards, StartAt: s.StartAt, Rendezvous: s.Rendezvous}.Build(index, now)
+	return s.ShardSpec.Build(index, now)
 }
 
 // startAt parses and checks a fixed start ("" none), as field StartAt.

@@ -105,7 +105,7 @@ func TestShardJobErrors(t *testing.T) {
 }
 
 func TestLoadShardOfReadsTheIndex(t *testing.T) {
-	l := LoadSpec{Shards: 4}
+	l := LoadSpec{ShardSpec: ShardSpec{Shards: 4}}
 	sh, _, err := l.ShardOf(func(k string) string { return map[string]string{JobIndexEnv: "2"}[k] }, time.Now())
 	if err != nil || sh == nil || sh.Index != 2 {
 		t.Errorf("ShardOf = %+v, %v; want shard 2 of 4", sh, err)
