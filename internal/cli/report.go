@@ -63,7 +63,7 @@ func newReportCmd(env Env) *cobra.Command {
 		Args:    atLeast(1, "give one or more records files (or result JSONs) to report on"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files, o.SLOWords = files(env).SplitArgs(args, len(o.Summary.Goodput) > 0)
-			term := run.TerminalOptions{TermOptions: report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}, Headed: true}
+			term := run.TerminalOptions{TermOptions: termOptions(env), Headed: true}
 			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, flagfield.Given(cmd.Flags(), &o), term, files(env)))
 		},
 	}

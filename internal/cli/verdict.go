@@ -48,11 +48,15 @@ type outputs struct {
 
 // finish reports res (run.OutputSpec.Finish); its outcome's error tells the exit code.
 func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
-	term := report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}
-	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: env.Stdout, Terminal: run.TerminalOptions{TermOptions: term, LevelReports: o.levelReports},
+	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: env.Stdout, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
 		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
 	if errors.Is(err, run.ErrInterrupted) {
 		return interruptedError{o.interrupted(res)}
 	}
 	return err
+}
+
+// termOptions are the terminal's: a TTY, and no colour when NO_COLOR is set.
+func termOptions(env Env) report.TermOptions {
+	return report.TermOptions{TTY: env.TTY, NoColor: env.Getenv != nil && env.Getenv("NO_COLOR") != ""}
 }
