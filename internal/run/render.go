@@ -48,10 +48,10 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {
 			return err
 		}
-		if p := r.Sweep.GoodputPeak; p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost != nil {
+		if p, what := r.Sweep.operatingPoint(); p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost != nil {
 			// What the operating point costs: the figure a capacity plan
 			// multiplies.
-			fmt.Fprintf(w, "At the goodput peak (level %d, %s):\n", r.Levels[p.Index].Index, r.Levels[p.Index].Level.Label)
+			fmt.Fprintf(w, "At the %s (level %d, %s):\n", what, r.Levels[p.Index].Index, r.Levels[p.Index].Level.Label)
 			if err := report.CostTerminal(w, r.Levels[p.Index].Cost); err != nil {
 				return err
 			}
@@ -219,6 +219,11 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 				doc["goodput_peak_cost"] = m
 			}
 		}
+		if p := r.Sweep.Recommended; p != nil && p.Index >= 0 && p.Index < len(r.Levels) {
+			if m := report.CostJSON(r.Levels[p.Index].Cost); m != nil {
+				doc["recommendation_cost"] = m
+			}
+		}
 	}
 	if len(r.Levels) > 0 {
 		doc["slo"] = r.Levels[0].Summary.Options.SLO.String()
@@ -327,12 +332,15 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 	}
 	switch {
 	case r.Sweep != nil:
-		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1}
+		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1, Recommended: -1}
 		if k := r.Sweep.Knee; k != nil && k.Index < len(levels) {
 			in.Sweep.Knee = k.Index
 		}
 		if p := r.Sweep.GoodputPeak; p != nil && p.Index < len(levels) {
 			in.Sweep.GoodputPeak = p.Index
+		}
+		if p := r.Sweep.Recommended; p != nil && p.Index < len(levels) {
+			in.Sweep.Recommended = p.Index
 		}
 	case len(r.Levels) > 1:
 		in.Findings = nil

@@ -106,6 +106,15 @@ type SweepResult struct {
 	Probe *runlog.CapacityProbe
 }
 
+// operatingPoint is the level a capacity plan prices: the recommended
+// load, else the goodput peak, with what to call it.
+func (s *SweepResult) operatingPoint() (*sweep.Peak, string) {
+	if s.Recommended != nil {
+		return s.Recommended, "recommended operating point"
+	}
+	return s.GoodputPeak, "goodput peak"
+}
+
 // VirtualStats describe a virtual-time run: the virtual time simulated,
 // the engine steps and the wall time it took.
 type VirtualStats struct {
@@ -247,7 +256,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 	for i := range res.Levels {
 		levelFs[i] = res.Levels[i].Findings
 	}
-	res.Findings, res.Focus = sweepFindings(&sr.Result, sr.Search, levelFs)
+	res.Findings, res.Focus = sweepFindings(&sr.Result, sr.Search, sr.Criteria, levelFs)
 	return res
 }
 
@@ -357,14 +366,16 @@ func replaySweep(spec *runlog.SweepSpec, points []sweep.Point) *SweepResult {
 	return out
 }
 
-// sweepFindings picks the level the findings speak for — the goodput peak,
-// else the throughput peak — and returns the sweep's own findings followed
+// sweepFindings picks the level the findings speak for — the recommended
+// load, else the goodput peak, else the throughput peak — and returns the sweep's own findings followed
 // by that level's, plus the client-bound verdict of any other level (it
 // poisons the whole curve). focus is the point index, or -1.
-func sweepFindings(res *sweep.Result, search *sweep.SearchResult, levelFs [][]findings.Finding) ([]findings.Finding, int) {
-	top := sweep.Findings(res, search)
+func sweepFindings(res *sweep.Result, search *sweep.SearchResult, crit sweep.Criteria, levelFs [][]findings.Finding) ([]findings.Finding, int) {
+	top := sweep.Findings(res, search, crit)
 	focus := -1
 	switch {
+	case res.Recommended != nil:
+		focus = res.Recommended.Index
 	case res.GoodputPeak != nil:
 		focus = res.GoodputPeak.Index
 	case res.ThroughputPeak != nil:

@@ -56,6 +56,9 @@ func (s Saturation) maxErr() float64 {
 // an open-loop level took more than 1.5× the time its schedule needs
 // (requests/rate plus the median E2E), i.e. the server fell behind.
 func (s Saturation) Judge(p Point) string {
+	if p.Partial() {
+		return "" // the user's doing, not the server's
+	}
 	if p.Stopped != "" {
 		return p.Stopped
 	}
