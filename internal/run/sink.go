@@ -165,7 +165,10 @@ func (s *ttftSplit) add(r *runlog.Record) {
 	s.client = append(s.client, ms(int64(d)))
 	s.prefill = append(s.prefill, ms(r.Server.PrefillNs))
 	s.rest = append(s.rest, ms(int64(d)-server))
-	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 && !r.Server.QueueUnknown {
+	// A server that reports no queue (llama.cpp) still times its decode:
+	// the E2E lines then count the queue outside the server, as the TTFT
+	// line does.
+	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 {
 		s.e2e = append(s.e2e, ms(int64(e)))
 		s.decode = append(s.decode, ms(r.Server.DecodeNs))
 		s.restE2E = append(s.restE2E, ms(int64(e)-server-r.Server.DecodeNs))
