@@ -139,9 +139,11 @@ type levelData struct {
 	// end, ns); spanned says there was one.
 	start, end int64
 	spanned    bool
-	split      *report.TTFTSplit
-	replicas   *report.Replicas
-	classes    *report.Classes
+	// longest is the longest request in flight, ns (collector.longest).
+	longest  int64
+	split    *report.TTFTSplit
+	replicas *report.Replicas
+	classes  *report.Classes
 }
 
 // point is the level as the sweep logic sees it.
@@ -191,6 +193,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer}
 		if d.spanned {
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
+			capDurations(lr.Server, d.longest)
 		}
 		lr.TTFTSplit = d.split
 		lr.Replicas = d.replicas

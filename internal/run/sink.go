@@ -131,6 +131,10 @@ type collector struct {
 	// end); spanned says one was.
 	start, end int64
 	spanned    bool
+	// longest is the longest any request of the level was in flight
+	// (send to end, ns), warm-ups and failures included: no duration the
+	// server observed for one of them can be longer.
+	longest int64
 	// split holds the TTFT of the requests the server timed, beside the
 	// server's queue and prefill (ms), summarised at percentiles.
 	split       ttftSplit
@@ -165,7 +169,10 @@ func (s *ttftSplit) add(r *runlog.Record) {
 	s.client = append(s.client, ms(int64(d)))
 	s.prefill = append(s.prefill, ms(r.Server.PrefillNs))
 	s.rest = append(s.rest, ms(int64(d)-server))
-	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 && !r.Server.QueueUnknown {
+	// A server that reports no queue (llama.cpp) still times its decode:
+	// the E2E lines then count the queue outside the server, as the TTFT
+	// line does.
+	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 {
 		s.e2e = append(s.e2e, ms(int64(e)))
 		s.decode = append(s.decode, ms(r.Server.DecodeNs))
 		s.restE2E = append(s.restE2E, ms(int64(e)-server-r.Server.DecodeNs))
@@ -209,6 +216,9 @@ func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func())
 func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
 	c.tracker.Add(r)
+	if r.Sent > 0 && r.End > r.Sent {
+		c.longest = max(c.longest, r.End-r.Sent)
+	}
 	if !r.Warmup {
 		if !c.spanned || r.Sent < c.start {
 			c.start = r.Sent
@@ -251,7 +261,7 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 		lv.Stopped = c.stopped
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned, split: c.split.summary(c.percentiles),
+		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, split: c.split.summary(c.percentiles),
 		replicas: c.replicas.Summary(), classes: c.classes.Summary()}
 }
 
