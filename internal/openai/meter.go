@@ -331,10 +331,27 @@ func (m *StreamMeter) Close(estPrompt int) {
 			rec.CachedTokens = m.usage.CachedTokens
 		}
 	}
+	if rec.CachedTokens == 0 && m.sawUsage && badPrompt == "" {
+		rec.CachedTokens = timedCache(m.usage.PromptTokens, m.timing)
+	}
 	if rec.PromptTokens == 0 {
 		rec.PromptTokens = estPrompt
 	}
 	setServer(rec, m.timing)
+}
+
+// timedCache is the cached prompt tokens a server's timing says, for one
+// whose usage says none (llama.cpp's has no prompt_tokens_details): its
+// cache_n, else prompt tokens − prompt_n (the tokens it did not process
+// were its cache's); 0 when it says nothing believable.
+func timedCache(prompt int, t Timing) int {
+	switch {
+	case t.CachedTokens > 0 && t.CachedTokens <= prompt:
+		return t.CachedTokens
+	case t.CachedTokens < 0 && t.PromptN > 0 && t.PromptN < prompt:
+		return prompt - t.PromptN
+	}
+	return 0
 }
 
 // setServer sets rec.Server from the timing the server reported, when it

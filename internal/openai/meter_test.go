@@ -195,3 +195,39 @@ func TestServerTiming(t *testing.T) {
 		})
 	}
 }
+
+// TestLlamaCachedTokens: llama.cpp's usage has no cached_tokens; its
+// timings say them, as cache_n or as prompt_tokens − prompt_n, and the
+// record's CachedTokens (what a run's cache share sums) reads them.
+func TestLlamaCachedTokens(t *testing.T) {
+	final := func(usage, timings string) string {
+		return `{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"usage":` + usage + `,"timings":` + timings + `}`
+	}
+	for _, tc := range []struct {
+		name, event string
+		want        int
+	}{
+		{"cache_n", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"cache_n":4,"prompt_n":8,"predicted_n":1}`), 4},
+		{"prompt_tokens − prompt_n", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"prompt_n":3,"predicted_n":1}`), 9},
+		{"nothing cached", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"prompt_n":12,"predicted_n":1}`), 0},
+		{"usage's count wins", final(`{"prompt_tokens":12,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":5}}`, `{"prompt_n":3}`), 5},
+		{"prompt_n beyond the prompt", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"prompt_n":40}`), 0},
+		{"cache_n beyond the prompt", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"cache_n":40,"prompt_n":1}`), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m StreamMeter
+			rec := runlog.Record{ID: "r"}
+			m.Reset(&rec)
+			m.Event([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), 1000, false)
+			m.Event([]byte(tc.event), 2000, false)
+			m.Event([]byte("[DONE]"), 3000, false)
+			m.Close(7)
+			if rec.CachedTokens != tc.want {
+				t.Errorf("CachedTokens = %d; want %d", rec.CachedTokens, tc.want)
+			}
+			if tc.want > 0 && (rec.Server == nil || rec.Server.CachedTokens != tc.want) {
+				t.Errorf("Server = %+v; want its CachedTokens %d", rec.Server, tc.want)
+			}
+		})
+	}
+}
