@@ -130,15 +130,17 @@ type levelData struct {
 	// end, ns); spanned says there was one.
 	start, end int64
 	spanned    bool
-	split      *report.TTFTSplit
-	replicas   *report.Replicas
-	classes    *report.Classes
+	// offered is the arrival rate delivered, req/s (0 unknown).
+	offered  float64
+	split    *report.TTFTSplit
+	replicas *report.Replicas
+	classes  *report.Classes
 }
 
 // point is the level as the sweep logic sees it.
 func (d *levelData) point() sweep.Point {
 	p := sweep.Point{Index: d.index, Level: planned(d.level), Summary: d.summary, DelayedArrivals: d.level.DelayedArrivals,
-		Stopped: d.level.Stopped, Requests: d.tracker}
+		Stopped: d.level.Stopped, Requests: d.tracker, Offered: d.offered}
 	if len(d.queue) > 0 {
 		slices.Sort(d.queue) // the order of queue times means nothing
 		p.MedianQueueMs, p.QueueFromServer = medianNs(d.queue)/1e6, true
