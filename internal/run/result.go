@@ -140,7 +140,9 @@ type levelData struct {
 	start, end int64
 	spanned    bool
 	// longest is the longest request in flight, ns (collector.longest).
-	longest  int64
+	longest int64
+	// offered is the arrival rate delivered, req/s (0 unknown).
+	offered  float64
 	split    *report.TTFTSplit
 	replicas *report.Replicas
 	classes  *report.Classes
@@ -149,7 +151,7 @@ type levelData struct {
 // point is the level as the sweep logic sees it.
 func (d *levelData) point() sweep.Point {
 	p := sweep.Point{Index: d.index, Level: planned(d.level), Summary: d.summary, DelayedArrivals: d.level.DelayedArrivals,
-		Stopped: d.level.Stopped, Requests: d.tracker}
+		Stopped: d.level.Stopped, Requests: d.tracker, Offered: d.offered}
 	if len(d.queue) > 0 {
 		slices.Sort(d.queue) // the order of queue times means nothing
 		p.MedianQueueMs, p.QueueFromServer = medianNs(d.queue)/1e6, true

@@ -135,6 +135,11 @@ type collector struct {
 	// (send to end, ns), warm-ups and failures included: no duration the
 	// server observed for one of them can be longer.
 	longest int64
+	// arrivals counts the measured first attempts, first and last their
+	// intended sends (ns): the load the schedule offered, whatever the
+	// level's nominal rate.
+	arrivals    int
+	first, last int64
 	// split holds the TTFT of the requests the server timed, beside the
 	// server's queue and prefill (ms), summarised at percentiles.
 	split       ttftSplit
@@ -227,6 +232,15 @@ func (c *collector) Record(r *runlog.Record) error {
 			c.end = r.End
 		}
 		c.spanned = true
+		if r.Attempt <= 1 {
+			if c.arrivals == 0 || r.Intended < c.first {
+				c.first = r.Intended
+			}
+			if c.arrivals == 0 || r.Intended > c.last {
+				c.last = r.Intended
+			}
+			c.arrivals++
+		}
 	}
 	if !r.Warmup && r.OK() && r.Server != nil && !r.Server.QueueUnknown {
 		c.queue = append(c.queue, r.Server.QueueNs)
@@ -255,13 +269,22 @@ func (c *collector) Record(r *runlog.Record) error {
 	return nil
 }
 
+// offered is the arrival rate the level's schedule delivered, req/s: the
+// gaps between its first attempts' intended sends (0 with fewer than two).
+func (c *collector) offered() float64 {
+	if c.arrivals < 2 || c.last <= c.first {
+		return 0
+	}
+	return float64(c.arrivals-1) / (float64(c.last-c.first) / 1e9)
+}
+
 // data is the level's analysis input.
 func (c *collector) data(idx int, lv runlog.Level) levelData {
 	if c.stopped != "" {
 		lv.Stopped = c.stopped
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, split: c.split.summary(c.percentiles),
+		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, offered: c.offered(), split: c.split.summary(c.percentiles),
 		replicas: c.replicas.Summary(), classes: c.classes.Summary()}
 }
 

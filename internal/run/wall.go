@@ -307,18 +307,21 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 	if cfg.Hooks.Level != nil {
 		watch = cfg.Hooks.Level(ctx, total, lv.Duration())
 	}
+	// Every level draws its gaps from the run's seed (common random
+	// numbers, as in virtual time): each level is the same arrival pattern
+	// scaled to its rate, so offered load rises with the level's rate.
 	var sched loadgen.Schedule
 	switch {
 	case isTrace(ds):
 		sched = &traceSchedule{ds: ds, i: w.next + lv.NumWarmups}
 	case lv.Ramp != nil:
-		ramp, err := workload.NewRamp(workload.RampStrategy(lv.Ramp.Strategy), lv.Ramp.StartRPS, lv.Ramp.EndRPS, lv.Burstiness, lv.NumPrompts, cfg.Seed+int64(idx))
+		ramp, err := workload.NewRamp(workload.RampStrategy(lv.Ramp.Strategy), lv.Ramp.StartRPS, lv.Ramp.EndRPS, lv.Burstiness, lv.NumPrompts, cfg.Seed)
 		if err != nil {
 			return wallLevel{}, &ConfigError{Field: "Ramp", Err: err}
 		}
 		sched = ramp
 	case lv.RequestRate > 0:
-		sched = workload.NewArrivals(lv.RequestRate, lv.Burstiness, cfg.Seed+int64(idx))
+		sched = workload.NewArrivals(lv.RequestRate, lv.Burstiness, cfg.Seed)
 	}
 	onRecord := sink.Record
 	if watch != nil {

@@ -41,8 +41,13 @@ var _ Runner = RunnerFunc(nil)
 type Point struct {
 	// Index is the level index its records carry.
 	Index int
-	// Level is the offered load.
+	// Level is the load as planned (its label and nominal rate).
 	Level runlog.Level
+	// Offered is the arrival rate the level's schedule delivered, req/s
+	// (0 when unknown: a closed loop, or fewer than two arrivals). A
+	// random schedule of a few requests strays from its nominal rate, so
+	// verdicts on the rate axis are keyed on this, not on the label.
+	Offered float64
 	// Summary aggregates the level's measured requests.
 	Summary stats.Summary
 	// DelayedArrivals counts arrivals that waited for a free slot under
@@ -68,8 +73,14 @@ const Interrupted = "interrupted"
 // Partial says p was cut short by the user: shown, but not judged.
 func (p Point) Partial() bool { return p.Stopped == Interrupted }
 
-// Load is the point's position on axis a.
-func (p Point) Load(a Axis) float64 { return a.Load(p.Level) }
+// Load is the point's position on axis a: on the rate axis the offered
+// rate where measured, else the level's nominal one.
+func (p Point) Load(a Axis) float64 {
+	if a == AxisRate && p.Offered > 0 {
+		return p.Offered
+	}
+	return a.Load(p.Level)
+}
 
 // QueueEstimateMs bounds the median queueing delay from the outside, when
 // the server does not report it: the median TTFT plus the median send lag.

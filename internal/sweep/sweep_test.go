@@ -93,6 +93,53 @@ func TestAxis(t *testing.T) {
 	}
 }
 
+// TestRateLabel: a bisection midpoint is named at three significant
+// figures; the level keeps its exact rate.
+func TestRateLabel(t *testing.T) {
+	for _, tt := range []struct {
+		rate float64
+		want string
+	}{
+		{22.1640625, "rate=22.2"}, {2.5, "rate=2.5"}, {1000, "rate=1000"}, {1234.5, "rate=1230"}, {0.123456, "rate=0.123"},
+	} {
+		l := AxisRate.At(runlog.Level{}, tt.rate)
+		if l.Label != tt.want || l.RequestRate != tt.rate {
+			t.Errorf("AxisRate.At(%g) = %q at %g; want %q at %g", tt.rate, l.Label, l.RequestRate, tt.want, tt.rate)
+		}
+	}
+}
+
+// TestAnalyzeOfferedRate: verdicts follow the rate a level's schedule
+// delivered, not its name. Level "3" offered 5.05 req/s and level "4"
+// 4.43, as independent random schedules of 40 requests did: ordered by
+// offered load the curve is 2, 4.43, 5.05, and the knee and peaks carry the
+// offered figures.
+func TestAnalyzeOfferedRate(t *testing.T) {
+	offered := func(p Point, r float64) Point { p.Offered = r; return p }
+	pts := []Point{
+		offered(point(2, 2, 2, 1, 100), 2.1),
+		offered(point(3, 4.9, 2, 0.4, 3000), 5.05),
+		offered(point(4, 4.4, 4.3, 0.99, 110), 4.43),
+		offered(point(6, 4.5, 1, 0.2, 9000), 6.2),
+	}
+	if got := pts[1].Load(AxisRate); got != 5.05 {
+		t.Errorf("Load(AxisRate) = %g; want the offered 5.05", got)
+	}
+	if got := pts[1].Load(AxisConcurrency); got != 0 {
+		t.Errorf("Load(AxisConcurrency) = %g; want 0 (no cap)", got)
+	}
+	res := Analyze(pts, Config{Axis: AxisRate})
+	if res.Knee == nil || res.Knee.Index != 1 || res.Knee.Load != 5.05 {
+		t.Errorf("Knee = %+v (%s); want level 1 at its offered 5.05", res.Knee, res.KneeNote)
+	}
+	if res.MaxWithinSLO == nil || res.MaxWithinSLO.Load != 4.43 {
+		t.Errorf("MaxWithinSLO = %+v; want the level offered 4.43", res.MaxWithinSLO)
+	}
+	if got := res.ByLoad(); !slices.Equal(got, []int{0, 2, 1, 3}) {
+		t.Errorf("ByLoad = %v; want [0 2 1 3] (by offered rate)", got)
+	}
+}
+
 func TestFindKnee(t *testing.T) {
 	loads := []float64{1, 2, 4, 8, 16}
 	tests := []struct {
