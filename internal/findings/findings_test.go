@@ -680,3 +680,44 @@ func TestEveryErrorClassHasAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerBounded runs the stall scenario ten times over, one after the
+// other, through a Tracker whose cap on first tokens is far below their
+// number: it keeps no more than the cap, and still tells stalls (every
+// sampled spike ends at a first token) from a steady decode.
+func TestTrackerBounded(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		stall bool
+	}{{"spikes end at prefills", true}, {"steady decode", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var recs []runlog.Record
+			for k := range int64(10) {
+				for _, r := range stallRecords(tt.stall) {
+					shift := k * 4000 * ms
+					r.Sent, r.End = r.Sent+shift, r.End+shift
+					r.Chunks = slices.Clone(r.Chunks)
+					for i := range r.Chunks {
+						r.Chunks[i].T += shift
+					}
+					recs = append(recs, r)
+				}
+			}
+			tr := NewTracker()
+			tr.limit = 64
+			for i := range recs {
+				tr.Add(&recs[i])
+			}
+			if len(tr.firsts) > tr.limit || tr.level == 0 {
+				t.Errorf("Tracker kept %d first tokens at level %d; want ≤ %d past level 0", len(tr.firsts), tr.level, tr.limit)
+			}
+			f, got := find(Analyze(Input{Summary: summarize(recs, ""), Requests: tr}), "prefill-stalls-decode")
+			if got != tt.stall {
+				t.Fatalf("prefill-stalls-decode present = %v; want %v", got, tt.stall)
+			}
+			if got && f.Evidence["spikes_at_prefill_pct"] != 100.0 {
+				t.Errorf("spikes_at_prefill_pct = %v; want 100", f.Evidence["spikes_at_prefill_pct"])
+			}
+		})
+	}
+}

@@ -96,6 +96,8 @@ func TestUsageNotBelieved(t *testing.T) {
 		// until it jumps absurdly (past int32 once) or goes backwards.
 		{"continuous believable", []string{chunk("a", 1), chunk("bc", 3), chunk("d", 4)}, 0, runlog.TokensUsage, 4, 10, []int32{1, 2, 1}, ""},
 		{"continuous jump", []string{chunk("a", 1), chunk("b", 1+1<<31), chunk("c", 2+1<<31)}, 0, runlog.TokensCounted, 3, 10, []int32{1, 1, 1}, "jumped by 2147483648"},
+		{"below the token chunks", []string{plain("a"), plain("b"), plain("c"), final(10, 2, 0, 0)}, 0, runlog.TokensCounted, 3, 10, []int32{1, 1, 1}, "completion_tokens 2 is below the 3 token-carrying chunks"},
+		{"usage-only count decreasing", []string{plain("a"), plain("b"), final(10, 50, 0, 0), final(10, 2, 0, 0)}, 0, runlog.TokensCounted, 2, 10, []int32{1, 1}, "fell from 50 to 2"},
 		{"continuous decreasing", []string{chunk("a", 5), chunk("b", 3), chunk("c", 6)}, 0, runlog.TokensCounted, 7, 10, []int32{5, 1, 1}, "fell from 5 to 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -133,7 +133,7 @@ type levelData struct {
 	level    runlog.Level
 	summary  stats.Summary
 	tracker  *findings.Tracker
-	queue    []int64
+	queue    *stats.Values // the engine's queue times, ns
 	sessions []runlog.Record
 	// start and end span the level's measured requests (first send, last
 	// end, ns); spanned says there was one.
@@ -152,9 +152,8 @@ type levelData struct {
 func (d *levelData) point() sweep.Point {
 	p := sweep.Point{Index: d.index, Level: planned(d.level), Summary: d.summary, DelayedArrivals: d.level.DelayedArrivals,
 		Stopped: d.level.Stopped, Requests: d.tracker, Offered: d.offered}
-	if len(d.queue) > 0 {
-		slices.Sort(d.queue) // the order of queue times means nothing
-		p.MedianQueueMs, p.QueueFromServer = medianNs(d.queue)/1e6, true
+	if d.queue != nil && d.queue.Len() > 0 {
+		p.MedianQueueMs, p.QueueFromServer = d.queue.Summarize("server_queue", []float64{50}).Median/1e6, true
 	} else {
 		p.MedianQueueMs = sweep.QueueEstimateMs(&p.Summary)
 	}
@@ -166,15 +165,6 @@ func (d *levelData) point() sweep.Point {
 func planned(l runlog.Level) runlog.Level {
 	l.DelayedArrivals, l.ClientCPU, l.Stopped = 0, 0, ""
 	return l
-}
-
-// medianNs is the median of ascending values (mean of the middle two).
-func medianNs(xs []int64) float64 {
-	n := len(xs)
-	if n%2 == 1 {
-		return float64(xs[n/2])
-	}
-	return (float64(xs[n/2-1]) + float64(xs[n/2])) / 2
 }
 
 // analyze judges the levels of a run described by meta: each level's
