@@ -4,24 +4,21 @@ import (
 	"encoding/csv"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/goodput/goodput/internal/shareddata"
 )
 
-const shareGPTFile = "../../../shared/data/sharegpt-lengths/sharegpt_8k_filtered_stats_llama2_tokenizer.csv"
+const shareGPTFile = "sharegpt-lengths/sharegpt_8k_filtered_stats_llama2_tokenizer.csv"
 
 // loadShareGPT returns (prompt, output) token lengths from the ShareGPT
 // length trace, skipping when the data is absent.
 func loadShareGPT(tb testing.TB) [][2]int {
 	tb.Helper()
-	path := shareGPTFile
-	if v := os.Getenv("GOODPUT_DATA"); v != "" {
-		path = filepath.Join(v, "sharegpt-lengths", filepath.Base(shareGPTFile))
-	}
-	f, err := os.Open(path)
+	f, err := os.Open(shareddata.Path(tb, shareGPTFile))
 	if err != nil {
-		tb.Skip("ShareGPT lengths absent (../shared/data/sharegpt-lengths): ", err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
