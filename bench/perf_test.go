@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,6 +23,8 @@ import (
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
+
+	"github.com/goodput/goodput/internal/shareddata"
 )
 
 // streamServer is a loopback OpenAI-shaped server: after first it sends
@@ -286,10 +287,7 @@ func (s *datasetSchedule) Next() time.Duration {
 // (one minute of replay, ~5.5 × 60 req/s) against an instant loopback
 // server: send-time error vs the trace's schedule, and the prompt lengths.
 func BenchmarkAzureTraceReplay(b *testing.B) {
-	path := "../../shared/data/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
-	if _, err := os.Stat(path); err != nil {
-		b.Skip("the Azure trace is not here (../shared/data is the project's data folder, absent from a user's clone)")
-	}
+	path := shareddata.Path(b, "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv")
 	ds, err := workload.FromOptions(workload.Options{DatasetName: "trace", DatasetPath: path, TraceSpeedup: 60, TraceWindow: "0:3600", Seed: 1})
 	if err != nil {
 		b.Fatal(err)

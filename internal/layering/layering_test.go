@@ -19,7 +19,7 @@ const module = "github.com/goodput/goodput/"
 // so a new one must be placed before it can import anything.
 var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
-	{"internal/sse", "internal/runlog", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
+	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/runlog/runlogtest", "internal/flagfield"},
 	// Engines composed: replicas behind a router, one virtual clock.
@@ -77,7 +77,9 @@ var forbiddenCalls = []struct {
 	{"os.Args", []string{"cmd/", "internal/cli"}, "only cli reads arguments"},
 	{"os.Stdout", []string{"cmd/", "internal/cli"}, "only cli writes to standard streams"},
 	{"os.Stderr", []string{"cmd/", "internal/cli"}, "only cli writes to standard streams"},
-	{"os.Getenv", []string{"cmd/", "internal/cli"}, "only cli reads the environment"},
+	// shareddata is a test helper (TestTestHelpersStayInTests): it reads
+	// where the test data is.
+	{"os.Getenv", []string{"cmd/", "internal/cli", "internal/shareddata"}, "only cli reads the environment"},
 	{"os.LookupEnv", []string{"cmd/", "internal/cli"}, "only cli reads the environment"},
 }
 
@@ -218,6 +220,18 @@ func TestIOAtTheEdges(t *testing.T) {
 			}
 			if !okay {
 				t.Errorf("%s/%s uses %s: %s", f.pkg, f.name, fc.sel, fc.why)
+			}
+		}
+	}
+}
+
+// TestTestHelpersStayInTests: shareddata, which skips or fails a test, is
+// imported by tests only (sources are the non-test files).
+func TestTestHelpersStayInTests(t *testing.T) {
+	for _, f := range sources(t) {
+		for _, im := range f.imports {
+			if im == module+"internal/shareddata" {
+				t.Errorf("%s/%s imports %s: it is for tests only", f.pkg, f.name, im)
 			}
 		}
 	}

@@ -214,14 +214,18 @@ func waitClosed(c net.Conn) { _, _ = io.Copy(io.Discard, c) }
 // timing-sensitive ones of TestHostileWire so they do not starve them.
 func TestHostileHuge(t *testing.T) {
 	line := sseHeader + "data: " + text(strings.Repeat("x", 10<<20)) + "\n\n" + "data: " + textEnd("!") + "\n\n" + "data: [DONE]\n\n"
+	// Nothing here is about time: the timeouts are sanity limits, a minute,
+	// because moving and scanning megabytes under -race on a loaded
+	// machine can outlast the 2 s hostileRun gives by default.
+	slow := func(cfg *Config) { cfg.IdleTimeout, cfg.Timeout = time.Minute, time.Minute }
 	t.Run("10 MB line", func(t *testing.T) {
 		url := rawServer(t, func(c net.Conn) { write(c, line, 0, 0) })
-		wantOK(t, hostileRun(t, url, 0, nil), 2, 2, runlog.TokensCounted)
+		wantOK(t, hostileRun(t, url, 0, slow), 2, 2, runlog.TokensCounted)
 	})
 	header := "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 11<<20) + "\r\n\r\n"
 	t.Run("11 MB header", func(t *testing.T) {
 		url := rawServer(t, func(c net.Conn) { write(c, header, 0, 0) })
-		wantFail(t, hostileRun(t, url, 0, nil), runlog.ErrBadResponse, 0, []string{"bad response: net/http: server response headers exceeded 1048576 bytes"})
+		wantFail(t, hostileRun(t, url, 0, slow), runlog.ErrBadResponse, 0, []string{"bad response: net/http: server response headers exceeded 1048576 bytes"})
 	})
 }
 

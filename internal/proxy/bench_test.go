@@ -338,3 +338,26 @@ func BenchmarkTap(b *testing.B) {
 		t.feed(chunk, int64(i))
 	}
 }
+
+// TestTapNoAllocs holds BenchmarkTap's allocation figure (the tap costs
+// no allocation per chunk, docs/performance.md) as a test: feeding chunks
+// into a stream's record whose chunk slice has room allocates nothing.
+func TestTapNoAllocs(t *testing.T) {
+	chunk := []byte(`data: {"id":"chatcmpl-9f0c2e7a41b84d7c","object":"chat.completion.chunk","created":1767225600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" quick"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	var tp tap
+	p := &Proxy{start: time.Now()}
+	tp.reset(p, &exchange{}, io.NopCloser(bytes.NewReader(nil)), false)
+	at := int64(0)
+	for range 200 { // grow the record's chunks once
+		at++
+		tp.feed(chunk, at)
+	}
+	if len(tp.rec.Chunks) == 0 {
+		t.Fatal("the tap recorded no chunk: it is not reading what it is fed")
+	}
+	tp.rec.Chunks = tp.rec.Chunks[:0]
+	tp.m.Reset(&tp.rec)
+	if allocs := testing.AllocsPerRun(100, func() { at++; tp.feed(chunk, at) }); allocs != 0 {
+		t.Errorf("%v allocations per chunk through the tap; want 0", allocs)
+	}
+}

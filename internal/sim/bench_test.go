@@ -4,24 +4,21 @@ import (
 	"encoding/csv"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/goodput/goodput/internal/shareddata"
 )
 
-const shareGPTFile = "../../../shared/data/sharegpt-lengths/sharegpt_8k_filtered_stats_llama2_tokenizer.csv"
+const shareGPTFile = "sharegpt-lengths/sharegpt_8k_filtered_stats_llama2_tokenizer.csv"
 
 // loadShareGPT returns (prompt, output) token lengths from the ShareGPT
 // length trace, skipping when the data is absent.
 func loadShareGPT(tb testing.TB) [][2]int {
 	tb.Helper()
-	path := shareGPTFile
-	if v := os.Getenv("GOODPUT_DATA"); v != "" {
-		path = filepath.Join(v, "sharegpt-lengths", filepath.Base(shareGPTFile))
-	}
-	f, err := os.Open(path)
+	f, err := os.Open(shareddata.Path(tb, shareGPTFile))
 	if err != nil {
-		tb.Skip("ShareGPT lengths absent (../shared/data/sharegpt-lengths): ", err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
@@ -132,5 +129,46 @@ func BenchmarkStep(b *testing.B) {
 				add()
 			}
 		}
+	}
+}
+
+// TestStepNoAllocs holds BenchmarkStep's allocation figure as a test: a
+// decode step of 64 running requests (past their prefills, none finishing
+// in the window) allocates nothing. The engine steps hundreds of
+// thousands of times a simulated run, so garbage here is the simulator's
+// speed.
+func TestStepNoAllocs(t *testing.T) {
+	e, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 64 {
+		if err := e.Add(0, Request{ID: "r" + strconv.Itoa(i), PromptTokens: 1000 + i, OutputTokens: 2000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var now int64
+	for range 200 { // past the prefills and any one-off growth
+		now, _ = e.Step(now)
+	}
+	running := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		var evs []Event
+		now, evs = e.Step(now)
+		running = 0
+		for k := range evs {
+			if evs[k].Kind == EventFinished {
+				t.Fatalf("request %s finished inside the window", evs[k].ID)
+			}
+			if evs[k].Kind == EventTokens {
+				running++
+			}
+		}
+	})
+	if running != 64 {
+		t.Fatalf("%d requests got a token in the last step; want 64 running decodes", running)
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per decode step of 64 requests; want 0", allocs)
 	}
 }

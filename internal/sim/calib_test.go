@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
-)
 
-const validationDir = "../../../shared/data/llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B"
+	"github.com/goodput/goodput/internal/shareddata"
+)
 
 // realRequest is one line of the validation run's requests.jsonl.
 type realRequest struct {
@@ -26,13 +25,10 @@ type realRequest struct {
 
 func loadValidation(t testing.TB) []realRequest {
 	t.Helper()
-	path := filepath.Join(validationDir, "requests.jsonl")
-	if v := os.Getenv("GOODPUT_DATA"); v != "" {
-		path = filepath.Join(v, "llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B/requests.jsonl")
-	}
+	path := shareddata.Path(t, "llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B/requests.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
-		t.Skip("validation data absent (../shared/data/llmservingsim-vllm-validation): ", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var rs []realRequest

@@ -15,20 +15,16 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/shareddata"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
 
-// dataDir is the shared data folder (../shared/data from the repository).
+// dataDir is the shared data folder (../shared/data beside the
+// repository, or $GOODPUT_DATA).
 func dataDir(t testing.TB) string {
 	t.Helper()
-	for _, d := range []string{"../../../shared/data", "/work/shared/data"} {
-		if _, err := os.Stat(d); err == nil {
-			return d
-		}
-	}
-	t.Skip("shared data not present (../shared/data)")
-	return ""
+	return shareddata.Dir(t)
 }
 
 // percentile is numpy's default: linear interpolation between closest
@@ -76,11 +72,7 @@ func summarizeMs(xs []float64) dist {
 // within 5 %). The engine's calibration is the engine's (docs/simulator.md);
 // this is the harness. Set GOODPUT_VALIDATION_REPORT=1 to only report.
 func TestValidationReplay(t *testing.T) {
-	dir := filepath.Join(dataDir(t), "llmservingsim-vllm-validation", "RTXPRO6000_Llama-3.1-8B")
-	path := filepath.Join(dir, "requests.jsonl")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("validation run not present: %v", err)
-	}
+	path := shareddata.Path(t, "llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B/requests.jsonl")
 	real := readRealRun(t, path)
 	ds, err := workload.LoadTrace(path, workload.TraceOptions{})
 	if err != nil {
@@ -145,7 +137,7 @@ func TestValidationReplay(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("replay of %s (%d requests, sim %v virtual):\n%s", filepath.Base(dir), res.Completed, res.Duration().Round(time.Millisecond), b.String())
+	t.Logf("replay of %s (%d requests, sim %v virtual):\n%s", filepath.Base(filepath.Dir(path)), res.Completed, res.Duration().Round(time.Millisecond), b.String())
 	if len(bad) > 0 && !reportOnly {
 		t.Errorf("simulated latencies outside the issue's tolerance:\n%s", strings.Join(bad, "\n"))
 	}

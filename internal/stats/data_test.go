@@ -11,24 +11,21 @@ import (
 	"testing"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/shareddata"
 )
 
 // TestRealVLLMRun summarises a real vLLM 0.19.0 run (300 requests, from
-// LLMServingSim's validation set, in /work/shared/data) and checks TTFT,
+// LLMServingSim's validation set, in ../shared/data) and checks TTFT,
 // TPOT and E2E mean and percentiles against the figures in the run's own
 // summary.txt (computed by numpy, printed to 0.1 ms). Engine timestamps
 // stand in for client ones: sent = queued_ts, one chunk at first_token_ts
 // with 1 token and one at last_token_ts with the rest, so TTFT, TPOT and
 // E2E are the summary's definitions.
 func TestRealVLLMRun(t *testing.T) {
-	dirs, _ := filepath.Glob("/work/shared/data/llmservingsim-vllm-validation/*")
-	if len(dirs) == 0 {
-		t.Skip("no /work/shared/data/llmservingsim-vllm-validation: the real-run check needs that data set")
-	}
-	dir := dirs[0]
+	dir := shareddata.Path(t, "llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B")
 	f, err := os.Open(filepath.Join(dir, "requests.jsonl"))
 	if err != nil {
-		t.Skipf("requests.jsonl unreadable: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	ns := func(s float64) int64 { return int64(math.Round(s * 1e9)) }

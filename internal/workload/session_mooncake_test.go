@@ -7,20 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/shareddata"
 	"github.com/google/go-cmp/cmp"
 )
 
-// sessionDataDir is shared/data seen from this package's directory; a
-// user's clone has none.
-const sessionDataDir = "../../../shared/data"
-
 func sessionDataFile(t testing.TB, rel string) string {
 	t.Helper()
-	p := sessionDataDir + "/" + rel
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared data %s absent (%v); it is only on machines with ../shared/data beside the repository", rel, err)
-	}
-	return p
+	return shareddata.Path(t, rel)
 }
 
 // replayedPrompt is the prompt length in tokens that turn k of s gets when

@@ -2,24 +2,20 @@ package workload
 
 import (
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/shareddata"
 	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/google/go-cmp/cmp"
 )
 
-const dataDir = "/work/shared/data"
-
+// dataFile is rel inside the shared data folder (../shared/data beside
+// the repository, or $GOODPUT_DATA); see shareddata.
 func dataFile(t testing.TB, rel string) string {
 	t.Helper()
-	p := dataDir + "/" + rel
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared data %s absent (%v); it is only on machines with ../shared/data", rel, err)
-	}
-	return p
+	return shareddata.Path(t, rel)
 }
 
 func TestReadTraceAzureCSV(t *testing.T) {

@@ -3,9 +3,10 @@ package costmodel
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/goodput/goodput/internal/shareddata"
 )
 
 // exactLinear writes a SplitwiseSim-shaped CSV whose times come exactly
@@ -88,10 +89,7 @@ func TestParseSplitwiseErrors(t *testing.T) {
 
 // The real database: the fit reproduces its Llama-2-70B H100 TP8 steps.
 func TestSplitwiseData(t *testing.T) {
-	path := "../../../../shared/data/splitwise-perf-model/perf_model.csv"
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("shared/data is not here (the project's data folder, absent from a user's clone)")
-	}
+	path := shareddata.Path(t, "splitwise-perf-model/perf_model.csv")
 	fit, err := LoadSplitwise(path, "llama2-70b", "h100-80gb", 8)
 	if err != nil {
 		t.Fatal(err)

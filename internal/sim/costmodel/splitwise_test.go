@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/goodput/goodput/internal/shareddata"
 )
 
 // TestSplitwiseSanity compares the formula with Splitwise's measured
@@ -22,9 +24,9 @@ import (
 // 8,192-token one, where its older attention kernels dominate, within
 // [40 %, 100 %]; decode within [25 %, 100 %].
 func TestSplitwiseSanity(t *testing.T) {
-	f, err := os.Open("../../../../shared/data/splitwise-perf-model/perf_model.csv")
+	f, err := os.Open(shareddata.Path(t, "splitwise-perf-model/perf_model.csv"))
 	if err != nil {
-		t.Skip("splitwise-perf-model absent: ", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
