@@ -314,6 +314,15 @@ func TestRules(t *testing.T) {
 				}
 			}},
 		{name: "varied lengths", id: "uniform-lengths", want: false, recs: many(100, plain)},
+		{name: "the random dataset's own fixed lengths", id: "uniform-lengths", want: true, sev: Info,
+			// The default workload, not a mistake of the user's: no warning.
+			recs: many(100, func(i int) spec { s := plain(i); s.prompt = 1024; return s }),
+			in:   Input{Meta: &runlog.Meta{Dataset: "random", Levels: []runlog.Level{{}}}},
+			check: func(t *testing.T, f Finding) {
+				if f.Evidence["dataset"] != "random" || !strings.HasPrefix(f.Message, "Input lengths are fixed, as the random dataset sends them by default") {
+					t.Errorf("finding %+v; want the default workload named", f)
+				}
+			}},
 
 		{name: "concurrency one", id: "concurrency-one", want: true, sev: Warning,
 			recs: many(100, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 1}}},
@@ -525,6 +534,26 @@ func TestPrefillStalls(t *testing.T) {
 				t.Errorf("spikes_at_prefill_pct = %v; want 100 (every spike ends at a first token)", f.Evidence["spikes_at_prefill_pct"])
 			}
 		})
+	}
+}
+
+// TestPrefillStallsChunkedEngine: on an engine that already chunks its
+// prefills the stall is stated as chunked prefill's cost (info), never as
+// advice to turn on chunked prefill.
+func TestPrefillStallsChunkedEngine(t *testing.T) {
+	recs := stallRecords(true)
+	tr := NewTracker()
+	for i := range recs {
+		tr.Add(&recs[i])
+	}
+	meta := &runlog.Meta{Levels: []runlog.Level{{}}, Simulated: map[string]any{"enable_chunked_prefill": true, "max_num_batched_tokens": 8192.0}}
+	f, ok := find(Analyze(Input{Summary: summarize(recs, ""), Meta: meta, Requests: tr}), "prefill-stalls-decode")
+	if !ok {
+		t.Fatal("prefill-stalls-decode missing")
+	}
+	if f.Severity != Info || strings.Contains(f.Message, "Split prefills") || !strings.Contains(f.Message, "already chunks prefills (up to 8192 tokens a step)") ||
+		f.Evidence["max_num_batched_tokens"] != 8192 {
+		t.Errorf("finding %+v; want info naming the engine's chunking and its budget", f)
 	}
 }
 

@@ -485,6 +485,14 @@ func uniformLengths(in Input) (Finding, bool) {
 	if len(which) == 0 {
 		return Finding{}, false
 	}
+	if in.Meta != nil && in.Meta.Dataset == "random" {
+		// The random dataset's fixed lengths are vLLM's default and ours:
+		// a property of the workload asked for, not a mistake to warn of.
+		ev["dataset"] = in.Meta.Dataset
+		return Finding{ID: "uniform-lengths", Severity: Info, Evidence: ev,
+			Message: fmt.Sprintf("%s lengths are fixed, as the random dataset sends them by default (as vLLM's does): uniform requests batch well, so real traffic of the same mean length may do worse. For a realistic mix use --random-range-ratio, --input-len-dist or a real dataset.", upperFirst(strings.Join(which, " and "))),
+		}, true
+	}
 	return Finding{ID: "uniform-lengths", Severity: Warning, Evidence: ev,
 		Message: fmt.Sprintf("%s lengths barely vary (coefficient of variation < %s): uniform requests batch perfectly, so these results overestimate real performance. Use a length distribution (--random-range-ratio, --input-len-dist) or a real dataset.", strings.Join(which, " and "), num(lowCV)),
 	}, true
@@ -567,4 +575,12 @@ func smallSample(in Input) (Finding, bool) {
 	return Finding{ID: "small-sample", Severity: Warning, Evidence: ev,
 		Message: "Percentile sample too small: " + strings.Join(parts, "; ") + ". Those percentiles are little more than the largest value; send more requests.",
 	}, true
+}
+
+// upperFirst capitalises the first letter of an ASCII word list.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
