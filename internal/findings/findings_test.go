@@ -141,6 +141,17 @@ func TestRules(t *testing.T) {
 					t.Errorf("finding %+v; want the host blamed at 1.42 %% client CPU", f)
 				}
 			}},
+		{name: "late sends beside the embedded simulator are not client-bound", id: "client-bound", want: false,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 5 * float64(i); return s }),
+			in:   Input{Meta: &runlog.Meta{Target: "embedded-sim", Levels: []runlog.Level{{RequestRate: 10}}}}},
+		{name: "late sends beside the embedded simulator: the host was busy", id: "host-busy", want: true, sev: Warning,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 5 * float64(i); return s }),
+			in:   Input{Meta: &runlog.Meta{Target: "embedded-sim", Levels: []runlog.Level{{RequestRate: 10}}}},
+			check: func(t *testing.T, f Finding) {
+				if !strings.Contains(f.Message, "the embedded simulator runs in the same process") {
+					t.Errorf("message %q; want the embedded simulator named", f.Message)
+				}
+			}},
 		{name: "on schedule the host is not busy", id: "host-busy", want: false,
 			recs: many(200, func(i int) spec { s := plain(i); s.lag = 1; return s }), in: Input{ClientCPU: 0.0142}},
 		{name: "on schedule is not client-bound", id: "client-bound", want: false,
