@@ -541,6 +541,9 @@ func TestPrefillStalls(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("prefill-stalls-decode present = %v; want %v (%v)", got, tt.want, ids(fs))
 			}
+			if got && (f.Severity != Warning || !strings.Contains(f.Message, "if it already chunks (vLLM V1 always does), lower its token budget")) {
+				t.Errorf("finding %+v; want a warning whose advice holds whether or not the engine chunks", f)
+			}
 			if got && f.Evidence["spikes_at_prefill_pct"] != 100.0 {
 				t.Errorf("spikes_at_prefill_pct = %v; want 100 (every spike ends at a first token)", f.Evidence["spikes_at_prefill_pct"])
 			}

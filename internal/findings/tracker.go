@@ -214,7 +214,9 @@ func prefillStalls(in Input) (Finding, bool) {
 		}, true
 	}
 	return Finding{ID: "prefill-stalls-decode", Severity: Warning, Evidence: ev,
-		Message: seen + ": prefills stall running decodes. Split prefills into smaller chunks (chunked prefill with a smaller token budget: vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size) or schedule stall-free (Sarathi-style).",
+		// Whether this engine chunks is unknown here (vLLM V1 always
+		// does), so the advice covers both cases.
+		Message: seen + ": prefills stall running decodes. If the engine runs each prefill whole, enable chunked prefill; if it already chunks (vLLM V1 always does), lower its token budget per step (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size) at some cost in TTFT, or schedule stall-free (Sarathi-style).",
 	}, true
 }
 
