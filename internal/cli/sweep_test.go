@@ -64,7 +64,7 @@ func TestSweepSimCurve(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"level 0 rate=3:", "Sweep Curve", "Knee:", "method: knee = first level", "Throughput peak:",
-		"Goodput peak (recommended operating point)", "Findings", "[info] sla:"} {
+		"Goodput peak:", "Recommended operating point (highest load within SLO", "Findings", "[info] sla:"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}

@@ -141,6 +141,17 @@ func TestRules(t *testing.T) {
 					t.Errorf("finding %+v; want the host blamed at 1.42 %% client CPU", f)
 				}
 			}},
+		{name: "late sends beside the embedded simulator are not client-bound", id: "client-bound", want: false,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 5 * float64(i); return s }),
+			in:   Input{Meta: &runlog.Meta{Target: "embedded-sim", Levels: []runlog.Level{{RequestRate: 10}}}}},
+		{name: "late sends beside the embedded simulator: the host was busy", id: "host-busy", want: true, sev: Warning,
+			recs: many(200, func(i int) spec { s := plain(i); s.lag = 5 * float64(i); return s }),
+			in:   Input{Meta: &runlog.Meta{Target: "embedded-sim", Levels: []runlog.Level{{RequestRate: 10}}}},
+			check: func(t *testing.T, f Finding) {
+				if !strings.Contains(f.Message, "the embedded simulator runs in the same process") {
+					t.Errorf("message %q; want the embedded simulator named", f.Message)
+				}
+			}},
 		{name: "on schedule the host is not busy", id: "host-busy", want: false,
 			recs: many(200, func(i int) spec { s := plain(i); s.lag = 1; return s }), in: Input{ClientCPU: 0.0142}},
 		{name: "on schedule is not client-bound", id: "client-bound", want: false,
@@ -314,6 +325,15 @@ func TestRules(t *testing.T) {
 				}
 			}},
 		{name: "varied lengths", id: "uniform-lengths", want: false, recs: many(100, plain)},
+		{name: "the random dataset's own fixed lengths", id: "uniform-lengths", want: true, sev: Info,
+			// The default workload, not a mistake of the user's: no warning.
+			recs: many(100, func(i int) spec { s := plain(i); s.prompt = 1024; return s }),
+			in:   Input{Meta: &runlog.Meta{Dataset: "random", Levels: []runlog.Level{{}}}},
+			check: func(t *testing.T, f Finding) {
+				if f.Evidence["dataset"] != "random" || !strings.HasPrefix(f.Message, "Input lengths are fixed, as the random dataset sends them by default") {
+					t.Errorf("finding %+v; want the default workload named", f)
+				}
+			}},
 
 		{name: "concurrency one", id: "concurrency-one", want: true, sev: Warning,
 			recs: many(100, plain), in: Input{Level: &runlog.Level{MaxConcurrency: 1}}},
@@ -521,10 +541,33 @@ func TestPrefillStalls(t *testing.T) {
 			if got != tt.want {
 				t.Fatalf("prefill-stalls-decode present = %v; want %v (%v)", got, tt.want, ids(fs))
 			}
+			if got && (f.Severity != Warning || !strings.Contains(f.Message, "if it already chunks (vLLM V1 always does), lower its token budget")) {
+				t.Errorf("finding %+v; want a warning whose advice holds whether or not the engine chunks", f)
+			}
 			if got && f.Evidence["spikes_at_prefill_pct"] != 100.0 {
 				t.Errorf("spikes_at_prefill_pct = %v; want 100 (every spike ends at a first token)", f.Evidence["spikes_at_prefill_pct"])
 			}
 		})
+	}
+}
+
+// TestPrefillStallsChunkedEngine: on an engine that already chunks its
+// prefills the stall is stated as chunked prefill's cost (info), never as
+// advice to turn on chunked prefill.
+func TestPrefillStallsChunkedEngine(t *testing.T) {
+	recs := stallRecords(true)
+	tr := NewTracker()
+	for i := range recs {
+		tr.Add(&recs[i])
+	}
+	meta := &runlog.Meta{Levels: []runlog.Level{{}}, Simulated: map[string]any{"enable_chunked_prefill": true, "max_num_batched_tokens": 8192.0}}
+	f, ok := find(Analyze(Input{Summary: summarize(recs, ""), Meta: meta, Requests: tr}), "prefill-stalls-decode")
+	if !ok {
+		t.Fatal("prefill-stalls-decode missing")
+	}
+	if f.Severity != Info || strings.Contains(f.Message, "Split prefills") || !strings.Contains(f.Message, "already chunks prefills (up to 8192 tokens a step)") ||
+		f.Evidence["max_num_batched_tokens"] != 8192 {
+		t.Errorf("finding %+v; want info naming the engine's chunking and its budget", f)
 	}
 }
 

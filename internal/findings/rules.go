@@ -31,7 +31,7 @@ func ClientBound(in Input) (Finding, bool) {
 	ev := map[string]any{}
 	var reasons []string
 	late, lagWhy := lateLag(in, ev)
-	if late && !(in.ClientCPU > 0 && in.ClientCPU < clientCPUBusy) {
+	if late && !hostToBlame(in) {
 		reasons = append(reasons, lagWhy)
 	}
 	if in.ClientCPU > 0 {
@@ -52,13 +52,14 @@ func ClientBound(in Input) (Finding, bool) {
 
 // HostBusy reports sends that left late against their schedule (lateLag)
 // while the load generator's own CPU stayed low (under 50 % of the
-// machine): the client was not the bottleneck, the host was — other
-// processes, or CPU steal on a shared VM, kept the client from running
-// on time. A warning: the server was offered a load other than the one
+// machine), or while it shared its process with the embedded simulator:
+// the client was not the bottleneck, the host was — other processes, CPU
+// steal on a shared VM, or the simulator kept the client from running on
+// time. A warning: the server was offered a load other than the one
 // asked.
 func HostBusy(in Input) (Finding, bool) {
 	s := in.Summary
-	if s == nil || s.Requests == 0 || !(in.ClientCPU > 0 && in.ClientCPU < clientCPUBusy) {
+	if s == nil || s.Requests == 0 || !hostToBlame(in) {
 		return Finding{}, false
 	}
 	ev := map[string]any{}
@@ -66,12 +67,32 @@ func HostBusy(in Input) (Finding, bool) {
 	if !late {
 		return Finding{}, false
 	}
+	if embedded(in) {
+		return Finding{ID: "host-busy", Severity: Warning, Evidence: ev,
+			Message: fmt.Sprintf("The host was busy: %s, and the embedded simulator runs in the same process as the load generator, competing for its CPU. The simulator was offered a later, smoother load than asked: run goodput serve apart from the client, or goodput sim (virtual time, no client).", lagWhy),
+		}, true
+	}
 	ev["client_cpu_pct"] = round2(100 * in.ClientCPU)
 	return Finding{ID: "host-busy", Severity: Warning, Evidence: ev,
 		Message: fmt.Sprintf("The host was busy: %s, yet the load generator itself used only %s %% of the machine's CPU, so other processes (or CPU steal on a shared VM) delayed it. The server was offered a later, smoother load than asked: rerun on a quieter machine.",
 			lagWhy, num(100*in.ClientCPU)),
 	}, true
 }
+
+// hostToBlame says late sends are not the load generator's own doing:
+// its CPU was measured and low, or it shares its process with the
+// embedded simulator it measures (whose work its CPU would include).
+func hostToBlame(in Input) bool {
+	return (in.ClientCPU > 0 && in.ClientCPU < clientCPUBusy) || (in.ClientCPU == 0 && embedded(in))
+}
+
+// embedded says the run measured the simulator embedded in the client's
+// process.
+func embedded(in Input) bool { return in.Meta != nil && in.Meta.Target == embeddedTarget }
+
+// embeddedTarget is runlog.Meta.Target of a run against the embedded
+// simulator (package run names it so).
+const embeddedTarget = "embedded-sim"
 
 // lateLag says whether requests left late enough against their schedule
 // to change the load the server saw, adding the figures it read to ev.
@@ -485,6 +506,14 @@ func uniformLengths(in Input) (Finding, bool) {
 	if len(which) == 0 {
 		return Finding{}, false
 	}
+	if in.Meta != nil && in.Meta.Dataset == "random" {
+		// The random dataset's fixed lengths are vLLM's default and ours:
+		// a property of the workload asked for, not a mistake to warn of.
+		ev["dataset"] = in.Meta.Dataset
+		return Finding{ID: "uniform-lengths", Severity: Info, Evidence: ev,
+			Message: fmt.Sprintf("%s lengths are fixed, as the random dataset sends them by default (as vLLM's does): uniform requests batch well, so real traffic of the same mean length may do worse. For a realistic mix use --random-range-ratio, --input-len-dist or a real dataset.", upperFirst(strings.Join(which, " and "))),
+		}, true
+	}
 	return Finding{ID: "uniform-lengths", Severity: Warning, Evidence: ev,
 		Message: fmt.Sprintf("%s lengths barely vary (coefficient of variation < %s): uniform requests batch perfectly, so these results overestimate real performance. Use a length distribution (--random-range-ratio, --input-len-dist) or a real dataset.", strings.Join(which, " and "), num(lowCV)),
 	}, true
@@ -567,4 +596,12 @@ func smallSample(in Input) (Finding, bool) {
 	return Finding{ID: "small-sample", Severity: Warning, Evidence: ev,
 		Message: "Percentile sample too small: " + strings.Join(parts, "; ") + ". Those percentiles are little more than the largest value; send more requests.",
 	}, true
+}
+
+// upperFirst capitalises the first letter of an ASCII word list.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

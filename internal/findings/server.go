@@ -97,6 +97,40 @@ func ServerEvidence(s *stats.Summary, w *servermetrics.Window, o ServerOptions) 
 	return fs
 }
 
+// Reconcile drops from fs (a copy) the client-side diagnoses that a
+// server finding with better evidence contradicts or settles, so that no
+// finding fires beside one that shows it wrong: when the server confirms
+// queueing (server-queueing), ttft-high's "cannot tell queueing from
+// prefill" goes, and so does ttft-prefill when the server's mean queue
+// time was at least twice its mean prefill time.
+func Reconcile(fs []Finding) []Finding {
+	q, ok := findID(fs, "server-queueing")
+	if !ok {
+		return fs
+	}
+	queue, _ := q.Evidence["queue_time_mean_ms"].(float64)
+	prefill, okPrefill := q.Evidence["prefill_time_mean_ms"].(float64)
+	queueDominates := okPrefill && queue >= serverQueueOverPrefill*prefill
+	out := make([]Finding, 0, len(fs))
+	for _, f := range fs {
+		if f.ID == "ttft-high" || (f.ID == "ttft-prefill" && queueDominates) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// findID is the finding of fs with the given id.
+func findID(fs []Finding, id string) (Finding, bool) {
+	for _, f := range fs {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
 // ServerOptions say what ServerEvidence knows of the workload.
 type ServerOptions struct {
 	// SharedPrefixes says the prompts share prefixes (sessions resending

@@ -479,3 +479,33 @@ func TestPrefixCacheBelowImplied(t *testing.T) {
 		t.Errorf("no lookups while prompts were processed: %v; want the cache called off", serverIDs(fs))
 	}
 }
+
+// TestReconcile: a client-side TTFT diagnosis that the server's own
+// queueing figures settle does not fire beside them.
+func TestReconcile(t *testing.T) {
+	queueing := func(queue, prefill float64) findings.Finding {
+		return findings.Finding{ID: "server-queueing", Evidence: map[string]any{"queue_time_mean_ms": queue, "prefill_time_mean_ms": prefill}}
+	}
+	ttftHigh, ttftPrefill, sla := findings.Finding{ID: "ttft-high"}, findings.Finding{ID: "ttft-prefill"}, findings.Finding{ID: "sla"}
+	tests := []struct {
+		name string
+		in   []findings.Finding
+		want []string
+	}{
+		{"undecided split beside the server's queueing", []findings.Finding{ttftHigh, queueing(1061, 204), sla}, []string{"server-queueing", "sla"}},
+		{"prefill blamed while the queue dominates", []findings.Finding{ttftPrefill, queueing(1061, 204)}, []string{"server-queueing"}},
+		{"prefill beside a queue that does not dominate", []findings.Finding{ttftPrefill, queueing(300, 400)}, []string{"ttft-prefill", "server-queueing"}},
+		{"no server evidence", []findings.Finding{ttftHigh, sla}, []string{"ttft-high", "sla"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range findings.Reconcile(tt.in) {
+				got = append(got, f.ID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Reconcile ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -269,8 +269,44 @@ func prefillStalls(in Input) (Finding, bool) {
 	if n := t.nNormals; n > 0 {
 		ev["ordinary_gap_mean_ms"] = round2(t.normalMs / float64(n))
 	}
+	seen := fmt.Sprintf("%s %% of inter-token gaps are spikes (over %g× their request's median), and %s %% of those end exactly when another request's first token arrives (vs %s %% of ordinary gaps)",
+		num(100*share), SpikeFactor, num(100*co), num(100*base))
+	if budget, ok := chunkedPrefill(in.Meta); ok {
+		// Chunking is already on: advising it would be wrong. What is left
+		// is the cost of a step that carries a prefill chunk beside the
+		// decodes, which only a smaller budget or disaggregation trims.
+		ev["chunked_prefill"] = true
+		step := ""
+		if budget > 0 {
+			ev["max_num_batched_tokens"] = budget
+			step = fmt.Sprintf(" (up to %d tokens a step)", budget)
+		}
+		return Finding{ID: "prefill-stalls-decode", Severity: Info, Evidence: ev,
+			Message: fmt.Sprintf("%s: the engine already chunks prefills%s, so a step that carries a prefill chunk runs longer for every decode in it. That is chunked prefill's usual cost; to smooth decoding further, lower the step budget (vLLM --max-num-batched-tokens) at some cost in TTFT, or disaggregate prefill from decode.",
+				seen, step),
+		}, true
+	}
 	return Finding{ID: "prefill-stalls-decode", Severity: Warning, Evidence: ev,
-		Message: fmt.Sprintf("%s %% of inter-token gaps are spikes (over %g× their request's median), and %s %% of those end exactly when another request's first token arrives (vs %s %% of ordinary gaps): prefills stall running decodes. Split prefills into smaller chunks (chunked prefill with a smaller token budget: vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size) or schedule stall-free (Sarathi-style).",
-			num(100*share), SpikeFactor, num(100*co), num(100*base)),
+		// Whether this engine chunks is unknown here (vLLM V1 always
+		// does), so the advice covers both cases.
+		Message: seen + ": prefills stall running decodes. If the engine runs each prefill whole, enable chunked prefill; if it already chunks (vLLM V1 always does), lower its token budget per step (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size) at some cost in TTFT, or schedule stall-free (Sarathi-style).",
 	}, true
+}
+
+// chunkedPrefill says the run's engine is known to chunk prefills (the
+// simulator's description says so), with its token budget per step.
+func chunkedPrefill(m *runlog.Meta) (budget int, ok bool) {
+	if m == nil {
+		return 0, false
+	}
+	if on, _ := m.Simulated["enable_chunked_prefill"].(bool); !on {
+		return 0, false
+	}
+	switch b := m.Simulated["max_num_batched_tokens"].(type) {
+	case int:
+		return b, true
+	case float64: // read back from JSON
+		return int(b), true
+	}
+	return 0, true
 }

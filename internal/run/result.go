@@ -221,7 +221,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			if meta != nil && meta.Analysis != nil {
 				o.SharedPrefixTokens = meta.Analysis.SharedPrefixTokens
 			}
-			fs = slices.Insert(fs, at, findings.ServerEvidence(&d.summary, w, o)...)
+			fs = findings.Reconcile(slices.Insert(fs, at, findings.ServerEvidence(&d.summary, w, o)...))
 		}
 		res.Levels[i].Findings = fs
 	}

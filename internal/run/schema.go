@@ -160,7 +160,7 @@ func SweepSchema(so stats.Options, metadata map[string]string) (map[string]any, 
 	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}}
 	pk := &sweep.Peak{}
 	res.Sweep = &SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
-		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Violation: &sweep.Violation{}},
+		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Recommended: pk, Violation: &sweep.Violation{}},
 		Search: &sweep.SearchResult{}, Probe: &runlog.CapacityProbe{Fractions: []float64{1}}}
 	render := func() (map[string]any, error) {
 		b, err := res.JSON(JSONOptions{})

@@ -154,3 +154,44 @@ func BenchmarkSimSweep(b *testing.B) {
 			time.Since(start), s.Knee.Load, s.GoodputPeak.Load, s.ThroughputPeak.Load)
 	}
 }
+
+// TestSimSweepInterrupted: a level the user cuts short is stored as
+// interrupted and left out of the verdicts, not taken for a level that
+// ran (its few requests would look like a fast, uncontended load).
+func TestSimSweepInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Long levels: the simulator checks for cancellation every 256 steps.
+	cfg := simConfig(t, 1500)
+	cfg.Sweep = &Sweep{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{5, 10, 40}, cfg.Load), Saturation: sweep.Saturation{Off: true}}
+	seen := 0
+	cfg.Hooks.Start = func(*runlog.Meta) ([]Sink, error) {
+		return []Sink{SinkFunc(func(r *runlog.Record) error {
+			if r.Level == 2 {
+				if seen++; seen == 20 {
+					cancel() // Ctrl-C early in the last level
+				}
+			}
+			return nil
+		})}, nil
+	}
+	res, err := Run(ctx, cfg)
+	if res == nil {
+		t.Fatalf("Run: %v", err)
+	}
+	s := res.Sweep
+	if len(s.Points) != 3 || s.Points[2].Stopped != sweep.Interrupted || res.Meta.Levels[2].Stopped != sweep.Interrupted {
+		t.Fatalf("points %d, last stopped %q; want 3 with the last interrupted (err %v)", len(s.Points), s.Points[len(s.Points)-1].Stopped, err)
+	}
+	if len(s.Partial) != 1 || s.Partial[0] != 2 {
+		t.Errorf("Partial = %v; want [2]", s.Partial)
+	}
+	for name, p := range map[string]*sweep.Peak{"throughput peak": s.ThroughputPeak, "goodput peak": s.GoodputPeak, "recommendation": s.Recommended} {
+		if p != nil && p.Index == 2 {
+			t.Errorf("%s = the interrupted level", name)
+		}
+	}
+	if s.Saturated[2] != "" {
+		t.Errorf("Saturated[2] = %q; an interruption is not saturation", s.Saturated[2])
+	}
+}

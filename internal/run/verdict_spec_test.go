@@ -97,6 +97,7 @@ func TestCheckSweep(t *testing.T) {
 		want   string
 	}{
 		{"sweep.goodput_peak.load<1", false, ""},
+		{"sweep.recommendation.load<1", false, ""},
 		{"levels.1.p99_ttft_ms>1e9", false, ""},
 		{"sweep.search.capacity<1", true, ""},
 		{"sweep.search.capacity<1", false, `FailIf "sweep.search.capacity<1": sweep.search.capacity is not a key of the result (only a Search run has it)`},
