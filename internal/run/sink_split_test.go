@@ -2,11 +2,13 @@ package run
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -74,5 +76,33 @@ func TestServerWindowsCappedByLongestRequest(t *testing.T) {
 	}
 	if got := ws[0].Histograms[servermetrics.RequestGenerationTokens].P99Range; got != before {
 		t.Errorf("token histogram's P99 range = %+v; want %+v, not capped by a time", got, before)
+	}
+}
+
+// A scrape of too many series is kept with its known figures, its count of
+// series cut in the line written, a note said once, and no raw series
+// held in memory.
+func TestScrapeCrowdedBody(t *testing.T) {
+	var body strings.Builder
+	body.WriteString("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+	for i := range 1000 {
+		fmt.Fprintf(&body, "junk_%d 1\n", i)
+	}
+	var lines []runlog.Scrape
+	var notes []string
+	s := newServerStore(func(l *runlog.Scrape) error { lines = append(lines, *l); return nil })
+	s.note = func(n string) { notes = append(notes, n) }
+	for at := range int64(2) {
+		s.add(scrape.Sample{Target: "server", At: at, Body: []byte(body.String())})
+	}
+	_, snaps := s.snapshots()
+	if got := snaps["server"]; len(got) != 2 || got[0].Values[servermetrics.Running] != 3 || got[0].Raw != nil {
+		t.Fatalf("kept %+v; want two snapshots with running 3 and no raw series", got)
+	}
+	if len(lines) != 2 || !strings.Contains(string(lines[0].Sample), fmt.Sprintf(`"dropped_series":%d`, 1000-servermetrics.MaxRawSeries)) {
+		t.Errorf("scrape line %s; want dropped_series %d", lines[0].Sample, 1000-servermetrics.MaxRawSeries)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "744 series past the parse's bounds") {
+		t.Errorf("notes = %q; want one saying 744 series were cut", notes)
 	}
 }
