@@ -101,7 +101,7 @@ func sift(body []byte) sifted {
 		name := metricName(t)
 		fam := familyOf(name, cur)
 		if !bytes.Equal(fam, counted) {
-			s.kinds[kindOfBytes(fam)]++
+			s.kinds[kindOf(fam)]++
 			counted = fam
 		}
 		switch {
@@ -160,8 +160,9 @@ func familyOf(name, cur []byte) []byte {
 	return name
 }
 
-// kindOfBytes is kindOf without making a string of the name.
-func kindOfBytes(family []byte) Kind {
+// kindOf is the server kind a family's name prefix says (KindUnknown for
+// none), read without making a string of the name.
+func kindOf(family []byte) Kind {
 	for _, p := range prefixes {
 		if len(family) >= len(p.prefix) && string(family[:len(p.prefix)]) == p.prefix {
 			return p.kind
