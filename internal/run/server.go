@@ -286,18 +286,23 @@ func serverWindows(order []string, snaps map[string][]servermetrics.Snapshot, st
 }
 
 // capDurations bounds the windows' duration histograms' percentiles by
-// the longest request the client had in flight (ns; 0: none seen): a
+// the longest request the client had in flight, and the server's TTFT by
+// the longest time to a first token the client saw (ns; 0: none seen): a
 // server's queue, prefill, decode or TTFT of a request is part of the
 // client's wait for it, so a bucket reaching past it proves nothing past
 // it.
-func capDurations(ws []ServerWindow, longest int64) {
+func capDurations(ws []ServerWindow, longest, longestTTFT int64) {
 	if longest <= 0 {
 		return
 	}
 	for i := range ws {
 		for n, h := range ws[i].Histograms {
 			if d, ok := servermetrics.Lookup(n); ok && d.Unit == "seconds" {
-				ws[i].Histograms[n] = h.Capped(float64(longest) / 1e9)
+				at := longest
+				if n == servermetrics.TTFT && longestTTFT > 0 {
+					at = min(at, longestTTFT)
+				}
+				ws[i].Histograms[n] = h.Capped(float64(at) / 1e9)
 			}
 		}
 	}

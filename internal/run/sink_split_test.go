@@ -56,23 +56,32 @@ func TestServerWindowsCappedByLongestRequest(t *testing.T) {
 		}
 	}
 	d := c.data(0, runlog.Level{})
-	if d.longest != 7477e6 {
-		t.Fatalf("longest = %d ns; want 7477e6", d.longest)
+	if d.longest != 7477e6 || d.longestTTFT != 100e6 {
+		t.Fatalf("longest = %d ns, TTFT %d ns; want 7477e6 and 100e6", d.longest, d.longestTTFT)
 	}
 	b := servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets)
 	for _, v := range []float64{4, 4, 4, 7.4} {
 		b.Observe(v)
 	}
-	snap := func(at int64, h servermetrics.Histogram) servermetrics.Snapshot {
+	ttft := servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets)
+	for _, v := range []float64{0.05, 0.05, 0.05, 0.09} {
+		ttft.Observe(v)
+	}
+	snap := func(at int64, h, t servermetrics.Histogram) servermetrics.Snapshot {
 		return servermetrics.Snapshot{TimeNS: at, Histograms: map[servermetrics.Name]servermetrics.Histogram{
-			servermetrics.DecodeTime: h, servermetrics.RequestGenerationTokens: h}}
+			servermetrics.DecodeTime: h, servermetrics.RequestGenerationTokens: h, servermetrics.TTFT: t}}
 	}
 	empty := servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets).Histogram()
-	ws := serverWindows([]string{"server"}, map[string][]servermetrics.Snapshot{"server": {snap(0, empty), snap(10e9, b.Histogram())}}, 1e9, 9e9)
+	ws := serverWindows([]string{"server"}, map[string][]servermetrics.Snapshot{"server": {snap(0, empty, empty), snap(10e9, b.Histogram(), ttft.Histogram())}}, 1e9, 9e9)
 	before := ws[0].Histograms[servermetrics.DecodeTime].P99Range
-	capDurations(ws, d.longest)
+	capDurations(ws, d.longest, d.longestTTFT)
 	if got := ws[0].Histograms[servermetrics.DecodeTime]; got.P99Range.Hi != 7.477 || got.P99 > 7.477 {
 		t.Errorf("decode P99 %g in %+v (uncapped %+v); want ≤ 7.477 s", got.P99, got.P99Range, before)
+	}
+	// The server's TTFT, all in the first 0.3 s bucket, is bounded by the
+	// client's longest TTFT, 100 ms, not only by the longest request.
+	if got := ws[0].Histograms[servermetrics.TTFT].P99Range; got.Hi != 0.1 {
+		t.Errorf("TTFT P99 range = %+v; want at most 0.1 s", got)
 	}
 	if got := ws[0].Histograms[servermetrics.RequestGenerationTokens].P99Range; got != before {
 		t.Errorf("token histogram's P99 range = %+v; want %+v, not capped by a time", got, before)
