@@ -64,7 +64,7 @@ type Timing struct {
 	PromptN int
 	// KVTransferNs and DecodeEngine are, from goodput's simulated
 	// prefill/decode split, the KV transfer's time (kv_transfer_time_ms)
-	// and the engine index (from 0) that decoded the request
+	// and the replica (from 1, its engine label) that decoded the request
 	// (decode_engine); -1 when not given, as from any other server.
 	KVTransferNs int64
 	DecodeEngine int
@@ -550,7 +550,7 @@ func (p *parser) timing(keys timingKeys) (Timing, error) {
 		case "kv_transfer_time_ms":
 			t.KVTransferNs, err = p.millis()
 		case "decode_engine":
-			t.DecodeEngine, err = p.count(runlog.MaxReplica - 1)
+			t.DecodeEngine, err = p.count(runlog.MaxReplica)
 		default:
 			err = p.Skip()
 		}

@@ -473,7 +473,7 @@ func refDecode(data []byte) (flatChunk, error) {
 		}
 		// The simulated split's keys, read in either object.
 		t.KVTransferNs = ms("kv_transfer_time_ms")
-		if i, ok := integer(m["decode_engine"]); ok && i >= 0 && i < runlog.MaxReplica {
+		if i, ok := integer(m["decode_engine"]); ok && i >= 0 && i <= runlog.MaxReplica {
 			t.DecodeEngine = int(i)
 		}
 		return t

@@ -398,8 +398,8 @@ func setServer(rec *runlog.Record, t Timing) {
 	if st.CachedTokens < 0 {
 		st.CachedTokens = rec.CachedTokens
 	}
-	if t.KVTransferNs >= 0 && t.DecodeEngine >= 0 {
-		st.KVTransferNs, st.DecodeReplica = t.KVTransferNs, t.DecodeEngine+1
+	if t.KVTransferNs >= 0 && t.DecodeEngine >= 1 {
+		st.KVTransferNs, st.DecodeReplica = t.KVTransferNs, t.DecodeEngine
 	}
 	rec.Server = st // a fresh one: rec's old one may be shared with a copy
 }

@@ -9,8 +9,9 @@ import (
 
 // ReplicaHeader is the response header in which a simulated fleet
 // (goodput serve --replicas N) names the replica that served a request, as
-// its engine label on /metrics: "0" to "N-1". (simserve.ReplicaHeader is
-// the same name; the client does not import the server.)
+// its engine label on /metrics: "1" to "N", the numbers the records carry.
+// (simserve.ReplicaHeader is the same name; the client does not import
+// the server.)
 const ReplicaHeader = "X-Goodput-Replica"
 
 // ReplicaOf is the record's replica number (from 1) named by h's
@@ -21,8 +22,8 @@ func ReplicaOf(h http.Header) int {
 		return 0
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || n >= runlog.MaxReplica {
+	if err != nil || n < 1 || n > runlog.MaxReplica {
 		return 0
 	}
-	return n + 1
+	return n
 }

@@ -14,12 +14,13 @@ func TestReplicaOf(t *testing.T) {
 		want   int
 	}{
 		{"", 0},      // not a fleet
-		{"0", 1},     // engine="0" is record replica 1
-		{"3", 4},     // engine="3" is replica 4
-		{"-1", 0},    // not an index
+		{"0", 0},     // replicas are numbered from 1: "0" names none
+		{"1", 1},     // engine="1" is record replica 1
+		{"4", 4},     // the same numbers on both sides
+		{"-1", 0},    // not a number from 1
 		{"x", 0},     // not a number
-		{"65535", 0}, // replica 65536: beyond what a record holds
-		{"65534", 65535},
+		{"65536", 0}, // beyond what a record holds
+		{"65535", 65535},
 	} {
 		h := http.Header{}
 		if tc.header != "" {
@@ -32,9 +33,9 @@ func TestReplicaOf(t *testing.T) {
 }
 
 // FuzzReplicaOf: any header value gives 0 or a replica number a record
-// holds, and a number comes only from the decimal index one below it.
+// holds, and a number comes only from the same decimal number.
 func FuzzReplicaOf(f *testing.F) {
-	for _, s := range []string{"", "0", "7", "-1", "65534", "65535", "x", "+3", " 1", "01"} {
+	for _, s := range []string{"", "0", "7", "-1", "65535", "65536", "x", "+3", " 1", "01"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
@@ -45,7 +46,7 @@ func FuzzReplicaOf(f *testing.F) {
 			t.Fatalf("ReplicaOf(%q) = %d: outside 0..%d", v, n, runlog.MaxReplica)
 		}
 		if n > 0 {
-			if i, err := strconv.Atoi(h.Get(ReplicaHeader)); err != nil || i != n-1 {
+			if i, err := strconv.Atoi(h.Get(ReplicaHeader)); err != nil || i != n {
 				t.Fatalf("ReplicaOf(%q) = %d, but the header reads as %d, %v", v, n, i, err)
 			}
 		}

@@ -139,8 +139,9 @@ type levelData struct {
 	// end, ns); spanned says there was one.
 	start, end int64
 	spanned    bool
-	// longest is the longest request in flight, ns (collector.longest).
-	longest int64
+	// longest is the longest request in flight and longestTTFT the
+	// longest time to a first token, ns (collector's).
+	longest, longestTTFT int64
 	// offered is the arrival rate delivered, req/s (0 unknown).
 	offered  float64
 	split    *report.TTFTSplit
@@ -185,7 +186,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer}
 		if d.spanned {
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
-			capDurations(lr.Server, d.longest)
+			capDurations(lr.Server, d.longest, d.longestTTFT)
 		}
 		lr.TTFTSplit = d.split
 		lr.Replicas = d.replicas

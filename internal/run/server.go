@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,10 +43,13 @@ type serverScrapes struct {
 	snaps  map[string][]servermetrics.Snapshot
 	order  []string // targets in first-seen order
 	failed map[string]string
-	file   func(*runlog.Scrape) error
-	note   func(string)
-	stop   context.CancelFunc
-	done   chan struct{}
+	// crowded marks the endpoints whose series past the parse's bounds
+	// were noted.
+	crowded map[string]bool
+	file    func(*runlog.Scrape) error
+	note    func(string)
+	stop    context.CancelFunc
+	done    chan struct{}
 	// cfg is the scrapers' configuration, for the closing scrape.
 	cfg       scrape.Config
 	closeOnce sync.Once
@@ -159,12 +161,20 @@ func (s *serverScrapes) add(sm scrape.Sample) {
 	var snap servermetrics.Snapshot
 	err := sm.Err
 	if err == nil {
-		snap, err = servermetrics.Parse(bytes.NewReader(sm.Body), sm.At)
+		snap, err = servermetrics.ParseBytes(sm.Body, sm.At)
 	}
 	if err == nil {
 		line.Sample, err = json.Marshal(snap)
 	}
 	if err == nil {
+		if snap.DroppedSeries > 0 {
+			s.noteOnce(sm.Target, fmt.Sprintf("server metrics %q: %d series past the parse's bounds were counted, not parsed (it reads the families it knows and %d others a scrape)",
+				sm.Target, snap.DroppedSeries, servermetrics.MaxRawSeries))
+		}
+		// The raw families are in the line written; the windows and charts
+		// read only the mapped figures, so a long run does not hold every
+		// scrape's raw series.
+		snap.Raw = nil
 		s.keep(line, &snap)
 		return
 	}
@@ -177,6 +187,20 @@ func (s *serverScrapes) add(sm scrape.Sample) {
 		s.note(fmt.Sprintf("server metrics %q: %v (a gap in its record, not a stall; later failures are in the records file)", sm.Target, err))
 	}
 	s.keep(line, nil)
+}
+
+// noteOnce says msg the first time target has a body too many series.
+func (s *serverScrapes) noteOnce(target, msg string) {
+	s.mu.Lock()
+	if s.crowded == nil {
+		s.crowded = map[string]bool{}
+	}
+	seen := s.crowded[target]
+	s.crowded[target] = true
+	s.mu.Unlock()
+	if !seen {
+		s.note(msg)
+	}
 }
 
 // close stops the scrapers, waits for them, and scrapes once more, so the
@@ -262,18 +286,23 @@ func serverWindows(order []string, snaps map[string][]servermetrics.Snapshot, st
 }
 
 // capDurations bounds the windows' duration histograms' percentiles by
-// the longest request the client had in flight (ns; 0: none seen): a
+// the longest request the client had in flight, and the server's TTFT by
+// the longest time to a first token the client saw (ns; 0: none seen): a
 // server's queue, prefill, decode or TTFT of a request is part of the
 // client's wait for it, so a bucket reaching past it proves nothing past
 // it.
-func capDurations(ws []ServerWindow, longest int64) {
+func capDurations(ws []ServerWindow, longest, longestTTFT int64) {
 	if longest <= 0 {
 		return
 	}
 	for i := range ws {
 		for n, h := range ws[i].Histograms {
 			if d, ok := servermetrics.Lookup(n); ok && d.Unit == "seconds" {
-				ws[i].Histograms[n] = h.Capped(float64(longest) / 1e9)
+				at := longest
+				if n == servermetrics.TTFT && longestTTFT > 0 {
+					at = min(at, longestTTFT)
+				}
+				ws[i].Histograms[n] = h.Capped(float64(at) / 1e9)
 			}
 		}
 	}

@@ -133,8 +133,10 @@ type collector struct {
 	spanned    bool
 	// longest is the longest any request of the level was in flight
 	// (send to end, ns), warm-ups and failures included: no duration the
-	// server observed for one of them can be longer.
-	longest int64
+	// server observed for one of them can be longer; longestTTFT the
+	// longest time to a first token any of them saw, which bounds the
+	// server's own TTFT the same way.
+	longest, longestTTFT int64
 	// arrivals counts the measured first attempts, first and last their
 	// intended sends (ns): the load the schedule offered, whatever the
 	// level's nominal rate.
@@ -224,6 +226,9 @@ func (c *collector) Record(r *runlog.Record) error {
 	c.tracker.Add(r)
 	if r.Sent > 0 && r.End > r.Sent {
 		c.longest = max(c.longest, r.End-r.Sent)
+	}
+	if d, ok := r.TTFT(); ok && r.Sent > 0 {
+		c.longestTTFT = max(c.longestTTFT, int64(d))
 	}
 	if !r.Warmup {
 		if !c.spanned || r.Sent < c.start {
@@ -317,7 +322,7 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 		lv.Stopped = c.stopped
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: &c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, offered: c.offered(), split: c.split.summary(c.percentiles),
+		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, longestTTFT: c.longestTTFT, offered: c.offered(), split: c.split.summary(c.percentiles),
 		replicas: c.replicas.Summary(), classes: c.classes.Summary()}
 }
 

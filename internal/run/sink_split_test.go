@@ -2,11 +2,13 @@ package run
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -54,25 +56,62 @@ func TestServerWindowsCappedByLongestRequest(t *testing.T) {
 		}
 	}
 	d := c.data(0, runlog.Level{})
-	if d.longest != 7477e6 {
-		t.Fatalf("longest = %d ns; want 7477e6", d.longest)
+	if d.longest != 7477e6 || d.longestTTFT != 100e6 {
+		t.Fatalf("longest = %d ns, TTFT %d ns; want 7477e6 and 100e6", d.longest, d.longestTTFT)
 	}
 	b := servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets)
 	for _, v := range []float64{4, 4, 4, 7.4} {
 		b.Observe(v)
 	}
-	snap := func(at int64, h servermetrics.Histogram) servermetrics.Snapshot {
+	ttft := servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets)
+	for _, v := range []float64{0.05, 0.05, 0.05, 0.09} {
+		ttft.Observe(v)
+	}
+	snap := func(at int64, h, t servermetrics.Histogram) servermetrics.Snapshot {
 		return servermetrics.Snapshot{TimeNS: at, Histograms: map[servermetrics.Name]servermetrics.Histogram{
-			servermetrics.DecodeTime: h, servermetrics.RequestGenerationTokens: h}}
+			servermetrics.DecodeTime: h, servermetrics.RequestGenerationTokens: h, servermetrics.TTFT: t}}
 	}
 	empty := servermetrics.NewHistogramBuilder(servermetrics.VLLMRequestLatencyBuckets).Histogram()
-	ws := serverWindows([]string{"server"}, map[string][]servermetrics.Snapshot{"server": {snap(0, empty), snap(10e9, b.Histogram())}}, 1e9, 9e9)
+	ws := serverWindows([]string{"server"}, map[string][]servermetrics.Snapshot{"server": {snap(0, empty, empty), snap(10e9, b.Histogram(), ttft.Histogram())}}, 1e9, 9e9)
 	before := ws[0].Histograms[servermetrics.DecodeTime].P99Range
-	capDurations(ws, d.longest)
+	capDurations(ws, d.longest, d.longestTTFT)
 	if got := ws[0].Histograms[servermetrics.DecodeTime]; got.P99Range.Hi != 7.477 || got.P99 > 7.477 {
 		t.Errorf("decode P99 %g in %+v (uncapped %+v); want ≤ 7.477 s", got.P99, got.P99Range, before)
 	}
+	// The server's TTFT, all in the first 0.3 s bucket, is bounded by the
+	// client's longest TTFT, 100 ms, not only by the longest request.
+	if got := ws[0].Histograms[servermetrics.TTFT].P99Range; got.Hi != 0.1 {
+		t.Errorf("TTFT P99 range = %+v; want at most 0.1 s", got)
+	}
 	if got := ws[0].Histograms[servermetrics.RequestGenerationTokens].P99Range; got != before {
 		t.Errorf("token histogram's P99 range = %+v; want %+v, not capped by a time", got, before)
+	}
+}
+
+// A scrape of too many series is kept with its known figures, its count of
+// series cut in the line written, a note said once, and no raw series
+// held in memory.
+func TestScrapeCrowdedBody(t *testing.T) {
+	var body strings.Builder
+	body.WriteString("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+	for i := range 1000 {
+		fmt.Fprintf(&body, "junk_%d 1\n", i)
+	}
+	var lines []runlog.Scrape
+	var notes []string
+	s := newServerStore(func(l *runlog.Scrape) error { lines = append(lines, *l); return nil })
+	s.note = func(n string) { notes = append(notes, n) }
+	for at := range int64(2) {
+		s.add(scrape.Sample{Target: "server", At: at, Body: []byte(body.String())})
+	}
+	_, snaps := s.snapshots()
+	if got := snaps["server"]; len(got) != 2 || got[0].Values[servermetrics.Running] != 3 || got[0].Raw != nil {
+		t.Fatalf("kept %+v; want two snapshots with running 3 and no raw series", got)
+	}
+	if len(lines) != 2 || !strings.Contains(string(lines[0].Sample), fmt.Sprintf(`"dropped_series":%d`, 1000-servermetrics.MaxRawSeries)) {
+		t.Errorf("scrape line %s; want dropped_series %d", lines[0].Sample, 1000-servermetrics.MaxRawSeries)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "744 series past the parse's bounds") {
+		t.Errorf("notes = %q; want one saying 744 series were cut", notes)
 	}
 }

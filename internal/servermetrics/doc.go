@@ -21,7 +21,10 @@
 //
 // Unit conversions happen in the mapping: DCGM's utilisation percent
 // becomes a fraction and its MiB become bytes. A family the vocabulary
-// does not name is kept in Snapshot.Raw, never dropped.
+// does not name is kept in Snapshot.Raw, up to MaxRawSeries series a
+// scrape; past that (a label explosion) its series are counted in
+// Snapshot.DroppedSeries, not parsed, so a body's series, not only its
+// bytes, bound what a scrape costs.
 //
 // All functions are safe for concurrent use; a Snapshot or Window is a
 // value that nothing else retains.

@@ -20,6 +20,7 @@ type snapshotJSON struct {
 	Histograms map[Name]histogramJSON `json:"histograms,omitempty"`
 	GPUs       []gpuJSON              `json:"gpus,omitempty"`
 	Raw        map[string]rawJSON     `json:"raw,omitempty"`
+	Dropped    int                    `json:"dropped_series,omitempty"`
 }
 
 // MaxStoredRawSeries bounds the raw series a stored snapshot keeps.
@@ -53,7 +54,7 @@ type gpuJSON struct {
 // part of it: the scrape line holds the time). Values that are not finite
 // are left out.
 func (s Snapshot) MarshalJSON() ([]byte, error) {
-	out := snapshotJSON{Kind: s.Kind, Values: finite(s.Values)}
+	out := snapshotJSON{Kind: s.Kind, Values: finite(s.Values), Dropped: s.DroppedSeries}
 	for n, h := range s.Histograms {
 		hj := histogramJSON{Count: h.Count, Sum: h.Sum, LE: []float64{}, Counts: []float64{}}
 		for _, b := range h.Buckets {
@@ -106,7 +107,7 @@ func (s *Snapshot) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*s = Snapshot{Kind: in.Kind, Values: in.Values}
+	*s = Snapshot{Kind: in.Kind, Values: in.Values, DroppedSeries: in.Dropped}
 	for n, hj := range in.Histograms {
 		if len(hj.LE) != len(hj.Counts) {
 			return fmt.Errorf("histogram %s: %d bounds for %d counts", n, len(hj.LE), len(hj.Counts))

@@ -58,9 +58,13 @@ type Snapshot struct {
 	Histograms map[Name]Histogram
 	// GPUs holds one entry per GPU of a DCGM exporter, ordered by ID.
 	GPUs []GPU
-	// Raw holds every family not mapped above, by its exposed name, so
-	// nothing the server said is lost.
+	// Raw holds the families not mapped above, by their exposed names:
+	// their first MaxRawSeries series.
 	Raw map[string]Family
+	// DroppedSeries counts the sample lines Parse did not read: past
+	// MaxRawSeries of the unmapped families, past MaxKnownSeries of the
+	// vocabulary's. 0 for any real server's body.
+	DroppedSeries int
 }
 
 // Histogram is a cumulative histogram: the state of all observations
@@ -124,33 +128,41 @@ func Parse(r io.Reader, atNS int64) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("read metrics body: %w", err)
 	}
+	return ParseBytes(body, atNS)
+}
+
+// ParseBytes is Parse of a body already read (a scrape.Sample's), which
+// it does not retain or change. Whatever the body's size, it parses at
+// most MaxKnownSeries series of the vocabulary's families and
+// MaxRawSeries of the others; the rest are counted in
+// Snapshot.DroppedSeries.
+func ParseBytes(body []byte, atNS int64) (Snapshot, error) {
 	if len(body) > MaxBodyBytes {
 		return Snapshot{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, MaxBodyBytes)
 	}
+	sf := sift(body)
 	// UTF-8 names are what current servers may send; the legacy scheme
 	// would reject a valid quoted name, and we judge nothing by names
 	// beyond looking them up.
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(sf.text))
 	if err != nil {
 		var pe expfmt.ParseError
 		if errors.As(err, &pe) {
-			return Snapshot{}, &SyntaxError{Line: pe.Line, Msg: pe.Msg}
+			return Snapshot{}, &SyntaxError{Line: sf.bodyLine(pe.Line), Msg: pe.Msg}
 		}
 		return Snapshot{}, &SyntaxError{Msg: err.Error()}
 	}
-	s := mapFamilies(fams)
+	s := mapFamilies(fams, sf.kinds)
 	s.TimeNS = atNS
+	s.DroppedSeries = sf.dropped
 	return s, nil
 }
 
-// detect picks the engine whose families are most numerous, so a body
-// that mixes in a few foreign families is still read as what it is.
-func detect(fams map[string]*dto.MetricFamily) (engine Kind, gpus bool) {
-	counts := map[Kind]int{}
-	for name := range fams {
-		counts[kindOf(name)]++
-	}
+// detect picks the engine whose families are most numerous (counts, by
+// kind, over the whole body), so a body that mixes in a few foreign
+// families is still read as what it is.
+func detect(counts map[Kind]int) (engine Kind, gpus bool) {
 	best := 0
 	for _, p := range prefixes {
 		if p.kind == KindDCGM {
@@ -163,8 +175,8 @@ func detect(fams map[string]*dto.MetricFamily) (engine Kind, gpus bool) {
 	return engine, counts[KindDCGM] > 0
 }
 
-func mapFamilies(fams map[string]*dto.MetricFamily) Snapshot {
-	engine, hasGPU := detect(fams)
+func mapFamilies(fams map[string]*dto.MetricFamily, kinds map[Kind]int) Snapshot {
+	engine, hasGPU := detect(kinds)
 	s := Snapshot{
 		Kind:       engine,
 		Values:     map[Name]float64{},

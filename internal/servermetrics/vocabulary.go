@@ -334,15 +334,6 @@ var prefixes = []struct {
 	{"DCGM_FI_", KindDCGM},
 }
 
-func kindOf(family string) Kind {
-	for _, p := range prefixes {
-		if len(family) >= len(p.prefix) && family[:len(p.prefix)] == p.prefix {
-			return p.kind
-		}
-	}
-	return KindUnknown
-}
-
 // vLLM V1's histogram bucket layouts (upper bounds), for producers of
 // vLLM-shaped metrics: goodput serve exports them, and the virtual-time
 // engine's samples use them, so both read like a vLLM server's scrape.

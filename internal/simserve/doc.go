@@ -76,7 +76,8 @@
 //
 // [NewFleet] serves a cluster (package sim/cluster: N engines behind a
 // router, one virtual clock) behind the same port, through the [Fleet]
-// interface: every vLLM series once per replica, labelled engine="i"; the
+// interface: every vLLM series once per replica, labelled engine="1" to
+// "N" (replicas are numbered from 1, as the client's reports number them); the
 // replica named in each answer's [ReplicaHeader]; a request's session for
 // session-affinity routing read from [SessionHeader]. While a replica is
 // idle the loop sleeps until the next iteration's end or an arrival,

@@ -54,8 +54,9 @@ type split interface {
 }
 
 // ReplicaHeader is the response header naming the replica that served a
-// request, as its engine label on /metrics ("0" to "N-1"); sent only by a
-// server driving a fleet.
+// request by its number, "1" to "N", as its engine label on /metrics and
+// the client's records and reports number it; sent only by a server
+// driving a fleet.
 const ReplicaHeader = "X-Goodput-Replica"
 
 // SessionHeader is the request header naming the session (conversation,
@@ -157,7 +158,7 @@ func (s *Server) moved(st *stream, replica int) {
 
 // NewFleet builds the cluster from cfg and a server around it, serving
 // its replicas behind one port: requests are routed by cfg.Router,
-// /metrics has every replica's vLLM series labelled engine="i", and each
+// /metrics has every replica's vLLM series labelled engine="1".."N", and each
 // answer names its replica in the ReplicaHeader. The replicas' first
 // configuration names the model and its limits. With cfg.Gateway set the
 // fleet is behind that gateway (cluster.NewGateway): a request it rate
@@ -220,7 +221,7 @@ func serveFleet(f Fleet, cfg sim.Config, lockstep bool, as *cluster.Autoscale, o
 			ds[i] = ds[0]
 		}
 	}
-	s, err := newServer(opt, cfg, f.Config(0), ds)
+	s, err := newServer(opt, cfg, f.Config(0), ds, true)
 	if err != nil {
 		return nil, err
 	}

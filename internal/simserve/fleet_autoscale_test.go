@@ -68,8 +68,8 @@ func TestFleetAutoscaleOnTime(t *testing.T) {
 			}
 			got = append(got, w.Header().Get(ReplicaHeader))
 		}
-		if strings.Join(got, ",") != "0,0,0,1" {
-			t.Errorf("replicas %v; want 0,0,0,1 (the fourth on the replica added at 1 s)", got)
+		if strings.Join(got, ",") != "1,1,1,2" {
+			t.Errorf("replicas %v; want 1,1,1,2 (the fourth on the replica added at 1 s)", got)
 		}
 		logs := logBuf.String()
 		for _, want := range []string{

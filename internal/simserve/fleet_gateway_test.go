@@ -66,8 +66,8 @@ func TestFleetGatewayRateLimit(t *testing.T) {
 		if diff := cmp.Diff([]string{"", "", "3", ""}, retry); diff != "" {
 			t.Errorf("Retry-After (-want +got):\n%s", diff)
 		}
-		// Round-robin over the admitted: r1 0, r2 1, r4 0; r3 none.
-		if diff := cmp.Diff([]string{"0", "1", "", "0"}, replica); diff != "" {
+		// Round-robin over the admitted: r1 1, r2 2, r4 1; r3 none.
+		if diff := cmp.Diff([]string{"1", "2", "", "1"}, replica); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", ReplicaHeader, diff)
 		}
 		if !strings.Contains(ws[2].buf.String(), "class 0 over the gateway's limit; retry in 2.500 s") {

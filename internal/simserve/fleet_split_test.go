@@ -91,8 +91,8 @@ func TestFleetSplitOnSchedule(t *testing.T) {
 		}
 		for i, w := range ws {
 			id := "r" + strconv.Itoa(i+1)
-			if w.status != 200 || w.Header().Get(ReplicaHeader) != "0" {
-				t.Fatalf("%s: status %d, %s %q; want 200 from prefill replica 0", id, w.status, ReplicaHeader, w.Header().Get(ReplicaHeader))
+			if w.status != 200 || w.Header().Get(ReplicaHeader) != "1" {
+				t.Fatalf("%s: status %d, %s %q; want 200 from prefill replica 1", id, w.status, ReplicaHeader, w.Header().Get(ReplicaHeader))
 			}
 			var got []int64
 			for _, f := range w.flushes {
@@ -112,12 +112,12 @@ func TestFleetSplitOnSchedule(t *testing.T) {
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		for _, line := range []string{
-			`vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 2`,
-			`vllm:time_to_first_token_seconds_count{engine="1",model_name="m"} 0`,
-			`vllm:e2e_request_latency_seconds_count{engine="0",model_name="m"} 0`,
-			`vllm:e2e_request_latency_seconds_count{engine="1",model_name="m"} 2`,
-			`vllm:request_success_total{engine="1",finished_reason="length",model_name="m"} 2`,
-			`vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 0`,
+			`vllm:time_to_first_token_seconds_count{engine="1",model_name="m"} 2`,
+			`vllm:time_to_first_token_seconds_count{engine="2",model_name="m"} 0`,
+			`vllm:e2e_request_latency_seconds_count{engine="1",model_name="m"} 0`,
+			`vllm:e2e_request_latency_seconds_count{engine="2",model_name="m"} 2`,
+			`vllm:request_success_total{engine="2",finished_reason="length",model_name="m"} 2`,
+			`vllm:request_success_total{engine="1",finished_reason="length",model_name="m"} 0`,
 		} {
 			if !strings.Contains(rec.Body.String(), line+"\n") {
 				t.Errorf("/metrics lacks %s", line)
@@ -155,9 +155,9 @@ func TestFleetSplitAbort(t *testing.T) {
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		for _, line := range []string{
-			`vllm:request_success_total{engine="1",finished_reason="abort",model_name="m"} 1`,
-			`vllm:request_success_total{engine="0",finished_reason="abort",model_name="m"} 0`,
-			`vllm:num_requests_running{engine="1",model_name="m"} 0`,
+			`vllm:request_success_total{engine="2",finished_reason="abort",model_name="m"} 1`,
+			`vllm:request_success_total{engine="1",finished_reason="abort",model_name="m"} 0`,
+			`vllm:num_requests_running{engine="2",model_name="m"} 0`,
 		} {
 			if !strings.Contains(rec.Body.String(), line+"\n") {
 				t.Errorf("/metrics after the abort lacks %s", line)

@@ -144,7 +144,9 @@ func TestFleetDeparturesOnSchedule(t *testing.T) {
 			if w.status != 200 {
 				t.Fatalf("%s: status %d", id, w.status)
 			}
-			if got, want := w.Header().Get(ReplicaHeader), strconv.Itoa(reps[id]); got != want {
+			// The cluster's replica indexes are from 0; the header numbers
+			// replicas from 1, as the records do.
+			if got, want := w.Header().Get(ReplicaHeader), strconv.Itoa(reps[id]+1); got != want {
 				t.Errorf("%s: %s %q; want %q", id, ReplicaHeader, got, want)
 			}
 			var got []int64
@@ -189,24 +191,24 @@ func TestFleetMetrics(t *testing.T) {
 		// By hand: engine 0 served r1 (40 + 5) and r3 (64 + 2): 104 prompt,
 		// 7 generated, 2 finished by length; engine 1 r2 (50 + 7).
 		for _, line := range []string{
-			`vllm:prompt_tokens_total{engine="0",model_name="m"} 104`,
-			`vllm:prompt_tokens_total{engine="1",model_name="m"} 50`,
-			`vllm:generation_tokens_total{engine="0",model_name="m"} 7`,
+			`vllm:prompt_tokens_total{engine="1",model_name="m"} 104`,
+			`vllm:prompt_tokens_total{engine="2",model_name="m"} 50`,
 			`vllm:generation_tokens_total{engine="1",model_name="m"} 7`,
-			`vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 2`,
-			`vllm:request_success_total{engine="1",finished_reason="length",model_name="m"} 1`,
-			`vllm:e2e_request_latency_seconds_count{engine="0",model_name="m"} 2`,
-			`vllm:e2e_request_latency_seconds_count{engine="1",model_name="m"} 1`,
-			`vllm:request_generation_tokens_sum{engine="0",model_name="m"} 7`,
+			`vllm:generation_tokens_total{engine="2",model_name="m"} 7`,
+			`vllm:request_success_total{engine="1",finished_reason="length",model_name="m"} 2`,
+			`vllm:request_success_total{engine="2",finished_reason="length",model_name="m"} 1`,
+			`vllm:e2e_request_latency_seconds_count{engine="1",model_name="m"} 2`,
+			`vllm:e2e_request_latency_seconds_count{engine="2",model_name="m"} 1`,
 			`vllm:request_generation_tokens_sum{engine="1",model_name="m"} 7`,
-			`vllm:num_requests_running{engine="1",model_name="m"} 0`,
-			`vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0`,
+			`vllm:request_generation_tokens_sum{engine="2",model_name="m"} 7`,
+			`vllm:num_requests_running{engine="2",model_name="m"} 0`,
+			`vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0`,
 		} {
 			if !strings.Contains(body, line+"\n") {
 				t.Errorf("/metrics lacks %s", line)
 			}
 		}
-		if !strings.Contains(body, `vllm:cache_config_info{`) || !strings.Contains(body, `engine="1"`) {
+		if !strings.Contains(body, `vllm:cache_config_info{`) || !strings.Contains(body, `engine="2"`) {
 			t.Error("/metrics lacks engine 1's cache_config_info")
 		}
 		snap, err := servermetrics.Parse(strings.NewReader(body), 0)
@@ -268,10 +270,10 @@ func TestFleetAbortFreesReplica(t *testing.T) {
 		rec := httptest.NewRecorder()
 		s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 		for _, line := range []string{
-			`vllm:num_requests_running{engine="0",model_name="m"} 1`,
-			`vllm:num_requests_running{engine="1",model_name="m"} 0`,
-			`vllm:request_success_total{engine="1",finished_reason="abort",model_name="m"} 1`,
-			`vllm:request_success_total{engine="0",finished_reason="abort",model_name="m"} 0`,
+			`vllm:num_requests_running{engine="1",model_name="m"} 1`,
+			`vllm:num_requests_running{engine="2",model_name="m"} 0`,
+			`vllm:request_success_total{engine="2",finished_reason="abort",model_name="m"} 1`,
+			`vllm:request_success_total{engine="1",finished_reason="abort",model_name="m"} 0`,
 		} {
 			if !strings.Contains(rec.Body.String(), line+"\n") {
 				t.Errorf("/metrics after the abort lacks %s", line)
@@ -283,7 +285,7 @@ func TestFleetAbortFreesReplica(t *testing.T) {
 		for i, c := range []struct {
 			w    *flushWriter
 			want string
-		}{{w1, "0"}, {w2, "1"}, {w3, "1"}} {
+		}{{w1, "1"}, {w2, "2"}, {w3, "2"}} {
 			if got := c.w.Header().Get(ReplicaHeader); got != c.want {
 				t.Errorf("r%d: %s %q; want %q", i+1, ReplicaHeader, got, c.want)
 			}
@@ -359,7 +361,7 @@ func TestFleetLockstepOnSchedule(t *testing.T) {
 		}
 		for i, w := range ws {
 			id := "r" + strconv.Itoa(i+1)
-			if got, want := w.Header().Get(ReplicaHeader), strconv.Itoa(reps[id]); got != want {
+			if got, want := w.Header().Get(ReplicaHeader), strconv.Itoa(reps[id]+1); got != want {
 				t.Errorf("%s: %s %q; want %q", id, ReplicaHeader, got, want)
 			}
 			var got []int64
@@ -427,16 +429,16 @@ func TestFleetAdmission(t *testing.T) {
 
 // TestFleetSessionAffinity: the session header keeps a session's turns on
 // the replica its first went to. Four requests at once on 2 replicas,
-// sessions a, b, b, b: affinity routes them 0, 1, 1, 1 (b's first turn
-// least-outstanding to 1, the rest follow it); without the header they go
-// least-outstanding, 0, 1, 0, 1.
+// sessions a, b, b, b: affinity routes them to replicas 1, 2, 2, 2 (b's
+// first turn least-outstanding to 2, the rest follow it); without the
+// header they go least-outstanding, 1, 2, 1, 2.
 func TestFleetSessionAffinity(t *testing.T) {
 	for _, tc := range []struct {
 		sessions []string
 		want     []string
 	}{
-		{[]string{"a", "b", "b", "b"}, []string{"0", "1", "1", "1"}},
-		{[]string{"", "", "", ""}, []string{"0", "1", "0", "1"}},
+		{[]string{"a", "b", "b", "b"}, []string{"1", "2", "2", "2"}},
+		{[]string{"", "", "", ""}, []string{"1", "2", "1", "2"}},
 	} {
 		cfg := fleetConfig(2, cluster.PolicySessionAffinity)
 		reqs := make([]fleetReq, len(tc.sessions))

@@ -484,7 +484,7 @@ func (rs *response) g() *genRequest { return rs.p.g }
 // answer's header is written.
 func (rs *response) nameReplica() {
 	if rs.s.fleet != nil {
-		rs.w.Header().Set(ReplicaHeader, strconv.Itoa(rs.replica))
+		rs.w.Header().Set(ReplicaHeader, strconv.Itoa(rs.replica+1))
 	}
 }
 

@@ -70,8 +70,8 @@ type metrics struct {
 }
 
 // newMetrics registers the series of one engine, labelled engine (vLLM
-// V1's data-parallel rank label: "0" for one engine, a replica's index in
-// a fleet, so that summing by model_name gives the fleet).
+// V1's data-parallel rank label: "0" for one engine, a replica's number
+// (from 1) in a fleet, so that summing by model_name gives the fleet).
 func newMetrics(reg prometheus.Registerer, model, engine string) (*metrics, error) {
 	labels := prometheus.Labels{"model_name": model, "engine": engine}
 	var cs []prometheus.Collector

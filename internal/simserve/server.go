@@ -97,7 +97,7 @@ type Server struct {
 	toolTokens  int     // tokens per tool call
 	describe    map[string]any
 	m           *metrics   // replica 0's series (the one engine's)
-	ms          []*metrics // each replica's series, engine="i"; ms[0] is m
+	ms          []*metrics // each replica's series, engine="i+1" in a fleet; ms[0] is m
 	repDescribe []map[string]any
 	gatherer    prometheus.Gatherer
 	log         *slog.Logger
@@ -194,7 +194,7 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(opt, cfg, eng.Config(), []map[string]any{eng.Describe()})
+	s, err := newServer(opt, cfg, eng.Config(), []map[string]any{eng.Describe()}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,10 @@ func checkOptions(opt Options) error {
 // newServer builds the server around engines described by describes (one
 // per replica, the first's settings naming the model and its limits); cfg
 // is the first engine's configuration as given, resolved as it resolved it.
-func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any) (*Server, error) {
+// fleet says the engines are a fleet's replicas, whose engine labels are
+// their numbers from 1, as the client's records and reports number them;
+// a lone engine is engine="0", as vLLM's is.
+func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any, fleet bool) (*Server, error) {
 	s := &Server{
 		opt:         opt,
 		engCfg:      resolved,
@@ -276,7 +279,11 @@ func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any
 	s.ms = make([]*metrics, len(describes))
 	for i := range s.ms {
 		var err error
-		if s.ms[i], err = newMetrics(reg, s.model, strconv.Itoa(i)); err != nil {
+		engine := "0"
+		if fleet {
+			engine = strconv.Itoa(i + 1)
+		}
+		if s.ms[i], err = newMetrics(reg, s.model, engine); err != nil {
 			return nil, err
 		}
 	}

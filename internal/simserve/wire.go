@@ -160,8 +160,8 @@ type perRequestMetrics struct {
 	MeanITLMs          *float64 `json:"mean_itl_ms"`
 	TokensPerSecond    *float64 `json:"tokens_per_second"`
 	// KVTransferMs and DecodeEngine are goodput's own, sent only by a
-	// prefill/decode split: the KV transfer's time and the engine (from
-	// 0, as its /metrics label) that decoded the request.
+	// prefill/decode split: the KV transfer's time and the replica (from
+	// 1, as its /metrics engine label) that decoded the request.
 	KVTransferMs *float64 `json:"kv_transfer_time_ms,omitempty"`
 	DecodeEngine *int     `json:"decode_engine,omitempty"`
 }
@@ -187,7 +187,7 @@ func makeMetrics(t *runlog.ServerTiming, n int) *perRequestMetrics {
 		m.TokensPerSecond = &v
 	}
 	if t.DecodeReplica > 0 {
-		engine := t.DecodeReplica - 1
+		engine := t.DecodeReplica
 		m.KVTransferMs, m.DecodeEngine = ms(t.KVTransferNs), &engine
 	}
 	return m

@@ -39,18 +39,18 @@ func TestUsageChunkMetrics(t *testing.T) {
 		t.Errorf("decoded timing (-want +got):\n%s", diff)
 	}
 	// A prefill/decode split adds the KV transfer and the decode engine,
-	// which the decoder reads back (engine 2 is replica 3 on the record).
+	// which the decoder reads back (replica 3, on the record as on the wire).
 	split := *timing
 	split.KVTransferNs, split.DecodeReplica = 1_798_000, 3
 	got = string(appendUsageChunk(nil, head, u, makeMetrics(&split, 5)))
-	if !strings.HasSuffix(got, `"tokens_per_second":39.936101917443274,"kv_transfer_time_ms":1.798,"decode_engine":2}}`) || !json.Valid([]byte(got)) {
+	if !strings.HasSuffix(got, `"tokens_per_second":39.936101917443274,"kv_transfer_time_ms":1.798,"decode_engine":3}}`) || !json.Valid([]byte(got)) {
 		t.Errorf("split's usage chunk = %s; want the transfer and the engine after tokens_per_second", got)
 	}
 	if err := d.Decode([]byte(got), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Timing.KVTransferNs != 1_798_000 || c.Timing.DecodeEngine != 2 {
-		t.Errorf("decoded split timing: transfer %d ns, engine %d; want 1,798,000 and 2", c.Timing.KVTransferNs, c.Timing.DecodeEngine)
+	if c.Timing.KVTransferNs != 1_798_000 || c.Timing.DecodeEngine != 3 {
+		t.Errorf("decoded split timing: transfer %d ns, engine %d; want 1,798,000 and 3", c.Timing.KVTransferNs, c.Timing.DecodeEngine)
 	}
 
 	// One token: no inter-token latency (null, as vLLM); no timing: no
