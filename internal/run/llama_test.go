@@ -2,7 +2,11 @@ package run
 
 import (
 	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/goodput/goodput/internal/llamafake"
 	"github.com/goodput/goodput/internal/openai"
@@ -86,5 +90,41 @@ func TestCalibratedRunUsesEverySlot(t *testing.T) {
 	}
 	if len(res.Records) != 40 || connected != 0 {
 		t.Errorf("%d records, %d on new connections; want 40, none", len(res.Records), connected)
+	}
+}
+
+// A /metrics that does not answer the first probe (llama-server's threads
+// all busy) is probed again during the run and then scraped; the missed
+// scrapes are counted and said.
+func TestScrapeProbedAgain(t *testing.T) {
+	defer func(d time.Duration) { probeWaitMetrics = d }(probeWaitMetrics)
+	probeWaitMetrics = 50 * time.Millisecond
+	s, err := llamafake.Start(llamafake.Config{Slots: 2, MetricsStall: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cfg := llamaConfig(t, s.URL, 20, 2)
+	cfg.Scrape = &ScrapeConfig{Auto: true, Interval: 20 * time.Millisecond}
+	var notes []string
+	var mu sync.Mutex
+	cfg.Hooks.Note = func(s string) {
+		mu.Lock()
+		notes = append(notes, s)
+		mu.Unlock()
+	}
+	res, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(notes, "\n")
+	if !strings.Contains(all, "probing it again during the run") || !regexp.MustCompile(`server metrics "server": [1-9]\d* of \d+ scrapes missed`).MatchString(all) {
+		t.Errorf("notes:\n%s\nwant the probe retried and the missed scrapes counted", all)
+	}
+	if st := s.Stats(); st.MetricsScrapes < 2 {
+		t.Errorf("%d scrapes answered; want the server scraped after the probe was retried", st.MetricsScrapes)
+	}
+	if len(res.Server) == 0 {
+		t.Errorf("no server series; want the retried scrapes in the result")
 	}
 }
