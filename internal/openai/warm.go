@@ -16,12 +16,18 @@ import (
 // every one has its answer so that each takes a connection of its own.
 // Where the server said its slot count (Slots), n is capped at it:
 // llama-server serves slots+2 connections at a time, one per HTTP thread,
-// and a warm connection beyond them would wait for a thread. It returns
+// and a warm connection beyond them would wait for a thread; so it is at
+// Config.MaxConns, the most the pool holds. It returns
 // how many connections it opened; an error says why not all (the run goes
 // on without them).
 func (c *Client) Warm(ctx context.Context, n int) (int, error) {
 	if s := c.Slots(); s > 0 {
 		n = min(n, s)
+	}
+	if c.cfg.MaxConns > 0 {
+		// The pool holds no more: a request beyond would wait for one of
+		// the others, all held until every one has its answer.
+		n = min(n, c.cfg.MaxConns)
 	}
 	if n <= 0 || c.closes.Load() {
 		// A server that closes every connection after a stream keeps

@@ -69,3 +69,21 @@ func TestConnectOutsideTTFTAndWarm(t *testing.T) {
 		t.Errorf("%d connections waited for a server thread; want none", st.ThreadWaits)
 	}
 }
+
+// Warming never asks for more connections than the pool may hold: one
+// more would wait for the others, which are held until all have answered.
+func TestWarmCappedAtPool(t *testing.T) {
+	s, err := llamafake.Start(llamafake.Config{Slots: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := NewClient(Config{BaseURL: s.URL, Model: "llamafake", MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if n, err := c.Warm(t.Context(), 3); err != nil || n != 1 {
+		t.Errorf("Warm(3) with a pool of 1 = %d, %v; want 1", n, err)
+	}
+}
