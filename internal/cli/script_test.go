@@ -6,9 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/goodput/goodput/internal/llamafake"
 )
 
 // TestMain lets the scripts under testdata/script run "goodput" as a real
@@ -34,7 +39,8 @@ func TestScripts(t *testing.T) {
 			e.Setenv("NO_COLOR", "1")
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": cmdStatus, "freeport": cmdFreePort},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": cmdStatus, "freeport": cmdFreePort,
+			"llamafake": cmdLlamaFake},
 	})
 }
 
@@ -50,6 +56,90 @@ func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
 	port := l.Addr().(*net.TCPAddr).Port
 	ts.Check(l.Close())
 	ts.Setenv(args[0], strconv.Itoa(port))
+}
+
+// llamaServers are the scripts' fake llama-servers, by URL.
+var llamaServers sync.Map
+
+// cmdLlamaFake runs "llamafake start VAR [slots=N] [threads=N]
+// [keepalive=DUR] [tokentime=DUR] [prompttime=DUR] [nocachen] [nometrics]":
+// a fake llama-server on loopback for the rest of the script, its URL in
+// VAR; and "llamafake check URL key=N..." (keys: threadwaits, slotwaits,
+// maxbusy, maxopen, generations; key>=N, key<=N too) asserting what the
+// server saw.
+func cmdLlamaFake(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || (args[0] != "start" && args[0] != "check") || (neg && args[0] == "start") {
+		ts.Fatalf("usage: llamafake start VAR [key=value...] | llamafake check URL key=N...")
+	}
+	if args[0] == "check" {
+		v, ok := llamaServers.Load(args[1])
+		if !ok {
+			ts.Fatalf("llamafake check: no server at %s", args[1])
+		}
+		st := v.(*llamafake.Server).Stats()
+		ts.Logf("llamafake stats: %+v", st)
+		got := map[string]int{"threadwaits": st.ThreadWaits, "slotwaits": st.SlotWaits, "maxbusy": st.MaxBusy,
+			"maxopen": st.MaxOpenConns, "generations": st.Generations, "conns": st.Conns}
+		for _, a := range args[2:] {
+			op := "="
+			for _, o := range []string{">=", "<="} {
+				if strings.Contains(a, o) {
+					op = o
+				}
+			}
+			k, vs, _ := strings.Cut(a, op)
+			want, err := strconv.Atoi(vs)
+			g, known := got[k]
+			if err != nil || !known {
+				ts.Fatalf("llamafake check: bad %q", a)
+			}
+			ok := g == want
+			switch op {
+			case ">=":
+				ok = g >= want
+			case "<=":
+				ok = g <= want
+			}
+			if ok == neg {
+				ts.Fatalf("llamafake %s = %d; want %s%d", k, g, op, want)
+			}
+		}
+		return
+	}
+	var cfg llamafake.Config
+	for _, a := range args[2:] {
+		k, v, _ := strings.Cut(a, "=")
+		var err error
+		switch k {
+		case "slots":
+			cfg.Slots, err = strconv.Atoi(v)
+		case "threads":
+			cfg.Threads, err = strconv.Atoi(v)
+		case "keepalive":
+			cfg.KeepAlive, err = time.ParseDuration(v)
+		case "tokentime":
+			cfg.TokenTime, err = time.ParseDuration(v)
+		case "prompttime":
+			cfg.PromptTime, err = time.ParseDuration(v)
+		case "nocachen":
+			cfg.NoCacheN = true
+		case "nometrics":
+			cfg.NoMetrics = true
+		default:
+			err = errors.New("unknown setting")
+		}
+		if err != nil {
+			ts.Fatalf("llamafake %s: %v", a, err)
+		}
+	}
+	s, err := llamafake.Start(cfg)
+	ts.Check(err)
+	llamaServers.Store(s.URL, s)
+	ts.Defer(func() {
+		llamaServers.Delete(s.URL)
+		s.Close()
+	})
+	ts.Setenv(args[1], s.URL)
 }
 
 // cmdStatus runs "status CODE PROG ARGS..." and asserts the exit code, so a

@@ -55,6 +55,10 @@ type Config struct {
 	// NoMetrics answers /metrics with 501, as llama-server without
 	// --metrics does.
 	NoMetrics bool
+	// MetricsStall makes the first MetricsStall /metrics requests go
+	// unanswered until the client gives up, as a llama-server whose
+	// threads are all busy leaves a scrape.
+	MetricsStall int
 	// OnThreadWait, when set, is called as a connection starts waiting
 	// for a thread (on the accepting goroutine), so a test can act on it
 	// without polling.
@@ -116,8 +120,10 @@ type Server struct {
 	slots []slot
 	free  chan int // indexes of free slots
 	busy  int
-	done  chan struct{}
-	wg    sync.WaitGroup
+	// stalled is the /metrics requests left unanswered (MetricsStall).
+	stalled int
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // slot is one generating slot and its cached prompt.
@@ -324,12 +330,21 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"prompt": render(in.Messages)})
 }
 
-func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.NoMetrics {
 		fail(w, http.StatusNotImplemented, "This server does not support metrics endpoint. Start it with `--metrics`")
 		return
 	}
 	s.mu.Lock()
+	if s.stalled < s.cfg.MetricsStall {
+		s.stalled++
+		s.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		return
+	}
 	s.st.MetricsScrapes++
 	st, busy := s.st, s.busy
 	cached := 0

@@ -161,8 +161,11 @@ type Config struct {
 	// send to the first byte of the response, then between any two bytes,
 	// response headers included; 0 means none.
 	IdleTimeout time.Duration
-	// MaxConns sizes the connection pool (the run's concurrency); no other
-	// cap is applied.
+	// MaxConns sizes the connection pool (the run's concurrency) and caps
+	// the connections open at once (0: 16 idle, no cap): a request that
+	// finds every connection busy waits for one rather than dialling one
+	// more, which would stay in the pool idle and, against llama-server,
+	// hold one of its HTTP threads.
 	MaxConns int
 	// Now is the monotonic clock in ns from the run start.
 	Now func() int64
@@ -181,6 +184,8 @@ type Client struct {
 	// connection under a request (llama.cpp does after every stream); from
 	// then on every request gets a fresh connection, as vLLM's client does.
 	closes atomic.Bool
+	// slots is the server's slot count from /props (0 unknown).
+	slots atomic.Int32
 	// pool holds streamStates whose readers use this client's clock.
 	pool sync.Pool
 	countState
@@ -223,7 +228,12 @@ func NewClient(cfg Config) (*Client, error) {
 		return st
 	}
 	conns := max(cfg.MaxConns, 16)
-	c.hc = &http.Client{Transport: newTransport(conns, false, cfg.Insecure), CheckRedirect: c.checkRedirect}
+	tr := newTransport(conns, false, cfg.Insecure)
+	// A request whose predecessor's connection is still on its way back
+	// to the pool (Go returns it from another goroutine) would otherwise
+	// dial a new one.
+	tr.MaxConnsPerHost = max(cfg.MaxConns, 0)
+	c.hc = &http.Client{Transport: tr, CheckRedirect: c.checkRedirect}
 	c.fresh = &http.Client{Transport: newTransport(conns, true, cfg.Insecure), CheckRedirect: c.checkRedirect}
 	return c, nil
 }
@@ -443,10 +453,11 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	// The hooks run on the transport's goroutines (a dial may outlive a
 	// failed attempt), so they touch only these atomics, never rec.
 	var reused, wrote atomic.Bool
-	var connStart, connDone atomic.Int64
+	var connStart, connDone, gotConn atomic.Int64
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) { phase.Store(phaseWaiting) }, // each hop of a redirect starts over
 		GotConn: func(info httptrace.GotConnInfo) {
+			gotConn.CompareAndSwap(0, c.cfg.Now())
 			reused.Store(info.Reused)
 			if idle != nil {
 				idle.attach(info.Conn)
@@ -492,7 +503,13 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	rec.Sent = c.cfg.Now()
 	resp, err := hc.Do(req)
 	if cs, cd := connStart.Load(), connDone.Load(); cs != 0 && cd > cs && !reused.Load() {
+		// A new connection: its handshakes are the client's, not the
+		// server's answer, so the request counts as sent once the
+		// connection was in hand and the connect time is kept apart.
 		rec.ConnectNs = cd - cs
+		if g := gotConn.Load(); g > rec.Sent {
+			rec.Sent = g
+		}
 	}
 	answered := phase.Swap(phaseBody) == phaseHeaders // response bytes came on the last hop
 	rec.Redirects = redirects

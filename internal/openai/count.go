@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -266,14 +267,19 @@ func (c *Client) ContextLength(ctx context.Context) (tokens int, from string) {
 		}
 	}
 	var props struct {
-		NCtx     int `json:"n_ctx"`
-		Defaults struct {
+		NCtx       int `json:"n_ctx"`
+		TotalSlots int `json:"total_slots"`
+		NParallel  int `json:"n_parallel"`
+		Defaults   struct {
 			NCtx int `json:"n_ctx"`
 		} `json:"default_generation_settings"`
 	}
 	if c.call(ctx, http.MethodGet, "/props", nil, &props) == nil {
 		consider(props.Defaults.NCtx, "/props default_generation_settings.n_ctx")
 		consider(props.NCtx, "/props n_ctx")
+		if n := cmp.Or(props.TotalSlots, props.NParallel); n > 0 && n <= maxSlots {
+			c.slots.Store(int32(n))
+		}
 	}
 	type entry struct {
 		ID            string `json:"id"`
@@ -299,6 +305,24 @@ func (c *Client) ContextLength(ctx context.Context) (tokens int, from string) {
 		}
 	}
 	return tokens, from
+}
+
+// maxSlots bounds a believable slot count.
+const maxSlots = 1 << 16
+
+// Slots is the requests the server generates at once as its /props said
+// (llama.cpp's total_slots, its n_parallel), read by ContextLength; 0 when
+// unknown. llama-server serves n_parallel+2 connections at a time, one per
+// HTTP thread, so a client's side traffic must stay within it.
+func (c *Client) Slots() int { return int(c.slots.Load()) }
+
+// CloseIdle closes the idle kept-alive connections: those a client's side
+// traffic (model checks, calibration) opened would otherwise each hold one
+// of a llama-server's HTTP threads while the run needs them. The client
+// stays usable.
+func (c *Client) CloseIdle() {
+	c.hc.CloseIdleConnections()
+	c.fresh.CloseIdleConnections()
 }
 
 // ProbePrompt sends text as a one-token streaming request and returns the

@@ -37,4 +37,23 @@ type Counting interface {
 	// ProbePrompt sends text as a one-token request and returns the
 	// prompt tokens its usage reports.
 	ProbePrompt(ctx context.Context, id, text string) (int, error)
+	// Slots is the requests the server generates at once, as it said
+	// while ContextLength read its settings (llama.cpp's /props
+	// total_slots); 0 unknown. It bounds calibration's parallel counts.
+	Slots() int
+}
+
+// idleCloser is a backend that can close its idle kept-alive connections
+// and still be used: a run closes those its own side traffic (model
+// checks, calibration) opened, so that none holds a server thread (one
+// per connection in llama-server) while the run measures.
+type idleCloser interface {
+	CloseIdle()
+}
+
+// warmer is a backend that can open kept-alive connections ahead of a
+// measured window, so that no measured request pays a handshake; it
+// returns how many it opened.
+type warmer interface {
+	Warm(ctx context.Context, n int) (int, error)
 }

@@ -66,6 +66,25 @@ type calibration struct {
 	// contextFrom is where it was read.
 	contextLen  int
 	contextFrom string
+	// parallel is how many counts may be in flight at once (see
+	// countParallel).
+	parallel int
+}
+
+// maxCountParallel bounds calibration's counts in flight at once.
+const maxCountParallel = 16
+
+// countParallel is how many counts calibration keeps in flight against a
+// server with slots generating slots (0 unknown): no more than its slots.
+// llama-server has slots+2 HTTP threads, each held by one connection for
+// as long as it stays open, so more connections than that wait for one
+// (seconds, for a thread another idle connection holds); at most slots
+// leaves threads free for the scraper and a health check.
+func countParallel(slots int) int {
+	if slots <= 0 {
+		return maxCountParallel
+	}
+	return min(slots, maxCountParallel)
 }
 
 // point is one probe: its written length and the server's count, tokens.
@@ -102,6 +121,7 @@ func calibrate(ctx context.Context, c Counting, tokName string) (calibration, er
 	dctx, cancel := context.WithTimeout(ctx, contextWait)
 	out.contextLen, out.contextFrom = c.ContextLength(dctx)
 	cancel()
+	out.parallel = countParallel(c.Slots())
 	if ctx.Err() != nil {
 		return calibration{}, interrupted()
 	}
@@ -356,10 +376,10 @@ func (d *exactDataset) Request(i int) workload.Request {
 }
 
 // exactPrompts checks the first n prompts of ds against the server's
-// /tokenize (in the form c found) and pads or trims each until the server counts exactly what was
-// asked (a calibrated approximation is within a few tokens; this closes the
-// gap). It reports how many prompts it checked and how many stayed off.
-func exactPrompts(ctx context.Context, c Counting, ds workload.Dataset, n int) (workload.Dataset, int, int, error) {
+// /tokenize (in the form c found), parallel at a time, and pads or trims
+// each until the server counts exactly what was asked (a calibrated
+// approximation is within a few tokens; this closes the gap). It reports how many prompts it checked and how many stayed off.
+func exactPrompts(ctx context.Context, c Counting, ds workload.Dataset, n, parallel int) (workload.Dataset, int, int, error) {
 	n = min(n, ds.Len())
 	type fixed struct {
 		i    int
@@ -368,7 +388,7 @@ func exactPrompts(ctx context.Context, c Counting, ds workload.Dataset, n int) (
 	}
 	out := make(chan fixed, 64)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
+	g.SetLimit(max(parallel, 1))
 	go func() {
 		defer close(out)
 		for i := range n {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -46,19 +48,33 @@ type serverScrapes struct {
 	// crowded marks the endpoints whose series past the parse's bounds
 	// were noted.
 	crowded map[string]bool
-	file    func(*runlog.Scrape) error
-	note    func(string)
-	stop    context.CancelFunc
-	done    chan struct{}
-	// cfg is the scrapers' configuration, for the closing scrape.
+	// missed counts, by target, the scrapes that brought nothing: failed,
+	// skipped ticks, and probes of the server's /metrics that did not
+	// answer; scrapes counts those tried.
+	missed, scrapes map[string]int
+	file            func(*runlog.Scrape) error
+	note            func(string)
+	stop            context.CancelFunc
+	done            chan struct{}
+	// cfg is the scrapers' configuration, for the closing scrape; auto
+	// is the server's own /metrics while its probe has not answered.
 	cfg       scrape.Config
+	auto      string
+	client    *http.Client
 	closeOnce sync.Once
 }
 
+// probeWaitMetrics bounds one probe of the server's /metrics; a variable
+// so that tests can shorten it.
+var probeWaitMetrics = scrape.MaxDefaultTimeout
+
 // startScrapes starts polling cfg's endpoints on the run clock now; base is
-// the target's root URL (for Auto, probed in the background so that the
-// run's start never waits on it). It returns nil when nothing is to be
-// scraped.
+// the target's root URL. For Auto the server's /metrics is probed first,
+// before the run's load, on the scrapes' own connection, which they then
+// keep: a server that serves one connection per thread (llama-server)
+// never gives it to the load. A probe that gets no answer (the server's
+// threads busy, as while calibrating) is tried again on every interval
+// during the run. It returns nil when nothing is to be scraped.
 func startScrapes(ctx context.Context, cfg *ScrapeConfig, base string, now func() int64, file func(*runlog.Scrape) error,
 	note func(string)) (*serverScrapes, error) {
 	if cfg == nil || (len(cfg.Targets) == 0 && (!cfg.Auto || base == "")) {
@@ -71,31 +87,102 @@ func startScrapes(ctx context.Context, cfg *ScrapeConfig, base string, now func(
 		}
 	}
 	s := &serverScrapes{snaps: map[string][]servermetrics.Snapshot{}, failed: map[string]string{}, file: file, note: note,
-		done: make(chan struct{})}
+		missed: map[string]int{}, scrapes: map[string]int{}, done: make(chan struct{})}
+	s.client = scrape.NewClient(len(cfg.Targets) + 1)
+	sc.Client = s.client
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
+	targets := slices.Clone(cfg.Targets)
+	var url string
+	if cfg.Auto && base != "" {
+		url = strings.TrimSuffix(base, "/") + "/metrics"
+		switch err := s.probe(sctx, url); {
+		case err == nil:
+			targets = append([]scrape.Target{{Name: "server", URL: url}}, targets...)
+			url = ""
+		case !retryable(err):
+			note(fmt.Sprintf("the server's /metrics did not answer (%v): its side of the run is not scraped (--server-metrics URL to name one)", err))
+			url = ""
+		default:
+			note(fmt.Sprintf("the server's /metrics did not answer (%v): probing it again during the run", err))
+		}
+	}
+	iv := cfg.Interval
+	if iv <= 0 {
+		iv = scrape.DefaultInterval
+	}
+	run := sc
+	run.Targets = targets
+	s.cfg, s.auto = run, url
 	go func() {
 		defer close(s.done)
-		targets := slices.Clone(cfg.Targets)
-		if cfg.Auto && base != "" {
-			url := strings.TrimSuffix(base, "/") + "/metrics"
-			if err := scrape.Probe(sctx, url, 2*time.Second, nil); err == nil {
-				targets = append([]scrape.Target{{Name: "server", URL: url}}, targets...)
-			} else if sctx.Err() == nil {
-				note(fmt.Sprintf("the server's /metrics did not answer (%v): its side of the run is not scraped (--server-metrics URL to name one)", err))
-			}
+		var wg sync.WaitGroup
+		if len(targets) > 0 {
+			wg.Go(func() { _ = scrape.Run(sctx, run, s.add) })
 		}
-		if len(targets) == 0 {
-			return
+		if url != "" {
+			wg.Go(func() { s.probeAgain(sctx, run, url, iv) })
 		}
-		run := sc
-		run.Targets = targets
-		s.mu.Lock()
-		s.cfg = run
-		s.mu.Unlock()
-		_ = scrape.Run(sctx, run, s.add)
+		wg.Wait()
 	}()
 	return s, nil
+}
+
+// probe probes the server's /metrics once on the scrapes' connection; a
+// probe that fails counts as a missed scrape of "server".
+func (s *serverScrapes) probe(ctx context.Context, url string) error {
+	err := scrape.Probe(ctx, url, probeWaitMetrics, s.client)
+	if err != nil && ctx.Err() == nil {
+		s.mu.Lock()
+		s.missed["server"]++
+		s.scrapes["server"]++
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// retryable says a probe's failure may pass: no answer in time, or a
+// connection that failed; an answer that is not metrics will not change.
+func retryable(err error) bool {
+	var se *scrape.StatusError
+	return !errors.As(err, &se) && !errors.Is(err, scrape.ErrNotMetrics)
+}
+
+// probeAgain probes the server's /metrics every interval until it answers,
+// then scrapes it with the others' configuration.
+func (s *serverScrapes) probeAgain(ctx context.Context, run scrape.Config, url string, iv time.Duration) {
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.probe(ctx, url)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && retryable(err) {
+			continue
+		}
+		if err != nil {
+			s.note(fmt.Sprintf("the server's /metrics: %v: its side of the run is not scraped", err))
+			s.mu.Lock()
+			s.auto = ""
+			s.mu.Unlock()
+			return
+		}
+		srv := scrape.Target{Name: "server", URL: url}
+		s.mu.Lock()
+		s.cfg.Targets = append([]scrape.Target{srv}, s.cfg.Targets...)
+		s.auto = ""
+		s.mu.Unlock()
+		one := run
+		one.Targets = []scrape.Target{srv}
+		_ = scrape.Run(ctx, one, s.add)
+		return
+	}
 }
 
 // checkScrape validates the scrape configuration before the run starts.
@@ -112,7 +199,7 @@ func checkScrape(sc scrape.Config) error {
 // (the virtual-time engine's state), written to file as scrape lines.
 func newServerStore(file func(*runlog.Scrape) error) *serverScrapes {
 	s := &serverScrapes{snaps: map[string][]servermetrics.Snapshot{}, failed: map[string]string{}, file: file,
-		note: func(string) {}, stop: func() {}, done: make(chan struct{})}
+		missed: map[string]int{}, scrapes: map[string]int{}, note: func(string) {}, stop: func() {}, done: make(chan struct{})}
 	close(s.done)
 	s.closeOnce.Do(func() {}) // nothing to stop, nothing to scrape last
 	return s
@@ -158,6 +245,10 @@ func engineSnapshot(at int64, e sim.Snapshot) servermetrics.Snapshot {
 // per endpoint.
 func (s *serverScrapes) add(sm scrape.Sample) {
 	line := runlog.Scrape{Target: sm.Target, At: sm.At, LatencyNs: int64(sm.Latency), Skipped: sm.Skipped}
+	s.mu.Lock()
+	s.scrapes[sm.Target] += 1 + sm.Skipped
+	s.missed[sm.Target] += sm.Skipped
+	s.mu.Unlock()
 	var snap servermetrics.Snapshot
 	err := sm.Err
 	if err == nil {
@@ -180,6 +271,7 @@ func (s *serverScrapes) add(sm scrape.Sample) {
 	}
 	line.Error = err.Error()
 	s.mu.Lock()
+	s.missed[sm.Target]++
 	_, seen := s.failed[sm.Target]
 	s.failed[sm.Target] = line.Error
 	s.mu.Unlock()
@@ -213,15 +305,39 @@ func (s *serverScrapes) close() {
 		s.stop()
 		<-s.done
 		s.mu.Lock()
-		cfg := s.cfg
+		cfg, auto := s.cfg, s.auto
 		s.mu.Unlock()
-		if len(cfg.Targets) == 0 {
-			return
+		if auto != "" && s.probe(context.Background(), auto) == nil {
+			// The server's threads were busy all run long: its closing
+			// scrape still says what it counted.
+			cfg.Targets = append([]scrape.Target{{Name: "server", URL: auto}}, cfg.Targets...)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = scrape.Once(ctx, cfg, s.add)
+		if len(cfg.Targets) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = scrape.Once(ctx, cfg, s.add)
+			cancel()
+		}
+		if s.client != nil {
+			s.client.CloseIdleConnections()
+		}
+		missed, tried := s.missedScrapes()
+		for _, t := range slices.Sorted(maps.Keys(missed)) {
+			if missed[t] > 0 {
+				s.note(fmt.Sprintf("server metrics %q: %d of %d scrapes missed (no answer in time: gaps in its record)", t, missed[t], tried[t]))
+			}
+		}
 	})
+}
+
+// missedScrapes is how many scrapes of each target brought nothing
+// (failed, skipped, or a probe unanswered) and how many were tried.
+func (s *serverScrapes) missedScrapes() (missed, tried map[string]int) {
+	if s == nil {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.missed), maps.Clone(s.scrapes)
 }
 
 // snapshots returns the scrapes kept, by endpoint, in first-seen order.

@@ -140,6 +140,11 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 		sr.watch = watch
 		defer watch.Stop()
 	}
+	warmConns := s.MaxConcurrent
+	if warmConns <= 0 {
+		warmConns = min(n, defaultWarm)
+	}
+	w.warm(ctx, c.Shard.share(warmConns))
 	t0 := w.now()
 	if at, on := w.sync.take(); on {
 		// The shards' sessions arrive on one schedule, from the start.

@@ -174,6 +174,11 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 		w.close()
 		return nil, err
 	}
+	if ic, ok := w.backend.(idleCloser); ok {
+		// The model check's and calibration's connections would each hold
+		// a llama-server thread through the run: the run opens its own.
+		ic.CloseIdle()
+	}
 	w.prefix = cfg.Target.RequestIDPrefix
 	if w.prefix == "" {
 		w.prefix = "goodput-" + runID() + "-"
@@ -253,7 +258,7 @@ func (w *wall) calibrate(ctx context.Context, wo workload.Options) error {
 	if cal.counter != nil && n <= maxExactPrompts {
 		// The server can count: make every prompt exact, not just
 		// calibrated, when the run is small enough to hold them.
-		ds, checked, off, err := exactPrompts(ctx, cal.counter, w.ds, n)
+		ds, checked, off, err := exactPrompts(ctx, cal.counter, w.ds, n, cal.parallel)
 		if err != nil {
 			return err
 		}
@@ -348,6 +353,11 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 			call(ctx, rec)
 		}, nil
 	})
+	warmConns := lv.MaxConcurrency
+	if warmConns <= 0 {
+		warmConns = min(lv.NumPrompts, defaultWarm)
+	}
+	w.warm(ctx, sh.share(warmConns))
 	cpu := startCPU(w.embedded)
 	lc := loadgen.Config{
 		Schedule: sched, MaxConcurrency: sh.share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
@@ -400,6 +410,30 @@ func retryNotes(cfg *Config, b *loadgen.RetryBounds, d time.Duration) {
 	}
 	if n := b.Dropped.Load(); n > 0 {
 		cfg.note("%d retries not sent: they were due after the level's duration (%v) ended; their failed attempts stand", n, d)
+	}
+}
+
+// How many connections are warmed ahead of a level without a concurrency
+// cap, the most ahead of any, and how long warming may take.
+const (
+	defaultWarm = 16
+	maxWarm     = 1024
+	warmWait    = 10 * time.Second
+)
+
+// warm opens n kept-alive connections before a measured window when the
+// backend can (see openai.Client.Warm): the requests then go out on
+// connections in hand, as a real client's do. A failure is a note: the
+// requests open their own, with the connect time kept apart.
+func (w *wall) warm(ctx context.Context, n int) {
+	wm, ok := w.backend.(warmer)
+	if !ok || n <= 0 {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, warmWait)
+	defer cancel()
+	if _, err := wm.Warm(wctx, min(n, maxWarm)); err != nil && ctx.Err() == nil {
+		w.cfg.note("connections not warmed before the run: %v", err)
 	}
 }
 

@@ -162,7 +162,9 @@ type Record struct {
 	// Sent is when the request was actually written, ns.
 	Sent int64 `json:"sent_ns"`
 	// ConnectNs is time spent establishing a new connection for this request
-	// (0 when a pooled connection was reused). It is inside TTFT.
+	// (0 when a pooled connection was reused). It comes before Sent, which
+	// is stamped once the connection is in hand, so it is outside TTFT and
+	// E2E (and inside the response time, measured from Intended).
 	ConnectNs int64 `json:"connect_ns,omitempty"`
 	// Chunks holds every token-carrying chunk in arrival order.
 	Chunks []Chunk `json:"chunks"`

@@ -317,6 +317,15 @@ func (cfg Config) client() (*http.Client, func()) {
 	return &http.Client{Transport: tr}, tr.CloseIdleConnections
 }
 
+// NewClient is a connection pool for scrapes alone, for targets
+// endpoints, to share between a Probe and the Run after it: the
+// connection the probe opened is the one the scrapes keep using, which a
+// server serving one connection per thread (llama-server) never hands to
+// the benchmark's load. Close its idle connections when done.
+func NewClient(targets int) *http.Client {
+	return &http.Client{Transport: newTransport(max(targets, 1))}
+}
+
 // newTransport is a connection pool for scrapes alone, so that they never
 // take a connection from, or queue behind, the benchmark's requests.
 func newTransport(targets int) *http.Transport {
