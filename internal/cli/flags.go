@@ -170,7 +170,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&l.NumPrompts, "num-prompts", 1000, "measured requests to send (bench with no --base-url, against the embedded simulator: 200 unless given)")
 	fs.IntVar(&l.NumWarmups, "num-warmups", 0, "warm-up requests sent first and excluded from results")
 	fs.DurationVar(&l.Duration, "duration", 0, "stop sending after this long (e.g. 60s; with it, --num-prompts is a cap only if set)")
-	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule")
+	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule (default: 0 on the simulator; against --base-url a fresh one each run, printed and kept in the meta)")
 }
 
 // levelWith is level at the --request-rate text rate (a sweep's holds a

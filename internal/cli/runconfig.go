@@ -67,6 +67,8 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 // flags' over the wire, to the target behind an openai.Client.
 func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err error) {
 	base := o.target.Base()
+	seed, fresh := runSeed(o.fs, base, o.load.Seed, env.Now())
+	o.load.Seed = seed
 	if cfg, err = o.config(env, command, o.load.RequestRate, base == ""); err != nil {
 		return cfg, err
 	}
@@ -107,7 +109,28 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer-mode %s has no effect: prompt lengths come from --tokenizer and the server's own counts\n", o.target.TokenizerMode)
 	}
 	cfg.Engine = o.sim.Engine
+	if fresh && !o.out.Quiet {
+		fmt.Fprintf(env.Stderr, "goodput: seed %d, fresh for this run so that the server's prefix cache holds none of its prompts from an earlier run (--seed %d sends them again)\n", seed, seed)
+	}
 	return cfg, nil
+}
+
+// runSeed is the seed of a run against base: the one --seed gave; for a
+// server over HTTP without --seed, a fresh one from now (fresh true),
+// since the same prompts again would find the server's prefix cache warm
+// from the last run and bias an A/B toward whichever ran second. The
+// embedded simulator starts cold every run and keeps the default, so its
+// runs repeat; shards keep it too, since they must share one schedule.
+// The seed is in the run's meta, so report and reruns reproduce it.
+func runSeed(fs *pflag.FlagSet, base string, seed int64, now time.Time) (int64, bool) {
+	if base == "" || fs.Changed("seed") || fs.Changed("shard") || fs.Changed("shards") {
+		return seed, false
+	}
+	s := now.UnixNano() % 1_000_000_000
+	if s <= 0 {
+		s += 1_000_000_000 // never the default's 0, nor negative
+	}
+	return s, true
 }
 
 // runTarget is the target the flags name, behind an openai.Client; base

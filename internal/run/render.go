@@ -199,6 +199,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 		levelBlocks(extra, l)
 		if r.Sweep != nil {
 			extra["saturated"], extra["median_queue_ms"], extra["median_queue_from_server"] = l.Saturated, l.MedianQueueMs, l.QueueFromServer
+			if l.OfferedRate > 0 {
+				extra["offered_rate"] = l.OfferedRate
+			}
 		}
 		b, err := report.ResultJSON(&l.Summary, r.Meta, extra)
 		if err != nil {

@@ -79,6 +79,9 @@ type LevelResult struct {
 	QueueFromServer bool
 	// Saturated says why a sweep counts the level saturated ("" if not).
 	Saturated string
+	// OfferedRate is the arrival rate the level's schedule delivered,
+	// req/s (0 unknown): what a sweep's verdicts key on, not the label.
+	OfferedRate float64
 	// Server is what each scraped metrics endpoint saw during the level
 	// (none when nothing was scraped, or too little: two scrapes at least).
 	Server []ServerWindow
@@ -183,7 +186,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		p := d.point()
 		points[i] = p
 		lr := LevelResult{Index: d.index, Level: d.level, Summary: d.summary,
-			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer}
+			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer, OfferedRate: p.Offered}
 		if d.spanned {
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
 			capDurations(lr.Server, d.longest, d.longestTTFT)

@@ -157,7 +157,8 @@ func SweepSchema(so stats.Options, metadata map[string]string) (map[string]any, 
 		so.SLO = AnySLO // a sweep always ranks goodput by an SLO
 	}
 	res := schemaResult(so, metadata)
-	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}}
+	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}, Offered: 1}
+	res.Levels[0].OfferedRate = 1 // a measured rate, as every open-loop level has
 	pk := &sweep.Peak{}
 	res.Sweep = &SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
 		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Recommended: pk, Violation: &sweep.Violation{}},

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/goodput/goodput/internal/openai"
@@ -39,5 +40,15 @@ func TestWallSweepCommonArrivals(t *testing.T) {
 		if p.Load(sweep.AxisRate) != p.Offered {
 			t.Errorf("level %d: Load = %g; want its offered %g", i, p.Load(sweep.AxisRate), p.Offered)
 		}
+		if got := res.Levels[i].OfferedRate; got != p.Offered {
+			t.Errorf("level %d: OfferedRate = %g; want %g", i, got, p.Offered)
+		}
+	}
+	b, err := res.JSON(JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"offered_rate": `) {
+		t.Errorf("result JSON has no offered_rate per level")
 	}
 }

@@ -51,7 +51,7 @@ const (
 // highest-numbered active replica drains: it takes no new requests and
 // goes when its last one ends), always within [Min, Max] replicas
 // (active and provisioning) and never within Cooldown of its previous
-// decision. Config.Replicas are the replicas at time 0; a replica added
+// decision. It scales down only once a whole Window has been observed. Config.Replicas are the replicas at time 0; a replica added
 // later is a fresh engine of Replicas[0]'s configuration.
 type Autoscale struct {
 	// Signal is one of Signals.
@@ -422,7 +422,10 @@ func (c *Cluster) tick(t int64) {
 			c.provision(t)
 		}
 		c.decide(t, v, target, to)
-	case v < a.cfg.DownThreshold && target > a.cfg.Min:
+	case v < a.cfg.DownThreshold && target > a.cfg.Min && a.ticks >= a.k:
+		// Only once the window has filled: a signal read over the first
+		// few seconds of load says nothing of the load, and a scale-down
+		// on it at a steady rate walks the fleet into overload.
 		to := max(target-a.cfg.DownStep, a.cfg.Min)
 		for range target - to {
 			c.shrink(t)

@@ -66,13 +66,38 @@ func TestAutoscaleDecisions(t *testing.T) {
 	}
 }
 
+// No scale-down before the window has filled: at a steady load the first
+// ticks read a signal of a few seconds (here, from t=10 s on, below the
+// down threshold), and two replicas cut to one at 10 s walked into
+// overload. With a 60 s window the first scale-down is at 60 s; a
+// scale-up needs no full window.
+func TestAutoscaleDownAfterWindow(t *testing.T) {
+	c := scripted(t, 2, Autoscale{Min: 1, Max: 4, Interval: 10 * time.Second, Window: 60 * time.Second, Cooldown: 60 * time.Second, ProvisionDelay: 120 * time.Second}, map[int64]float64{})
+	c.advance(59 * sec)
+	if rep := c.Autoscaling(59 * sec); len(rep.Decisions) != 0 {
+		t.Errorf("decisions before the 60 s window filled: %+v; want none", rep.Decisions)
+	}
+	c.advance(60 * sec)
+	want := []ScaleDecision{{60 * sec, 0, 2, 1}}
+	if diff := cmp.Diff(want, c.Autoscaling(60*sec).Decisions); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+
+	// Up at once: a burst in the first interval adds a replica at 10 s.
+	c = scripted(t, 2, Autoscale{Min: 1, Max: 4, Interval: 10 * time.Second, Window: 60 * time.Second}, map[int64]float64{10: 3})
+	c.advance(10 * sec)
+	if diff := cmp.Diff([]ScaleDecision{{10 * sec, 3, 2, 3}}, c.Autoscaling(10*sec).Decisions); diff != "" {
+		t.Errorf("scale-up decisions (-want +got):\n%s", diff)
+	}
+}
+
 // A scale-down while a replica provisions cancels it (paid for until
 // then); a tensor-parallel replica costs its GPUs; steps of 2 bounded by
 // the minimum and maximum.
 func TestAutoscaleCancelAndSteps(t *testing.T) {
 	cfg := sim.DefaultConfig()
 	cfg.TP = 2
-	a := Autoscale{Signal: SignalQueue, Threshold: 1, Min: 1, Max: 3, UpStep: 2, DownStep: 2, Interval: 10 * time.Second, ProvisionDelay: 50 * time.Second}
+	a := Autoscale{Signal: SignalQueue, Threshold: 1, Min: 1, Max: 3, UpStep: 2, DownStep: 2, Interval: 10 * time.Second, Window: 30 * time.Second, ProvisionDelay: 50 * time.Second}
 	c, err := New(Config{Replicas: replicas(1, cfg), Autoscale: &a})
 	if err != nil {
 		t.Fatal(err)
