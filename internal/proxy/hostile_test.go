@@ -23,6 +23,7 @@ import (
 
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sse"
 )
 
 // scriptedUpstream is a raw HTTP/1.1 server: for the n-th request on a
@@ -644,5 +645,18 @@ func TestLongStreamRecordBounded(t *testing.T) {
 	h.p.putTap(tp)
 	if tp.rec.Chunks != nil || tp.held != nil || tp.fr.data != nil || tp.maxEvent != 0 {
 		t.Errorf("pooled tap keeps %d chunk entries, %d held bytes, %d framer bytes; want none", cap(tp.rec.Chunks), cap(tp.held), cap(tp.fr.data))
+	}
+}
+
+// TestOversizeEventIsRunaway: an event past the 64 MiB the framer
+// assembles is classed as bench's client classes it (runaway, "an event
+// over N bytes"), so the proxy's records and bench's agree.
+func TestOversizeEventIsRunaway(t *testing.T) {
+	tp := &tap{}
+	tp.m.Reset(&tp.rec)
+	tp.fr.overflow = true // as push leaves it past maxEventSize
+	tp.feed([]byte("data: x"), 5)
+	if tp.rec.ErrorClass != runlog.ErrRunaway || !strings.Contains(tp.rec.Error, fmt.Sprintf("an event over %d bytes", sse.DefaultMaxEventSize)) {
+		t.Errorf("record: %s %q; want runaway, an event over %d bytes", tp.rec.ErrorClass, tp.rec.Error, sse.DefaultMaxEventSize)
 	}
 }

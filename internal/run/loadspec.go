@@ -56,6 +56,10 @@ func (s *LoadSpec) Rate() (float64, error) {
 	if math.IsInf(r, 1) {
 		return 0, nil
 	}
+	if r > runlog.MaxRequestRate {
+		// A report of the records would refuse the level it stores.
+		return 0, setting.Errorf("RequestRate", strconv.Quote(s.RequestRate), "want at most %g requests/s, or inf", float64(runlog.MaxRequestRate))
+	}
 	return r, nil
 }
 
@@ -67,10 +71,14 @@ func (s *LoadSpec) Level(given setting.Given) (runlog.Level, error) {
 		return runlog.Level{}, err
 	}
 	switch {
-	case s.Burstiness <= 0:
+	case !(s.Burstiness > 0):
 		return runlog.Level{}, setting.Errorf("Burstiness", fmt.Sprint(s.Burstiness), "want > 0")
+	case s.Burstiness > runlog.MaxBurstiness:
+		return runlog.Level{}, setting.Errorf("Burstiness", fmt.Sprint(s.Burstiness), "want at most %g", float64(runlog.MaxBurstiness))
 	case s.MaxConcurrency < 0:
 		return runlog.Level{}, setting.Errorf("MaxConcurrency", strconv.Itoa(s.MaxConcurrency), "want ≥ 0")
+	case s.MaxConcurrency > runlog.MaxConcurrency:
+		return runlog.Level{}, setting.Errorf("MaxConcurrency", strconv.Itoa(s.MaxConcurrency), "want at most %d", runlog.MaxConcurrency)
 	case s.NumPrompts < 0:
 		return runlog.Level{}, setting.Errorf("NumPrompts", strconv.Itoa(s.NumPrompts), "want ≥ 0")
 	case s.NumWarmups < 0:
@@ -144,6 +152,8 @@ func (s *LoadSpec) ramp(rate float64, n int) (*runlog.Ramp, error) {
 		return nil, setting.Errorf("RampUpStartRPS", "0", "the first request's rate would be 0 (no gap before it is defined); start above 0")
 	case r.EndRPS < r.StartRPS:
 		return nil, setting.Errorf("", "", "%v %g is below %v %g: the ramp goes up", setting.Name("RampUpEndRPS"), r.EndRPS, setting.Name("RampUpStartRPS"), r.StartRPS)
+	case !(r.EndRPS <= runlog.MaxRequestRate):
+		return nil, setting.Errorf("RampUpEndRPS", fmt.Sprint(r.EndRPS), "want at most %g requests/s", float64(runlog.MaxRequestRate))
 	case n <= 0:
 		return nil, setting.Errorf("", "", "%v ramps over %v requests: give %v", setting.Name("RampUpStrategy"), setting.Name("NumPrompts"), setting.Name("NumPrompts"))
 	}

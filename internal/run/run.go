@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,8 +160,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func (c *Config) check() error {
 	l := c.Load
 	switch {
-	case l.RequestRate < 0 || math.IsNaN(l.RequestRate) || math.IsInf(l.RequestRate, 0):
-		return configErr("RequestRate", "request rate %v: want a positive number of requests/s, or 0 for unpaced", l.RequestRate)
+	case !(l.RequestRate >= 0 && l.RequestRate <= runlog.MaxRequestRate):
+		return configErr("RequestRate", "request rate %v: want a positive number of requests/s up to %g, or 0 for unpaced", l.RequestRate, float64(runlog.MaxRequestRate))
 	case l.Burstiness <= 0:
 		return configErr("Burstiness", "burstiness %v: want > 0", l.Burstiness)
 	case l.MaxConcurrency < 0:

@@ -383,6 +383,15 @@ const (
 	MaxReplica = 1<<16 - 1
 	// MaxPriority is the highest priority class a record may have.
 	MaxPriority = 1<<16 - 1
+	// MaxRequestRate bounds a level's arrival rate, requests/s: ten
+	// million a second, far past any server, far short of a rate whose
+	// gaps round to nothing.
+	MaxRequestRate = 1e7
+	// MaxBurstiness bounds a level's gamma shape (1 is Poisson; 1e12 is
+	// a metronome, as tests use it).
+	MaxBurstiness = 1e15
+	// MaxConcurrency bounds a level's in-flight cap.
+	MaxConcurrency = 1 << 24
 )
 
 // maxLineWarnings is how many skipped lines a Reader names one by one;
@@ -444,16 +453,34 @@ type RunInfo struct {
 // producer's updated meta line at the end), which it then replaces; see
 // Runs and Run.
 type Reader struct {
-	sc       *bufio.Scanner
+	br       *bufio.Reader
+	buf      []byte // the current line
+	maxLine  int    // MaxLineBytes; tests lower it
+	err      error  // the first read error, sticky
 	name     string
 	opts     ReadOptions
 	line     int
 	runs     []RunInfo
 	pending  []byte
 	pendNo   int
+	pendLong bool // the pending line was too long
+	hasPend  bool
 	warnings []string
 	skipped  int
 	done     bool
+}
+
+// MaxLineBytes bounds a line of a records file: 64 MiB, far above any
+// record a run writes (a 128k-token answer with its text and every chunk
+// is a few MiB), so that one huge line costs a reader at most that much
+// memory to refuse, not several times its size to read.
+const MaxLineBytes = 64 << 20
+
+// lineTooLong is the error of a line over the Reader's bound.
+type lineTooLong int
+
+func (n lineTooLong) Error() string {
+	return fmt.Sprintf("line over %d bytes: too long for a record (a record is at most a few MiB)", int(n))
 }
 
 // NewReader returns a strict Reader of r; name is used in error messages.
@@ -464,9 +491,43 @@ func NewReader(r io.Reader, name string) *Reader {
 // NewReaderOptions returns a Reader of r that treats bad lines as o says;
 // name is used in messages.
 func NewReaderOptions(r io.Reader, name string, o ReadOptions) *Reader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	return &Reader{sc: sc, name: name, opts: o}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), maxLine: MaxLineBytes, name: name, opts: o}
+}
+
+// readLine reads the next line, without its end, into r.buf. A line over
+// r.maxLine bytes is read past without being kept (long reports it), so
+// memory stays bounded whatever the file holds. It returns io.EOF when no
+// line is left.
+func (r *Reader) readLine() (line []byte, long bool, err error) {
+	if r.err != nil {
+		return nil, false, r.err
+	}
+	r.buf = r.buf[:0]
+	got := false
+	for {
+		frag, err := r.br.ReadSlice('\n')
+		got = got || len(frag) > 0
+		if !long {
+			if len(r.buf)+len(frag) > r.maxLine+2 { // room for CR LF
+				long, r.buf = true, r.buf[:0]
+				if cap(r.buf) > 1<<20 {
+					r.buf = nil // do not keep a buffer grown for it
+				}
+			} else {
+				r.buf = append(r.buf, frag...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && got:
+			return r.buf, long, nil // a last line without its newline
+		case err != nil:
+			r.err = err
+			return nil, false, err
+		}
+		return r.buf, long, nil
+	}
 }
 
 // Meta returns the meta line of the run being read: the latest meta line
@@ -501,14 +562,18 @@ func (r *Reader) Skipped() int { return r.skipped }
 // (NUL bytes, garbage), is not torn but bad.
 func (r *Reader) Next(rec *Record) error {
 	for {
-		line, no, err := r.nextLine()
+		line, no, long, err := r.nextLine()
 		if err != nil {
 			if err == io.EOF {
 				r.finish()
 			}
 			return err
 		}
-		err = r.parse(line, no, rec)
+		if long {
+			err = lineTooLong(r.maxLine)
+		} else {
+			err = r.parse(line, no, rec)
+		}
 		if err == errMetaLine {
 			continue
 		}
@@ -517,7 +582,7 @@ func (r *Reader) Next(rec *Record) error {
 			r.runs[len(r.runs)-1].Records++
 			return nil
 		}
-		torn := truncatedJSON(line) // before peeking reuses line's buffer
+		torn := !long && truncatedJSON(line) // before peeking reuses line's buffer
 		if !r.peek() && torn {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: skipped a torn last line (the writer was probably killed): %v", r.name, no, err))
 			r.finish()
@@ -533,38 +598,42 @@ func (r *Reader) Next(rec *Record) error {
 	}
 }
 
-// nextLine returns the next non-blank line, trimmed, and its number.
-func (r *Reader) nextLine() ([]byte, int, error) {
-	if r.pending != nil {
-		line, no := r.pending, r.pendNo
-		r.pending = nil
-		return line, no, nil
+// nextLine returns the next non-blank line, trimmed, and its number; long
+// says the line was over the bound (and is not returned).
+func (r *Reader) nextLine() ([]byte, int, bool, error) {
+	if r.hasPend {
+		r.hasPend = false
+		return r.pending, r.pendNo, r.pendLong, nil
 	}
-	for r.sc.Scan() {
+	for {
+		line, long, err := r.readLine()
+		if err == io.EOF {
+			return nil, r.line, false, io.EOF
+		}
+		if err != nil {
+			// Not a BadLineError: reading stops here, there is no skipping it.
+			return nil, r.line + 1, false, fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
+		}
 		r.line++
-		if line := bytes.TrimSpace(r.sc.Bytes()); len(line) > 0 {
-			return line, r.line, nil
+		if line = bytes.TrimSpace(line); len(line) > 0 || long {
+			return line, r.line, long, nil
 		}
 	}
-	if err := r.sc.Err(); err != nil {
-		// Not a BadLineError: reading stops here, there is no skipping it.
-		return nil, r.line + 1, fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
-	}
-	return nil, r.line, io.EOF
 }
 
 // peek reads the next non-blank line into pending and reports whether
 // there is one (true too when reading fails: the line is not known to be
 // the last, and the failure is reported by the next read).
 func (r *Reader) peek() bool {
-	for r.sc.Scan() {
-		r.line++
-		if line := bytes.TrimSpace(r.sc.Bytes()); len(line) > 0 {
-			r.pending, r.pendNo = bytes.Clone(line), r.line
-			return true
-		}
+	line, no, long, err := r.nextLine()
+	switch {
+	case err == io.EOF:
+		return false
+	case err != nil:
+		return true // r.err is sticky: the next read reports it
 	}
-	return r.sc.Err() != nil
+	r.pending, r.pendNo, r.pendLong, r.hasPend = bytes.Clone(line), no, long, true
+	return true
 }
 
 // finish adds the count of skipped lines to the warnings, once, at the end.
@@ -630,6 +699,9 @@ func (r *Reader) parse(line []byte, no int, rec *Record) error {
 		if ml.Meta == nil {
 			return errors.New("empty meta line")
 		}
+		if err := validLevels(ml.Meta.Levels); err != nil {
+			return fmt.Errorf("bad meta line: %v", err)
+		}
 		r.startRun(ml.Meta, no)
 		return errMetaLine
 	}
@@ -650,6 +722,9 @@ func (r *Reader) parse(line []byte, no int, rec *Record) error {
 		}
 		if el.End == nil {
 			return errors.New("bad end line: no end object")
+		}
+		if err := validLevels(el.End.Levels); err != nil {
+			return fmt.Errorf("bad end line: %v", err)
 		}
 		m := r.Meta()
 		if m == nil {
@@ -749,10 +824,18 @@ func validRecord(rec *Record) error {
 	case rec.History != "" && rec.History != HistoryServer && rec.History != HistoryRecorded && rec.History != HistoryChained:
 		return fmt.Errorf("history %q: want server, recorded or chained", clip(string(rec.History)))
 	}
+	// A stream cannot answer before it was sent: such times would show
+	// as negative latencies (a TTFT of −1,000,000 ms).
+	if rec.End != 0 && rec.End < rec.Sent {
+		return fmt.Errorf("end_ns %d is before sent_ns %d", rec.End, rec.Sent)
+	}
 	var sum int64
 	for i, c := range rec.Chunks {
 		if err := times(fmt.Sprintf("chunk %d's time", i), c.T); err != nil {
 			return err
+		}
+		if c.T < rec.Sent {
+			return fmt.Errorf("chunk %d's time %d is before sent_ns %d", i, c.T, rec.Sent)
 		}
 		if c.Tokens < 0 {
 			return fmt.Errorf("chunk %d: token count %d out of range", i, c.Tokens)
@@ -761,6 +844,36 @@ func validRecord(rec *Record) error {
 	}
 	if sum > MaxTokens {
 		return fmt.Errorf("the chunks carry %d tokens in all, out of range [0, %d]", sum, MaxTokens)
+	}
+	return nil
+}
+
+// validLevels checks that the levels' loads are within the Reader's
+// bounds, naming the first level (from 1) and field that is not.
+func validLevels(levels []Level) error {
+	for i, l := range levels {
+		var err error
+		switch {
+		case !(l.RequestRate >= 0 && l.RequestRate <= MaxRequestRate):
+			err = fmt.Errorf("request_rate %g out of range [0, %g]", l.RequestRate, float64(MaxRequestRate))
+		case !(l.Burstiness >= 0 && l.Burstiness <= MaxBurstiness):
+			err = fmt.Errorf("burstiness %g out of range [0, %g]", l.Burstiness, float64(MaxBurstiness))
+		case l.MaxConcurrency < 0 || l.MaxConcurrency > MaxConcurrency:
+			err = fmt.Errorf("max_concurrency %d out of range [0, %d]", l.MaxConcurrency, MaxConcurrency)
+		case l.NumPrompts < 0 || l.NumWarmups < 0 || l.DelayedArrivals < 0:
+			err = fmt.Errorf("num_prompts %d, num_warmups %d, delayed_arrivals %d: counts are never negative", l.NumPrompts, l.NumWarmups, l.DelayedArrivals)
+		case !(l.DurationS >= 0 && l.DurationS <= MaxTimeNs/1e9):
+			err = fmt.Errorf("duration_s %g out of range [0, %g]", l.DurationS, float64(MaxTimeNs/1e9))
+		case l.InputLen < 0 || l.InputLen > MaxTokens || l.OutputLen < 0 || l.OutputLen > MaxTokens:
+			err = fmt.Errorf("input_len %d, output_len %d out of range [0, %d]", l.InputLen, l.OutputLen, MaxTokens)
+		case !(l.ClientCPU >= 0 && l.ClientCPU <= 1):
+			err = fmt.Errorf("client_cpu %g out of range [0, 1]", l.ClientCPU)
+		case l.Ramp != nil && !(l.Ramp.StartRPS >= 0 && l.Ramp.StartRPS <= MaxRequestRate && l.Ramp.EndRPS >= 0 && l.Ramp.EndRPS <= MaxRequestRate):
+			err = fmt.Errorf("ramp from %g to %g requests/s out of range [0, %g]", l.Ramp.StartRPS, l.Ramp.EndRPS, float64(MaxRequestRate))
+		}
+		if err != nil {
+			return fmt.Errorf("level %d: %v", i+1, err)
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -349,6 +350,8 @@ func TestValidateOnRead(t *testing.T) {
 		{"turn without a session", `"turn":2`, "without a session_id"},
 		{"session turn 0", `"session_id":"s","tool_round":1`, `session "s": turn 0; turns count from 1`},
 		{"negative turn", `"session_id":"s","turn":-1`, "turn -1 out of range"},
+		{"chunk before the send", `"sent_ns":1000000000000,"chunks":[[0,1,1]],"end_ns":1000000000001`, "chunk 0's time 0 is before sent_ns 1000000000000"},
+		{"end before the send", `"sent_ns":1000000000000,"end_ns":1`, "end_ns 1 is before sent_ns 1000000000000"},
 		{"unknown history", `"session_id":"s","turn":1,"history":"dreamt"`, `history "dreamt": want server, recorded or chained`},
 	}
 	for _, tt := range tests {
@@ -366,6 +369,37 @@ func TestValidateOnRead(t *testing.T) {
 		MaxLevel, -MaxTimeNs, 0, MaxTimeNs, MaxTokens, MaxTimeNs, MaxTokens, MaxTimeNs)
 	if _, recs, _, err := ReadAll(strings.NewReader(edge), "e.jsonl"); err != nil || len(recs) != 1 {
 		t.Errorf("ReadAll(values at the bounds) = %d records, %v; want 1, nil", len(recs), err)
+	}
+}
+
+// TestValidateMetaOnRead: a meta or end line whose level states an
+// impossible load (a 309-digit rate, a negative burstiness or cap) is a
+// bad line naming file and line, as a bad record is.
+func TestValidateMetaOnRead(t *testing.T) {
+	tests := []struct {
+		name, line, want string
+	}{
+		{"huge rate", `{"meta":{"levels":[{"request_rate":1e308,"burstiness":1,"max_concurrency":0,"num_prompts":10}]}}`, "bad meta line: level 1: request_rate 1e+308 out of range"},
+		{"negative burstiness", `{"meta":{"levels":[{"request_rate":4,"burstiness":-1,"max_concurrency":0,"num_prompts":10}]}}`, "burstiness -1 out of range"},
+		{"negative cap", `{"meta":{"levels":[{"request_rate":4,"burstiness":1,"max_concurrency":-5,"num_prompts":10}]}}`, "max_concurrency -5 out of range"},
+		{"second level", `{"meta":{"levels":[{"request_rate":4,"burstiness":1},{"request_rate":-2,"burstiness":1}]}}`, "level 2: request_rate -2"},
+		{"end line", `{"end":{"levels":[{"request_rate":4,"burstiness":1,"num_prompts":-3}]}}`, "bad end line: level 1: num_prompts -3"},
+		{"ramp", `{"meta":{"levels":[{"request_rate":0,"burstiness":1,"ramp":{"strategy":"linear","start_rps":1,"end_rps":1e300}}]}}`, "ramp from 1 to 1e+300"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := `{"meta":{"levels":[{"request_rate":4,"burstiness":1}]}}` + "\n" + `{"id":"r","status":200}` + "\n"
+			if strings.HasPrefix(tt.line, `{"meta"`) {
+				in = tt.line + "\n" + `{"id":"r","status":200}` + "\n"
+			} else {
+				in += tt.line + "\n"
+			}
+			_, _, _, err := ReadAll(strings.NewReader(in), "m.jsonl")
+			var bad *BadLineError
+			if !errors.As(err, &bad) || !strings.Contains(err.Error(), "m.jsonl:") || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ReadAll(%s) error = %v; want a *BadLineError with %q", tt.line, err, tt.want)
+			}
+		})
 	}
 }
 
@@ -467,5 +501,67 @@ func TestAppendRecordNoAllocs(t *testing.T) {
 	buf := AppendRecord(nil, r) // the buffer grows once
 	if allocs := testing.AllocsPerRun(100, func() { buf = AppendRecord(buf[:0], r) }); allocs != 0 {
 		t.Errorf("%v allocations per AppendRecord into a reused buffer; want 0", allocs)
+	}
+}
+
+// hugeLine streams a records file whose second line is a record n bytes
+// long, made up as it is read (the test holds none of it).
+type hugeLine struct {
+	head, tail string
+	n, off     int64
+}
+
+func (h *hugeLine) Read(p []byte) (int, error) {
+	total := int64(len(h.head)) + h.n + int64(len(h.tail))
+	if h.off >= total {
+		return 0, io.EOF
+	}
+	k := 0
+	for k < len(p) && h.off < total {
+		switch o := h.off; {
+		case o < int64(len(h.head)):
+			p[k] = h.head[o]
+		case o >= total-int64(len(h.tail)):
+			p[k] = h.tail[o-(total-int64(len(h.tail)))]
+		default:
+			p[k] = 'a'
+		}
+		k++
+		h.off++
+	}
+	return k, nil
+}
+
+// TestLineTooLong reads past a 64 MiB line with a 1 MiB bound: the line
+// is a bad line naming file and line (skipped with SkipBadLines, the next
+// record read), and reading it allocates a few MiB, not its size.
+func TestLineTooLong(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		src := &hugeLine{
+			head: `{"meta":{"tool":"goodput"}}` + "\n" + `{"id":"big","error":"`,
+			n:    64 << 20,
+			tail: `","status":500}` + "\n" + `{"id":"next","status":200}` + "\n",
+		}
+		r := NewReaderOptions(src, "big.jsonl", ReadOptions{SkipBadLines: skip})
+		r.maxLine = 1 << 20
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var rec Record
+		err := r.Next(&rec)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+			t.Errorf("skip %v: reading past a 64 MiB line allocated %d MiB; want ≤ 8", skip, alloc>>20)
+		}
+		if !skip {
+			var bad *BadLineError
+			if !errors.As(err, &bad) || bad.Line != 2 || !strings.Contains(err.Error(), "big.jsonl:2: line over 1048576 bytes") {
+				t.Errorf("Next = %v; want big.jsonl:2: line over 1048576 bytes", err)
+			}
+			continue
+		}
+		if err != nil || rec.ID != "next" || len(r.Warnings()) != 1 || !strings.Contains(r.Warnings()[0], "big.jsonl:2: skipped a bad line: line over") {
+			t.Errorf("with SkipBadLines: Next = %q, %v, warnings %q; want the next record, a warning naming line 2", rec.ID, err, r.Warnings())
+		}
 	}
 }
