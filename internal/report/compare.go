@@ -332,7 +332,9 @@ const compareHTML = `<!DOCTYPE html>
 <style>
 {{template "css"}}td.good{color:#1a7f37}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:20px}
-.sides>div{overflow-x:auto}
+.sides>div{overflow-x:auto;min-width:0}
+.sides table{font-size:.8rem}
+.sides th,.sides td{padding:.2rem .3rem}
 </style>
 </head>
 <body>

@@ -840,7 +840,7 @@ const pageHTML = `<!DOCTYPE html>
 {{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}{{define "css"}}body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;margin:0;color:#1b1b1b;background:#fff}
-main{max-width:1240px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
+main{max-width:1360px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
 h1{font-size:1.5rem;margin:.2rem 0}
 pre.block{font-size:.82rem;background:#f7f7f7;border:1px solid #e3e3e3;padding:.6rem .8rem;overflow-x:auto}
 h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
@@ -850,6 +850,7 @@ h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-
 .sla.missed{background:#fcefee;border-color:#cb181d}
 table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.85rem;display:block;max-width:100%;overflow-x:auto}
 th,td{padding:.25rem .45rem;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom;min-width:3.2em}
 th:first-child,td:first-child{text-align:left}
 th{background:#f6f6f6}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
