@@ -228,6 +228,18 @@ func HTML(w io.Writer, in HTMLInput) error {
 		}
 	}
 	d.Conditions = conditionRows(in.Meta, in.Levels)
+	for _, sw := range in.ServerWindows {
+		// A real server's own count of accepted drafts, beside (or
+		// instead of) the simulator's setting.
+		if r, ok := SpecAcceptance(sw.Window); ok {
+			name := "Speculative decoding, measured"
+			if sw.Target != "" && sw.Target != "server" {
+				name += " (" + sw.Target + ")"
+			}
+			d.Conditions = append(d.Conditions, [2]string{name, fmt.Sprintf("acceptance rate %s: %s of %s draft tokens accepted (server /metrics)",
+				pctText(r), tok(sw.Window.Increase[servermetrics.SpecAcceptedTokens]), tok(sw.Window.Increase[servermetrics.SpecDraftTokens]))})
+		}
+	}
 
 	slo := in.Levels[0].Summary.Options.SLO
 	var errs []string

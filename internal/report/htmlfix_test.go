@@ -8,6 +8,7 @@ import (
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/servermetrics"
 )
 
 // TestHTMLSeverityStyles: every severity a finding can have has a rule in
@@ -162,5 +163,52 @@ func TestHTMLSweepLead(t *testing.T) {
 	page = string(renderHTML(t, in))
 	if !strings.Contains(page, ">highest load within SLO (") && !strings.Contains(page, "No level kept the SLO.") {
 		t.Error("sweep page without marks neither marks the highest load within SLO nor says none kept it")
+	}
+}
+
+// TestSpecDecodeMeasured: a vLLM server's spec_decode counters give the
+// measured acceptance rate, in the server block and in Conditions.
+func TestSpecDecodeMeasured(t *testing.T) {
+	win := vllmWindow()
+	win.Increase[servermetrics.SpecDraftTokens] = 1000
+	win.Increase[servermetrics.SpecAcceptedTokens] = 720
+	var b bytes.Buffer
+	if err := ServerTerminal(&b, win); err != nil {
+		t.Fatal(err)
+	}
+	if w := "Spec. decoding acceptance (%):           72.0 (720 of 1000 draft tokens)"; !strings.Contains(b.String(), w) {
+		t.Errorf("ServerTerminal lacks %q:\n%s", w, b.String())
+	}
+	in := sweepInput(t, 50, 10)
+	in.ServerWindows = []ServerWindow{{Target: "server", Window: win}}
+	page := string(renderHTML(t, in))
+	if w := "<th>Speculative decoding, measured</th><td>acceptance rate 72.0 %: 720 of 1000 draft tokens accepted (server /metrics)</td>"; !strings.Contains(page, w) {
+		t.Errorf("HTML Conditions lack %q", w)
+	}
+	if _, ok := SpecAcceptance(vllmWindow()); ok {
+		t.Error("SpecAcceptance of a window without spec_decode counters reports a rate")
+	}
+}
+
+// TestSpecDecodeVocabulary: vLLM's spec_decode counters map to the
+// vocabulary's names.
+func TestSpecDecodeVocabulary(t *testing.T) {
+	body := "# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total{model_name=\"m\"} 40\n" +
+		"# TYPE vllm:spec_decode_num_accepted_tokens_total counter\nvllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 30\n" +
+		"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 1\n"
+	var snaps []servermetrics.Snapshot
+	for i, b := range []string{body, strings.ReplaceAll(strings.ReplaceAll(body, "} 40", "} 140"), "} 30", "} 100")} {
+		snap, err := servermetrics.Parse(strings.NewReader(b), int64(i)*1e9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, snap)
+	}
+	win, err := servermetrics.Compute(snaps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := SpecAcceptance(&win); !ok || r != 0.7 {
+		t.Errorf("SpecAcceptance over 100 drafts, 70 accepted = %v, %v; want 0.7, true", r, ok)
 	}
 }
