@@ -169,21 +169,10 @@ type series struct {
 	hline float64
 }
 
-// Where a chart's legend goes: CDFs rise to the top left, so theirs goes
-// bottom right; sweep curves rise to the right, so theirs goes top left.
-const (
-	legendBottomRight = iota
-	legendTopLeft
-)
-
-// lineChart draws named series on one plot.
-func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks []vmark, legendAt int) (template.HTML, error) {
+// lineChart draws named series on one plot; its legend goes beside the
+// plot (renderSVG).
+func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks []vmark) (template.HTML, error) {
 	p := newPlot(title, xLabel, yLabel)
-	p.Legend.Top, p.Legend.Left = legendAt == legendTopLeft, legendAt == legendTopLeft
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(-6), vg.Points(6)
-	if legendAt == legendTopLeft {
-		p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
-	}
 	any := false
 	var hlines []series
 	for _, s := range ss {
@@ -341,8 +330,6 @@ type band struct {
 // (mid); integerX puts a tick at every whole x when there are few.
 func bandChart(title, xLabel, yLabel string, bs []band, integerX bool) (template.HTML, error) {
 	p := newPlot(title, xLabel, yLabel)
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
 	any := false
 	for _, b := range bs {
 		lo, hi := finite(b.lo), finite(b.hi)

@@ -276,7 +276,7 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", []series{
 				{name: "A", xys: cdfPoints(pooled(ca, m), 400), color: seriesColor(0)},
 				{name: "B", xys: cdfPoints(pooled(cb, m), 400), color: seriesColor(1), dashed: true},
-			}, true, nil, legendBottomRight)
+			}, true, nil)
 			if err != nil {
 				d.Notes = append(d.Notes, "A chart could not be drawn: "+err.Error())
 				continue

@@ -284,7 +284,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 				ss = append(ss, series{name: name, xys: cdfPoints(vals, 400), color: seriesColor(lvl)})
 			}
 			title := "CDF of " + metricLabel(m)
-			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", ss, true, nil, legendBottomRight)
+			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", ss, true, nil)
 			add(&d.Dist, title, svg, fmt.Sprintf("%d requests.", n), err)
 		}
 		if len(cd.itl) > 0 {
@@ -307,10 +307,10 @@ func HTML(w io.Writer, in HTMLInput) error {
 		}
 		tput, inflight := overTime(cd, 300)
 		svg, err := lineChart("Output throughput over time", "time from run start (s)", "output tokens/s",
-			[]series{{xys: tput, color: seriesColor(0)}}, true, nil, legendTopLeft)
+			[]series{{xys: tput, color: seriesColor(0)}}, true, nil)
 		add(&d.OverTime, "Output throughput over time", svg, "Output tokens by chunk arrival time.", err)
 		svg, err = lineChart("Requests in flight over time", "time from run start (s)", "requests in flight",
-			[]series{{xys: inflight, color: seriesColor(1)}}, true, nil, legendTopLeft)
+			[]series{{xys: inflight, color: seriesColor(1)}}, true, nil)
 		add(&d.OverTime, "Requests in flight over time", svg, "Sent and not yet finished.", err)
 	} else {
 		d.Notes = append(d.Notes, "No per-request records were given: distributions, timeline and over-time charts are left out.")
@@ -766,7 +766,7 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 			ss = append(ss, series{name: "SLO " + trimFloat(ms) + " ms", hline: ms, color: sloRed})
 			caption = "The red line is the SLO's " + metricLabel(m) + " limit."
 		}
-		svg, err := lineChart(title, xLabel, metricLabel(m)+" (ms)", ss, true, vm, legendTopLeft)
+		svg, err := lineChart(title, xLabel, metricLabel(m)+" (ms)", ss, true, vm)
 		add(&d.Sweep, title, svg, caption, err)
 	}
 	ss := []series{{name: "throughput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.RequestThroughput, true }),
@@ -775,7 +775,7 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 		ss = append(ss, series{name: "goodput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.SLO.Goodput, s.SLO.Set }),
 			color: seriesColor(2), points: true})
 	}
-	svg, err := lineChart("Throughput and goodput vs load", xLabel, "requests/s", ss, true, vm, legendTopLeft)
+	svg, err := lineChart("Throughput and goodput vs load", xLabel, "requests/s", ss, true, vm)
 	add(&d.Sweep, "Throughput and goodput vs load", svg, "", err)
 }
 
