@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -212,7 +213,7 @@ func New(o Options) (*Proxy, error) {
 		meta := runlog.Meta{
 			Tool: "goodput", Version: o.Version, Command: "proxy", Started: p.start,
 			Target: redact.URL(u), Backend: "openai",
-			Levels: []runlog.Level{{Label: "live traffic"}},
+			Levels: []runlog.Level{{Label: runlog.LiveTraffic}},
 		}
 		if p.records, err = NewRotatingWriter(o.Records, o.RecordsMaxBytes, o.RecordsKeep, meta); err != nil {
 			return nil, err
@@ -674,6 +675,9 @@ func (p *Proxy) finish(ex *exchange, rec *runlog.Record) {
 	rec.Error = ex.secrets.String(rec.Error)
 	rec.Replica = ex.replica
 	ri := ex.info()
+	// The records say which model each request named, so a report over
+	// live traffic can name the models seen (the proxy's Meta cannot).
+	rec.Model = clipModel(ex.secrets.String(ri.model))
 	if ex.whole {
 		p.metrics.ObserveUnstreamed(rec, ri.model, ex.route)
 	} else {
@@ -730,4 +734,20 @@ type logWriter struct{ l *slog.Logger }
 func (w logWriter) Write(b []byte) (int, error) {
 	w.l.Warn(redact.Generic(strings.TrimSpace(string(b))))
 	return len(b), nil
+}
+
+// maxRecordModel bounds the model name a record keeps: a client may send
+// any string, and a record stays small.
+const maxRecordModel = 256
+
+// clipModel cuts s to maxRecordModel bytes on a rune boundary.
+func clipModel(s string) string {
+	if len(s) <= maxRecordModel {
+		return s
+	}
+	cut := maxRecordModel
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

@@ -94,6 +94,9 @@ func TestMeasuresLikeBench(t *testing.T) {
 			if got.ID != "r1" {
 				t.Errorf("record ID = %q; want the client's x-request-id r1", got.ID)
 			}
+			if got.Model != "m" {
+				t.Errorf("record Model = %q; want the model the request named, m", got.Model)
+			}
 			if got.Sent < got.Intended || (len(got.Chunks) > 0 && got.Chunks[0].T < got.Sent) || got.End < got.Sent {
 				t.Errorf("times out of order: intended %d sent %d first chunk %v end %d", got.Intended, got.Sent, got.Chunks, got.End)
 			}

@@ -35,6 +35,9 @@ var palette = []color.RGBA{
 	{0, 0, 0, 255},       // black
 }
 
+// sloRed draws an SLO limit: red, apart from the palette's series colours.
+var sloRed = color.RGBA{203, 24, 29, 255}
+
 func seriesColor(i int) color.RGBA { return palette[i%len(palette)] }
 
 // chartW and chartH are a chart's size; the page scales the SVG to its
@@ -61,8 +64,12 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.X.Tick.Label.Font.Variant = "Sans"
 	p.Y.Tick.Label.Font.Variant = "Sans"
 	p.Legend.TextStyle.Font.Variant = "Sans"
+	p.Legend.TextStyle.Font.Size = 9
+	p.Legend.Padding = vg.Points(2)
 	p.Legend.Top = true
 	p.Legend.Left = false
+	p.X.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = plainTicks{}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color = color.Gray{Y: 225}
 	grid.Horizontal.Color = color.Gray{Y: 225}
@@ -85,7 +92,22 @@ func renderSVG(p *plot.Plot, w, h vg.Length, label string) (svg template.HTML, e
 		}
 	}()
 	c := vgsvg.New(w, h)
-	p.Draw(draw.New(c))
+	dc := draw.New(c)
+	// The legend gets a column of its own right of the plot, so it never
+	// covers a line (inside the axes it hid the curves of busy charts).
+	leg := p.Legend
+	if lr := leg.Rectangle(dc); lr.Size().X > 0 {
+		p.Legend = plot.Legend{TextStyle: leg.TextStyle}
+		lw := lr.Size().X + vg.Points(12)
+		p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+		leg.Top, leg.Left = true, true
+		leg.XOffs, leg.YOffs = 0, 0
+		// Top aligned with the plot's frame, below the title.
+		leg.Draw(draw.Crop(dc, w-lw+vg.Points(4), 0, 0, -vg.Points(22)))
+		p.Legend = leg
+	} else {
+		p.Draw(dc)
+	}
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("chart %q: %w", label, err)
@@ -142,25 +164,22 @@ type series struct {
 	points bool
 	// scatter draws the points alone, unjoined.
 	scatter bool
+	// hline, when above zero, makes the series a horizontal line at that
+	// y across the plot (an SLO limit); xys is unused.
+	hline float64
 }
 
-// Where a chart's legend goes: CDFs rise to the top left, so theirs goes
-// bottom right; sweep curves rise to the right, so theirs goes top left.
-const (
-	legendBottomRight = iota
-	legendTopLeft
-)
-
-// lineChart draws named series on one plot.
-func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks []vmark, legendAt int) (template.HTML, error) {
+// lineChart draws named series on one plot; its legend goes beside the
+// plot (renderSVG).
+func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks []vmark) (template.HTML, error) {
 	p := newPlot(title, xLabel, yLabel)
-	p.Legend.Top, p.Legend.Left = legendAt == legendTopLeft, legendAt == legendTopLeft
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(-6), vg.Points(6)
-	if legendAt == legendTopLeft {
-		p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
-	}
 	any := false
+	var hlines []series
 	for _, s := range ss {
+		if s.hline > 0 {
+			hlines = append(hlines, s)
+			continue
+		}
 		xys := finite(s.xys)
 		if len(xys) == 0 {
 			continue
@@ -210,6 +229,17 @@ func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks 
 	if yFromZero {
 		p.Y.Min = 0
 	}
+	for _, h := range hlines {
+		// The limit stays in view even when every point is far below it.
+		p.Y.Max = max(p.Y.Max, h.hline*1.05)
+		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: h.hline}, {X: p.X.Max, Y: h.hline}})
+		if err != nil {
+			continue
+		}
+		l.LineStyle.Color, l.LineStyle.Width = h.color, vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(h.name, l)
+	}
 	addMarks(p, marks)
 	return renderSVG(p, chartW, chartH, title)
 }
@@ -220,6 +250,8 @@ type vmark struct {
 	name  string
 	x     float64
 	color color.RGBA
+	// solid draws the line unbroken and thicker: the mark to act on.
+	solid bool
 }
 
 func addMarks(p *plot.Plot, marks []vmark) {
@@ -234,6 +266,9 @@ func addMarks(p *plot.Plot, marks []vmark) {
 		l.LineStyle.Color = m.color
 		l.LineStyle.Width = vg.Points(1.2)
 		l.LineStyle.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		if m.solid {
+			l.LineStyle.Width, l.LineStyle.Dashes = vg.Points(2), nil
+		}
 		p.Add(l)
 		p.Legend.Add(m.name, l)
 	}
@@ -295,8 +330,6 @@ type band struct {
 // (mid); integerX puts a tick at every whole x when there are few.
 func bandChart(title, xLabel, yLabel string, bs []band, integerX bool) (template.HTML, error) {
 	p := newPlot(title, xLabel, yLabel)
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
 	any := false
 	for _, b := range bs {
 		lo, hi := finite(b.lo), finite(b.hi)
@@ -346,6 +379,32 @@ func bandChart(title, xLabel, yLabel string, bs []band, integerX bool) (template
 		p.X.Min, p.X.Max = p.X.Min-0.5, p.X.Max+0.5
 	}
 	return renderSVG(p, chartW, chartH*0.8, title)
+}
+
+// plainTicks are gonum/plot's default ticks labelled in the fewest digits
+// that tell them apart: its own labels pad every tick to the precision of
+// the finest one ("250.00 1250.00 2250.00").
+type plainTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = tickLabel(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+// tickLabel writes v in the shortest form that survives rounding noise
+// from the tick arithmetic (0.30000000000000004 reads 0.3).
+func tickLabel(v float64) string {
+	if math.Abs(v) < 1e-12 {
+		return "0"
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 10, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // integerTicks marks every whole number of the axis range, at most 20 of

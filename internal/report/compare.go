@@ -276,7 +276,7 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", []series{
 				{name: "A", xys: cdfPoints(pooled(ca, m), 400), color: seriesColor(0)},
 				{name: "B", xys: cdfPoints(pooled(cb, m), 400), color: seriesColor(1), dashed: true},
-			}, true, nil, legendBottomRight)
+			}, true, nil)
 			if err != nil {
 				d.Notes = append(d.Notes, "A chart could not be drawn: "+err.Error())
 				continue
@@ -332,7 +332,9 @@ const compareHTML = `<!DOCTYPE html>
 <style>
 {{template "css"}}td.good{color:#1a7f37}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:20px}
-.sides>div{overflow-x:auto}
+.sides>div{overflow-x:auto;min-width:0}
+.sides table{font-size:.8rem}
+.sides th,.sides td{padding:.2rem .3rem}
 </style>
 </head>
 <body>

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -27,9 +28,11 @@ type SweepMarks struct {
 	// GoodputPeak is the index of the level with the highest goodput; -1
 	// for none.
 	GoodputPeak int
-	// Recommended is the index of the recommended load, the highest
-	// within SLO (which the goodput peak need not be); -1 for none.
-	Recommended int
+	// WithinSLO is the index of the highest-load level that keeps the
+	// SLO (sweep.Result.MaxWithinSLO); -1 for none. The sweep's charts
+	// mark it, and the SLO limits as lines, so the load to plan for is
+	// read off the page at a glance.
+	WithinSLO int
 }
 
 // HTMLInput is what HTML renders. Only Levels is required.
@@ -82,6 +85,22 @@ type HTMLInput struct {
 	// Classes is a gateway's account of the (focus) level by priority
 	// class; nil leaves its section out.
 	Classes *Classes
+	// ServerWindows are what each scraped endpoint saw over the (focus)
+	// level, and TTFTSplit that level's TTFT split by the server's own
+	// timing: the terminal's server block (preemptions, prefix-cache hit
+	// rate, queue and prefill time), shown in the "Server side" section as
+	// the terminal lays it out. Nil leaves each out.
+	ServerWindows []ServerWindow
+	TTFTSplit     *TTFTSplit
+}
+
+// ServerWindow is one scraped endpoint's account of a level, for
+// HTMLInput.ServerWindows.
+type ServerWindow struct {
+	// Target names the endpoint as ServerSeries.Target does.
+	Target string
+	// Window is what it said over the level; nil shows nothing.
+	Window *servermetrics.Window
 }
 
 // chartBlock is one chart with its caption.
@@ -123,10 +142,12 @@ type pageData struct {
 	OverTime   []chartBlock
 	Server     []chartBlock
 	Sessions   *sessionView
+	ServerText string // the terminal's server block ("": none)
 	Replicas   string // the Replicas block as text ("": none)
 	Classes    string // the Gateway block as text ("": none)
 	Shards     string // the Shards block as text ("": none)
 	Sweep      []chartBlock
+	SweepLead  string // the sweep's conclusion above its curves ("": none)
 	Conditions [][2]string
 	Warnings   []string
 	Notes      []string
@@ -207,6 +228,18 @@ func HTML(w io.Writer, in HTMLInput) error {
 		}
 	}
 	d.Conditions = conditionRows(in.Meta, in.Levels)
+	for _, sw := range in.ServerWindows {
+		// A real server's own count of accepted drafts, beside (or
+		// instead of) the simulator's setting.
+		if r, ok := SpecAcceptance(sw.Window); ok {
+			name := "Speculative decoding, measured"
+			if sw.Target != "" && sw.Target != "server" {
+				name += " (" + sw.Target + ")"
+			}
+			d.Conditions = append(d.Conditions, [2]string{name, fmt.Sprintf("acceptance rate %s: %s of %s draft tokens accepted (server /metrics)",
+				pctText(r), tok(sw.Window.Increase[servermetrics.SpecAcceptedTokens]), tok(sw.Window.Increase[servermetrics.SpecDraftTokens]))})
+		}
+	}
 
 	slo := in.Levels[0].Summary.Options.SLO
 	var errs []string
@@ -251,7 +284,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 				ss = append(ss, series{name: name, xys: cdfPoints(vals, 400), color: seriesColor(lvl)})
 			}
 			title := "CDF of " + metricLabel(m)
-			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", ss, true, nil, legendBottomRight)
+			svg, err := lineChart(title, metricLabel(m)+" (ms)", "share of requests", ss, true, nil)
 			add(&d.Dist, title, svg, fmt.Sprintf("%d requests.", n), err)
 		}
 		if len(cd.itl) > 0 {
@@ -274,10 +307,10 @@ func HTML(w io.Writer, in HTMLInput) error {
 		}
 		tput, inflight := overTime(cd, 300)
 		svg, err := lineChart("Output throughput over time", "time from run start (s)", "output tokens/s",
-			[]series{{xys: tput, color: seriesColor(0)}}, true, nil, legendTopLeft)
+			[]series{{xys: tput, color: seriesColor(0)}}, true, nil)
 		add(&d.OverTime, "Output throughput over time", svg, "Output tokens by chunk arrival time.", err)
 		svg, err = lineChart("Requests in flight over time", "time from run start (s)", "requests in flight",
-			[]series{{xys: inflight, color: seriesColor(1)}}, true, nil, legendTopLeft)
+			[]series{{xys: inflight, color: seriesColor(1)}}, true, nil)
 		add(&d.OverTime, "Requests in flight over time", svg, "Sent and not yet finished.", err)
 	} else {
 		d.Notes = append(d.Notes, "No per-request records were given: distributions, timeline and over-time charts are left out.")
@@ -286,6 +319,18 @@ func HTML(w io.Writer, in HTMLInput) error {
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
 	d.Retries = retriesTable(in.Levels)
 	var blk bytes.Buffer
+	for _, sw := range in.ServerWindows {
+		if sw.Window == nil || sw.Window.Scrapes == 0 {
+			continue
+		}
+		if sw.Target != "" && sw.Target != "server" {
+			fmt.Fprintf(&blk, "(%s)\n", sw.Target)
+		}
+		_ = ServerTerminal(&blk, sw.Window) // a bytes.Buffer does not fail
+	}
+	_ = TTFTSplitTerminal(&blk, in.TTFTSplit)
+	d.ServerText = blk.String()
+	blk.Reset()
 	if ReplicasTerminal(&blk, in.Replicas) == nil {
 		d.Replicas = blk.String()
 	}
@@ -427,23 +472,77 @@ func evidenceText(ev map[string]any) string {
 	slices.Sort(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		v := ev[k]
-		if f, ok := v.(float64); ok {
-			v = strconv.FormatFloat(f, 'g', 6, 64)
-		}
-		parts[i] = fmt.Sprintf("%s = %v", k, v)
+		parts[i] = k + " = " + evidenceValue(ev[k])
 	}
 	return strings.Join(parts, "; ")
 }
 
-// jsonText shows a free-form map (the simulated engine's settings) as
-// JSON, keys sorted.
-func jsonText(m map[string]any) string {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Sprint(m)
+// evidenceValue writes one evidence value for people: numbers in at most
+// six significant digits, and a nested map as "k: v, k: v" in key order
+// rather than Go's map[k:v] syntax.
+func evidenceValue(v any) string {
+	switch v := v.(type) {
+	case float64:
+		return strconv.FormatFloat(v, 'g', 6, 64)
+	case map[string]any:
+		return mapText(v, func(x any) string { return evidenceValue(x) })
+	case map[string]string:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = x
+		}
+		return mapText(m, func(x any) string { return fmt.Sprint(x) })
+	case []any:
+		parts := make([]string, len(v))
+		for i, x := range v {
+			parts[i] = evidenceValue(x)
+		}
+		return strings.Join(parts, ", ")
 	}
-	return string(b)
+	return fmt.Sprint(v)
+}
+
+// mapText is a map as "k: v, k: v", keys sorted.
+func mapText(m map[string]any, val func(any) string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + val(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// settingsText shows a free-form map (the simulated engine's settings) as
+// "key value" pairs in key order, joined by " · " so the browser can wrap
+// it: one JSON line ran off the page. Empty strings are left out.
+func settingsText(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if s, ok := m[k].(string); ok && s == "" {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		v := m[k]
+		switch x := v.(type) {
+		case float64:
+			v = strconv.FormatFloat(x, 'g', 6, 64)
+		case map[string]any, []any:
+			b, err := json.Marshal(x)
+			if err == nil {
+				v = string(b)
+			}
+		}
+		parts[i] = fmt.Sprintf("%s %v", k, v)
+	}
+	return strings.Join(parts, " · ")
 }
 
 func pctText(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" }
@@ -553,7 +652,8 @@ func conditionRows(meta *runlog.Meta, levels []LevelSummary) [][2]string {
 		addRow("Command", meta.Command)
 		addRow("Seed", strconv.FormatInt(meta.Seed, 10))
 		if len(meta.Simulated) > 0 {
-			addRow("Simulated engine", jsonText(meta.Simulated))
+			addRow("Simulated engine", settingsText(meta.Simulated))
+			addRow("Speculative decoding", specDecText(meta.Simulated))
 		}
 		keys := make([]string, 0, len(meta.Metadata))
 		for k := range meta.Metadata {
@@ -611,6 +711,7 @@ func loadAxis(levels []LevelSummary) (string, func(LevelSummary) float64) {
 
 func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, template.HTML, string, error)) {
 	xLabel, xOf := loadAxis(in.Levels)
+	slo := in.Levels[0].Summary.Options.SLO
 	pts := func(f func(*stats.Summary) (float64, bool)) plotter.XYs {
 		var xys plotter.XYs
 		for _, l := range in.Levels {
@@ -623,7 +724,7 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 	pct := func(name string, p float64) func(*stats.Summary) (float64, bool) {
 		return func(s *stats.Summary) (float64, bool) { return s.MetricP(name, p) }
 	}
-	marks := SweepMarks{Knee: -1, GoodputPeak: -1, Recommended: -1}
+	marks := SweepMarks{Knee: -1, GoodputPeak: -1, WithinSLO: -1}
 	if in.Sweep != nil {
 		marks = *in.Sweep
 	} else if in.Levels[0].Summary.SLO.Set {
@@ -632,25 +733,41 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 			if g := l.Summary.SLO.Goodput; g > best {
 				best, marks.GoodputPeak = g, i
 			}
+			if met, ok := findings.SLOMet(&l.Summary); ok && met {
+				marks.WithinSLO = i
+			}
 		}
 	}
 	var vm []vmark
-	if k := marks.Knee; k >= 0 && k < len(in.Levels) {
+	in3 := func(i int) bool { return i >= 0 && i < len(in.Levels) }
+	if k := marks.Knee; in3(k) {
 		vm = append(vm, vmark{name: "knee (" + LevelName(in.Levels[k], len(in.Levels)) + ")", x: xOf(in.Levels[k]), color: seriesColor(3)})
 	}
-	if g := marks.GoodputPeak; g >= 0 && g < len(in.Levels) {
+	if g := marks.GoodputPeak; in3(g) {
 		vm = append(vm, vmark{name: "goodput peak (" + LevelName(in.Levels[g], len(in.Levels)) + ")", x: xOf(in.Levels[g]), color: seriesColor(2)})
 	}
-	if r := marks.Recommended; r >= 0 && r < len(in.Levels) {
-		vm = append(vm, vmark{name: "recommended (" + LevelName(in.Levels[r], len(in.Levels)) + ")", x: xOf(in.Levels[r]), color: seriesColor(4)})
+	if w := marks.WithinSLO; in3(w) {
+		vm = append(vm, vmark{name: "highest load within SLO (" + LevelName(in.Levels[w], len(in.Levels)) + ")", x: xOf(in.Levels[w]), color: seriesColor(7), solid: true})
+		d.SweepLead = fmt.Sprintf("Recommended operating point, the highest load within SLO: %s (%s req/s meeting the SLO, attainment %s).",
+			LevelName(in.Levels[w], len(in.Levels)), fmtMs(in.Levels[w].Summary.SLO.Goodput), pctText(in.Levels[w].Summary.SLO.Attainment))
+	} else if in.Levels[0].Summary.SLO.Set {
+		d.SweepLead = "No level kept the SLO."
 	}
+	limits := map[string]time.Duration{stats.MetricTTFT: slo.TTFT, stats.MetricTPOT: slo.TPOT}
 	for _, m := range []string{stats.MetricTTFT, stats.MetricTPOT} {
 		title := metricLabel(m) + " vs load"
-		svg, err := lineChart(title, xLabel, metricLabel(m)+" (ms)", []series{
+		ss := []series{
 			{name: "P50", xys: pts(pct(m, 50)), color: seriesColor(0), points: true},
 			{name: "P99", xys: pts(pct(m, 99)), color: seriesColor(1), points: true, dashed: true},
-		}, true, vm, legendTopLeft)
-		add(&d.Sweep, title, svg, "", err)
+		}
+		caption := ""
+		if lim := limits[m]; lim > 0 {
+			ms := float64(lim) / float64(time.Millisecond)
+			ss = append(ss, series{name: "SLO " + trimFloat(ms) + " ms", hline: ms, color: sloRed})
+			caption = "The red line is the SLO's " + metricLabel(m) + " limit."
+		}
+		svg, err := lineChart(title, xLabel, metricLabel(m)+" (ms)", ss, true, vm)
+		add(&d.Sweep, title, svg, caption, err)
 	}
 	ss := []series{{name: "throughput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.RequestThroughput, true }),
 		color: seriesColor(0), points: true}}
@@ -658,7 +775,7 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 		ss = append(ss, series{name: "goodput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.SLO.Goodput, s.SLO.Set }),
 			color: seriesColor(2), points: true})
 	}
-	svg, err := lineChart("Throughput and goodput vs load", xLabel, "requests/s", ss, true, vm, legendTopLeft)
+	svg, err := lineChart("Throughput and goodput vs load", xLabel, "requests/s", ss, true, vm)
 	add(&d.Sweep, "Throughput and goodput vs load", svg, "", err)
 }
 
@@ -680,6 +797,9 @@ const pageHTML = `<!DOCTYPE html>
 <h1>{{.Title}}</h1>
 {{if .Subtitle}}<p class="sub">{{.Subtitle}}</p>{{end}}
 {{if .SLA}}<p class="{{.SLAClass}}">{{.SLA}}</p>{{end}}
+{{if .Sweep}}<h2>Load sweep</h2>
+{{if .SweepLead}}<p class="lead">{{.SweepLead}}</p>{{end}}
+<div class="grid">{{range .Sweep}}{{template "chart" .}}{{end}}</div>{{end}}
 {{if .Findings}}<h2>Findings</h2>
 <ul class="findings">{{range .Findings}}<li class="sev-{{.Severity}}"><span class="badge">{{.Severity}}</span><b>{{.ID}}</b> {{.Message}}{{if .Evidence}}<span class="ev">{{.Evidence}}</span>{{end}}</li>
 {{end}}</ul>{{end}}
@@ -694,8 +814,9 @@ const pageHTML = `<!DOCTYPE html>
 {{template "chart" .}}{{end}}
 {{if .OverTime}}<h2>Over time</h2>
 <div class="grid">{{range .OverTime}}{{template "chart" .}}{{end}}</div>{{end}}
-{{if .Server}}<h2>Server side</h2>
-<div class="grid">{{range .Server}}{{template "chart" .}}{{end}}</div>{{end}}
+{{if or .Server .ServerText}}<h2>Server side</h2>
+{{with .ServerText}}<pre class="block">{{.}}</pre>
+{{end}}{{if .Server}}<div class="grid">{{range .Server}}{{template "chart" .}}{{end}}</div>{{end}}{{end}}
 {{with .Replicas}}<h2>Replicas</h2>
 <pre class="block">{{.}}</pre>{{end}}{{with .Classes}}
 <h2>Gateway</h2>
@@ -710,14 +831,12 @@ const pageHTML = `<!DOCTYPE html>
 {{template "chart" .}}{{end}}
 {{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>
 {{end}}</ul>{{end}}{{end}}
-{{if .Sweep}}<h2>Load sweep</h2>
-<div class="grid">{{range .Sweep}}{{template "chart" .}}{{end}}</div>{{end}}
 <h2>Latency (ms)</h2>
 {{range .Metrics}}{{template "table" .}}{{end}}
 {{if .Buckets}}<h2>By input length (ms)</h2>
 {{range .Buckets}}{{template "table" .}}{{end}}{{end}}
 <h2>Conditions</h2>
-<table>{{range .Conditions}}<tr><th>{{index . 0}}</th><td style="text-align:left">{{index . 1}}</td></tr>
+<table class="cond">{{range .Conditions}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>
 {{if .Warnings}}<h2>Warnings</h2>
 <ul>{{range .Warnings}}<li class="warn">{{.}}</li>
@@ -733,7 +852,7 @@ const pageHTML = `<!DOCTYPE html>
 {{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}{{define "css"}}body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;margin:0;color:#1b1b1b;background:#fff}
-main{max-width:1240px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
+main{max-width:1360px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
 h1{font-size:1.5rem;margin:.2rem 0}
 pre.block{font-size:.82rem;background:#f7f7f7;border:1px solid #e3e3e3;padding:.6rem .8rem;overflow-x:auto}
 h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
@@ -743,10 +862,12 @@ h2{font-size:1.15rem;margin:1.6rem 0 .5rem;border-bottom:1px solid #ddd;padding-
 .sla.missed{background:#fcefee;border-color:#cb181d}
 table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.85rem;display:block;max-width:100%;overflow-x:auto}
 th,td{padding:.25rem .45rem;text-align:right;border-bottom:1px solid #eee;white-space:nowrap}
+th{white-space:normal;vertical-align:bottom;min-width:3.2em}
 th:first-child,td:first-child{text-align:left}
 th{background:#f6f6f6}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
 td.bad{color:#b00}
+table.cond td{text-align:left;white-space:normal}
 td.msg{white-space:normal;text-align:left;font-family:ui-monospace,monospace;font-size:.8rem;max-width:60rem}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px 20px}
 figure{margin:0}
@@ -754,12 +875,46 @@ figcaption{font-size:.85rem;color:#555}
 svg.chart{width:100%;height:auto;display:block}
 ul.findings{list-style:none;padding:0}
 ul.findings li{margin:.35rem 0;padding:.4rem .6rem;border-left:4px solid #999;background:#fafafa}
-ul.findings li.sev-warn{border-color:#e69f00}
+ul.findings li.sev-warning{border-color:#e69f00}
 ul.findings li.sev-critical{border-color:#cb181d}
 ul.findings li.sev-info{border-color:#0072b2}
 .badge{font-size:.75rem;text-transform:uppercase;color:#555;margin-right:.4rem}
 .ev{display:block;font-size:.8rem;color:#666}
 .warn{color:#8a5a00}
+.lead{font-weight:600}
 footer{margin-top:2rem;color:#888;font-size:.8rem}
 {{end}}{{define "chart"}}<figure>{{.SVG}}{{if .Caption}}<figcaption>{{.Caption}}</figcaption>{{end}}</figure>
 {{end}}`
+
+// specDecText is the simulated engine's speculative decoding as people
+// read it, e.g. "4 draft tokens per step (ngram draft), acceptance rate
+// 0.7 per draft token (simulated)"; "off" when the settings name none (the
+// simulator writes them only when it drafts).
+func specDecText(sim map[string]any) string {
+	n, ok := number(sim["num_speculative_tokens"])
+	if !ok || n <= 0 {
+		return "off"
+	}
+	s := strconv.FormatFloat(n, 'f', -1, 64) + " draft tokens per step"
+	if d, ok := sim["spec_draft"].(string); ok && d != "" {
+		s += " (" + d + " draft)"
+	}
+	if a, ok := number(sim["spec_acceptance"]); ok {
+		s += ", acceptance rate " + strconv.FormatFloat(a, 'g', 4, 64) + " per draft token (simulated)"
+	}
+	return s
+}
+
+// number reads a settings value that is a number in memory (int, float64)
+// or read back from JSON (float64).
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}

@@ -104,8 +104,8 @@ func sweepInput(t *testing.T, n, maxOut int) HTMLInput {
 	return HTMLInput{
 		Meta: meta, Levels: levels, Records: Records(recs),
 		SLA:      "Up to 4 req/s keep 95 % of requests within ttft:300 tpot:30.",
-		Findings: []findings.Finding{{ID: "queueing-dominates-ttft", Severity: "warn", Message: "Queueing is <b>most</b> of TTFT at 8 req/s.", Evidence: map[string]any{"queue_share": 0.71, "level": 2}}},
-		Sweep:    &SweepMarks{Knee: 1, GoodputPeak: 1, Recommended: 1},
+		Findings: []findings.Finding{{ID: "queueing-dominates-ttft", Severity: findings.Warning, Message: "Queueing is <b>most</b> of TTFT at 8 req/s.", Evidence: map[string]any{"queue_share": 0.71, "level": 2}}},
+		Sweep:    &SweepMarks{Knee: 1, GoodputPeak: 1, WithinSLO: -1},
 	}
 }
 
@@ -125,7 +125,7 @@ func TestHTMLSelfContained(t *testing.T) {
 			[]string{"<svg"}},
 		{"sweep with findings", sweepInput(t, 300, 60),
 			[]string{"Load sweep", "TTFT vs load", "TPOT vs load", "Throughput and goodput vs load", "knee (4 req/s)", "goodput peak (4 req/s)",
-				"queueing-dominates-ttft", "Queueing is &lt;b&gt;most&lt;/b&gt; of TTFT", "queue_share = 0.71", "Up to 4 req/s keep 95 %", ">queued (SLO met)<", ">decode (SLO met)<"},
+				"queueing-dominates-ttft", "Queueing is &lt;b&gt;most&lt;/b&gt; of TTFT", "queue_share = 0.71", "Up to 4 req/s keep 95 %", ">SLO met:<", ">SLO missed:<", ">queued<", ">decode<"},
 			[]string{"<b>most</b>"}},
 	}
 	for _, tt := range tests {

@@ -153,5 +153,5 @@ func paretoChart(ps []ParetoPoint) (template.HTML, error) {
 			ss = append(ss, series{name: name + " other", xys: rest, color: c, scatter: true})
 		}
 	}
-	return lineChart("Pareto: goodput per GPU vs interactivity", "output tokens/s per user", "goodput per GPU (requests/s meeting the SLO)", ss, true, nil, legendTopLeft)
+	return lineChart("Pareto: goodput per GPU vs interactivity", "output tokens/s per user", "goodput per GPU (requests/s meeting the SLO)", ss, true, nil)
 }

@@ -133,6 +133,20 @@ func observed(win *servermetrics.Window, n servermetrics.Name) (servermetrics.Hi
 	return h, ok && h.Count > 0
 }
 
+// SpecAcceptance is the share (0–1) of speculative decoding's draft
+// tokens the server accepted over the window, from its counters (vLLM's
+// spec_decode ones); false when it drafted nothing or does not say.
+func SpecAcceptance(win *servermetrics.Window) (float64, bool) {
+	if win == nil {
+		return 0, false
+	}
+	d := win.Increase[servermetrics.SpecDraftTokens]
+	if !(d > 0) {
+		return 0, false
+	}
+	return win.Increase[servermetrics.SpecAcceptedTokens] / d, true
+}
+
 // prefixHitRate is the window's prefix-cache hit rate (0–1): the ratio of
 // the hit and query counters' increases, else the mean of the server's own
 // hit-rate gauge (SGLang without the counters); false when neither exists.
@@ -241,6 +255,10 @@ func ServerTerminalTimed(w io.Writer, win *servermetrics.Window, split *TTFTSpli
 	}
 	if r, ok := prefixHitRate(win); ok {
 		t.line("Prefix cache hit rate (%):", f1(100*r))
+	}
+	if r, ok := SpecAcceptance(win); ok {
+		t.line("Spec. decoding acceptance (%):", fmt.Sprintf("%s (%s of %s draft tokens)", f1(100*r),
+			tok(win.Increase[servermetrics.SpecAcceptedTokens]), tok(win.Increase[servermetrics.SpecDraftTokens])))
 	}
 	prompt, gen := tokenRates(win)
 	if prompt {

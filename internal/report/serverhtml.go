@@ -104,8 +104,6 @@ func serverCharts(d *pageData, ss []ServerSeries, add func(*[]chartBlock, string
 // breaks a line (a skipped interval is not bridged).
 func timeChart(title, yLabel string, ss []series, xMax float64) (template.HTML, error) {
 	p := newPlot(title, "time from run start (s)", yLabel)
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), vg.Points(-6)
 	for _, s := range ss {
 		var legend *plotter.Line
 		for _, seg := range segments(s.xys) {

@@ -331,6 +331,11 @@ func loadText(lv *runlog.Level) string {
 	if strings.HasPrefix(lv.Label, "sessions ") {
 		return lv.Label // a session load says its own (sessions/s, not requests/s)
 	}
+	if lv.Label == runlog.LiveTraffic {
+		// The proxy generated nothing: its clients set the load, which the
+		// summary's rates measure. A "rate inf" here would read as a burst.
+		return "live traffic, observed (not generated)"
+	}
 	if strings.HasPrefix(lv.Label, "trace") {
 		// A trace's arrivals are its own: no rate, no burstiness.
 		return lv.Label + ", max concurrency " + conc

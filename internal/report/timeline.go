@@ -183,18 +183,33 @@ func timelineSVG(spans []span, hasSLO bool) (template.HTML, string) {
 			lx, fill, lx+16, template.HTMLEscapeString(name))
 		lx += 16 + 6.5*float64(len([]rune(name))) + 14
 	}
-	suffix := ""
-	if hasSLO {
-		suffix = " (SLO met)"
+	label := func(text string) {
+		fmt.Fprintf(&b, `<text x="%.1f" y="19" font-size="11" font-weight="bold">%s</text>`, lx, template.HTMLEscapeString(text))
+		lx += 6.5*float64(len([]rune(text))) + 8
 	}
-	for j, n := range names {
-		if !anyServer && j == 0 {
-			continue // "no token" rarely matters; it shares the lightest shade
+	// With an SLO every phase has a met and a missed shade, and each gets
+	// its entry: an overloaded run is mostly the missed queue's light red,
+	// which a single "SLO missed" swatch in the dark shade did not name.
+	groups := []struct {
+		name   string
+		shades [3]string
+	}{{"", shades}}
+	if hasSLO {
+		groups = []struct {
+			name   string
+			shades [3]string
+		}{{"SLO met:", metShades}, {"SLO missed:", missedShades}}
+	}
+	for _, g := range groups {
+		if g.name != "" {
+			label(g.name)
 		}
-		legend(shades[j], n+suffix)
-	}
-	if hasSLO {
-		legend(missedShades[2], "SLO missed")
+		for j, n := range names {
+			if !anyServer && j == 0 {
+				continue // "no token" rarely matters; it shares the lightest shade
+			}
+			legend(g.shades[j], n)
+		}
 	}
 	legend(failedShade, "failed")
 	b.WriteString(`</svg>`)

@@ -342,18 +342,23 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 		}
 		in.Replicas = r.Levels[focus].Replicas
 		in.Classes = r.Levels[focus].Classes
+		in.TTFTSplit = r.Levels[focus].TTFTSplit
+		for i := range r.Levels[focus].Server {
+			w := &r.Levels[focus].Server[i]
+			in.ServerWindows = append(in.ServerWindows, report.ServerWindow{Target: w.Target, Window: &w.Window})
+		}
 	}
 	switch {
 	case r.Sweep != nil:
-		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1, Recommended: -1}
+		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1, WithinSLO: -1}
 		if k := r.Sweep.Knee; k != nil && k.Index < len(levels) {
 			in.Sweep.Knee = k.Index
 		}
 		if p := r.Sweep.GoodputPeak; p != nil && p.Index < len(levels) {
 			in.Sweep.GoodputPeak = p.Index
 		}
-		if p := r.Sweep.Recommended; p != nil && p.Index < len(levels) {
-			in.Sweep.Recommended = p.Index
+		if p := r.Sweep.MaxWithinSLO; p != nil && p.Index < len(levels) {
+			in.Sweep.WithinSLO = p.Index
 		}
 	case len(r.Levels) > 1:
 		in.Findings = nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -181,6 +182,15 @@ func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []
 	if err != nil {
 		return nil, err
 	}
+	if meta != nil && meta.Model == "" {
+		// Live traffic's Meta names no model; its records say which ones
+		// the clients asked for.
+		if seen := modelsSeen(recs); seen != "" {
+			mm := *meta
+			mm.Model = seen
+			meta = &mm
+		}
+	}
 	return AnalyzeRecords(meta, recs, AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: scrapes,
 		Cost: a.Cost, SessionSLO: a.SessionSLO})
 }
@@ -339,4 +349,30 @@ func Compare(s *CompareSpec, f Files) error {
 	}
 	in := report.CompareHTMLInput{Comparison: c, A: sides[0].Report, B: sides[1].Report, Generated: f.Now()}
 	return f.writeFile("HTML", s.HTML, "HTML report written to %s", func(b *bytes.Buffer) error { return report.CompareHTML(b, in) })
+}
+
+// modelsSeen names the models the records asked for, the most requested
+// first: "m" for one, "a, b" for two or three, "a, b, c and 4 more" past
+// that; "" when no record names one.
+func modelsSeen(recs []runlog.Record) string {
+	n := map[string]int{}
+	for i := range recs {
+		if m := recs[i].Model; m != "" {
+			n[m]++
+		}
+	}
+	names := make([]string, 0, len(n))
+	for m := range n {
+		names = append(names, m)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if n[a] != n[b] {
+			return n[b] - n[a]
+		}
+		return strings.Compare(a, b)
+	})
+	if len(names) > 3 {
+		return strings.Join(names[:3], ", ") + fmt.Sprintf(" and %d more", len(names)-3)
+	}
+	return strings.Join(names, ", ")
 }

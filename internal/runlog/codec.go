@@ -32,6 +32,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"degraded":`...)
 		dst = appendString(dst, r.Degraded)
 	}
+	if r.Model != "" {
+		dst = append(dst, `,"model":`...)
+		dst = appendString(dst, r.Model)
+	}
 	if r.Warmup {
 		dst = append(dst, `,"warmup":true`...)
 	}

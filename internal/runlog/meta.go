@@ -174,3 +174,7 @@ type CapacityProbe struct {
 	DurationS         float64   `json:"duration_s"`
 	Fractions         []float64 `json:"fractions"`
 }
+
+// LiveTraffic labels the one level of a proxy's records: load its clients
+// set and it observed, with no rate or concurrency of its own.
+const LiveTraffic = "live traffic"

@@ -154,6 +154,10 @@ type Record struct {
 	// "max_tokens" (output capped), "reasoning" (hidden reasoning cut) or
 	// "small_model" (routed to a smaller model's pool); "" not degraded.
 	Degraded string `json:"degraded,omitempty"`
+	// Model is the model the request named, where one run's requests may
+	// name different models (live traffic through the proxy); "" when the
+	// run's Meta.Model says it for all.
+	Model string `json:"model,omitempty"`
 	// Warmup marks requests excluded from results.
 	Warmup bool `json:"warmup,omitempty"`
 

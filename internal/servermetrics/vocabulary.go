@@ -39,6 +39,13 @@ const (
 	RequestsFinished Name = "requests_finished"
 	// EngineSteps is the number of forward passes the engine ran (counter).
 	EngineSteps Name = "engine_steps"
+	// SpecDraftTokens is the number of tokens speculative decoding's
+	// drafter proposed (counter, tokens).
+	SpecDraftTokens Name = "spec_draft_tokens"
+	// SpecAcceptedTokens is the number of drafted tokens the target model
+	// accepted (counter, tokens); over SpecDraftTokens, the acceptance
+	// rate.
+	SpecAcceptedTokens Name = "spec_accepted_tokens"
 	// PromptThroughput is the server's own prompt throughput over a window
 	// it chose (gauge, tokens/s).
 	PromptThroughput Name = "prompt_throughput"
@@ -201,6 +208,12 @@ var vocabulary = []Def{
 	{Name: PrefixHits, Type: TypeCounter, Unit: "tokens", Sources: map[Kind][]Source{
 		KindVLLM:   src("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
 		KindSGLang: src("sglang:cached_tokens_total"),
+	}},
+	{Name: SpecDraftTokens, Type: TypeCounter, Unit: "tokens", Sources: map[Kind][]Source{
+		KindVLLM: src("vllm:spec_decode_num_draft_tokens_total"),
+	}},
+	{Name: SpecAcceptedTokens, Type: TypeCounter, Unit: "tokens", Sources: map[Kind][]Source{
+		KindVLLM: src("vllm:spec_decode_num_accepted_tokens_total"),
 	}},
 	{Name: Preemptions, Type: TypeCounter, Unit: "requests", Sources: map[Kind][]Source{
 		KindVLLM:   src("vllm:num_preemptions_total"),
