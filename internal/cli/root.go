@@ -241,8 +241,21 @@ func groupedUsage(cmd *cobra.Command, own string, headings ...string) {
 	cmd.SetUsageFunc(func(c *cobra.Command) error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Usage:\n  %s\n", c.UseLine())
+		if c.HasAvailableSubCommands() {
+			fmt.Fprintf(&b, "  %s [command]\n", c.CommandPath())
+		}
 		if c.HasExample() {
 			fmt.Fprintf(&b, "\nExamples:\n%s\n", c.Example)
+		}
+		// A command of its own with subcommands (sim and sim fit) names
+		// them, as cobra's default help does.
+		if c.HasAvailableSubCommands() {
+			b.WriteString("\nAvailable Commands:\n")
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() {
+					fmt.Fprintf(&b, "  %-*s %s\n", sub.NamePadding(), sub.Name(), sub.Short)
+				}
+			}
 		}
 		sets := map[string]*pflag.FlagSet{}
 		order := append([]string{own}, headings...)
@@ -265,6 +278,9 @@ func groupedUsage(cmd *cobra.Command, own string, headings ...string) {
 		}
 		if c.HasAvailableInheritedFlags() {
 			fmt.Fprintf(&b, "\nGlobal flags:\n%s", c.InheritedFlags().FlagUsages())
+		}
+		if c.HasAvailableSubCommands() {
+			fmt.Fprintf(&b, "\nUse \"%s [command] --help\" for more information about a command.\n", c.CommandPath())
 		}
 		_, err := fmt.Fprint(c.OutOrStderr(), b.String())
 		return err

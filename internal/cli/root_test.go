@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"io"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestUsageExitCodes checks that cobra's own errors (flags, subcommands,
@@ -53,4 +57,25 @@ func TestRootHelp(t *testing.T) {
 			t.Errorf("goodput %q: exit %d, stdout %.80q, stderr %q; want %d and the help", args, r.code, r.stdout, r.stderr, ExitOK)
 		}
 	}
+}
+
+// TestHelpListsSubcommands walks the command tree: every command's help
+// names each of its subcommands (sim's help once hid fit behind its
+// grouped flag lists).
+func TestHelpListsSubcommands(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if !sub.IsAvailableCommand() {
+				continue
+			}
+			path := strings.Fields(c.CommandPath())[1:]
+			r := runCLI(t, t.Context(), nil, append(path, "--help")...)
+			if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(sub.Name()) + `\s`).MatchString(r.stdout) {
+				t.Errorf("goodput %s --help does not list %q:\n%s", strings.Join(path, " "), sub.Name(), r.stdout)
+			}
+			walk(sub)
+		}
+	}
+	walk(newRoot(Env{Stdout: io.Discard, Stderr: io.Discard}))
 }
