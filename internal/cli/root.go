@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"strings"
@@ -104,11 +105,20 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return ExitInterrupted
 	case errors.As(err, &ge):
 		return ExitGate
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), missingInput(err):
 		return ExitUsage
 	default:
 		return ExitRun
 	}
+}
+
+// missingInput says err is a file the user named that is not there: a
+// usage error in every subcommand, as a misspelt name is. A file goodput
+// failed to write (a failure, such as a records file in a missing
+// directory) is the run's error instead.
+func missingInput(err error) bool {
+	var fl failure
+	return errors.Is(err, fs.ErrNotExist) && !errors.As(err, &fl)
 }
 
 // consoleOf returns env's console, or one of its own for an Env built

@@ -79,3 +79,24 @@ func TestHelpListsSubcommands(t *testing.T) {
 	}
 	walk(newRoot(Env{Stdout: io.Discard, Stderr: io.Discard}))
 }
+
+// TestMissingInputFile: a file the user named that is not there is a
+// usage error (exit 2) with one line naming it, in every subcommand that
+// reads one (report and compare once said 1, bench 2).
+func TestMissingInputFile(t *testing.T) {
+	for _, args := range [][]string{
+		{"report", "nope.jsonl"},
+		{"compare", "nope.json", "nope2.json"},
+		{"bench", "--dataset-name", "sharegpt", "--dataset-path", "nope.json"},
+		{"sim", "--dataset-name", "sharegpt", "--dataset-path", "nope.json"},
+		{"sim", "--cluster", "nope.yaml"},
+		{"sim", "fit", "nope.jsonl"},
+		{"watch", "--config", "nope.yaml"},
+	} {
+		r := runCLI(t, t.Context(), nil, args...)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != ExitUsage || !strings.HasPrefix(lines[len(lines)-1], "goodput: ") || !strings.Contains(lines[len(lines)-1], "nope") {
+			t.Errorf("goodput %q: exit %d, stderr %q; want %d and a line naming the file", args, r.code, r.stderr, ExitUsage)
+		}
+	}
+}
