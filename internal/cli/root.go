@@ -23,6 +23,7 @@ import (
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 )
 
 // Exit codes.
@@ -152,7 +153,7 @@ func newRoot(env Env) *cobra.Command {
 				return err
 			}
 		}
-		return usageError{err}
+		return usageError{suggestFlag(c, err)}
 	})
 	// Every subcommand, listed here rather than registered from its file.
 	root.AddCommand(
@@ -175,6 +176,25 @@ func newRoot(env Env) *cobra.Command {
 	}
 	usageArgs(root)
 	return root
+}
+
+// suggestFlag adds to an unknown flag's error the nearest flag c takes
+// ("--num-promts": did you mean --num-prompts?).
+func suggestFlag(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedName() == "" {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if near := setting.Nearest(ne.GetSpecifiedName(), names); near != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, near)
+	}
+	return err
 }
 
 // unknownCommand is the root's check of its arguments: any is a word that
