@@ -70,7 +70,7 @@ func TestReportAndCompareCommands(t *testing.T) {
 			[]string{"a.jsonl and other.jsonl differ in model (m vs other-model); use --force to merge them anyway"}, nil},
 		{"forced", []string{"report", "a.jsonl", "other.jsonl", "--force"}, ExitOK, nil, []string{"differ in model (m vs other-model): merged anyway, as forced"}, nil},
 		{"bad per-request", []string{"report", "a.jsonl", "--per-request", "xml"}, ExitUsage, nil, []string{"--per-request \"xml\""}, nil},
-		{"missing file", []string{"report", "nope.jsonl"}, ExitRun, nil, []string{"nope.jsonl"}, nil},
+		{"missing file", []string{"report", "nope.jsonl"}, ExitUsage, nil, []string{"nope.jsonl"}, nil},
 		{"compare", []string{"compare", "a.jsonl", "b.jsonl", "--goodput", "ttft:120", "--html", "ab.html"}, ExitOK,
 			[]string{"TTFT           P50   104   154   +50.0", "worse", "Every user pays the TTFT change"}, nil, []string{"ab.html"}},
 		{"compare one file", []string{"compare", "a.jsonl"}, ExitUsage, nil, nil, nil},

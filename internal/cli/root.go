@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 )
 
 // Exit codes.
@@ -104,11 +106,20 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return ExitInterrupted
 	case errors.As(err, &ge):
 		return ExitGate
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), missingInput(err):
 		return ExitUsage
 	default:
 		return ExitRun
 	}
+}
+
+// missingInput says err is a file the user named that is not there: a
+// usage error in every subcommand, as a misspelt name is. A file goodput
+// failed to write (a failure, such as a records file in a missing
+// directory) is the run's error instead.
+func missingInput(err error) bool {
+	var fl failure
+	return errors.Is(err, fs.ErrNotExist) && !errors.As(err, &fl)
 }
 
 // consoleOf returns env's console, or one of its own for an Env built
@@ -142,7 +153,7 @@ func newRoot(env Env) *cobra.Command {
 				return err
 			}
 		}
-		return usageError{err}
+		return usageError{suggestFlag(c, err)}
 	})
 	// Every subcommand, listed here rather than registered from its file.
 	root.AddCommand(
@@ -165,6 +176,25 @@ func newRoot(env Env) *cobra.Command {
 	}
 	usageArgs(root)
 	return root
+}
+
+// suggestFlag adds to an unknown flag's error the nearest flag c takes
+// ("--num-promts": did you mean --num-prompts?).
+func suggestFlag(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedName() == "" {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if near := setting.Nearest(ne.GetSpecifiedName(), names); near != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, near)
+	}
+	return err
 }
 
 // unknownCommand is the root's check of its arguments: any is a word that
@@ -241,8 +271,21 @@ func groupedUsage(cmd *cobra.Command, own string, headings ...string) {
 	cmd.SetUsageFunc(func(c *cobra.Command) error {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Usage:\n  %s\n", c.UseLine())
+		if c.HasAvailableSubCommands() {
+			fmt.Fprintf(&b, "  %s [command]\n", c.CommandPath())
+		}
 		if c.HasExample() {
 			fmt.Fprintf(&b, "\nExamples:\n%s\n", c.Example)
+		}
+		// A command of its own with subcommands (sim and sim fit) names
+		// them, as cobra's default help does.
+		if c.HasAvailableSubCommands() {
+			b.WriteString("\nAvailable Commands:\n")
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() {
+					fmt.Fprintf(&b, "  %-*s %s\n", sub.NamePadding(), sub.Name(), sub.Short)
+				}
+			}
 		}
 		sets := map[string]*pflag.FlagSet{}
 		order := append([]string{own}, headings...)
@@ -265,6 +308,9 @@ func groupedUsage(cmd *cobra.Command, own string, headings ...string) {
 		}
 		if c.HasAvailableInheritedFlags() {
 			fmt.Fprintf(&b, "\nGlobal flags:\n%s", c.InheritedFlags().FlagUsages())
+		}
+		if c.HasAvailableSubCommands() {
+			fmt.Fprintf(&b, "\nUse \"%s [command] --help\" for more information about a command.\n", c.CommandPath())
 		}
 		_, err := fmt.Fprint(c.OutOrStderr(), b.String())
 		return err

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"io"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestUsageExitCodes checks that cobra's own errors (flags, subcommands,
@@ -51,6 +55,48 @@ func TestRootHelp(t *testing.T) {
 		r := runCLI(t, t.Context(), nil, args...)
 		if r.code != ExitOK || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 			t.Errorf("goodput %q: exit %d, stdout %.80q, stderr %q; want %d and the help", args, r.code, r.stdout, r.stderr, ExitOK)
+		}
+	}
+}
+
+// TestHelpListsSubcommands walks the command tree: every command's help
+// names each of its subcommands (sim's help once hid fit behind its
+// grouped flag lists).
+func TestHelpListsSubcommands(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if !sub.IsAvailableCommand() {
+				continue
+			}
+			path := strings.Fields(c.CommandPath())[1:]
+			r := runCLI(t, t.Context(), nil, append(path, "--help")...)
+			if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(sub.Name()) + `\s`).MatchString(r.stdout) {
+				t.Errorf("goodput %s --help does not list %q:\n%s", strings.Join(path, " "), sub.Name(), r.stdout)
+			}
+			walk(sub)
+		}
+	}
+	walk(newRoot(Env{Stdout: io.Discard, Stderr: io.Discard}))
+}
+
+// TestMissingInputFile: a file the user named that is not there is a
+// usage error (exit 2) with one line naming it, in every subcommand that
+// reads one (report and compare once said 1, bench 2).
+func TestMissingInputFile(t *testing.T) {
+	for _, args := range [][]string{
+		{"report", "nope.jsonl"},
+		{"compare", "nope.json", "nope2.json"},
+		{"bench", "--dataset-name", "sharegpt", "--dataset-path", "nope.json"},
+		{"sim", "--dataset-name", "sharegpt", "--dataset-path", "nope.json"},
+		{"sim", "--cluster", "nope.yaml"},
+		{"sim", "fit", "nope.jsonl"},
+		{"watch", "--config", "nope.yaml"},
+	} {
+		r := runCLI(t, t.Context(), nil, args...)
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != ExitUsage || !strings.HasPrefix(lines[len(lines)-1], "goodput: ") || !strings.Contains(lines[len(lines)-1], "nope") {
+			t.Errorf("goodput %q: exit %d, stderr %q; want %d and a line naming the file", args, r.code, r.stderr, ExitUsage)
 		}
 	}
 }

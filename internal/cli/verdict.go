@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -48,12 +49,27 @@ type outputs struct {
 
 // finish reports res (run.OutputSpec.Finish); its outcome's error tells the exit code.
 func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
-	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: env.Stdout, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
+	summary := env.Stdout
+	if recordsToStdout(o.out.Records) {
+		// Stdout carries the records (a Kubernetes pod's log, a pipe into
+		// goodput report): the summary must not interleave with them.
+		summary = env.Stderr
+	}
+	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: summary, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
 		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
 	if errors.Is(err, run.ErrInterrupted) {
 		return interruptedError{o.interrupted(res)}
 	}
 	return err
+}
+
+// recordsToStdout says the records file named is the process's stdout.
+func recordsToStdout(path string) bool {
+	switch filepath.Clean(path) {
+	case "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
+		return true
+	}
+	return false
 }
 
 // termOptions are the terminal's: a TTY, and no colour when NO_COLOR is set.

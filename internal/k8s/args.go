@@ -38,8 +38,9 @@ func BenchArgs(r BenchRun) []string {
 	if r.RecordsClaim != "" {
 		args = append(args, "--records", ShardRecords(ShardIndexRef))
 	} else {
-		// The records are the pod's output; the summary and notes that
-		// share the log are skipped when read (--skip-bad-lines).
+		// The records are the pod's stdout, alone: bench sends its
+		// summary and notes to stderr then. kubectl logs merges the two
+		// streams, so a log read back still skips those (--skip-bad-lines).
 		args = append(args, "--records", "/dev/stdout", "--overwrite")
 	}
 	if !r.Quiet {

@@ -2,11 +2,13 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"sync"
+	"syscall"
 
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
@@ -96,7 +98,9 @@ func (s *recordsFile) end(m *runlog.Meta) error {
 	if err := s.w.WriteEnd(m); err != nil {
 		return fmt.Errorf("records file %s: %w", s.path, err)
 	}
-	if err := s.f.Sync(); err != nil {
+	// A pipe or a terminal (records to /dev/stdout, as a Kubernetes pod
+	// writes them) cannot be synced, and need not be.
+	if err := s.f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
 		return fmt.Errorf("records file %s: %w", s.path, err)
 	}
 	return nil

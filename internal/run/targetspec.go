@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,12 @@ func (t *TargetSpec) Protocol() (string, openai.Protocol, error) {
 	}
 	proto, ok := backends[name]
 	if !ok {
-		return "", nil, setting.Errorf("Backend", strconv.Quote(t.Backend), "want %s", BackendNames)
+		known := slices.Collect(maps.Keys(backends))
+		for a := range backendAliases {
+			known = append(known, a)
+		}
+		slices.Sort(known) // a tie goes the same way every time
+		return "", nil, setting.Errorf("Backend", strconv.Quote(t.Backend), "want %s%s", BackendNames, setting.DidYouMean(name, known))
 	}
 	return name, proto, nil
 }

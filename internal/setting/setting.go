@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // Name refers to another setting inside an Error's message ("leave
@@ -106,3 +108,30 @@ type Given func(field string) bool
 
 // Has reports whether field was given; a nil Given knows of none.
 func (g Given) Has(field string) bool { return g != nil && g(field) }
+
+// DidYouMean is " (did you mean K?)" for the known word K nearest to w,
+// when one is within two edits (case aside), "" otherwise: a misspelt
+// flag or value is the commonest bad input, and the fix is one word.
+func DidYouMean(w string, known []string) string {
+	if k := Nearest(w, known); k != "" {
+		return " (did you mean " + k + "?)"
+	}
+	return ""
+}
+
+// Nearest is the known word nearest to w within two edits (case aside),
+// "" when none is; an exact match is no suggestion.
+func Nearest(w string, known []string) string {
+	if len(w) > 64 {
+		return "" // nothing known is near a long word; keep the cost bounded
+	}
+	lw := strings.ToLower(w)
+	best, bestD := "", 3
+	for _, k := range known {
+		d := levenshtein.ComputeDistance(lw, strings.ToLower(k))
+		if d > 0 && d < bestD && d < len(k) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}

@@ -54,3 +54,20 @@ func TestGivenNil(t *testing.T) {
 		t.Error("Given lost its answer")
 	}
 }
+
+// TestNearest: a word within two edits of a known one (case aside)
+// suggests it; an exact, a far or a tiny word suggests nothing.
+func TestNearest(t *testing.T) {
+	known := []string{"random", "sharegpt", "num-prompts", "lengths"}
+	for w, want := range map[string]string{
+		"shargpt": "sharegpt", "ShareGTP": "sharegpt", "num-promts": "num-prompts", "randm": "random",
+		"sharegpt": "", "conversations": "", "x": "",
+	} {
+		if got := Nearest(w, known); got != want {
+			t.Errorf("Nearest(%q) = %q; want %q", w, got, want)
+		}
+	}
+	if got := DidYouMean("lenghts", known); got != " (did you mean lengths?)" {
+		t.Errorf("DidYouMean(lenghts) = %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package simserve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -106,6 +107,11 @@ func (s Spec) Serve(ctx context.Context, c cluster.Spec, g cluster.GatewaySpec, 
 		return err
 	}
 	url, stop, err := srv.Start(ctx, s.Addr())
+	if le := (*ListenError)(nil); errors.As(err, &le) {
+		// Only the port is the user's to change here (a busy one, most
+		// often); the host is the interface.
+		return &ListenError{Field: "Port", Value: strconv.Itoa(s.Port), Err: le.Err}
+	}
 	if err != nil {
 		return err
 	}

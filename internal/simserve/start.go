@@ -31,13 +31,35 @@ func Start(ctx context.Context, addr string, cfg sim.Config, opt Options) (url s
 	return s.Start(ctx, addr)
 }
 
+// ListenError is an address the server could not listen on. Field, when
+// set, is the Spec field that chose it (Port), Value its value; the caller
+// names the setting, as for the proxy's.
+type ListenError struct {
+	Field, Value string
+	Err          error
+}
+
+// Error says which address (or setting) and why.
+func (e *ListenError) Error() string {
+	if e.Field == "" {
+		return "listen on " + e.Value + ": " + e.Err.Error()
+	}
+	return e.Field + " " + e.Value + ": " + e.Err.Error()
+}
+
+// Unwrap returns the listener's error.
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// Failed names the setting that failed and its value, for the CLI.
+func (e *ListenError) Failed() (field, value string) { return e.Field, e.Value }
+
 // Start serves s on addr like the package-level Start, for a caller that
 // built the Server itself (to print its Describe first, say). Run must not
 // have been called.
 func (s *Server) Start(ctx context.Context, addr string) (url string, stop func() error, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", nil, fmt.Errorf("simserve: listen: %w", err)
+		return "", nil, &ListenError{Value: addr, Err: err}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	hs := &http.Server{

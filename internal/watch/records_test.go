@@ -165,3 +165,40 @@ func (r replacer) Write(p []byte) (int, error) {
 	_, err := r.w.Write(bytes.ReplaceAll(p, []byte("secret"), []byte("[redacted]")))
 	return len(p), err
 }
+
+// TestRecordsUnreachable: a probe that failed before its request (the
+// target did not answer its model list) is in the records too, a failed
+// request, so that goodput report on them shows the outage.
+func TestRecordsUnreachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		fs := &fakes{resolveFails: 2}
+		w, err := New(testTargets(1, 30*time.Second), Options{Open: fs.open, RecordsDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := w.Once(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		run := readRun(t, RecordsPath(dir, "a"))
+		if len(run.Records) != 3 {
+			t.Fatalf("%d records; want 3 (two failed, one ok)", len(run.Records))
+		}
+		ids := map[string]bool{}
+		for i, r := range run.Records {
+			if ids[r.ID] {
+				t.Errorf("record id %s twice", r.ID)
+			}
+			ids[r.ID] = true
+			if failed := i < 2; failed != (r.ErrorClass != runlog.ErrNone) {
+				t.Errorf("record %d: class %q; want the first two failed", i, r.ErrorClass)
+			}
+		}
+		if r := run.Records[0]; !strings.Contains(r.Error, "connection refused") {
+			t.Errorf("first record's error %q; want the resolve failure", r.Error)
+		}
+	})
+}

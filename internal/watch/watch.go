@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -298,6 +300,9 @@ func (p *prober) probe(ctx context.Context, due time.Time) Result {
 				return p.finish(Result{Outcome: string(runlog.ErrCancelled), Err: err})
 			}
 			p.w.opt.Note(fmt.Sprintf("%s: %v (tried again at the next probe)", p.t.Name, err))
+			// An unreachable target is what a watch is for: its records
+			// say so too, not only its metrics.
+			p.write(p.failedRecord(due, err))
 			return p.finish(Result{Outcome: OutcomeResolve, Counted: true, Err: err})
 		}
 	}
@@ -323,6 +328,26 @@ func (p *prober) probe(ctx context.Context, due time.Time) Result {
 	r.Outcome, r.Counted, r.Good = Outcome(rec, p.t.SLO)
 	p.write(rec)
 	return p.finish(r)
+}
+
+// failedRecord is the record of a probe due at due that failed before
+// its request was sent (the model could not be resolved): classed as a
+// connection failure, a timeout or a bad answer.
+func (p *prober) failedRecord(due time.Time, err error) *runlog.Record {
+	now := int64(p.w.clock.Now().Sub(p.w.start))
+	rec := &runlog.Record{ID: fmt.Sprintf("goodput-watch-%s-%d-%d", p.t.Name, p.w.start.Unix(), p.seq),
+		Intended: int64(due.Sub(p.w.start)), Sent: now, End: now, Error: "resolving the model: " + err.Error()}
+	p.seq++ // the id is this probe's
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		rec.ErrorClass = runlog.ErrTimeout
+	case errors.As(err, &ne), errors.Is(err, syscall.ECONNREFUSED):
+		rec.ErrorClass = runlog.ErrConnect
+	default:
+		rec.ErrorClass = runlog.ErrBadResponse
+	}
+	return rec
 }
 
 // resolve settles the target's model with the server.

@@ -241,7 +241,8 @@ func FromOptions(o Options) (Dataset, error) {
 			err = &OptionError{Field: "DatasetName", Value: o.DatasetName, Err: err}
 		}
 	default:
-		return nil, optionErr("DatasetName", o.DatasetName, "want random, custom, sharegpt, lengths, trace or prefix-repetition")
+		return nil, optionErr("DatasetName", o.DatasetName, "want random, custom, sharegpt, lengths, trace or prefix-repetition%s",
+			setting.DidYouMean(o.DatasetName, []string{"random", "custom", "sharegpt", "lengths", "trace", "prefix-repetition"}))
 	}
 	if err != nil {
 		return nil, err
