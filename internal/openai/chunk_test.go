@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/jsonscan"
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
 )
@@ -1063,6 +1064,7 @@ func BenchmarkReadDecode(b *testing.B) {
 			if visible == 0 {
 				b.Fatal("decoded no content")
 			}
+			perfgoal.AtMost(b, "ns per event", perfgoal.PerOp(b), 561)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -337,6 +338,7 @@ func BenchmarkTap(b *testing.B) {
 		}
 		t.feed(chunk, int64(i))
 	}
+	perfgoal.AtMost(b, "ns per chunk", perfgoal.PerOp(b), 466)
 }
 
 // TestTapNoAllocs holds BenchmarkTap's allocation figure (the tap costs

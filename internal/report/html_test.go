@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -172,7 +173,7 @@ func TestHTMLSize100k(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 requests: skipped with -short")
 	}
-	meta, recs := synthRun(100_000, []float64{50}, true, 8)
+	meta, recs := synthRun(perfgoal.Size(100_000, 1000), []float64{50}, true, 8)
 	levels := SummarizeLevels(meta, recs, stats.Options{})
 	page := renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs)})
 	const limit = 1 << 20

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/stats"
@@ -148,7 +149,7 @@ func TestSimSearchMatchesBruteForce(t *testing.T) {
 func BenchmarkSimSweep(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
-		res := sweepSim(b, 5000)
+		res := sweepSim(b, perfgoal.Size(5000, 50))
 		s := res.Sweep
 		b.Logf("10 levels × 5000 requests in %v: knee %g req/s, goodput peak %g, throughput peak %g",
 			time.Since(start), s.Knee.Load, s.GoodputPeak.Load, s.ThroughputPeak.Load)

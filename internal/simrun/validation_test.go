@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/shareddata"
 	"github.com/goodput/goodput/internal/sim"
@@ -191,11 +192,11 @@ func readRealRun(t *testing.T, path string) realRun {
 // dropped as emitted).
 func BenchmarkShareGPT100k(b *testing.B) {
 	path := filepath.Join(dataDir(b), "sharegpt-lengths", "sharegpt_8k_filtered_stats_llama2_tokenizer.csv")
-	ds, err := workload.LoadLengths(path, workload.LengthsConfig{NumPrompts: 100_000, Seed: 1})
+	ds, err := workload.LoadLengths(path, workload.LengthsConfig{NumPrompts: perfgoal.Size(100_000, 1000), Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	const n = 100_000
+	n := perfgoal.Size(100_000, 1000)
 	for b.Loop() {
 		eng, err := sim.New(sim.DefaultConfig())
 		if err != nil {
