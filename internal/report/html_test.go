@@ -338,14 +338,6 @@ func TestHTMLChromium(t *testing.T) {
 	}
 }
 
-func TestWriteSample(t *testing.T) {
-	if os.Getenv("GOODPUT_SAMPLE") == "" {
-		t.Skip("GOODPUT_SAMPLE unset")
-	}
-	os.WriteFile("/tmp/probe/sweep.html", renderHTML(t, sweepInput(t, 300, 60)), 0o644)
-	os.WriteFile("/tmp/probe/hand.html", renderHTML(t, HTMLInput{Meta: handMeta(), Levels: []LevelSummary{{Summary: *handSummary(t), Level: handMeta().Levels[0]}}, Records: Records(handRecords())}), 0o644)
-}
-
 // BenchmarkHTML100k renders the report of 100,000 requests.
 func BenchmarkHTML100k(b *testing.B) {
 	meta, recs := synthRun(100_000, []float64{50}, true, 8)
