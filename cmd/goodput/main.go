@@ -5,11 +5,8 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/goodput/goodput/internal/cli"
 )
@@ -17,13 +14,7 @@ import (
 func main() {
 	bi, ok := debug.ReadBuildInfo()
 	cli.Version = buildVersion(cli.Version, bi, ok)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first Ctrl-C the run winds down and still reports; a
-		// second one kills the process the default way.
-		<-ctx.Done()
-		stop()
-	}()
+	ctx, stop := cli.InterruptContext(os.Stderr)
 	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
 	stop()
 	os.Exit(code)

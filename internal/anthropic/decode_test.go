@@ -615,3 +615,25 @@ func BenchmarkAnthropicDecode(b *testing.B) {
 		})
 	}
 }
+
+// TestUsageDecreasing: message_delta's output_tokens is cumulative, so a
+// later one below an earlier one (50, then 2) is usage that does not fit
+// the stream: the record counts its tokens itself and says why.
+func TestUsageDecreasing(t *testing.T) {
+	events := [][]byte{
+		[]byte(`{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":5,"output_tokens":1}}}`),
+		[]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		[]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}`),
+		[]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"b"}}`),
+		[]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"c"}}`),
+		[]byte(`{"type":"content_block_stop","index":0}`),
+		[]byte(`{"type":"message_delta","delta":{},"usage":{"output_tokens":50}}`),
+		[]byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`),
+		[]byte(`{"type":"message_stop"}`),
+	}
+	rec := meter(events, false)
+	if rec.TokenSource != runlog.TokensCounted || rec.CompletionTokens != 3 || !strings.Contains(rec.UsageRejected, "fell from 50 to 2") {
+		t.Errorf("record: source %s, completion %d, usage rejected %q; want counted, 3, \"...fell from 50 to 2\"",
+			rec.TokenSource, rec.CompletionTokens, rec.UsageRejected)
+	}
+}

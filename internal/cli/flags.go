@@ -208,9 +208,9 @@ func (w *workloadFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.InputLenDist, "input-len-dist", "", "prompt length distribution: fixed:N, uniform:A,B, normal:MEAN,STD, lognormal:MEAN,STD, lognormal:p50=..,p99=.., empirical:FILE[:column]")
 	fs.StringVar(&o.OutputLenDist, "output-len-dist", "", "output length distribution (same forms as --input-len-dist)")
 	fs.Var(lengths([]*int{&o.ShareGPTOutputLen}, false, &w.outputSet), "sharegpt-output-len", "sharegpt dataset: output length in tokens (0: the reply's)")
-	fs.IntVar(&o.PrefixRepetitionPrefixLen, "prefix-repetition-prefix-len", 0, "prefix-repetition dataset: prefix tokens (default 256)")
-	fs.IntVar(&o.PrefixRepetitionSuffixLen, "prefix-repetition-suffix-len", 0, "prefix-repetition dataset: suffix tokens (default 256)")
-	fs.IntVar(&o.PrefixRepetitionNumPrefixes, "prefix-repetition-num-prefixes", 0, "prefix-repetition dataset: distinct prefixes (default 10)")
+	fs.Var(atLeastOne(&o.PrefixRepetitionPrefixLen, "tokens"), "prefix-repetition-prefix-len", "prefix-repetition dataset: prefix tokens (default 256)")
+	fs.Var(atLeastOne(&o.PrefixRepetitionSuffixLen, "tokens"), "prefix-repetition-suffix-len", "prefix-repetition dataset: suffix tokens (default 256)")
+	fs.Var(atLeastOne(&o.PrefixRepetitionNumPrefixes, "prefixes"), "prefix-repetition-num-prefixes", "prefix-repetition dataset: distinct prefixes (default 10)")
 	fs.Var(lengths([]*int{&o.PrefixRepetitionOutputLen}, false, &w.outputSet), "prefix-repetition-output-len", "prefix-repetition dataset: output tokens (default 128)")
 	fs.IntVar(&o.SharedPrefixLen, "shared-prefix-len", 0, "tokens of a shared system prompt before every prompt (exercises prefix caches)")
 	fs.IntVar(&o.NumPrefixes, "num-prefixes", 0, "distinct shared system prompts (with --shared-prefix-len; default 1)")
@@ -251,6 +251,24 @@ func lengths(ps []*int, general bool, won *bool) value {
 			return ""
 		}
 		return strconv.Itoa(*ps[0])
+	}}
+}
+
+// atLeastOne is an int flag of a count whose zero the library reads as
+// "the default": a 0 given is refused, not silently made the default.
+func atLeastOne(p *int, unit string) value {
+	return value{ptr: p, typ: "int", set: func(s string) error {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			return fmt.Errorf("want a number of %s ≥ 1 (leave the flag out for the default)", unit)
+		}
+		*p = v
+		return nil
+	}, show: func() string {
+		if *p == 0 {
+			return ""
+		}
+		return strconv.Itoa(*p)
 	}}
 }
 

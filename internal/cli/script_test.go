@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -19,7 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"goodput": func() {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := InterruptContext(os.Stderr)
 			code := Main(ctx, os.Args[1:], OSEnv())
 			stop()
 			os.Exit(code)

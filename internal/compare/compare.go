@@ -29,7 +29,7 @@ import (
 const (
 	DefaultResamples    = 2000
 	DefaultConfidence   = 0.95
-	DefaultReadingSpeed = 50 * time.Millisecond // per token: ~20 tokens/s, a brisk reader
+	DefaultReadingSpeed = stats.ReadingSpeedMs * time.Millisecond // per token: stats' one figure, with its source
 	DefaultSeed         = 1
 )
 

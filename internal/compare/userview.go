@@ -108,7 +108,7 @@ func userView(c *Comparison, sa, sb *side) []string {
 	tpot, okTPOT := get(stats.MetricTPOT, "p50")
 	if okTPOT {
 		over := tpot.Diff * float64(n-1)
-		rs := fmt.Sprintf("reading speed (%s ms/token, about %s tokens/s)", Num(r), Num(1000/r))
+		rs := "reading speed (" + stats.ReadingSpeedCite(r) + ")"
 		switch {
 		case !changed(tpot):
 			out = append(out, fmt.Sprintf("TPOT shows no significant change at the median (%s → %s ms/token%s): streaming feels the same.",

@@ -50,8 +50,9 @@ type Finding struct {
 }
 
 // DefaultReadingSpeedMs is the reading speed assumed when Input leaves it
-// unset: 50 ms per token (20 tokens/s), faster than people read.
-const DefaultReadingSpeedMs = 50
+// unset, ms per token: stats.ReadingSpeedMs, the one figure (with its
+// source) that compare and the chat preset use too.
+const DefaultReadingSpeedMs = stats.ReadingSpeedMs
 
 // Thresholds of the rules (see docs/sweep.md).
 const (
@@ -80,10 +81,13 @@ const (
 	// failureCriticalShare is the failed share from which failures are
 	// critical.
 	failureCriticalShare = 0.05
-	// sendLagP50Ms and sendLagP99Ms: send lag beyond these means the client
-	// could not keep its schedule.
-	sendLagP50Ms = 5.0
-	sendLagP99Ms = 50.0
+	// sendLagP50Ms and sendLagP99Ms: send lag within these is timer noise
+	// whatever the scale; sendLagLatencyShare: lag beyond them changes the
+	// load only when its P99 is at least this share of a typical request's
+	// latency (see lateLag).
+	sendLagP50Ms        = 5.0
+	sendLagP99Ms        = 50.0
+	sendLagLatencyShare = 0.1
 	// delayedShare is the share of arrivals delayed by a full in-flight cap
 	// from which the offered load counts as not delivered.
 	delayedShare = 0.01
@@ -102,8 +106,10 @@ const (
 	overloadMinGrowthMs  = 500.0
 	overloadBacklogShare = 0.05
 	// clientCPUHigh is the client's CPU use (fraction of all cores) deemed
-	// saturated.
+	// saturated; below clientCPUBusy late sends are not the client's own
+	// doing but the host's (other load, CPU steal).
 	clientCPUHigh = 0.8
+	clientCPUBusy = 0.5
 )
 
 // Input is what the rules look at.
@@ -163,6 +169,7 @@ func Analyze(in Input) []Finding {
 		}
 	}
 	add(ClientBound(in))
+	add(HostBusy(in))
 	add(Overload(in))
 	add(CapLimited(in))
 	fs = append(fs, failures(in)...)

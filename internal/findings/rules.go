@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -15,12 +16,13 @@ func metric(s *stats.Summary, name string) (stats.MetricSummary, bool) {
 }
 
 // ClientBound is the client-bound verdict: the load generator itself was a
-// bottleneck, so the numbers describe the client, not the server. It holds
-// when requests left late against their schedule (send lag P50 > 5 ms or
-// P99 > 50 ms) with no arrival delayed by a full --max-concurrency cap, or
-// when the client used at least 80 % of the machine's CPU; both are
-// critical. A full cap the user set is not the client's fault: CapLimited
-// reports it instead, and its lag does not count here.
+// bottleneck, so the numbers describe the client, not the server. It is
+// critical, and holds when the client used at least 80 % of the machine's
+// CPU, or when requests left late against their schedule (lateLag) while
+// the client's own CPU was not measured or was not low. Late sends with
+// the client's CPU low are the host's doing (HostBusy says so), and a full
+// --max-concurrency cap the user set is not the client's fault
+// (CapLimited reports it): neither counts here.
 func ClientBound(in Input) (Finding, bool) {
 	s := in.Summary
 	if s == nil || s.Requests == 0 {
@@ -28,12 +30,9 @@ func ClientBound(in Input) (Finding, bool) {
 	}
 	ev := map[string]any{}
 	var reasons []string
-	if s.SendLag.N > 0 {
-		p50, p99 := sendLag(s)
-		ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
-		if !capDelayed(in) && (p50 > sendLagP50Ms || p99 > sendLagP99Ms) {
-			reasons = append(reasons, fmt.Sprintf("requests left late against their schedule (send lag P50 %s ms, P99 %s ms)", num(p50), num(p99)))
-		}
+	late, lagWhy := lateLag(in, ev)
+	if late && !(in.ClientCPU > 0 && in.ClientCPU < clientCPUBusy) {
+		reasons = append(reasons, lagWhy)
 	}
 	if in.ClientCPU > 0 {
 		ev["client_cpu_pct"] = round2(100 * in.ClientCPU)
@@ -49,6 +48,72 @@ func ClientBound(in Input) (Finding, bool) {
 		Message: "CLIENT-BOUND: the load generator was a bottleneck, so these numbers describe the client, not the server: " +
 			strings.Join(reasons, "; ") + ". Lower the rate, or run the client on more cores (or several machines).",
 	}, true
+}
+
+// HostBusy reports sends that left late against their schedule (lateLag)
+// while the load generator's own CPU stayed low (under 50 % of the
+// machine): the client was not the bottleneck, the host was — other
+// processes, or CPU steal on a shared VM, kept the client from running
+// on time. A warning: the server was offered a load other than the one
+// asked.
+func HostBusy(in Input) (Finding, bool) {
+	s := in.Summary
+	if s == nil || s.Requests == 0 || !(in.ClientCPU > 0 && in.ClientCPU < clientCPUBusy) {
+		return Finding{}, false
+	}
+	ev := map[string]any{}
+	late, lagWhy := lateLag(in, ev)
+	if !late {
+		return Finding{}, false
+	}
+	ev["client_cpu_pct"] = round2(100 * in.ClientCPU)
+	return Finding{ID: "host-busy", Severity: Warning, Evidence: ev,
+		Message: fmt.Sprintf("The host was busy: %s, yet the load generator itself used only %s %% of the machine's CPU, so other processes (or CPU steal on a shared VM) delayed it. The server was offered a later, smoother load than asked: rerun on a quieter machine.",
+			lagWhy, num(100*in.ClientCPU)),
+	}, true
+}
+
+// lateLag says whether requests left late enough against their schedule
+// to change the load the server saw, adding the figures it read to ev.
+// Absolute lag alone does not: sending everything at once (--request-rate
+// inf) always lags by the time the sends take, harmlessly when that is
+// small beside the requests' own latency. It holds when the send lag is
+// above 5 ms at P50 or 50 ms at P99, and its P99 is at least 10 % of the
+// E2E P50 (else TTFT P50), and, at a finite rate, its P50 is at least the
+// mean gap between arrivals (requests typically left after the next one
+// was due). Lag behind a full --max-concurrency cap never counts.
+func lateLag(in Input, ev map[string]any) (bool, string) {
+	s := in.Summary
+	if s.SendLag.N == 0 {
+		return false, ""
+	}
+	p50, p99 := sendLag(s)
+	ev["send_lag_p50_ms"], ev["send_lag_p99_ms"] = round2(p50), round2(p99)
+	if capDelayed(in) || (p50 <= sendLagP50Ms && p99 <= sendLagP99Ms) {
+		return false, ""
+	}
+	lat, ok := s.MetricP(stats.MetricE2E, 50)
+	if !ok {
+		lat, ok = s.MetricP(stats.MetricTTFT, 50)
+	}
+	if ok && lat > 0 {
+		ev["latency_p50_ms"] = round2(lat)
+		if p99 < sendLagLatencyShare*lat {
+			return false, ""
+		}
+	}
+	if lv := in.level(); lv != nil && lv.RequestRate > 0 && !math.IsInf(lv.RequestRate, 0) {
+		gap := 1e3 / lv.RequestRate
+		ev["arrival_gap_ms"] = round2(gap)
+		if p50 < gap {
+			return false, ""
+		}
+	}
+	against := ""
+	if ok && lat > 0 {
+		against = fmt.Sprintf(", against a typical request of %s ms", num(lat))
+	}
+	return true, fmt.Sprintf("requests left late against their schedule (send lag P50 %s ms, P99 %s ms%s)", num(p50), num(p99), against)
 }
 
 // sendLag is the send lag's P50 and P99 (the maximum when P99 was not
@@ -354,7 +419,7 @@ func readingSpeed(in Input) (Finding, bool) {
 		return Finding{}, false
 	}
 	return Finding{ID: "tpot-below-reading-speed", Severity: Info,
-		Message:  fmt.Sprintf("TPOT P50 %s ms is already faster than reading speed (%s ms/token): users cannot see further TPOT gains, so latency budget can buy throughput (larger batches, more concurrency).", num(p50), num(rs)),
+		Message:  fmt.Sprintf("TPOT P50 %s ms is already faster than reading speed (%s): users cannot see further TPOT gains, so latency budget can buy throughput (larger batches, more concurrency).", num(p50), stats.ReadingSpeedCite(rs)),
 		Evidence: map[string]any{"tpot_p50_ms": round2(p50), "reading_speed_ms": rs, "speed_margin_x": round2(rs / p50)},
 	}, true
 }

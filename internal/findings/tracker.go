@@ -68,17 +68,47 @@ func (r *reservoir[T]) add(x T, rng *rand.Rand) {
 	}
 }
 
+// firstsCap bounds the first-token times a Tracker keeps: 262,144, 2 MiB.
+const firstsCap = 1 << 18
+
+// slotNs is the width of the time slots a Tracker past firstsCap samples:
+// far wider than coincideTol, so a gap's coincidence window touches at most
+// two slots.
+const slotNs = int64(100 * time.Millisecond)
+
+// filter keeps the items keep selects, scaling seen by the share kept so
+// later items still enter with the right probability.
+func (r *reservoir[T]) filter(keep func(T) bool) {
+	n := len(r.items)
+	r.items = slices.DeleteFunc(r.items, func(x T) bool { return !keep(x) })
+	if n > 0 {
+		r.seen = r.seen * int64(len(r.items)) / int64(n)
+	}
+}
+
 // Tracker is the compact per-request view the timing rules need, built in
-// one pass over the records (in any order): the first-token time of every
-// request (8 bytes each, so 100,000 requests take 800 KB), bounded samples
-// of inter-token gaps, split into spikes and ordinary gaps, and a bounded
-// sample of the measured requests' send schedules (8,192 of 32 bytes). The
-// samples are deterministic for a given record order.
+// one pass over the records (in any order): the first-token times (8 bytes
+// each), bounded samples of inter-token gaps, split into spikes and ordinary
+// gaps, and a bounded sample of the measured requests' send schedules (8,192
+// of 32 bytes). The samples are deterministic for a given record order.
+//
+// Memory is bounded however long the run: past firstsCap first tokens the
+// Tracker keeps only the time slots (slotNs wide) that a hash of the slot
+// selects, halving the selection each time the cap is reached again, and
+// both first tokens and gap samples come from the selected slots only. The
+// slots are chosen independently of what happens in them, so the spike
+// share among sampled gaps and their coincidence with first tokens stay
+// unbiased estimates; every first token near a sampled gap is kept, so the
+// coincidence of a sampled gap is exact. Counts (gaps, spikes) stay exact.
 type Tracker struct {
 	firsts      []int64
 	sorted      bool
+	limit       int // firstsCap; tests lower it
+	level       uint
 	spikes      reservoir[gap]
 	normals     reservoir[gap]
+	nSpikes     int64
+	nNormals    int64
 	spans       reservoir[sendSpan]
 	gaps        int64
 	spikeMs     float64 // sum of spike lengths, ms
@@ -90,7 +120,43 @@ type Tracker struct {
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{rng: rand.New(rand.NewPCG(0x60047, 0x5eed)), spans: reservoir[sendSpan]{limit: spanCap}}
+	return &Tracker{rng: rand.New(rand.NewPCG(0x60047, 0x5eed)), spans: reservoir[sendSpan]{limit: spanCap}, limit: firstsCap}
+}
+
+// sampled reports whether the slot holding time ns is selected at the
+// current level (every slot at level 0).
+func (t *Tracker) sampled(ns int64) bool {
+	if t.level == 0 {
+		return true
+	}
+	// splitmix64's finaliser: slots adjacent in time hash apart.
+	z := uint64(ns/slotNs) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return z&(1<<t.level-1) == 0
+}
+
+// keepFirst reports whether a first token at f may be near a sampled gap's
+// end: one within coincideTol of a selected slot.
+func (t *Tracker) keepFirst(f int64) bool {
+	return t.sampled(f-coincideTol) || t.sampled(f+coincideTol)
+}
+
+// addFirst keeps first-token time f, raising the level (and dropping what
+// the new level does not select) when the cap is reached.
+func (t *Tracker) addFirst(f int64) {
+	if !t.keepFirst(f) {
+		return
+	}
+	t.firsts = append(t.firsts, f)
+	t.sorted = false
+	for len(t.firsts) > t.limit && t.level < 63 {
+		t.level++
+		t.firsts = slices.DeleteFunc(t.firsts, func(f int64) bool { return !t.keepFirst(f) })
+		t.spikes.filter(func(g gap) bool { return t.sampled(g.end) })
+		t.normals.filter(func(g gap) bool { return t.sampled(g.end) })
+	}
 }
 
 // Add folds one record in. Every request's first token counts as a prefill
@@ -100,8 +166,7 @@ func NewTracker() *Tracker {
 // keeps no reference to r.
 func (t *Tracker) Add(r *runlog.Record) {
 	if f := r.FirstTokenAt(); f >= 0 {
-		t.firsts = append(t.firsts, f)
-		t.sorted = false
+		t.addFirst(f)
 	}
 	if r.Warmup {
 		return
@@ -133,12 +198,20 @@ func (t *Tracker) Add(r *runlog.Record) {
 	for i, d := range t.gbuf {
 		t.gaps++
 		g := gap{t.times[i], t.times[i+1]}
-		if float64(d) > SpikeFactor*float64(med) && d-med >= spikeMinExtra {
-			t.spikes.add(g, t.rng)
+		spike := float64(d) > SpikeFactor*float64(med) && d-med >= spikeMinExtra
+		if spike {
+			t.nSpikes++
 			t.spikeMs += float64(d) / 1e6
 		} else {
-			t.normals.add(g, t.rng)
+			t.nNormals++
 			t.normalMs += float64(d) / 1e6
+		}
+		switch {
+		case !t.sampled(g.end):
+		case spike:
+			t.spikes.add(g, t.rng)
+		default:
+			t.normals.add(g, t.rng)
 		}
 	}
 }
@@ -178,7 +251,7 @@ func prefillStalls(in Input) (Finding, bool) {
 		return Finding{}, false
 	}
 	t.sortFirsts()
-	nSpikes := t.spikes.seen
+	nSpikes := t.nSpikes
 	share := float64(nSpikes) / float64(t.gaps)
 	if nSpikes < minSpikes || share < minSpikeShare {
 		return Finding{}, false
@@ -193,7 +266,7 @@ func prefillStalls(in Input) (Finding, bool) {
 		"spikes_at_prefill_pct": round2(100 * co), "ordinary_gaps_at_prefill_pct": round2(100 * base),
 		"spike_mean_ms": round2(t.spikeMs / float64(nSpikes)),
 	}
-	if n := t.normals.seen; n > 0 {
+	if n := t.nNormals; n > 0 {
 		ev["ordinary_gap_mean_ms"] = round2(t.normalMs / float64(n))
 	}
 	return Finding{ID: "prefill-stalls-decode", Severity: Warning, Evidence: ev,

@@ -19,7 +19,7 @@ const module = "github.com/goodput/goodput/"
 // so a new one must be placed before it can import anything.
 var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
-	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting"},
+	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/runlog/runlogtest", "internal/flagfield"},
 	// Engines composed: replicas behind a router, one virtual clock.
@@ -66,7 +66,7 @@ const engine = "internal/sim"
 var engineComposers = []string{"internal/sim/cluster"}
 
 // testOnly packages are imported by tests alone.
-var testOnly = []string{"internal/run/runtest", "internal/runlog/runlogtest"}
+var testOnly = []string{"internal/run/runtest", "internal/runlog/runlogtest", "internal/llamafake"}
 
 // forbiddenCalls are identifiers only some packages may use.
 var forbiddenCalls = []struct {

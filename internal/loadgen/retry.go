@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -17,7 +18,7 @@ import (
 // attempts after a rate limit (429), a server error (5xx), a timeout or a
 // reset connection, each after an exponential backoff — Base·2^(k−1) for
 // the k-th retry, at most Cap, jittered — and never sooner than the
-// answer's Retry-After. Under overload, retries feed the queue that caused
+// answer's Retry-After, believed up to MaxRetryAfter. Under overload, retries feed the queue that caused
 // them (a retry storm); backoff with jitter spreads them out.
 type RetryPolicy struct {
 	// Max is the most retries of one request (0: none).
@@ -119,6 +120,37 @@ func backoffDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// MaxRetryAfter is the longest advertised wait (Retry-After, a rate
+// limit's reset) a retry waits for: the OpenAI and Anthropic SDKs believe
+// one only up to a minute, and a benchmark told to come back tomorrow
+// would otherwise not end.
+const MaxRetryAfter = time.Minute
+
+// RetryBounds bounds one level's retries by the run's own end and counts
+// what the bounds cut, for the caller to say so. It is safe for concurrent
+// use.
+type RetryBounds struct {
+	// Until, when not 0, is the instant (ns on the run's clock) after which
+	// no retry is sent: a retry is a new request, and the level's duration
+	// ends those.
+	Until atomic.Int64
+	// Capped counts waits cut to MaxRetryAfter; Longest is the longest wait
+	// an answer asked for (ns).
+	Capped, Longest atomic.Int64
+	// Dropped counts retries not sent because they were due after Until.
+	Dropped atomic.Int64
+}
+
+// storeMax raises v to x when x is larger.
+func storeMax(v *atomic.Int64, x int64) {
+	for {
+		old := v.Load()
+		if x <= old || v.CompareAndSwap(old, x) {
+			return
+		}
+	}
+}
+
 // Retryable reports whether a failed attempt is worth sending again.
 func Retryable(rec *runlog.Record) bool {
 	switch rec.ErrorClass {
@@ -129,9 +161,9 @@ func Retryable(rec *runlog.Record) bool {
 }
 
 // Wait is the wait before retry k (from 1) of the attempt rec, drawn with
-// rng: the jittered backoff, or the answer's Retry-After when that is
-// longer (unless IgnoreRetryAfter). The virtual-time driver draws its
-// waits with it too.
+// rng: the jittered backoff, or the answer's Retry-After (at most
+// MaxRetryAfter) when that is longer (unless IgnoreRetryAfter). The
+// virtual-time driver draws its waits with it too.
 func (p *RetryPolicy) Wait(k int, rec *runlog.Record, rng *rand.Rand) time.Duration {
 	b := p.Base
 	for i := 1; i < k && b < p.Cap; i++ {
@@ -147,7 +179,7 @@ func (p *RetryPolicy) Wait(k int, rec *runlog.Record, rng *rand.Rand) time.Durat
 	if p.IgnoreRetryAfter {
 		return b
 	}
-	return max(b, time.Duration(rec.RetryAfterNs))
+	return max(b, min(time.Duration(rec.RetryAfterNs), MaxRetryAfter))
 }
 
 // WithRetries wraps call so that a failed attempt is sent again as the
@@ -157,8 +189,10 @@ func (p *RetryPolicy) Wait(k int, rec *runlog.Record, rng *rand.Rand) time.Durat
 // as the last attempt. A retry's Intended is when it was due, after its
 // backoff, so send lag still measures the client alone. The request's
 // concurrency slot is held while it backs off, as a client's is. now is
-// the run's clock; seed makes the jitter repeatable.
-func (p *RetryPolicy) WithRetries(call Call, emit func(*runlog.Record), now func() int64, seed uint64) Call {
+// the run's clock; seed makes the jitter repeatable. bounds, when not
+// nil, stops retries due after its Until (the failed attempt is then the
+// request's record) and counts the waits cut.
+func (p *RetryPolicy) WithRetries(call Call, emit func(*runlog.Record), now func() int64, seed uint64, bounds *RetryBounds) Call {
 	return func(ctx context.Context, rec *runlog.Record) {
 		call(ctx, rec)
 		orig := rec.ID
@@ -168,6 +202,16 @@ func (p *RetryPolicy) WithRetries(call Call, emit func(*runlog.Record), now func
 				rng = rand.New(rand.NewPCG(seed, HashID(orig)))
 			}
 			d := p.Wait(k, rec, rng)
+			if bounds != nil {
+				if asked := rec.RetryAfterNs; asked > int64(MaxRetryAfter) && !p.IgnoreRetryAfter {
+					bounds.Capped.Add(1)
+					storeMax(&bounds.Longest, asked)
+				}
+				if until := bounds.Until.Load(); until != 0 && now()+int64(d) > until {
+					bounds.Dropped.Add(1)
+					return
+				}
+			}
 			failed := new(runlog.Record)
 			rec.CopyTo(failed)
 			failed.Retried = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -117,7 +118,7 @@ func TestWithRetries(t *testing.T) {
 	}
 	var emitted []*runlog.Record
 	p := RetryPolicy{Max: 3}
-	wrapped := p.WithRetries(call, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7)
+	wrapped := p.WithRetries(call, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7, nil)
 	rec := &runlog.Record{Intended: 5, Level: 2}
 	wrapped(context.Background(), rec)
 	if attempts != 3 || len(emitted) != 2 {
@@ -139,8 +140,51 @@ func TestWithRetries(t *testing.T) {
 		rec.ID, rec.ErrorClass = "r2", runlog.ErrHTTP4xx
 	}
 	emitted = nil
-	p.WithRetries(bad, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7)(context.Background(), &runlog.Record{})
+	p.WithRetries(bad, func(r *runlog.Record) { emitted = append(emitted, r) }, now, 7, nil)(context.Background(), &runlog.Record{})
 	if attempts != 1 || len(emitted) != 0 {
 		t.Errorf("a 400 was sent %d times (%d emitted); a client error is not retried", attempts, len(emitted))
 	}
+}
+
+// TestWithRetriesBounded answers 429 asking for a day: the wait is cut
+// to MaxRetryAfter, and a retry due after the level's end is not sent at
+// all, so the request ends at once instead of holding the run for a day.
+func TestWithRetriesBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		now := func() int64 { return int64(time.Since(start)) }
+		attempts := 0
+		call := func(_ context.Context, rec *runlog.Record) {
+			attempts++
+			rec.ID, rec.Sent, rec.End = "r1", now(), now()
+			rec.Status, rec.ErrorClass, rec.RetryAfterNs = 429, runlog.ErrHTTP429, int64(24*time.Hour)
+		}
+		p := RetryPolicy{Max: 1}
+		if got := p.Wait(1, &runlog.Record{RetryAfterNs: int64(24 * time.Hour)}, rand.New(rand.NewPCG(1, 2))); got != MaxRetryAfter {
+			t.Errorf("Wait(Retry-After 24h) = %v; want %v", got, MaxRetryAfter)
+		}
+		var b RetryBounds
+		b.Until.Store(now() + int64(5*time.Second))
+		var emitted int
+		rec := &runlog.Record{}
+		p.WithRetries(call, func(*runlog.Record) { emitted++ }, now, 7, &b)(context.Background(), rec)
+		if waited := time.Since(start); waited != 0 || attempts != 1 || emitted != 0 {
+			t.Errorf("waited %v, %d attempts, %d emitted; want no wait and the one attempt as the request's record", waited, attempts, emitted)
+		}
+		if rec.ErrorClass != runlog.ErrHTTP429 || rec.Retried {
+			t.Errorf("record = %+v; want the 429, not marked retried", rec)
+		}
+		if b.Dropped.Load() != 1 || b.Capped.Load() != 1 || b.Longest.Load() != int64(24*time.Hour) {
+			t.Errorf("bounds: dropped %d, capped %d, longest %v; want 1, 1, 24h", b.Dropped.Load(), b.Capped.Load(), time.Duration(b.Longest.Load()))
+		}
+
+		// Without an end, the retry waits the cap, not the day.
+		attempts = 0
+		var open RetryBounds
+		t0 := time.Now()
+		p.WithRetries(call, func(*runlog.Record) {}, now, 7, &open)(context.Background(), &runlog.Record{})
+		if waited := time.Since(t0); attempts != 2 || waited != MaxRetryAfter {
+			t.Errorf("without an end: %d attempts after %v; want 2 after %v", attempts, waited, MaxRetryAfter)
+		}
+	})
 }

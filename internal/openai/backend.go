@@ -82,8 +82,17 @@ func (c *Client) Resolve(ctx context.Context, wait time.Duration) (string, []str
 			return "", nil, err
 		}
 		// The list is only a convenience when the model is known; whether
-		// the server has it, a request can tell.
-		return name, nil, c.checkModel(ctx, name, nil)
+		// the server has it, a request can tell — unless that request
+		// cannot connect either: then the server is down, and a run would
+		// only fail every request.
+		var rec runlog.Record
+		if err := c.checkModel(ctx, name, nil, &rec); err != nil {
+			return "", nil, err
+		}
+		if rec.ErrorClass == runlog.ErrConnect || rec.ErrorClass == runlog.ErrConnectReset {
+			return "", nil, fmt.Errorf("the server does not answer: %w", err)
+		}
+		return name, nil, nil
 	}
 	var notes []string
 	if name == "" {
@@ -93,7 +102,7 @@ func (c *Client) Resolve(ctx context.Context, wait time.Duration) (string, []str
 		name = models[0].ID
 		c.SetModel(name)
 	} else if !slices.ContainsFunc(models, func(m Model) bool { return m.ID == name }) {
-		if err := c.checkModel(ctx, name, models); err != nil {
+		if err := c.checkModel(ctx, name, models, nil); err != nil {
 			return "", nil, err
 		}
 		notes = append(notes, fmt.Sprintf("%q is not in the server's model list (%s), but the server answers it", name, modelIDs(models)))
@@ -140,10 +149,14 @@ func (c *Client) waitModels(ctx context.Context, wait time.Duration) ([]Model, e
 // (models is nil when the list could not be had) and returns a
 // ResolveError when the server answers that it does not exist. Any other
 // outcome lets the run go on: the run itself shows what the server does.
-func (c *Client) checkModel(ctx context.Context, name string, models []Model) error {
+// The request's record is left in out when out is not nil.
+func (c *Client) checkModel(ctx context.Context, name string, models []Model, out *runlog.Record) error {
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	rec := c.Try(pctx, "goodput-probe-model")
+	if out != nil {
+		*out = rec
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted while checking the model: %w", context.Cause(ctx))
 	}

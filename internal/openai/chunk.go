@@ -56,6 +56,12 @@ type Timing struct {
 	// CachedTokens is the prompt tokens served from the server's cache
 	// (llama.cpp cache_n; vLLM reports them in usage instead).
 	CachedTokens int
+	// PromptN is the prompt tokens the server processed, those not served
+	// from its cache (llama.cpp's prompt_n); 0 when not given — llama.cpp
+	// always processes at least the prompt's last token. With the usage's
+	// prompt_tokens it gives the cached tokens of a llama.cpp too old to
+	// send cache_n.
+	PromptN int
 	// KVTransferNs and DecodeEngine are, from goodput's simulated
 	// prefill/decode split, the KV transfer's time (kv_transfer_time_ms)
 	// and the engine index (from 0) that decoded the request
@@ -74,7 +80,7 @@ func NoTiming() Timing { return noTiming }
 
 // Given reports whether t holds at least one reported value.
 func (t Timing) Given() bool {
-	return t.QueueNs >= 0 || t.PrefillNs >= 0 || t.DecodeNs >= 0 || t.CachedTokens >= 0
+	return t.QueueNs >= 0 || t.PrefillNs >= 0 || t.DecodeNs >= 0 || t.CachedTokens >= 0 || t.PromptN > 0
 }
 
 // maxServerMs bounds a believable reported duration (ms): a year. Above it
@@ -511,11 +517,11 @@ func (p *parser) usage() (Usage, error) {
 
 // timingKeys names the members of one server's timing object that hold
 // each Timing field ("" where it has none).
-type timingKeys struct{ queue, prefill, decode, cached string }
+type timingKeys struct{ queue, prefill, decode, cached, processed string }
 
 var (
 	vllmTimingKeys  = timingKeys{queue: "queue_time_ms", prefill: "time_to_first_token_ms", decode: "generation_time_ms"}
-	llamaTimingKeys = timingKeys{prefill: "prompt_ms", decode: "predicted_ms", cached: "cache_n"}
+	llamaTimingKeys = timingKeys{prefill: "prompt_ms", decode: "predicted_ms", cached: "cache_n", processed: "prompt_n"}
 )
 
 // timing parses a server's timing object named by keys; null or a
@@ -537,6 +543,10 @@ func (p *parser) timing(keys timingKeys) (Timing, error) {
 			t.DecodeNs, err = p.millis()
 		case keys.cached:
 			t.CachedTokens, err = p.count(maxUsageTokens)
+		case keys.processed:
+			var n int
+			n, err = p.count(maxUsageTokens)
+			t.PromptN = max(n, 0)
 		case "kv_transfer_time_ms":
 			t.KVTransferNs, err = p.millis()
 		case "decode_engine":
@@ -591,7 +601,7 @@ func mergeTiming(vllm, llama Timing) Timing {
 	if t.DecodeNs < 0 {
 		t.DecodeNs = llama.DecodeNs
 	}
-	t.CachedTokens = llama.CachedTokens
+	t.CachedTokens, t.PromptN = llama.CachedTokens, llama.PromptN
 	return t
 }
 

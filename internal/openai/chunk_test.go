@@ -91,13 +91,13 @@ func TestDecode(t *testing.T) {
 			name: "llama.cpp final chunk: usage and timings beside choices",
 			in:   `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"usage":{"completion_tokens":24,"prompt_tokens":42,"total_tokens":66},"timings":{"prompt_n":26,"prompt_ms":31.5,"predicted_per_second":60.58}}`,
 			want: flatChunk{FinishReason: "stop", HasChoices: true, Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 24},
-				Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
+				Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1, PromptN: 26, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			// As llama.cpp's tools/server writes it (result_timings::to_json).
 			name: "llama.cpp timings, every field",
 			in:   `{"choices":[],"timings":{"cache_n":16,"prompt_n":26,"prompt_ms":31.5,"prompt_per_token_ms":1.2115,"prompt_per_second":825.4,"predicted_n":24,"predicted_ms":412.7,"predicted_per_token_ms":16.508,"predicted_per_second":60.58,"draft_n":4,"draft_n_accepted":3}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16, PromptN: 26, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			// vLLM's usage chunk with --enable-per-request-metrics
@@ -469,6 +469,9 @@ func refDecode(data []byte) (flatChunk, error) {
 		if i, ok := integer(m[cached]); cached != "" && ok && i >= 0 && i <= maxUsageTokens {
 			t.CachedTokens = int(i)
 		}
+		if i, ok := integer(m["prompt_n"]); cached != "" && ok && i > 0 && i <= maxUsageTokens {
+			t.PromptN = int(i) // llama.cpp's, beside its cache_n
+		}
 		// The simulated split's keys, read in either object.
 		t.KVTransferNs = ms("kv_transfer_time_ms")
 		if i, ok := integer(m["decode_engine"]); ok && i >= 0 && i < runlog.MaxReplica {
@@ -487,7 +490,7 @@ func refDecode(data []byte) (flatChunk, error) {
 		if t.DecodeNs < 0 {
 			t.DecodeNs = lt.DecodeNs
 		}
-		t.CachedTokens = lt.CachedTokens
+		t.CachedTokens, t.PromptN = lt.CachedTokens, lt.PromptN
 		c.Timing = &t
 	}
 	isErr, msg := false, ""

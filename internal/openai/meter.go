@@ -146,7 +146,7 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 	}
 	if vis+hid == 0 {
 		if ch.Usage.Present {
-			m.prevCompl = ch.Usage.CompletionTokens
+			m.usageOnly(ch.Usage.CompletionTokens)
 		}
 		return ch.Usage.Present && !ch.HasChoices
 	}
@@ -175,6 +175,20 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 	m.counted += n
 	rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(n), Visible: vis > 0})
 	return false
+}
+
+// usageOnly takes the completion count of a usage report that came without
+// tokens (Anthropic's message_delta, a final usage chunk). The count is
+// cumulative: one that falls below an earlier one (50, then 2) makes the
+// stream's usage unbelievable. A zero is no count (a server's placeholder).
+func (m *StreamMeter) usageOnly(compl int) {
+	switch {
+	case compl <= 0:
+	case compl < m.prevCompl:
+		m.distrustUsage(fmt.Sprintf("cumulative completion_tokens fell from %d to %d", m.prevCompl, compl))
+	default:
+		m.prevCompl = compl
+	}
 }
 
 // mergeCall adds one tool_calls fragment to the call of its index: the id
@@ -292,10 +306,20 @@ func (m *StreamMeter) checkUsage() (completion, prompt string) {
 	case completion != "":
 	case u.CompletionTokens > 0 && u.CompletionTokens < m.prevCompl:
 		completion = fmt.Sprintf("final completion_tokens %d is below the %d streamed before", u.CompletionTokens, m.prevCompl)
+	case u.CompletionTokens > 0 && u.CompletionTokens < len(m.rec.Chunks) && m.chunkPerToken():
+		completion = fmt.Sprintf("completion_tokens %d is below the %d token-carrying chunks streamed", u.CompletionTokens, len(m.rec.Chunks))
 	case len(m.rec.Chunks) > 0 && u.CompletionTokens > maxChunkTokens*len(m.rec.Chunks):
 		completion = fmt.Sprintf("completion_tokens %d is far above the %d chunks streamed", u.CompletionTokens, len(m.rec.Chunks))
 	}
 	return completion, prompt
+}
+
+// chunkPerToken reports whether every token-carrying chunk of the protocol
+// carries at least one whole token: OpenAI's chunks are cut per token (or
+// several); other protocols' deltas (Anthropic's text) may split one.
+func (m *StreamMeter) chunkPerToken() bool {
+	_, ok := m.dec.(*ChunkDecoder)
+	return ok || m.dec == nil
 }
 
 // Close fills the token counts once the stream is over. estPrompt is the
@@ -331,10 +355,27 @@ func (m *StreamMeter) Close(estPrompt int) {
 			rec.CachedTokens = m.usage.CachedTokens
 		}
 	}
+	if rec.CachedTokens == 0 && m.sawUsage && badPrompt == "" {
+		rec.CachedTokens = timedCache(m.usage.PromptTokens, m.timing)
+	}
 	if rec.PromptTokens == 0 {
 		rec.PromptTokens = estPrompt
 	}
 	setServer(rec, m.timing)
+}
+
+// timedCache is the cached prompt tokens a server's timing says, for one
+// whose usage says none (llama.cpp's has no prompt_tokens_details): its
+// cache_n, else prompt tokens − prompt_n (the tokens it did not process
+// were its cache's); 0 when it says nothing believable.
+func timedCache(prompt int, t Timing) int {
+	switch {
+	case t.CachedTokens > 0 && t.CachedTokens <= prompt:
+		return t.CachedTokens
+	case t.CachedTokens < 0 && t.PromptN > 0 && t.PromptN < prompt:
+		return prompt - t.PromptN
+	}
+	return 0
 }
 
 // setServer sets rec.Server from the timing the server reported, when it

@@ -96,6 +96,8 @@ func TestUsageNotBelieved(t *testing.T) {
 		// until it jumps absurdly (past int32 once) or goes backwards.
 		{"continuous believable", []string{chunk("a", 1), chunk("bc", 3), chunk("d", 4)}, 0, runlog.TokensUsage, 4, 10, []int32{1, 2, 1}, ""},
 		{"continuous jump", []string{chunk("a", 1), chunk("b", 1+1<<31), chunk("c", 2+1<<31)}, 0, runlog.TokensCounted, 3, 10, []int32{1, 1, 1}, "jumped by 2147483648"},
+		{"below the token chunks", []string{plain("a"), plain("b"), plain("c"), final(10, 2, 0, 0)}, 0, runlog.TokensCounted, 3, 10, []int32{1, 1, 1}, "completion_tokens 2 is below the 3 token-carrying chunks"},
+		{"usage-only count decreasing", []string{plain("a"), plain("b"), final(10, 50, 0, 0), final(10, 2, 0, 0)}, 0, runlog.TokensCounted, 2, 10, []int32{1, 1}, "fell from 50 to 2"},
 		{"continuous decreasing", []string{chunk("a", 5), chunk("b", 3), chunk("c", 6)}, 0, runlog.TokensCounted, 7, 10, []int32{5, 1, 1}, "fell from 5 to 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,6 +193,42 @@ func TestServerTiming(t *testing.T) {
 			MeasureWhole(&rec, []byte(tc.body), 500, 9)
 			if diff := cmp.Diff(tc.want, rec.Server); diff != "" {
 				t.Errorf("MeasureWhole: rec.Server mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLlamaCachedTokens: llama.cpp's usage has no cached_tokens; its
+// timings say them, as cache_n or as prompt_tokens − prompt_n, and the
+// record's CachedTokens (what a run's cache share sums) reads them.
+func TestLlamaCachedTokens(t *testing.T) {
+	final := func(usage, timings string) string {
+		return `{"choices":[{"finish_reason":"length","index":0,"delta":{}}],"usage":` + usage + `,"timings":` + timings + `}`
+	}
+	for _, tc := range []struct {
+		name, event string
+		want        int
+	}{
+		{"cache_n", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"cache_n":4,"prompt_n":8,"predicted_n":1}`), 4},
+		{"prompt_tokens − prompt_n", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"prompt_n":3,"predicted_n":1}`), 9},
+		{"nothing cached", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"prompt_n":12,"predicted_n":1}`), 0},
+		{"usage's count wins", final(`{"prompt_tokens":12,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":5}}`, `{"prompt_n":3}`), 5},
+		{"prompt_n beyond the prompt", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"prompt_n":40}`), 0},
+		{"cache_n beyond the prompt", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"cache_n":40,"prompt_n":1}`), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m StreamMeter
+			rec := runlog.Record{ID: "r"}
+			m.Reset(&rec)
+			m.Event([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), 1000, false)
+			m.Event([]byte(tc.event), 2000, false)
+			m.Event([]byte("[DONE]"), 3000, false)
+			m.Close(7)
+			if rec.CachedTokens != tc.want {
+				t.Errorf("CachedTokens = %d; want %d", rec.CachedTokens, tc.want)
+			}
+			if tc.want > 0 && (rec.Server == nil || rec.Server.CachedTokens != tc.want) {
+				t.Errorf("Server = %+v; want its CachedTokens %d", rec.Server, tc.want)
 			}
 		})
 	}

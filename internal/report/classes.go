@@ -45,7 +45,8 @@ type ClassRow struct {
 
 // ClassCounter collects a level's records by priority class, for the
 // Classes block. Set SLO before the first Add; the zero value otherwise
-// is ready. It keeps one TTFT per record.
+// is ready. It keeps one TTFT per record up to
+// stats.ExactRequests of them, then a sketch (stats.Values).
 type ClassCounter struct {
 	// SLO is what the attainment is judged against (zero: none).
 	SLO  stats.SLO
@@ -59,7 +60,7 @@ type ClassCounter struct {
 
 type classAcc struct {
 	requests, failed, limited, degraded, met int
-	ttft                                     []float64 // ms
+	ttft                                     stats.Values // ms
 }
 
 // RateLimitedRecord reports whether r was refused by a rate limit: a 429
@@ -104,7 +105,7 @@ func (c *ClassCounter) Add(r *runlog.Record) {
 		a.met++
 	}
 	if d, ok := r.TTFT(); ok {
-		a.ttft = append(a.ttft, float64(d)/1e6)
+		a.ttft.Add(float64(d) / 1e6)
 	}
 }
 
@@ -120,9 +121,9 @@ func (c *ClassCounter) Summary() *Classes {
 	}
 	for i := range c.rows {
 		a := &c.rows[i]
-		row := ClassRow{Class: i, Requests: a.requests, Failed: a.failed, RateLimited: a.limited, Degraded: a.degraded, TTFTN: len(a.ttft)}
-		if len(a.ttft) > 0 {
-			row.TTFTP50, row.TTFTP99 = valuesP50P99(a.ttft)
+		row := ClassRow{Class: i, Requests: a.requests, Failed: a.failed, RateLimited: a.limited, Degraded: a.degraded, TTFTN: a.ttft.Len()}
+		if a.ttft.Len() > 0 {
+			row.TTFTP50, row.TTFTP99 = p50P99(&a.ttft)
 		}
 		if a.requests > 0 {
 			row.SLOMet = float64(a.met) / float64(a.requests)

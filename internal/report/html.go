@@ -27,6 +27,9 @@ type SweepMarks struct {
 	// GoodputPeak is the index of the level with the highest goodput; -1
 	// for none.
 	GoodputPeak int
+	// Recommended is the index of the recommended load, the highest
+	// within SLO (which the goodput peak need not be); -1 for none.
+	Recommended int
 }
 
 // HTMLInput is what HTML renders. Only Levels is required.
@@ -620,7 +623,7 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 	pct := func(name string, p float64) func(*stats.Summary) (float64, bool) {
 		return func(s *stats.Summary) (float64, bool) { return s.MetricP(name, p) }
 	}
-	marks := SweepMarks{Knee: -1, GoodputPeak: -1}
+	marks := SweepMarks{Knee: -1, GoodputPeak: -1, Recommended: -1}
 	if in.Sweep != nil {
 		marks = *in.Sweep
 	} else if in.Levels[0].Summary.SLO.Set {
@@ -637,6 +640,9 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 	}
 	if g := marks.GoodputPeak; g >= 0 && g < len(in.Levels) {
 		vm = append(vm, vmark{name: "goodput peak (" + LevelName(in.Levels[g], len(in.Levels)) + ")", x: xOf(in.Levels[g]), color: seriesColor(2)})
+	}
+	if r := marks.Recommended; r >= 0 && r < len(in.Levels) {
+		vm = append(vm, vmark{name: "recommended (" + LevelName(in.Levels[r], len(in.Levels)) + ")", x: xOf(in.Levels[r]), color: seriesColor(4)})
 	}
 	for _, m := range []string{stats.MetricTTFT, stats.MetricTPOT} {
 		title := metricLabel(m) + " vs load"

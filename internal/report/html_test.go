@@ -106,7 +106,7 @@ func sweepInput(t *testing.T, n, maxOut int) HTMLInput {
 		Meta: meta, Levels: levels, Records: Records(recs),
 		SLA:      "Up to 4 req/s keep 95 % of requests within ttft:300 tpot:30.",
 		Findings: []findings.Finding{{ID: "queueing-dominates-ttft", Severity: "warn", Message: "Queueing is <b>most</b> of TTFT at 8 req/s.", Evidence: map[string]any{"queue_share": 0.71, "level": 2}}},
-		Sweep:    &SweepMarks{Knee: 1, GoodputPeak: 1},
+		Sweep:    &SweepMarks{Knee: 1, GoodputPeak: 1, Recommended: 1},
 	}
 }
 

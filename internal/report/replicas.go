@@ -90,17 +90,18 @@ type ReplicaRow struct {
 }
 
 // ReplicaCounter collects a level's records by replica, for the Replicas
-// block. The zero value is ready; it keeps one TTFT per record.
+// block. The zero value is ready; it keeps one TTFT per record up to
+// stats.ExactRequests of them, then a sketch (stats.Values).
 type ReplicaCounter struct {
 	rows     []replicaAcc
-	transfer []float64 // ms
-	decoders bool      // a record named a decode replica
+	transfer stats.Values // ms
+	decoders bool         // a record named a decode replica
 }
 
 type replicaAcc struct {
 	requests, failed int
-	decoded          int       // successful requests it decoded (a split's decode replica)
-	ttft             []float64 // ms
+	decoded          int          // successful requests it decoded (a split's decode replica)
+	ttft             stats.Values // ms
 	prompt, cached   int64
 }
 
@@ -119,7 +120,7 @@ func (c *ReplicaCounter) Add(r *runlog.Record) {
 		return
 	}
 	if d, ok := r.TTFT(); ok {
-		a.ttft = append(a.ttft, float64(d)/1e6)
+		a.ttft.Add(float64(d) / 1e6)
 	}
 	a.prompt += int64(r.PromptTokens)
 	a.cached += int64(r.CachedTokens)
@@ -129,7 +130,7 @@ func (c *ReplicaCounter) Add(r *runlog.Record) {
 			c.rows = append(c.rows, replicaAcc{})
 		}
 		c.rows[s.DecodeReplica-1].decoded++
-		c.transfer = append(c.transfer, float64(s.KVTransferNs)/1e6)
+		c.transfer.Add(float64(s.KVTransferNs) / 1e6)
 	}
 }
 
@@ -143,24 +144,24 @@ func (c *ReplicaCounter) Summary() *Replicas {
 	out := &Replicas{Rows: make([]ReplicaRow, len(c.rows)), acc: c.rows}
 	for i := range c.rows {
 		a := &c.rows[i]
-		row := ReplicaRow{Replica: i + 1, Requests: a.requests + a.decoded, Failed: a.failed, TTFTN: len(a.ttft), KVPeak: -1}
+		row := ReplicaRow{Replica: i + 1, Requests: a.requests + a.decoded, Failed: a.failed, TTFTN: a.ttft.Len(), KVPeak: -1}
 		if c.decoders {
 			row.Role = "prefill"
 			if a.decoded > 0 {
 				row.Role = "decode"
 			}
 		}
-		if len(a.ttft) > 0 {
-			row.TTFTP50, row.TTFTP99 = valuesP50P99(a.ttft)
+		if a.ttft.Len() > 0 {
+			row.TTFTP50, row.TTFTP99 = p50P99(&a.ttft)
 		}
 		if a.prompt > 0 {
 			row.CachedShare = float64(a.cached) / float64(a.prompt)
 		}
 		out.Rows[i] = row
 	}
-	if len(c.transfer) > 0 {
-		out.Transfer = &KVTransfer{N: len(c.transfer)}
-		out.Transfer.P50, out.Transfer.P99 = valuesP50P99(c.transfer)
+	if c.transfer.Len() > 0 {
+		out.Transfer = &KVTransfer{N: c.transfer.Len()}
+		out.Transfer.P50, out.Transfer.P99 = p50P99(&c.transfer)
 	}
 	out.balance()
 	return out
@@ -273,16 +274,16 @@ func (r *Replicas) subtotal() {
 		p.Requests += row.Requests
 		p.Failed += row.Failed
 		if i < len(r.acc) {
-			a.ttft = append(a.ttft, r.acc[i].ttft...)
+			a.ttft.Merge(&r.acc[i].ttft)
 			a.prompt += r.acc[i].prompt
 			a.cached += r.acc[i].cached
 		}
 	}
 	for k := range r.Pools {
 		p, a := &r.Pools[k], &accs[k]
-		p.TTFTN = len(a.ttft)
-		if len(a.ttft) > 0 {
-			p.TTFTP50, p.TTFTP99 = valuesP50P99(a.ttft)
+		p.TTFTN = a.ttft.Len()
+		if a.ttft.Len() > 0 {
+			p.TTFTP50, p.TTFTP99 = p50P99(&a.ttft)
 		}
 		if a.prompt > 0 {
 			p.CachedShare = float64(a.cached) / float64(a.prompt)
@@ -418,10 +419,10 @@ func ReplicasJSON(r *Replicas) map[string]any {
 	return m
 }
 
-// valuesP50P99 are the median and the 99th percentile of vs (ms), as the
+// p50P99 are the median and the 99th percentile of v (ms), as the
 // summaries compute them.
-func valuesP50P99(vs []float64) (p50, p99 float64) {
-	m := stats.SummarizeValues(stats.MetricTTFT, []float64{50, 99}, vs)
+func p50P99(v *stats.Values) (p50, p99 float64) {
+	m := v.Summarize(stats.MetricTTFT, []float64{50, 99})
 	p50, _ = m.P(50)
 	p99, _ = m.P(99)
 	return p50, p99

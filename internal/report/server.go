@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/goodput/goodput/internal/servermetrics"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // shownUnit is how a canonical unit is printed: the factor from the base
@@ -89,6 +91,40 @@ var gpuGauges = []struct {
 	{servermetrics.GPUMemUsedBytes, "memory used", "mem_used_bytes"},
 }
 
+// quantile prints what a histogram proves of a quantile: one figure when
+// the range is one, "≤ hi" from 0, "≥ lo" with no upper bound, else
+// "lo–hi".
+func (u shownUnit) quantile(r servermetrics.Range) string {
+	lo, hi := u.format(u.scale*r.Lo), u.format(u.scale*r.Hi)
+	switch {
+	case r.Exact() || lo == hi:
+		return hi
+	case math.IsInf(r.Hi, 1):
+		return "≥ " + lo
+	case r.Lo <= 0:
+		return "≤ " + hi
+	}
+	return lo + "–" + hi
+}
+
+// perRequest is the requests' own timing of a server histogram, in ms,
+// when the split has it: the queue (when the server reported one),
+// prefill and decode.
+func perRequest(split *TTFTSplit, n servermetrics.Name) (stats.MetricSummary, bool) {
+	if split == nil || split.N == 0 {
+		return stats.MetricSummary{}, false
+	}
+	switch n {
+	case servermetrics.QueueTime:
+		return split.Queue, split.QueueKnown && split.Queue.N > 0
+	case servermetrics.PrefillTime:
+		return split.Prefill, split.Prefill.N > 0
+	case servermetrics.DecodeTime:
+		return split.Decode, split.Decode.N > 0
+	}
+	return stats.MetricSummary{}, false
+}
+
 // observed returns a histogram of the window that holds observations: a
 // histogram the server reports but that saw no request finish inside the
 // window has no quantiles to show.
@@ -166,11 +202,21 @@ func gpuIDs(win *servermetrics.Window) []string {
 // scrapes), preemptions (count and per second), the prefix-cache hit rate,
 // prompt (prefill) and generation (decode) token throughput and requests
 // finished per second from the server's counters, queue, prefill, decode
-// time and TTFT P50 / P99 from the server's histograms (ms), and per GPU
+// time and TTFT mean and P50 / P99 from the server's histograms (ms; a
+// percentile as the range its bucket proves, "≤ 300.00" or "250.00–300.00",
+// never a figure interpolated inside it), and per GPU
 // (DCGM) utilisation, power and memory used (mean / max). A line appears
 // only for a figure the window has; for a nil window, or one without
 // scrapes, nothing is written. It returns the writer's error.
 func ServerTerminal(w io.Writer, win *servermetrics.Window) error {
+	return ServerTerminalTimed(w, win, nil)
+}
+
+// ServerTerminalTimed is ServerTerminal for a level whose requests also
+// carried the server's own timing (split, nil for none): the queue,
+// prefill and decode lines then take their mean and percentiles from the
+// requests, marked "(per request)", instead of the histograms' buckets.
+func ServerTerminalTimed(w io.Writer, win *servermetrics.Window, split *TTFTSplit) error {
 	if win == nil || win.Scrapes == 0 {
 		return nil
 	}
@@ -218,9 +264,17 @@ func ServerTerminal(w io.Writer, win *servermetrics.Window) error {
 			head = true
 		}
 		u := unitOf(h.name)
-		// The mean is exact (sum over count); the percentiles are only as
-		// fine as the server's buckets (interpolated inside one).
-		t.line(u.labelled(h.label)+" mean, P50/P99:", u.format(u.scale*st.Mean)+", "+u.format(u.scale*st.P50)+" / "+u.format(u.scale*st.P99))
+		label := u.labelled(h.label) + " mean, P50/P99:"
+		if m, ok := perRequest(split, h.name); ok {
+			// The same figure timed request by request: exact where the
+			// buckets could only bound it.
+			t.line(label, f2(m.Mean)+", "+p50p99(m)+" (per request)")
+			continue
+		}
+		// The mean is exact (sum over count); a percentile is only known
+		// to lie in its bucket (narrowed by the mean and the longest
+		// request), so the range is printed, not a figure inside it.
+		t.line(label, u.format(u.scale*st.Mean)+", "+u.quantile(st.P50Range)+" / "+u.quantile(st.P99Range))
 	}
 
 	if len(win.GPUs) > 0 {
@@ -246,6 +300,18 @@ func ServerTerminal(w io.Writer, win *servermetrics.Window) error {
 // memory in bytes. A figure the window lacks is left out, not written as
 // zero. It returns nil for a nil window or one without scrapes.
 func ServerJSON(win *servermetrics.Window) map[string]any {
+	return ServerJSONTimed(win, nil)
+}
+
+// ServerJSONTimed is ServerJSON for a level whose requests carried the
+// server's own timing (split, nil for none), preferred as
+// ServerTerminalTimed prefers it. Each histogram figure says its
+// "source": "histogram" ({p50, p90, p99} are interpolated estimates held
+// inside {p50_min, p50_max, …}, the range the buckets, the mean and the
+// longest request prove; a _max is left out when nothing bounds it) or
+// "per_request" (exact percentiles of the requests' own timing, at the
+// run's percentiles).
+func ServerJSONTimed(win *servermetrics.Window, split *TTFTSplit) map[string]any {
 	if win == nil || win.Scrapes == 0 {
 		return nil
 	}
@@ -281,9 +347,30 @@ func ServerJSON(win *servermetrics.Window) map[string]any {
 		m["requests_per_s"] = r
 	}
 	for _, h := range serverHistograms {
-		if st, ok := observed(win, h.name); ok {
-			m[h.key] = map[string]any{"p50": 1e3 * st.P50, "p90": 1e3 * st.P90, "p99": 1e3 * st.P99, "mean": 1e3 * st.Mean, "count": st.Count}
+		st, ok := observed(win, h.name)
+		if !ok {
+			continue
 		}
+		if pr, ok := perRequest(split, h.name); ok {
+			e := map[string]any{"mean": pr.Mean, "count": pr.N, "source": "per_request"}
+			for _, p := range pr.Percentiles {
+				e["p"+stats.PercentileName(p.P)] = p.Value
+			}
+			m[h.key] = e
+			continue
+		}
+		e := map[string]any{"p50": 1e3 * st.P50, "p90": 1e3 * st.P90, "p99": 1e3 * st.P99, "mean": 1e3 * st.Mean, "count": st.Count,
+			"source": "histogram"}
+		for _, q := range []struct {
+			key string
+			r   servermetrics.Range
+		}{{"p50", st.P50Range}, {"p90", st.P90Range}, {"p99", st.P99Range}} {
+			e[q.key+"_min"] = 1e3 * q.r.Lo
+			if !math.IsInf(q.r.Hi, 1) {
+				e[q.key+"_max"] = 1e3 * q.r.Hi
+			}
+		}
+		m[h.key] = e
 	}
 	if len(win.GPUs) > 0 {
 		var gpus []map[string]any

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	sm "github.com/goodput/goodput/internal/servermetrics"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // vllmWindow is a hand-built vLLM level: 12 scrapes over 11 s, counters
@@ -34,10 +36,17 @@ func vllmWindow() *sm.Window {
 			sm.KVUsage: {N: 12, Mean: 0.7134, Min: 0.1, Max: 0.96, Last: 0.5},
 		},
 		Histograms: map[sm.Name]sm.HistogramStats{
-			sm.QueueTime:   {Count: 44, Mean: 0.021, P50: 0.0125, P90: 0.04, P99: 0.0875},
-			sm.PrefillTime: {Count: 44, Mean: 0.09, P50: 0.075, P90: 0.2, P99: 0.35},
-			sm.DecodeTime:  {Count: 44, Mean: 2.5, P50: 2.25, P90: 4, P99: 6.5},
-			sm.TTFT:        {Count: 44, Mean: 0.125, P50: 0.1, P90: 0.25, P99: 0.5},
+			// The queue's quantiles all fall in the first bucket, the P50's
+			// and P90's upper bounds lowered by the mean (Markov).
+			sm.QueueTime: {Count: 44, Mean: 0.021, P50: 0.0125, P90: 0.04, P99: 0.0875,
+				P50Range: sm.Range{Lo: 0, Hi: 0.042}, P90Range: sm.Range{Lo: 0, Hi: 0.21}, P99Range: sm.Range{Lo: 0, Hi: 0.3}},
+			sm.PrefillTime: {Count: 44, Mean: 0.09, P50: 0.075, P90: 0.2, P99: 0.35,
+				P50Range: sm.Range{Lo: 0.05, Hi: 0.1}, P90Range: sm.Range{Lo: 0.1, Hi: 0.25}, P99Range: sm.Range{Lo: 0.3, Hi: 0.5}},
+			// The P99 above the last finite bucket, with nothing to bound it.
+			sm.DecodeTime: {Count: 44, Mean: 2.5, P50: 2.25, P90: 4, P99: 6.5,
+				P50Range: sm.Range{Lo: 2, Hi: 2.5}, P90Range: sm.Range{Lo: 2.5, Hi: 5}, P99Range: sm.Range{Lo: 5, Hi: math.Inf(1)}},
+			sm.TTFT: {Count: 44, Mean: 0.125, P50: 0.1, P90: 0.25, P99: 0.5,
+				P50Range: sm.Range{Lo: 0.1, Hi: 0.1}, P90Range: sm.Range{Lo: 0.1, Hi: 0.25}, P99Range: sm.Range{Lo: 0.25, Hi: 0.5}},
 			// Reported but not shown: the block picks its histograms.
 			sm.E2E: {Count: 44, Mean: 3, P50: 2.5, P90: 5, P99: 8},
 		},
@@ -196,10 +205,15 @@ func TestServerJSONByHand(t *testing.T) {
 		"prompt_tokens_per_s":     5000.0,
 		"generation_tokens_per_s": 800.0,
 		"requests_per_s":          4.0,
-		"queue_time_ms":           map[string]any{"p50": 12.5, "p90": 40.0, "p99": 87.5, "mean": 21.0, "count": 44.0},
-		"prefill_time_ms":         map[string]any{"p50": 75.0, "p90": 200.0, "p99": 350.0, "mean": 90.0, "count": 44.0},
-		"decode_time_ms":          map[string]any{"p50": 2250.0, "p90": 4000.0, "p99": 6500.0, "mean": 2500.0, "count": 44.0},
-		"ttft_ms":                 map[string]any{"p50": 100.0, "p90": 250.0, "p99": 500.0, "mean": 125.0, "count": 44.0},
+		"queue_time_ms": map[string]any{"p50": 12.5, "p90": 40.0, "p99": 87.5, "mean": 21.0, "count": 44.0, "source": "histogram",
+			"p50_min": 0.0, "p50_max": 42.0, "p90_min": 0.0, "p90_max": 210.0, "p99_min": 0.0, "p99_max": 300.0},
+		"prefill_time_ms": map[string]any{"p50": 75.0, "p90": 200.0, "p99": 350.0, "mean": 90.0, "count": 44.0, "source": "histogram",
+			"p50_min": 50.0, "p50_max": 100.0, "p90_min": 100.0, "p90_max": 250.0, "p99_min": 300.0, "p99_max": 500.0},
+		// No p99_max: nothing bounds it.
+		"decode_time_ms": map[string]any{"p50": 2250.0, "p90": 4000.0, "p99": 6500.0, "mean": 2500.0, "count": 44.0, "source": "histogram",
+			"p50_min": 2000.0, "p50_max": 2500.0, "p90_min": 2500.0, "p90_max": 5000.0, "p99_min": 5000.0},
+		"ttft_ms": map[string]any{"p50": 100.0, "p90": 250.0, "p99": 500.0, "mean": 125.0, "count": 44.0, "source": "histogram",
+			"p50_min": 100.0, "p50_max": 100.0, "p90_min": 100.0, "p90_max": 250.0, "p99_min": 250.0, "p99_max": 500.0},
 	}
 	got := ServerJSON(vllmWindow())
 	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
@@ -254,5 +268,43 @@ func TestGPUIDsOrder(t *testing.T) {
 	want := []string{"0/0", "0/1", "1", "2", "9", "10", "1x", "x"}
 	if got := gpuIDs(win); !slices.Equal(got, want) {
 		t.Errorf("gpuIDs(%v) = %v; want %v", in, got, want)
+	}
+}
+
+// TestServerPerRequestPreferred: with the requests' own timing, the queue,
+// prefill and decode lines and keys come from it, exact, and say so;
+// the server TTFT, which the split lacks, stays a histogram range.
+func TestServerPerRequestPreferred(t *testing.T) {
+	one := func(p50, p99 float64) stats.MetricSummary {
+		return stats.MetricSummary{N: 40, Mean: p50, Median: p50, Percentiles: []stats.PercentileValue{{P: 50, Value: p50}, {P: 99, Value: p99}}}
+	}
+	split := &TTFTSplit{N: 40, QueueKnown: true, Queue: one(0, 44.86), Prefill: one(60, 120), Decode: one(2100, 4200), E2E: one(2200, 4300)}
+	var b bytes.Buffer
+	if err := ServerTerminalTimed(&b, vllmWindow(), split); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Queue time (ms) mean, P50/P99:           0.00, 0.00 / 44.86 (per request)\n",
+		"Prefill time (ms) mean, P50/P99:         60.00, 60.00 / 120.00 (per request)\n",
+		"Decode time (ms) mean, P50/P99:          2100.00, 2100.00 / 4200.00 (per request)\n",
+		"Server TTFT (ms) mean, P50/P99:          125.00, 100.00 / 250.00–500.00\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ServerTerminalTimed lacks %q:\n%s", want, out)
+		}
+	}
+	m := ServerJSONTimed(vllmWindow(), split)
+	want := map[string]any{"mean": 0.0, "count": 40, "p50": 0.0, "p99": 44.86, "source": "per_request"}
+	if diff := cmp.Diff(want, m["queue_time_ms"]); diff != "" {
+		t.Errorf("ServerJSONTimed queue_time_ms mismatch (-want +got):\n%s", diff)
+	}
+	if src := m["ttft_ms"].(map[string]any)["source"]; src != "histogram" {
+		t.Errorf("ServerJSONTimed ttft_ms source = %v; want histogram", src)
+	}
+	// A server with no queue of its own keeps the queue histogram.
+	split.QueueKnown = false
+	if src := ServerJSONTimed(vllmWindow(), split)["queue_time_ms"].(map[string]any)["source"]; src != "histogram" {
+		t.Errorf("queue unknown: queue_time_ms source = %v; want histogram", src)
 	}
 }

@@ -21,7 +21,7 @@ type TTFTSplit struct {
 	// E2E is the client's end-to-end latency of the same requests, Decode
 	// the server's decode time, RestE2E E2E minus the server's queue,
 	// prefill and decode: what the network and the client added to the
-	// whole answer.
+	// whole answer (and the queue, when !QueueKnown).
 	E2E, Decode, RestE2E stats.MetricSummary
 }
 
@@ -47,7 +47,11 @@ func TTFTSplitTerminal(w io.Writer, s *TTFTSplit) error {
 	if s.E2E.N > 0 {
 		t.line("Client E2E (ms) P50/P99:", p50p99(s.E2E))
 		t.line("Server decode (ms) P50/P99:", p50p99(s.Decode))
-		t.line("E2E outside the server (ms) P50/P99:", p50p99(s.RestE2E))
+		restE2E := "E2E outside the server (ms) P50/P99:"
+		if !s.QueueKnown {
+			restE2E = "E2E outside prefill+decode (ms) P50/P99:"
+		}
+		t.line(restE2E, p50p99(s.RestE2E))
 	}
 	t.b.WriteString(center("", '=') + "\n")
 	_, err := w.Write(t.b.Bytes())

@@ -59,16 +59,23 @@ func SweepTerminal(w io.Writer, res *sweep.Result, search *sweep.SearchResult, c
 		}
 		mark := ""
 		switch {
+		case p.Partial():
+			mark = " cut"
 		case res.Saturated[i] != "":
 			mark = " sat"
-		case res.GoodputPeak != nil && res.GoodputPeak.Index == i:
-			mark = " *"
+		default:
+			if res.Recommended != nil && res.Recommended.Index == i {
+				mark = " rec"
+			}
+			if res.GoodputPeak != nil && res.GoodputPeak.Index == i {
+				mark += " *"
+			}
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Index, p.Level.Label, s.RequestThroughput, s.OutputThroughput, gp, att,
 			sweepCell(s, stats.MetricTTFT, 50), sweepCell(s, stats.MetricTTFT, 99), sweepCell(s, stats.MetricTPOT, 50), sweepCell(s, stats.MetricTPOT, 99), mark)
 	}
 	_ = tw.Flush() // a strings.Builder does not fail
-	b.WriteString("(latencies in ms; * goodput peak, sat saturated)\n")
+	b.WriteString("(latencies in ms; rec recommended: highest load within SLO; * goodput peak; sat saturated; cut interrupted, not judged)\n")
 	unit := res.Axis.Unit()
 	label := func(i int) string { return res.Points[i].Level.Label }
 
@@ -91,18 +98,29 @@ func SweepTerminal(w io.Writer, res *sweep.Result, search *sweep.SearchResult, c
 		b.WriteByte('\n')
 	}
 	switch gp := res.GoodputPeak; {
-	case gp != nil && res.AtTop(gp):
-		fmt.Fprintf(&b, "Goodput peak: %.2f req/s meeting the SLO at %s (attainment %.1f %%), the highest load tested: no level saturated, so the capacity lies above the range tested; sweep higher loads before taking it as the operating point\n",
-			gp.Goodput, label(gp.Index), 100*gp.Attainment)
-	case gp != nil:
-		fmt.Fprintf(&b, "Goodput peak (recommended operating point): %.2f req/s meeting the SLO at %s (attainment %.1f %%)\n", gp.Goodput, label(gp.Index), 100*gp.Attainment)
-	default:
+	case gp == nil:
 		b.WriteString("Goodput peak: none (no SLO, or nothing met it)\n")
+	default:
+		fmt.Fprintf(&b, "Goodput peak: %.2f req/s meeting the SLO at %s (attainment %.1f %%)", gp.Goodput, label(gp.Index), 100*gp.Attainment)
+		if ok, why := crit.Meets(res.Points[gp.Index]); !ok {
+			b.WriteString(" — misses the SLO (" + why + "): not an operating point")
+		}
+		b.WriteByte('\n')
 	}
-	if m := res.MaxWithinSLO; m != nil {
-		fmt.Fprintf(&b, "Highest level within SLO (attainment ≥ %g %%%s): %s\n", 100*crit.EffectiveAttainment(), sweepQueueText(crit), label(m.Index))
-	} else if res.GoodputPeak != nil {
-		fmt.Fprintf(&b, "Highest level within SLO (attainment ≥ %g %%%s): none\n", 100*crit.EffectiveAttainment(), sweepQueueText(crit))
+	// The recommendation is the highest load that keeps the SLO, never a
+	// load that misses it however much goodput it shows.
+	within := fmt.Sprintf("attainment ≥ %g %%%s", 100*crit.EffectiveAttainment(), sweepQueueText(crit))
+	switch rec := res.Recommended; {
+	case rec != nil && res.AtTop(rec):
+		fmt.Fprintf(&b, "Recommended operating point (highest load within SLO, %s): %s (attainment %.1f %%), the highest load tested: no level saturated, so the capacity lies above the range tested; sweep higher loads before taking it as the operating point\n",
+			within, label(rec.Index), 100*rec.Attainment)
+	case rec != nil:
+		fmt.Fprintf(&b, "Recommended operating point (highest load within SLO, %s): %s (attainment %.1f %%, %.2f req/s meeting the SLO)\n", within, label(rec.Index), 100*rec.Attainment, rec.Goodput)
+	case res.GoodputPeak != nil:
+		fmt.Fprintf(&b, "Recommended operating point (highest load within SLO, %s): none: no level kept the SLO; sweep lower loads\n", within)
+	}
+	for _, i := range res.Partial {
+		fmt.Fprintf(&b, "Level %d (%s) was interrupted: shown, but left out of the knee, the peaks and the recommendation\n", res.Points[i].Index, label(i))
 	}
 	if search != nil {
 		if search.Found {
@@ -132,8 +150,9 @@ func sweepQueueText(c sweep.Criteria) string {
 
 // SweepJSON renders a sweep's verdict as the result file's "sweep" object:
 // axis and unit, knee (or null, with knee_note), knee_method,
-// throughput_peak, goodput_peak, recommendation (the goodput peak),
-// max_within_slo, violation, saturated (per point), stopped, skipped,
+// throughput_peak, goodput_peak, recommendation (the highest load within
+// SLO, as max_within_slo; null when none kept it), max_within_slo,
+// interrupted (the level indexes cut short and left out of the verdicts), violation, saturated (per point), stopped, skipped,
 // capacity_above_range (no level saturated: the peaks at the highest load
 // are lower bounds), and search when a search ran (search may be nil). Peaks carry their level index, load,
 // request_throughput, output_throughput, request_goodput and
@@ -153,10 +172,15 @@ func SweepJSON(res *sweep.Result, search *sweep.SearchResult) map[string]any {
 	out := map[string]any{
 		"axis": string(res.Axis), "unit": res.Axis.Unit(), "knee_method": res.KneeMethod,
 		"throughput_peak": peak(res.ThroughputPeak), "goodput_peak": peak(res.GoodputPeak),
-		"recommendation": peak(res.GoodputPeak), "max_within_slo": peak(res.MaxWithinSLO),
+		"recommendation": peak(res.Recommended), "max_within_slo": peak(res.MaxWithinSLO),
 		"stopped": res.Stopped, "skipped": res.Skipped, "saturated": res.Saturated,
 		"capacity_above_range": res.CapacityAbove,
 	}
+	interrupted := []int{}
+	for _, i := range res.Partial {
+		interrupted = append(interrupted, res.Points[i].Index)
+	}
+	out["interrupted"] = interrupted
 	if k := res.Knee; k != nil {
 		out["knee"] = map[string]any{"level": res.Points[k.Index].Index, "label": res.Points[k.Index].Level.Label, "load": k.Load,
 			"p99_ttft_ms": k.P99TTFTMs, "slope_ms_per_unit": k.Slope, "base_slope_ms_per_unit": k.BaseSlope, "k": k.K}

@@ -38,7 +38,7 @@ func TestSweepTerminalBelowCapacity(t *testing.T) {
 	for _, want := range []string{
 		"Knee: none found: P99 TTFT turns up only at the highest load tested",
 		"Throughput peak: 16.00 req/s (1600 output tok/s) at rate=16, the highest load tested (throughput still rising)",
-		"Goodput peak: 16.00 req/s meeting the SLO at rate=16 (attainment 100.0 %), the highest load tested: no level saturated, so the capacity lies above the range tested",
+		"Recommended operating point (highest load within SLO, attainment ≥ 99 %): rate=16 (attainment 100.0 %), the highest load tested: no level saturated, so the capacity lies above the range tested",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("SweepTerminal =\n%s\nwant a line containing %q", b.String(), want)
@@ -89,8 +89,8 @@ func TestSweepTerminal(t *testing.T) {
 	for _, want := range []string{
 		"Knee: 12 req/s (rate=12): P99 TTFT 1500 ms, rising 342.5 ms per req/s vs 5 at low load\n",
 		"Throughput peak: 10.50 req/s (1050 output tok/s) at rate=16 — inside SLO violation: 80.0 % of requests miss the SLO there, goodput 73 % below its peak, at 2.00× the goodput peak's load\n",
-		"Goodput peak (recommended operating point): 7.90 req/s meeting the SLO at rate=8 (attainment 99.0 %)\n",
-		"Highest level within SLO (attainment ≥ 99 %, median queue ≤ 50 ms): rate=8\n",
+		"Goodput peak: 7.90 req/s meeting the SLO at rate=8 (attainment 99.0 %)\n",
+		"Recommended operating point (highest load within SLO, attainment ≥ 99 %, median queue ≤ 50 ms): rate=8 (attainment 99.0 %, 7.90 req/s meeting the SLO)\n",
 		"Max load within SLO (bisection): 8.25 req/s, bracket [8, 8.5], precision 0.5, 3 runs\n",
 		"Sweep stopped early: level 0 saturated (2 levels not run)\n",
 	} {
@@ -107,6 +107,61 @@ func TestSweepTerminal(t *testing.T) {
 	}
 	if s, _ := j["search"].(map[string]any); s == nil || s["capacity"] != 8.25 || s["runs"] != 3 {
 		t.Errorf("SweepJSON search = %v; want capacity 8.25 over 3 runs", j["search"])
+	}
+}
+
+// TestSweepTerminalRecommendsWithinSLO: a goodput peak past the SLO is
+// shown as what it is, and the recommendation is the highest load within
+// SLO, in the terminal, the JSON and the HTML's marks.
+func TestSweepTerminalRecommendsWithinSLO(t *testing.T) {
+	pts := []sweep.Point{sweepPoint(10, 10, 10, 1, 100), sweepPoint(18.5, 18.4, 18.3, 0.995, 400),
+		sweepPoint(21.2, 21, 18.8, 0.894, 2000), sweepPoint(25, 21.5, 10, 0.46, 9000)}
+	for i := range pts {
+		pts[i].Index = i
+	}
+	res := sweep.Analyze(pts, sweep.Config{Axis: sweep.AxisRate})
+	var b strings.Builder
+	if err := SweepTerminal(&b, &res, nil, sweep.Criteria{}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"Goodput peak: 18.80 req/s meeting the SLO at rate=21.2 (attainment 89.4 %) — misses the SLO (attainment 89.40 % < 99 %): not an operating point\n",
+		"Recommended operating point (highest load within SLO, attainment ≥ 99 %): rate=18.5 (attainment 99.5 %, 18.30 req/s meeting the SLO)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("SweepTerminal =\n%s\nwant it to contain %q", got, want)
+		}
+	}
+	j := SweepJSON(&res, nil)
+	if r, _ := j["recommendation"].(map[string]any); r == nil || r["load"] != 18.5 {
+		t.Errorf("SweepJSON recommendation = %v; want load 18.5", j["recommendation"])
+	}
+	if g, _ := j["goodput_peak"].(map[string]any); g == nil || g["load"] != 21.2 {
+		t.Errorf("SweepJSON goodput_peak = %v; want load 21.2", j["goodput_peak"])
+	}
+}
+
+// TestSweepTerminalInterrupted: a level cut short is marked and named, and
+// the JSON lists it.
+func TestSweepTerminalInterrupted(t *testing.T) {
+	cut := sweepPoint(30, 40, 40, 1, 100)
+	cut.Index, cut.Stopped = 2, sweep.Interrupted
+	pts := []sweep.Point{sweepPoint(10, 10, 10, 1, 100), sweepPoint(20, 19.9, 19.8, 0.995, 300), cut}
+	pts[1].Index = 1
+	res := sweep.Analyze(pts, sweep.Config{Axis: sweep.AxisRate})
+	var b strings.Builder
+	if err := SweepTerminal(&b, &res, nil, sweep.Criteria{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Level 2 (rate=30) was interrupted: shown, but left out of the knee, the peaks and the recommendation\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("SweepTerminal =\n%s\nwant it to contain %q", b.String(), want)
+	}
+	if !strings.Contains(b.String(), "rate=30") || !strings.Contains(b.String(), " cut\n") {
+		t.Errorf("SweepTerminal =\n%s\nwant the interrupted row marked cut", b.String())
+	}
+	if got, _ := SweepJSON(&res, nil)["interrupted"].([]int); len(got) != 1 || got[0] != 2 {
+		t.Errorf("SweepJSON interrupted = %v; want [2]", got)
 	}
 }
 

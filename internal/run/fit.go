@@ -15,6 +15,10 @@ import (
 // fit a GPU profile to.
 var ErrNoFitData = errors.New("no successful streamed request to fit to")
 
+// ErrNothingIdentified says the records pinned down none of the profile's
+// figures, so there is no fitted profile to write.
+var ErrNothingIdentified = errors.New("nothing to fit")
+
 // FitSetup is the deployment engine describes, resolved as the simulator
 // would (its defaults for the step budget and the CUDA-graph size), so a
 // fit models the engine the records came from. A setting the engine

@@ -53,6 +53,11 @@ func Fit(s *FitSpec, f Files) error {
 	if err != nil {
 		return err
 	}
+	if !res.Identified() {
+		// A "-fitted" profile equal to its base would pass for a fit.
+		return fmt.Errorf("%w: the records identify no figure of %s's profile (no request ran alone, or decode at one concurrency only): fit records of bench --max-concurrency 1 with prompts of ≥ %d tokens and of bench at two or more --max-concurrency values",
+			ErrNothingIdentified, setup.GPU.Name, fit.LongPrompt)
+	}
 	prof, err := fit.Profile(res, setup.GPU.Name)
 	if err != nil {
 		return err

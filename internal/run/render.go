@@ -48,10 +48,10 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {
 			return err
 		}
-		if p := r.Sweep.GoodputPeak; p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost != nil {
+		if p, what := r.Sweep.operatingPoint(); p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost != nil {
 			// What the operating point costs: the figure a capacity plan
 			// multiplies.
-			fmt.Fprintf(w, "At the goodput peak (level %d, %s):\n", r.Levels[p.Index].Index, r.Levels[p.Index].Level.Label)
+			fmt.Fprintf(w, "At the %s (level %d, %s):\n", what, r.Levels[p.Index].Index, r.Levels[p.Index].Level.Label)
 			if err := report.CostTerminal(w, r.Levels[p.Index].Cost); err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.Terminal(w, &r.Levels[0].Summary, r.Meta, o.TermOptions); err != nil {
 			return err
 		}
-		if err := serverTerminal(w, r.Levels[0].Server); err != nil {
+		if err := serverTerminal(w, r.Levels[0].Server, r.Levels[0].TTFTSplit); err != nil {
 			return err
 		}
 		if err := report.TTFTSplitTerminal(w, r.Levels[0].TTFTSplit); err != nil {
@@ -114,7 +114,7 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 		if err := report.Terminal(w, &r.Levels[i].Summary, r.Meta, o); err != nil {
 			return err
 		}
-		if err := serverTerminal(w, l.Server); err != nil {
+		if err := serverTerminal(w, l.Server, l.TTFTSplit); err != nil {
 			return err
 		}
 		if err := report.TTFTSplitTerminal(w, l.TTFTSplit); err != nil {
@@ -140,27 +140,37 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 
 // serverTerminal prints what each scraped endpoint saw during a level,
 // named when it is not the target itself.
-func serverTerminal(w io.Writer, ws []ServerWindow) error {
+func serverTerminal(w io.Writer, ws []ServerWindow, split *report.TTFTSplit) error {
 	for i := range ws {
 		if ws[i].Target != "server" {
 			fmt.Fprintf(w, "(%s)\n", ws[i].Target)
 		}
-		if err := report.ServerTerminal(w, &ws[i].Window); err != nil {
+		if err := report.ServerTerminalTimed(w, &ws[i].Window, ownTiming(ws[i].Target, split)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// ownTiming is the requests' own server timing for the target's own
+// endpoint, which served them all; another endpoint (a second replica)
+// saw only some, so its histograms stand alone.
+func ownTiming(target string, split *report.TTFTSplit) *report.TTFTSplit {
+	if target != "server" {
+		return nil
+	}
+	return split
+}
+
 // serverJSON is the levels' server side for the result JSON: the target's
 // own under "server", other endpoints under "server_<name>".
-func serverJSON(extra map[string]any, ws []ServerWindow) {
+func serverJSON(extra map[string]any, ws []ServerWindow, split *report.TTFTSplit) {
 	for i := range ws {
 		key := "server"
 		if ws[i].Target != "server" {
 			key = "server_" + ws[i].Target
 		}
-		if m := report.ServerJSON(&ws[i].Window); m != nil {
+		if m := report.ServerJSONTimed(&ws[i].Window, ownTiming(ws[i].Target, split)); m != nil {
 			extra[key] = m
 		}
 	}
@@ -219,6 +229,11 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 				doc["goodput_peak_cost"] = m
 			}
 		}
+		if p := r.Sweep.Recommended; p != nil && p.Index >= 0 && p.Index < len(r.Levels) {
+			if m := report.CostJSON(r.Levels[p.Index].Cost); m != nil {
+				doc["recommendation_cost"] = m
+			}
+		}
 	}
 	if len(r.Levels) > 0 {
 		doc["slo"] = r.Levels[0].Summary.Options.SLO.String()
@@ -242,7 +257,7 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 // TTFT split, the replicas, the gateway, the cost) to its JSON object extra, the same
 // for a single level as for each level of a sweep.
 func levelBlocks(extra map[string]any, l *LevelResult) {
-	serverJSON(extra, l.Server)
+	serverJSON(extra, l.Server, l.TTFTSplit)
 	if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
 		extra["ttft_split"] = m
 	}
@@ -327,12 +342,15 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 	}
 	switch {
 	case r.Sweep != nil:
-		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1}
+		in.Sweep = &report.SweepMarks{Knee: -1, GoodputPeak: -1, Recommended: -1}
 		if k := r.Sweep.Knee; k != nil && k.Index < len(levels) {
 			in.Sweep.Knee = k.Index
 		}
 		if p := r.Sweep.GoodputPeak; p != nil && p.Index < len(levels) {
 			in.Sweep.GoodputPeak = p.Index
+		}
+		if p := r.Sweep.Recommended; p != nil && p.Index < len(levels) {
+			in.Sweep.Recommended = p.Index
 		}
 	case len(r.Levels) > 1:
 		in.Findings = nil

@@ -106,6 +106,15 @@ type SweepResult struct {
 	Probe *runlog.CapacityProbe
 }
 
+// operatingPoint is the level a capacity plan prices: the recommended
+// load, else the goodput peak, with what to call it.
+func (s *SweepResult) operatingPoint() (*sweep.Peak, string) {
+	if s.Recommended != nil {
+		return s.Recommended, "recommended operating point"
+	}
+	return s.GoodputPeak, "goodput peak"
+}
+
 // VirtualStats describe a virtual-time run: the virtual time simulated,
 // the engine steps and the wall time it took.
 type VirtualStats struct {
@@ -124,24 +133,27 @@ type levelData struct {
 	level    runlog.Level
 	summary  stats.Summary
 	tracker  *findings.Tracker
-	queue    []int64
+	queue    *stats.Values // the engine's queue times, ns
 	sessions []runlog.Record
 	// start and end span the level's measured requests (first send, last
 	// end, ns); spanned says there was one.
 	start, end int64
 	spanned    bool
-	split      *report.TTFTSplit
-	replicas   *report.Replicas
-	classes    *report.Classes
+	// longest is the longest request in flight, ns (collector.longest).
+	longest int64
+	// offered is the arrival rate delivered, req/s (0 unknown).
+	offered  float64
+	split    *report.TTFTSplit
+	replicas *report.Replicas
+	classes  *report.Classes
 }
 
 // point is the level as the sweep logic sees it.
 func (d *levelData) point() sweep.Point {
 	p := sweep.Point{Index: d.index, Level: planned(d.level), Summary: d.summary, DelayedArrivals: d.level.DelayedArrivals,
-		Stopped: d.level.Stopped, Requests: d.tracker}
-	if len(d.queue) > 0 {
-		slices.Sort(d.queue) // the order of queue times means nothing
-		p.MedianQueueMs, p.QueueFromServer = medianNs(d.queue)/1e6, true
+		Stopped: d.level.Stopped, Requests: d.tracker, Offered: d.offered}
+	if d.queue != nil && d.queue.Len() > 0 {
+		p.MedianQueueMs, p.QueueFromServer = d.queue.Summarize("server_queue", []float64{50}).Median/1e6, true
 	} else {
 		p.MedianQueueMs = sweep.QueueEstimateMs(&p.Summary)
 	}
@@ -153,15 +165,6 @@ func (d *levelData) point() sweep.Point {
 func planned(l runlog.Level) runlog.Level {
 	l.DelayedArrivals, l.ClientCPU, l.Stopped = 0, 0, ""
 	return l
-}
-
-// medianNs is the median of ascending values (mean of the middle two).
-func medianNs(xs []int64) float64 {
-	n := len(xs)
-	if n%2 == 1 {
-		return float64(xs[n/2])
-	}
-	return (float64(xs[n/2-1]) + float64(xs[n/2])) / 2
 }
 
 // analyze judges the levels of a run described by meta: each level's
@@ -182,6 +185,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			MedianQueueMs: p.MedianQueueMs, QueueFromServer: p.QueueFromServer}
 		if d.spanned {
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
+			capDurations(lr.Server, d.longest)
 		}
 		lr.TTFTSplit = d.split
 		lr.Replicas = d.replicas
@@ -247,7 +251,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 	for i := range res.Levels {
 		levelFs[i] = res.Levels[i].Findings
 	}
-	res.Findings, res.Focus = sweepFindings(&sr.Result, sr.Search, levelFs)
+	res.Findings, res.Focus = sweepFindings(&sr.Result, sr.Search, sr.Criteria, levelFs)
 	return res
 }
 
@@ -357,14 +361,16 @@ func replaySweep(spec *runlog.SweepSpec, points []sweep.Point) *SweepResult {
 	return out
 }
 
-// sweepFindings picks the level the findings speak for — the goodput peak,
-// else the throughput peak — and returns the sweep's own findings followed
+// sweepFindings picks the level the findings speak for — the recommended
+// load, else the goodput peak, else the throughput peak — and returns the sweep's own findings followed
 // by that level's, plus the client-bound verdict of any other level (it
 // poisons the whole curve). focus is the point index, or -1.
-func sweepFindings(res *sweep.Result, search *sweep.SearchResult, levelFs [][]findings.Finding) ([]findings.Finding, int) {
-	top := sweep.Findings(res, search)
+func sweepFindings(res *sweep.Result, search *sweep.SearchResult, crit sweep.Criteria, levelFs [][]findings.Finding) ([]findings.Finding, int) {
+	top := sweep.Findings(res, search, crit)
 	focus := -1
 	switch {
+	case res.Recommended != nil:
+		focus = res.Recommended.Index
 	case res.GoodputPeak != nil:
 		focus = res.GoodputPeak.Index
 	case res.ThroughputPeak != nil:

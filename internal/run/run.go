@@ -278,6 +278,7 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 		switch {
 		case err != nil && r.interrupted(ctx):
 			r.cancelled = true
+			ran.Stopped = sweep.Interrupted
 		case err != nil && r.fan.error() != nil:
 			// A sink failed (the records file): the level's records so far
 			// are still summarised; finish reports the failure.
@@ -297,6 +298,7 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 	r.sent += out.load.Sent
 	if out.load.Stopped == loadgen.StopCancelled && r.interrupted(ctx) {
 		r.cancelled = true
+		out.level.Stopped = sweep.Interrupted
 	}
 	return col.data(idx, out.level), nil
 }

@@ -261,6 +261,24 @@ func serverWindows(order []string, snaps map[string][]servermetrics.Snapshot, st
 	return out
 }
 
+// capDurations bounds the windows' duration histograms' percentiles by
+// the longest request the client had in flight (ns; 0: none seen): a
+// server's queue, prefill, decode or TTFT of a request is part of the
+// client's wait for it, so a bucket reaching past it proves nothing past
+// it.
+func capDurations(ws []ServerWindow, longest int64) {
+	if longest <= 0 {
+		return
+	}
+	for i := range ws {
+		for n, h := range ws[i].Histograms {
+			if d, ok := servermetrics.Lookup(n); ok && d.Unit == "seconds" {
+				ws[i].Histograms[n] = h.Capped(float64(longest) / 1e9)
+			}
+		}
+	}
+}
+
 // evidenceWindow is the window the server-evidence findings judge: the
 // inference server's, with the GPUs of a separate DCGM exporter's window
 // when it has none of its own; nil without an inference server's.

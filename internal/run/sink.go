@@ -120,7 +120,7 @@ func (k *keeper) Record(r *runlog.Record) error {
 type collector struct {
 	acc     *stats.Accumulator
 	tracker *findings.Tracker
-	queue   []int64
+	queue   stats.Values // the engine's queue times, ns
 	mon     *sweep.Monitor
 	// sessions keeps the records of session turns, for the session
 	// summaries (none outside a session workload).
@@ -131,6 +131,15 @@ type collector struct {
 	// end); spanned says one was.
 	start, end int64
 	spanned    bool
+	// longest is the longest any request of the level was in flight
+	// (send to end, ns), warm-ups and failures included: no duration the
+	// server observed for one of them can be longer.
+	longest int64
+	// arrivals counts the measured first attempts, first and last their
+	// intended sends (ns): the load the schedule offered, whatever the
+	// level's nominal rate.
+	arrivals    int
+	first, last int64
 	// split holds the TTFT of the requests the server timed, beside the
 	// server's queue and prefill (ms), summarised at percentiles.
 	split       ttftSplit
@@ -142,10 +151,11 @@ type collector struct {
 	classes report.ClassCounter
 }
 
-// ttftSplit collects a level's TTFTs against the server's own timing.
+// ttftSplit collects a level's TTFTs against the server's own timing, in
+// bounded memory (stats.Values).
 type ttftSplit struct {
-	client, queue, prefill, rest []float64
-	e2e, decode, restE2E         []float64
+	client, queue, prefill, rest stats.Values
+	e2e, decode, restE2E         stats.Values
 	queueUnknown                 bool
 }
 
@@ -160,34 +170,37 @@ func (s *ttftSplit) add(r *runlog.Record) {
 		s.queueUnknown = true
 	} else {
 		server += r.Server.QueueNs
-		s.queue = append(s.queue, ms(r.Server.QueueNs))
+		s.queue.Add(ms(r.Server.QueueNs))
 	}
-	s.client = append(s.client, ms(int64(d)))
-	s.prefill = append(s.prefill, ms(r.Server.PrefillNs))
-	s.rest = append(s.rest, ms(int64(d)-server))
-	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 && !r.Server.QueueUnknown {
-		s.e2e = append(s.e2e, ms(int64(e)))
-		s.decode = append(s.decode, ms(r.Server.DecodeNs))
-		s.restE2E = append(s.restE2E, ms(int64(e)-server-r.Server.DecodeNs))
+	s.client.Add(ms(int64(d)))
+	s.prefill.Add(ms(r.Server.PrefillNs))
+	s.rest.Add(ms(int64(d) - server))
+	// A server that reports no queue (llama.cpp) still times its decode:
+	// the E2E lines then count the queue outside the server, as the TTFT
+	// line does.
+	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 {
+		s.e2e.Add(ms(int64(e)))
+		s.decode.Add(ms(r.Server.DecodeNs))
+		s.restE2E.Add(ms(int64(e) - server - r.Server.DecodeNs))
 	}
 }
 
 // summary is the split for the report (nil without timed requests).
 func (s *ttftSplit) summary(ps []float64) *report.TTFTSplit {
-	if len(s.client) == 0 {
+	if s.client.Len() == 0 {
 		return nil
 	}
-	out := &report.TTFTSplit{N: len(s.client), QueueKnown: !s.queueUnknown,
-		Client:  stats.SummarizeValues(stats.MetricTTFT, ps, s.client),
-		Prefill: stats.SummarizeValues("server_prefill", ps, s.prefill),
-		Rest:    stats.SummarizeValues("rest", ps, s.rest)}
+	out := &report.TTFTSplit{N: s.client.Len(), QueueKnown: !s.queueUnknown,
+		Client:  s.client.Summarize(stats.MetricTTFT, ps),
+		Prefill: s.prefill.Summarize("server_prefill", ps),
+		Rest:    s.rest.Summarize("rest", ps)}
 	if out.QueueKnown {
-		out.Queue = stats.SummarizeValues("server_queue", ps, s.queue)
+		out.Queue = s.queue.Summarize("server_queue", ps)
 	}
-	if len(s.e2e) > 0 {
-		out.E2E = stats.SummarizeValues(stats.MetricE2E, ps, s.e2e)
-		out.Decode = stats.SummarizeValues("server_decode", ps, s.decode)
-		out.RestE2E = stats.SummarizeValues("rest_e2e", ps, s.restE2E)
+	if s.e2e.Len() > 0 {
+		out.E2E = s.e2e.Summarize(stats.MetricE2E, ps)
+		out.Decode = s.decode.Summarize("server_decode", ps)
+		out.RestE2E = s.restE2E.Summarize("rest_e2e", ps)
 	}
 	return out
 }
@@ -209,6 +222,9 @@ func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func())
 func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
 	c.tracker.Add(r)
+	if r.Sent > 0 && r.End > r.Sent {
+		c.longest = max(c.longest, r.End-r.Sent)
+	}
 	if !r.Warmup {
 		if !c.spanned || r.Sent < c.start {
 			c.start = r.Sent
@@ -217,9 +233,18 @@ func (c *collector) Record(r *runlog.Record) error {
 			c.end = r.End
 		}
 		c.spanned = true
+		if r.Attempt <= 1 {
+			if c.arrivals == 0 || r.Intended < c.first {
+				c.first = r.Intended
+			}
+			if c.arrivals == 0 || r.Intended > c.last {
+				c.last = r.Intended
+			}
+			c.arrivals++
+		}
 	}
 	if !r.Warmup && r.OK() && r.Server != nil && !r.Server.QueueUnknown {
-		c.queue = append(c.queue, r.Server.QueueNs)
+		c.queue.Add(float64(r.Server.QueueNs))
 	}
 	if !r.Warmup && r.OK() {
 		c.split.add(r)
@@ -232,6 +257,7 @@ func (c *collector) Record(r *runlog.Record) error {
 		var k runlog.Record
 		r.CopyTo(&k)
 		k.GeneratedText = ""
+		keepTimes(&k)
 		c.sessions = append(c.sessions, k)
 	}
 	if c.mon != nil && c.stopped == "" {
@@ -245,13 +271,53 @@ func (c *collector) Record(r *runlog.Record) error {
 	return nil
 }
 
+// offered is the arrival rate the level's schedule delivered, req/s: the
+// gaps between its first attempts' intended sends (0 with fewer than two).
+func (c *collector) offered() float64 {
+	if c.arrivals < 2 || c.last <= c.first {
+		return 0
+	}
+	return float64(c.arrivals-1) / (float64(c.last-c.first) / 1e9)
+}
+
+// keepTimes cuts r's chunks down to the ones its TTFT, TTP and E2E are
+// timed by (the first token, the first visible one, the last), which is all
+// the session summaries and rules read: a kept turn then costs a few dozen
+// bytes of chunks, not 24 bytes a chunk. Its output token count is kept.
+func keepTimes(r *runlog.Record) {
+	if len(r.Chunks) <= 3 {
+		return
+	}
+	r.CompletionTokens = r.OutputTokens()
+	first, vis, last := -1, -1, -1
+	for i, ch := range r.Chunks {
+		if ch.Tokens <= 0 {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		if vis < 0 && ch.Visible {
+			vis = i
+		}
+		last = i
+	}
+	kept := r.Chunks[:0]
+	for i, ch := range r.Chunks {
+		if i == first || i == vis || i == last {
+			kept = append(kept, ch)
+		}
+	}
+	r.Chunks = append([]runlog.Chunk(nil), kept...) // frees the copy's full array
+}
+
 // data is the level's analysis input.
 func (c *collector) data(idx int, lv runlog.Level) levelData {
 	if c.stopped != "" {
 		lv.Stopped = c.stopped
 	}
-	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned, split: c.split.summary(c.percentiles),
+	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: &c.queue, sessions: c.sessions,
+		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, offered: c.offered(), split: c.split.summary(c.percentiles),
 		replicas: c.replicas.Summary(), classes: c.classes.Summary()}
 }
 

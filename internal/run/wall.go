@@ -307,18 +307,21 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 	if cfg.Hooks.Level != nil {
 		watch = cfg.Hooks.Level(ctx, total, lv.Duration())
 	}
+	// Every level draws its gaps from the run's seed (common random
+	// numbers, as in virtual time): each level is the same arrival pattern
+	// scaled to its rate, so offered load rises with the level's rate.
 	var sched loadgen.Schedule
 	switch {
 	case isTrace(ds):
 		sched = &traceSchedule{ds: ds, i: w.next + lv.NumWarmups}
 	case lv.Ramp != nil:
-		ramp, err := workload.NewRamp(workload.RampStrategy(lv.Ramp.Strategy), lv.Ramp.StartRPS, lv.Ramp.EndRPS, lv.Burstiness, lv.NumPrompts, cfg.Seed+int64(idx))
+		ramp, err := workload.NewRamp(workload.RampStrategy(lv.Ramp.Strategy), lv.Ramp.StartRPS, lv.Ramp.EndRPS, lv.Burstiness, lv.NumPrompts, cfg.Seed)
 		if err != nil {
 			return wallLevel{}, &ConfigError{Field: "Ramp", Err: err}
 		}
 		sched = ramp
 	case lv.RequestRate > 0:
-		sched = workload.NewArrivals(lv.RequestRate, lv.Burstiness, cfg.Seed+int64(idx))
+		sched = workload.NewArrivals(lv.RequestRate, lv.Burstiness, cfg.Seed)
 	}
 	onRecord := sink.Record
 	if watch != nil {
@@ -328,13 +331,14 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 			return err
 		}
 	}
+	var bounds loadgen.RetryBounds
 	target := loadgen.TargetFunc(func(i int) (loadgen.Call, error) {
 		call, err := w.backend.Prepare(w.prefix+strconv.Itoa(i), ds.Request(i%ds.Len()))
 		if err != nil {
 			return nil, err
 		}
 		if p := cfg.Retry; p != nil && p.Max > 0 {
-			call = p.WithRetries(call, func(r *runlog.Record) { _ = onRecord(r) }, w.now, uint64(cfg.Seed))
+			call = p.WithRetries(call, func(r *runlog.Record) { _ = onRecord(r) }, w.now, uint64(cfg.Seed), &bounds)
 		}
 		if watch == nil {
 			return call, nil
@@ -356,11 +360,17 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 	if idx >= 0 {
 		lc.StartAt, lc.Synced = w.sync.take()
 	}
-	if lc.Synced {
-		// Waiting for the start is no work: measure from it.
-		lc.OnStart = func() { cpu = startCPU(w.embedded) }
+	lc.OnStart = func() {
+		if lc.Synced {
+			// Waiting for the start is no work: measure from it.
+			cpu = startCPU(w.embedded)
+		}
+		if d := lv.Duration(); d > 0 {
+			bounds.Until.Store(w.now() + int64(d))
+		}
 	}
 	res, err := loadgen.Run(ctx, lc, target)
+	retryNotes(cfg, &bounds, lv.Duration())
 	if watch != nil {
 		watch.Stop()
 	}
@@ -378,6 +388,19 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 		lv = shardLevel(lv, sh, res.Sent)
 	}
 	return wallLevel{level: lv, load: res}, nil
+}
+
+// retryNotes says what the bounds on a level's retries cut: a wait the
+// server asked for that was too long to believe, and retries the level's
+// end left unsent.
+func retryNotes(cfg *Config, b *loadgen.RetryBounds, d time.Duration) {
+	if n := b.Capped.Load(); n > 0 {
+		cfg.note("the server asked %d times to wait longer than %v before a retry (up to %v): goodput waits %v at most, as the OpenAI and Anthropic SDKs do",
+			n, loadgen.MaxRetryAfter, time.Duration(b.Longest.Load()), loadgen.MaxRetryAfter)
+	}
+	if n := b.Dropped.Load(); n > 0 {
+		cfg.note("%d retries not sent: they were due after the level's duration (%v) ended; their failed attempts stand", n, d)
+	}
 }
 
 // probeDataset is the capacity probe's workload: the run's, drawn from

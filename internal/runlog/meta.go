@@ -89,7 +89,8 @@ type Level struct {
 	// --ramp-up-strategy) in place of RequestRate, which is then 0.
 	Ramp *Ramp `json:"ramp,omitempty"`
 	// Stopped says why the level stopped before its last request when the
-	// run stopped it early (a saturation stop); "" when it ran to the end.
+	// run stopped it early (a saturation stop, or "interrupted" when the
+	// user cut it short); "" when it ran to the end.
 	Stopped string `json:"stopped,omitempty"`
 	// Shard, on a level of one shard's run as it ended, is the whole
 	// level of which this one (its rate, cap and counts) was the shard's

@@ -68,8 +68,51 @@ type HistogramStats struct {
 	// Mean is Delta.Sum / Count, in the metric's unit.
 	Mean float64
 	// P50, P90 and P99 are estimated by linear interpolation inside
-	// buckets, as Prometheus's histogram_quantile does.
+	// buckets, as Prometheus's histogram_quantile does, then held inside
+	// their Range: a point estimate, not a measurement.
 	P50, P90, P99 float64
+	// P50Range, P90Range and P99Range are what the buckets and the mean
+	// prove of each quantile: it lies in the range. Print these, not the
+	// interpolated figure, which can sit anywhere inside a wide bucket.
+	P50Range, P90Range, P99Range Range
+}
+
+// Range brackets a quantile estimated from a histogram: the true
+// quantile lies in [Lo, Hi], in the metric's unit. Hi is +Inf when
+// nothing bounds it from above.
+type Range struct {
+	Lo, Hi float64
+}
+
+// Exact says the range is one value.
+func (r Range) Exact() bool { return r.Lo == r.Hi }
+
+// clamp holds v inside r.
+func (r Range) clamp(v float64) float64 { return min(max(v, r.Lo), r.Hi) }
+
+// capAt lowers Hi to at when at is inside the range: a bound observed
+// outside the histogram (the longest request the client saw). A bound
+// below Lo contradicts the buckets, which are the server's own count,
+// and is ignored.
+func (r Range) capAt(at float64) Range {
+	if at >= r.Lo && at < r.Hi {
+		r.Hi = at
+	}
+	return r
+}
+
+// Capped returns s with every quantile bounded by at, the longest any
+// observation can have been (for a per-request duration, the longest
+// request the client saw in flight over the window). A bound below a
+// quantile's bucket is ignored: the window held an observation the bound
+// does not cover.
+func (s HistogramStats) Capped(at float64) HistogramStats {
+	if s.Count <= 0 || math.IsNaN(at) {
+		return s
+	}
+	s.P50Range, s.P90Range, s.P99Range = s.P50Range.capAt(at), s.P90Range.capAt(at), s.P99Range.capAt(at)
+	s.P50, s.P90, s.P99 = s.P50Range.clamp(s.P50), s.P90Range.clamp(s.P90), s.P99Range.clamp(s.P99)
+	return s
 }
 
 // Between returns the snapshots taken in [startNS, endNS], in time order.
@@ -275,8 +318,56 @@ func statsOf(h Histogram) HistogramStats {
 		return st
 	}
 	st.Mean = h.Sum / h.Count
-	st.P50, st.P90, st.P99 = zeroNaN(h.Quantile(0.5)), zeroNaN(h.Quantile(0.9)), zeroNaN(h.Quantile(0.99))
+	st.P50Range, st.P90Range, st.P99Range = h.QuantileRange(0.5), h.QuantileRange(0.9), h.QuantileRange(0.99)
+	st.P50 = st.P50Range.clamp(zeroNaN(h.Quantile(0.5)))
+	st.P90 = st.P90Range.clamp(zeroNaN(h.Quantile(0.9)))
+	st.P99 = st.P99Range.clamp(zeroNaN(h.Quantile(0.99)))
 	return st
+}
+
+// QuantileRange is what h proves of its q-quantile (0 < q < 1): the
+// bounds of the bucket the rank falls in (0 below the first, when that
+// bound is positive; +Inf above the last finite one), the upper one
+// lowered by Markov's inequality where the observations cannot be
+// negative: no more than a share 1−q of them can exceed mean/(1−q). A
+// histogram without observations, or q outside (0, 1), gives {0, 0}.
+func (h Histogram) QuantileRange(q float64) Range {
+	b := h.Buckets
+	if !(q > 0 && q < 1) || len(b) < 2 || !math.IsInf(b[len(b)-1].UpperBound, 1) {
+		return Range{}
+	}
+	// Forced monotonic, as Quantile does.
+	prev, i := 0.0, 0
+	total := 0.0
+	for j := range b {
+		total = max(total, b[j].Count)
+	}
+	if total <= 0 {
+		return Range{}
+	}
+	rank := q * total
+	for i = range b {
+		prev = max(prev, b[i].Count)
+		if prev >= rank {
+			break
+		}
+	}
+	r := Range{Lo: math.Inf(-1), Hi: b[i].UpperBound}
+	switch {
+	case i > 0:
+		r.Lo = b[i-1].UpperBound
+	case b[0].UpperBound > 0:
+		r.Lo = 0
+	}
+	if r.Lo >= 0 && h.Count > 0 && h.Sum >= 0 {
+		if m := h.Sum / h.Count / (1 - q); m >= r.Lo && m < r.Hi {
+			r.Hi = m
+		}
+	}
+	if math.IsInf(r.Lo, -1) {
+		r.Lo = r.Hi // a first bucket at or below 0: all Quantile can say
+	}
+	return r
 }
 
 func zeroNaN(v float64) float64 {

@@ -224,6 +224,9 @@ func (a *Accumulator) Add(r *runlog.Record) {
 		a.retried++
 		a.retriedBy[r.ErrorClass]++
 		a.widen(r.Sent, max(r.End, r.Sent))
+		// It was in flight beside the rest: peak concurrency counts
+		// what the server held, not only the requests' last attempts.
+		a.flight.add(r.Sent, max(r.End, r.Sent))
 		return
 	}
 	switch a.level {

@@ -491,3 +491,33 @@ func TestWindowFromFirstAttempt(t *testing.T) {
 		t.Errorf("original %v/s, offered %v/s; want 1/3 and 2/3", s.OriginalRate, s.AttemptRate)
 	}
 }
+
+// TestPeakConcurrencyCountsRetries: a retried attempt held a slot on the
+// server beside the rest, so peak concurrency counts it: three attempts
+// overlap at 100–500 ms here, where the requests' last attempts never
+// overlap more than two.
+func TestPeakConcurrencyCountsRetries(t *testing.T) {
+	ok := func(id string, sent, end int64) runlog.Record {
+		return runlog.Record{ID: id, Sent: sent, End: end, Status: 200, PromptTokens: 10,
+			Chunks: []runlog.Chunk{{T: end, Tokens: 1, Visible: true}}}
+	}
+	recs := []runlog.Record{
+		ok("a", 0, 1000*ms),
+		{ID: "b", Sent: 0, End: 500 * ms, ErrorClass: runlog.ErrTimeout, Retried: true},
+		{ID: "c", Sent: 100 * ms, End: 600 * ms, ErrorClass: runlog.ErrTimeout, Retried: true},
+		ok("b-a2", 700*ms, 800*ms),
+		ok("c-a2", 1100*ms, 1200*ms),
+	}
+	for _, exact := range []bool{true, false} {
+		acc := NewAccumulator(Options{})
+		if exact {
+			acc = NewExactAccumulator(Options{})
+		}
+		for i := range recs {
+			acc.Add(&recs[i])
+		}
+		if s := acc.Summary(); s.PeakConcurrency != 3 {
+			t.Errorf("exact=%v: PeakConcurrency = %d; want 3 (retried attempts in flight count)", exact, s.PeakConcurrency)
+		}
+	}
+}

@@ -75,7 +75,7 @@ func MinSamples(p float64) int {
 
 // sample is what a series stores: int64 (ns or tokens) for per-request values,
 // float32 milliseconds for the very numerous inter-token gaps.
-type sample interface{ ~int64 | ~float32 }
+type sample interface{ ~int64 | ~float32 | ~float64 }
 
 // kth returns the k-th smallest (0-based) element of the union of two
 // ascending slices a and b, in O(log(len a)) without merging them.

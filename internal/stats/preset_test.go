@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +308,27 @@ func ExamplePreset_Merge() {
 	// Output:
 	// preset:  ttft:450 tpot:100 | ttp:2000 turn_ttft_p95:450
 	// merged:  ttft:300 tpot:100 | ttp:2000 turn_ttft_p95:450
+}
+
+// TestReadingSpeedOneFigure: the reading speed the findings and compare
+// assume is the one the chat preset cites from its study.
+func TestReadingSpeedOneFigure(t *testing.T) {
+	chat, err := stats.LookupPreset("chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.Itoa(stats.ReadingSpeedMs) + " ms/token"
+	cited := false
+	for _, s := range chat.Sources {
+		cited = cited || (s.URL == stats.ReadingSource.URL && strings.Contains(s.Claim, want))
+	}
+	if !cited {
+		t.Errorf("chat preset's sources do not cite %q from %s", want, stats.ReadingSource.Title)
+	}
+	if got := stats.ReadingSpeedCite(stats.ReadingSpeedMs); got != "194 ms/token, about 5.2 tokens/s: adults' 238 words/min, Brysbaert 2019" {
+		t.Errorf("ReadingSpeedCite(%d) = %q; want the figure and its source", stats.ReadingSpeedMs, got)
+	}
+	if got := stats.ReadingSpeedCite(40); got != "40 ms/token, about 25.0 tokens/s" {
+		t.Errorf("ReadingSpeedCite(40) = %q; want no source for a figure of the user's", got)
+	}
 }

@@ -81,8 +81,9 @@ type Summary struct {
 	PeakOutputTokensPerS float64
 	// PeakConcurrency is the most requests in flight at once, from each
 	// non-warm-up record's [Sent, End) interval (an end and a send at the
-	// same instant do not overlap). Unlike vLLM, failed requests count:
-	// they held a slot too. See PeakConcurrencyBinNs for its precision.
+	// same instant do not overlap). Unlike vLLM, failed requests count,
+	// and so do a client's retried attempts: they held a slot too. See
+	// PeakConcurrencyBinNs for its precision.
 	PeakConcurrency int
 	// PeakConcurrencyBinNs is 0 when PeakConcurrency is exact (an
 	// Accumulator past ExactRequests requests no longer keeps every

@@ -53,9 +53,20 @@ func (a Axis) At(tmpl runlog.Level, x float64) runlog.Level {
 		l.Label = "c=" + strconv.Itoa(l.MaxConcurrency)
 	} else {
 		l.RequestRate = x
-		l.Label = "rate=" + strconv.FormatFloat(x, 'f', -1, 64)
+		l.Label = "rate=" + label(x)
 	}
 	return l
+}
+
+// label writes a rate for a level's name at three significant figures: a
+// bisection's midpoints (22.1640625) are noise past that, and the exact
+// rate stays in the level's RequestRate.
+func label(x float64) string {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+	if err != nil {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // Levels places tmpl at each load on axis a.

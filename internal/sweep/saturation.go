@@ -56,6 +56,9 @@ func (s Saturation) maxErr() float64 {
 // an open-loop level took more than 1.5× the time its schedule needs
 // (requests/rate plus the median E2E), i.e. the server fell behind.
 func (s Saturation) Judge(p Point) string {
+	if p.Partial() {
+		return "" // the user's doing, not the server's
+	}
 	if p.Stopped != "" {
 		return p.Stopped
 	}
@@ -69,9 +72,12 @@ func (s Saturation) Judge(p Point) string {
 		if m, ok := sum.Metric(stats.MetricE2E); ok {
 			e2e = m.Median / 1000
 		}
-		need := float64(sum.Requests)/p.Level.RequestRate + e2e
+		// The rate the schedule delivered, not its name: a short random
+		// schedule can run well off its nominal rate.
+		rate := p.Load(AxisRate)
+		need := float64(sum.Requests)/rate + e2e
 		if sum.DurationS > behindFactor*need {
-			return fmt.Sprintf("the server fell behind: the level took %.1f s where its schedule needs %.1f s at %g req/s", sum.DurationS, need, p.Level.RequestRate)
+			return fmt.Sprintf("the server fell behind: the level took %.1f s where its schedule needs %.1f s at %s req/s", sum.DurationS, need, g(rate))
 		}
 	}
 	return ""

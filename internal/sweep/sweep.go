@@ -41,8 +41,13 @@ var _ Runner = RunnerFunc(nil)
 type Point struct {
 	// Index is the level index its records carry.
 	Index int
-	// Level is the offered load.
+	// Level is the load as planned (its label and nominal rate).
 	Level runlog.Level
+	// Offered is the arrival rate the level's schedule delivered, req/s
+	// (0 when unknown: a closed loop, or fewer than two arrivals). A
+	// random schedule of a few requests strays from its nominal rate, so
+	// verdicts on the rate axis are keyed on this, not on the label.
+	Offered float64
 	// Summary aggregates the level's measured requests.
 	Summary stats.Summary
 	// DelayedArrivals counts arrivals that waited for a free slot under
@@ -55,14 +60,27 @@ type Point struct {
 	// means the upper bound QueueEstimateMs.
 	QueueFromServer bool
 	// Stopped says why the level stopped before its last request ("" when
-	// it ran to the end).
+	// it ran to the end); Interrupted when the user cut it short.
 	Stopped string
 	// Requests is the per-request view for findings; may be nil.
 	Requests *findings.Tracker
 }
 
-// Load is the point's position on axis a.
-func (p Point) Load(a Axis) float64 { return a.Load(p.Level) }
+// Interrupted is Point.Stopped of a level the user cut short (Ctrl-C):
+// its figures cover part of a level, so the verdicts leave it out.
+const Interrupted = "interrupted"
+
+// Partial says p was cut short by the user: shown, but not judged.
+func (p Point) Partial() bool { return p.Stopped == Interrupted }
+
+// Load is the point's position on axis a: on the rate axis the offered
+// rate where measured, else the level's nominal one.
+func (p Point) Load(a Axis) float64 {
+	if a == AxisRate && p.Offered > 0 {
+		return p.Offered
+	}
+	return a.Load(p.Level)
+}
 
 // QueueEstimateMs bounds the median queueing delay from the outside, when
 // the server does not report it: the median TTFT plus the median send lag.
@@ -203,10 +221,19 @@ type Result struct {
 	CapacityAbove bool
 	// ThroughputPeak is the level with the most completed requests/s;
 	// GoodputPeak the one with the most requests/s meeting the SLO (nil
-	// without an SLO) — the recommended operating point.
+	// without an SLO). The goodput peak may miss the SLO's attainment (a
+	// load past it can still complete more good requests per second), so
+	// it is not what to run at.
 	ThroughputPeak, GoodputPeak *Peak
 	// MaxWithinSLO is the highest-load level meeting Criteria (nil if none).
 	MaxWithinSLO *Peak
+	// Recommended is the recommended operating point: MaxWithinSLO, the
+	// highest load that keeps the SLO (nil when no level did).
+	Recommended *Peak
+	// Partial lists the indexes in Points of levels cut short by the user
+	// (Point.Partial): shown, but left out of the knee, the peaks and the
+	// recommendation.
+	Partial []int
 	// Violation compares the two peaks; nil when they are the same level or
 	// there is no SLO.
 	Violation *Violation
@@ -261,6 +288,10 @@ func Analyze(points []Point, cfg Config) Result {
 	// Order by load, dropping repeats.
 	order := make([]int, 0, len(points))
 	for i := range points {
+		if points[i].Partial() {
+			res.Partial = append(res.Partial, i)
+			continue
+		}
 		order = append(order, i)
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
@@ -322,6 +353,7 @@ func Analyze(points []Point, cfg Config) Result {
 			res.MaxWithinSLO = peakOf(i, p, cfg.Axis)
 		}
 	}
+	res.Recommended = res.MaxWithinSLO
 	if tp, gp := res.ThroughputPeak, res.GoodputPeak; tp != nil && gp != nil && tp.Index != gp.Index && gp.Load > 0 {
 		v := &Violation{LoadRatio: tp.Load / gp.Load, ViolatingShare: 1 - tp.Attainment}
 		if gp.Goodput > 0 {

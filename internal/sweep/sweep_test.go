@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -88,6 +90,53 @@ func TestAxis(t *testing.T) {
 	}
 	if got := Levels(AxisRate, []float64{1, 2}, runlog.Level{}); len(got) != 2 || AxisRate.Load(got[1]) != 2 {
 		t.Errorf("Levels = %+v", got)
+	}
+}
+
+// TestRateLabel: a bisection midpoint is named at three significant
+// figures; the level keeps its exact rate.
+func TestRateLabel(t *testing.T) {
+	for _, tt := range []struct {
+		rate float64
+		want string
+	}{
+		{22.1640625, "rate=22.2"}, {2.5, "rate=2.5"}, {1000, "rate=1000"}, {1234.5, "rate=1230"}, {0.123456, "rate=0.123"},
+	} {
+		l := AxisRate.At(runlog.Level{}, tt.rate)
+		if l.Label != tt.want || l.RequestRate != tt.rate {
+			t.Errorf("AxisRate.At(%g) = %q at %g; want %q at %g", tt.rate, l.Label, l.RequestRate, tt.want, tt.rate)
+		}
+	}
+}
+
+// TestAnalyzeOfferedRate: verdicts follow the rate a level's schedule
+// delivered, not its name. Level "3" offered 5.05 req/s and level "4"
+// 4.43, as independent random schedules of 40 requests did: ordered by
+// offered load the curve is 2, 4.43, 5.05, and the knee and peaks carry the
+// offered figures.
+func TestAnalyzeOfferedRate(t *testing.T) {
+	offered := func(p Point, r float64) Point { p.Offered = r; return p }
+	pts := []Point{
+		offered(point(2, 2, 2, 1, 100), 2.1),
+		offered(point(3, 4.9, 2, 0.4, 3000), 5.05),
+		offered(point(4, 4.4, 4.3, 0.99, 110), 4.43),
+		offered(point(6, 4.5, 1, 0.2, 9000), 6.2),
+	}
+	if got := pts[1].Load(AxisRate); got != 5.05 {
+		t.Errorf("Load(AxisRate) = %g; want the offered 5.05", got)
+	}
+	if got := pts[1].Load(AxisConcurrency); got != 0 {
+		t.Errorf("Load(AxisConcurrency) = %g; want 0 (no cap)", got)
+	}
+	res := Analyze(pts, Config{Axis: AxisRate})
+	if res.Knee == nil || res.Knee.Index != 1 || res.Knee.Load != 5.05 {
+		t.Errorf("Knee = %+v (%s); want level 1 at its offered 5.05", res.Knee, res.KneeNote)
+	}
+	if res.MaxWithinSLO == nil || res.MaxWithinSLO.Load != 4.43 {
+		t.Errorf("MaxWithinSLO = %+v; want the level offered 4.43", res.MaxWithinSLO)
+	}
+	if got := res.ByLoad(); !slices.Equal(got, []int{0, 2, 1, 3}) {
+		t.Errorf("ByLoad = %v; want [0 2 1 3] (by offered rate)", got)
 	}
 }
 
@@ -238,15 +287,16 @@ func TestAnalyzeBelowCapacity(t *testing.T) {
 		t.Errorf("KneeNote = %q; want containing %q", res.KneeNote, want)
 	}
 	// report's TestSweepTerminalBelowCapacity renders this result.
-	fs := Findings(&res, nil)
+	fs := Findings(&res, nil, Criteria{})
 	var gotIDs []string
 	for _, f := range fs {
 		gotIDs = append(gotIDs, f.ID)
-		if f.ID == "goodput-peak" && (strings.HasPrefix(f.Message, "Recommended") || f.Evidence["capacity_above_range"] != true) {
-			t.Errorf("goodput-peak = %+v; want it flagged as a lower bound", f)
+		if f.ID == "recommended-load" && (strings.HasPrefix(f.Message, "Recommended") || f.Evidence["capacity_above_range"] != true) {
+			t.Errorf("recommended-load = %+v; want it flagged as a lower bound", f)
 		}
 	}
-	if diff := cmp.Diff([]string{"capacity-above-range", "goodput-peak"}, gotIDs); diff != "" {
+	// The goodput peak is the recommended level: said once.
+	if diff := cmp.Diff([]string{"capacity-above-range", "recommended-load"}, gotIDs); diff != "" {
 		t.Errorf("Findings ids (-want +got):\n%s", diff)
 	}
 
@@ -266,6 +316,76 @@ func TestAnalyzeBelowCapacity(t *testing.T) {
 	res = Analyze(pts, Config{Axis: AxisRate})
 	if res.CapacityAbove || res.Knee == nil || res.Knee.Load != 16 {
 		t.Errorf("flat throughput: CapacityAbove %v, Knee %+v (%s); want false and the knee at 16", res.CapacityAbove, res.Knee, res.KneeNote)
+	}
+}
+
+// TestRecommendWithinSLO: the goodput peak can sit past the SLO (more good
+// requests per second while more users miss it); the recommendation is the
+// highest load that keeps the SLO, and the goodput peak is said to miss it.
+func TestRecommendWithinSLO(t *testing.T) {
+	pts := []Point{
+		point(10, 10, 10, 1, 100),
+		point(18.5, 18.4, 18.3, 0.995, 400),
+		point(21.2, 21, 18.8, 0.894, 2000),
+		point(25, 21.5, 10, 0.46, 9000),
+	}
+	res := Analyze(pts, Config{Axis: AxisRate})
+	if res.GoodputPeak == nil || res.GoodputPeak.Load != 21.2 {
+		t.Fatalf("GoodputPeak = %+v; want load 21.2", res.GoodputPeak)
+	}
+	if res.Recommended == nil || res.Recommended.Load != 18.5 {
+		t.Fatalf("Recommended = %+v; want load 18.5, the highest within SLO", res.Recommended)
+	}
+	byID := map[string]string{}
+	for _, f := range Findings(&res, nil, Criteria{}) {
+		byID[f.ID] = f.Message
+	}
+	if m := byID["recommended-load"]; !strings.HasPrefix(m, "Recommended operating point: 18.5 req/s, the highest load within SLO") {
+		t.Errorf("recommended-load = %q; want it at 18.5", m)
+	}
+	if m := byID["goodput-peak"]; !strings.Contains(m, "misses the SLO") || strings.Contains(m, "Recommended") {
+		t.Errorf("goodput-peak = %q; want it said to miss the SLO, not recommended", m)
+	}
+
+	// Nothing within SLO: no recommendation, and a warning says so.
+	for i := range pts {
+		pts[i].Summary.SLO.Attainment = 0.5
+	}
+	res = Analyze(pts, Config{Axis: AxisRate})
+	if res.Recommended != nil {
+		t.Errorf("nothing within SLO: Recommended = %+v; want nil", res.Recommended)
+	}
+	for _, f := range Findings(&res, nil, Criteria{}) {
+		if f.ID == "recommended-load" && (f.Severity != findings.Warning || !strings.Contains(f.Message, "no load can be recommended")) {
+			t.Errorf("recommended-load = %+v; want a warning that nothing can be recommended", f)
+		}
+	}
+}
+
+// TestInterruptedLevelNotJudged: a level the user cut short is shown but
+// counts for neither knee, peaks nor recommendation, and is not saturated.
+func TestInterruptedLevelNotJudged(t *testing.T) {
+	cut := point(30, 40, 40, 1, 100) // a few fast requests before Ctrl-C
+	cut.Stopped = Interrupted
+	pts := []Point{point(10, 10, 10, 1, 100), point(20, 19.9, 19.8, 0.995, 300), cut}
+	res := Analyze(pts, Config{Axis: AxisRate})
+	if diff := cmp.Diff([]int{2}, res.Partial); diff != "" {
+		t.Errorf("Partial (-want +got):\n%s", diff)
+	}
+	for name, p := range map[string]*Peak{"ThroughputPeak": res.ThroughputPeak, "GoodputPeak": res.GoodputPeak, "Recommended": res.Recommended} {
+		if p == nil || p.Load != 20 {
+			t.Errorf("%s = %+v; want load 20, not the interrupted level", name, p)
+		}
+	}
+	if res.Saturated[2] != "" {
+		t.Errorf("Saturated[2] = %q; an interruption is not saturation", res.Saturated[2])
+	}
+	var ids []string
+	for _, f := range Findings(&res, nil, Criteria{}) {
+		ids = append(ids, f.ID)
+	}
+	if !slices.Contains(ids, "sweep-level-interrupted") {
+		t.Errorf("Findings ids = %v; want sweep-level-interrupted", ids)
 	}
 }
 

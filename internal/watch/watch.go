@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
@@ -232,6 +233,7 @@ type prober struct {
 	resolved bool
 	seq      int64 // probes prepared, for ids and prompts
 	file     *recordsFile
+	capNoted bool // a rate limit's wait was cut (and the user told)
 
 	mu      sync.Mutex // guards what Summary reads
 	counts  map[string]int
@@ -252,10 +254,11 @@ func (p *prober) loop(ctx context.Context, s schedule) {
 			return
 		}
 		// A rate limit that said when to come back is obeyed: the probes
-		// due before then are skipped, not sent into the limit.
+		// due before then are skipped, not sent into the limit. But only
+		// for a while: a vendor asking for a day would blind the watch.
 		from := p.w.clock.Now()
 		if rec := r.Record; rec != nil && rec.ErrorClass == runlog.ErrHTTP429 && rec.RetryAfterNs > 0 {
-			from = from.Add(time.Duration(rec.RetryAfterNs))
+			from = from.Add(p.backOff(time.Duration(rec.RetryAfterNs)))
 		}
 		var missed int64
 		k, missed = s.next(k, from)
@@ -263,6 +266,19 @@ func (p *prober) loop(ctx context.Context, s schedule) {
 			p.skipped(int(missed))
 		}
 	}
+}
+
+// backOff is how long the probes wait after a rate limit that asked for
+// wait: at most loadgen.MaxRetryAfter, said once per target.
+func (p *prober) backOff(wait time.Duration) time.Duration {
+	if wait <= loadgen.MaxRetryAfter {
+		return wait
+	}
+	if !p.capNoted {
+		p.capNoted = true
+		p.w.opt.Note(fmt.Sprintf("%s: rate limited, asked to wait %v: probing again after %v at most, so the watch keeps seeing the target", p.t.Name, wait, loadgen.MaxRetryAfter))
+	}
+	return loadgen.MaxRetryAfter
 }
 
 // skipped counts n probes skipped while one ran.

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -387,6 +388,45 @@ func TestRunObeysRetryAfter(t *testing.T) {
 		}
 		if got := testutil.ToFloat64(w.metrics.missed.WithLabelValues("a", "m")); got != 2 {
 			t.Errorf("missed probes = %v; want 2 (10 s and 20 s)", got)
+		}
+	})
+}
+
+// TestRunRetryAfterCapped: a probe answered 429 asking for a day skips
+// the probes of one MaxRetryAfter, not of the day (the watch went
+// blind for the rest of the day and counted 28,800 missed probes at once),
+// and the user is told once.
+func TestRunRetryAfterCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := &fakes{answers: map[string]func(int) answer{
+			"a": func(k int) answer {
+				if k == 0 {
+					return answer{class: runlog.ErrHTTP429, retryAfter: 24 * time.Hour}
+				}
+				return answer{ttft: time.Second, tokens: 1}
+			},
+		}}
+		cfg := testTargets(1, 10*time.Second)
+		var notes []string
+		w, err := New(cfg, Options{Open: fs.open, Registerer: prometheus.NewRegistry(), Note: func(s string) { notes = append(notes, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		start := time.Now()
+		runFor(t, w, 95*time.Second)
+		var at []time.Duration
+		for _, s := range fs.get("a").sent {
+			at = append(at, s.Sub(start).Truncate(10*time.Second))
+		}
+		if want := []time.Duration{0, time.Minute, 70 * time.Second, 80 * time.Second, 90 * time.Second}; fmt.Sprint(at) != fmt.Sprint(want) {
+			t.Errorf("probes sent at %v; want %v (plus jitter)", at, want)
+		}
+		if got := testutil.ToFloat64(w.metrics.missed.WithLabelValues("a", "m")); got != 5 {
+			t.Errorf("missed probes = %v; want 5 (10 s to 50 s)", got)
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], "asked to wait 24h0m0s: probing again after 1m0s at most") {
+			t.Errorf("notes = %q; want one saying the wait was cut", notes)
 		}
 	})
 }

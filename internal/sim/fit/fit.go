@@ -97,9 +97,9 @@ const noiseFloor = 0.002
 // parameter counts as identified.
 const maxRelErr = 0.10
 
-// longPrompt is the prompt length from which prefill is compute-bound
+// LongPrompt is the prompt length from which prefill is compute-bound
 // enough for the compute rate to show, tokens.
-const longPrompt = 512
+const LongPrompt = 512
 
 // model evaluates observations under one parameter vector.
 type model struct {
@@ -218,7 +218,7 @@ func Fit(s Setup, obs []Observation) (*Result, error) {
 		switch o.Kind {
 		case Prefill:
 			prefill = true
-			prefillLong = prefillLong || o.Prompt-o.Cached >= longPrompt
+			prefillLong = prefillLong || o.Prompt-o.Cached >= LongPrompt
 		case Decode:
 			decode = true
 			batches[o.Batch] = true
@@ -228,7 +228,7 @@ func Fit(s Setup, obs []Observation) (*Result, error) {
 	why := [4]string{}
 	if !prefillLong {
 		free[0] = false
-		why[0] = fmt.Sprintf("no lone prefill of ≥ %d tokens (prefill of short prompts is not compute-bound)", longPrompt)
+		why[0] = fmt.Sprintf("no lone prefill of ≥ %d tokens (prefill of short prompts is not compute-bound)", LongPrompt)
 		if !prefill {
 			why[0] = "no request ran alone, so no prefill was observed"
 		}
@@ -279,7 +279,7 @@ func Fit(s Setup, obs []Observation) (*Result, error) {
 			break
 		}
 		free[wi] = false
-		why[wi] = fmt.Sprintf("the observations barely move it (±%.0f %% at the fit's %.1f %% noise)", 100*worst, 100*math.Sqrt(s2))
+		why[wi] = fmt.Sprintf("the observations barely move it (standard error %s at the fit's %.1f %% noise)", RelErrText(worst), 100*math.Sqrt(s2))
 		if th, err = solve(m, base, free, obs); err != nil {
 			return nil, err
 		}
@@ -316,6 +316,31 @@ func Fit(s Setup, obs []Observation) (*Result, error) {
 	}
 	res.RMSRelErr = math.Sqrt(ss / float64(len(obs)))
 	return res, nil
+}
+
+// unidentifiedRelErr is the standard error, as a fraction, past which a
+// figure means nothing to a reader: the fit did not constrain the
+// parameter at all.
+const unidentifiedRelErr = 10
+
+// RelErrText writes a relative standard error for people: "±12 %", or
+// "not identified" where it is infinite, NaN or above 1000 % (a figure
+// such as ±1947020382166 % says only that).
+func RelErrText(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) || x > unidentifiedRelErr {
+		return "not identified"
+	}
+	return fmt.Sprintf("±%.0f %%", 100*x)
+}
+
+// Identified reports whether the fit pinned down any parameter.
+func (r *Result) Identified() bool {
+	for _, e := range r.Estimates {
+		if e.Identified {
+			return true
+		}
+	}
+	return false
 }
 
 // meanSquare is the residual variance of the fit at th: Σr²/(n − p), p

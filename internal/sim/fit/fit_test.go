@@ -262,3 +262,43 @@ func TestProfileLoadsBack(t *testing.T) {
 		t.Errorf("loaded bandwidth %v; want %v", d.Sustained.BandwidthGBs, want)
 	}
 }
+
+// TestObserveWithoutServerArrival: a server that reports no arrival time
+// (llama.cpp: queue unknown) leaves arrival_ns 0. The lone prefills of a
+// concurrency-1 run are still observed, from the client's send times; the
+// server's arrival taken as the send made every request overlap.
+func TestObserveWithoutServerArrival(t *testing.T) {
+	recs := simulate(t, "h100-sxm", []level{{conc: 1, in: 1024, out: 32, n: 4}})
+	for i := range recs {
+		if recs[i].Server == nil {
+			t.Fatalf("record %d has no server timing", i)
+		}
+		recs[i].Server.ArrivalNs, recs[i].Server.QueueUnknown = 0, true
+	}
+	obs, err := fit.Observe(recs, fit.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefills := 0
+	for _, o := range obs {
+		if o.Kind == fit.Prefill {
+			prefills += o.Requests
+		}
+	}
+	if prefills != len(recs) {
+		t.Errorf("observed %d lone prefills among %d requests at concurrency 1; want all", prefills, len(recs))
+	}
+}
+
+func TestRelErrText(t *testing.T) {
+	for _, tt := range []struct {
+		in   float64
+		want string
+	}{
+		{0.12, "±12 %"}, {5, "±500 %"}, {19470203821.66, "not identified"}, {math.Inf(1), "not identified"}, {math.NaN(), "not identified"},
+	} {
+		if got := fit.RelErrText(tt.in); got != tt.want {
+			t.Errorf("RelErrText(%g) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}

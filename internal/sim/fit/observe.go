@@ -95,9 +95,11 @@ func Observe(recs []runlog.Record, o ObserveOptions) ([]Observation, error) {
 		s := span{sent: r.Sent, first: r.Chunks[first].T, last: r.Chunks[last].T, prompt: r.PromptTokens,
 			cached: r.CachedTokens, completion: r.CompletionTokens, server: r.Server}
 		if r.Server != nil {
+			// The send stays the client's: the server's arrival is on
+			// its own clock, and 0 where it does not report one
+			// (llama.cpp, the simulator's records), which would make
+			// every request overlap every other.
 			s.cached = max(s.cached, r.Server.CachedTokens)
-			// The server's clock places the first scheduling exactly.
-			s.sent = r.Server.ArrivalNs
 		}
 		prev := r.Chunks[first].T
 		for _, c := range r.Chunks[first+1:] {
