@@ -10,12 +10,18 @@
 #         └── goodput watch (/metrics) ─> prometheus (Debian's package)
 #
 # Exits 0 with "skipped: prometheus not installed" when there is no
-# prometheus binary (apt-get install -y prometheus). Everything listens on
+# prometheus binary (apt-get install -y prometheus), or fails then under
+# GOODPUT_REQUIRE_TOOLS=1; .ci/run repeats the skip in its closing summary
+# so it is never silent. Everything listens on
 # 127.0.0.1; every wait is bounded; every process started is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if ! command -v prometheus >/dev/null 2>&1; then
+	if [ "${GOODPUT_REQUIRE_TOOLS:-}" = 1 ]; then
+		echo "prometheus-check: FAIL: prometheus not installed and GOODPUT_REQUIRE_TOOLS=1" >&2
+		exit 1
+	fi
 	echo "prometheus-check: skipped: prometheus not installed"
 	exit 0
 fi

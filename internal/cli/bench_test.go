@@ -317,9 +317,24 @@ func TestBenchFailIf(t *testing.T) {
 }
 
 func TestBenchLiveMetrics(t *testing.T) {
-	// A run long enough to scrape while it goes on: 20 requests, 1 at a
-	// time, ~60 ms each.
-	srv, _ := fakeServer(t, 200, 20*time.Millisecond, 10*time.Millisecond, 5)
+	// The run cannot end before the test has scraped it: after its first
+	// request, the server holds every other until the scrape has seen the
+	// counter, so no machine is too slow (or too fast) for the scrape to
+	// land during the run.
+	inner, _ := fakeServer(t, 200, time.Millisecond, time.Millisecond, 5)
+	scraped := make(chan struct{})
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" && calls.Add(1) > 1 {
+			select {
+			case <-scraped:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		inner.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
 	var errb syncBuffer
 	done := make(chan int)
 	go func() {
@@ -329,19 +344,24 @@ func TestBenchLiveMetrics(t *testing.T) {
 	}()
 	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/metrics`)
 	var body string
-	for range 300 {
-		if u := re.FindString(errb.String()); u != "" {
-			if resp, err := http.Get(u); err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				body = string(b)
-				if strings.Contains(body, "goodput_requests_total") {
-					break
-				}
-			}
+	// A minute is a sanity limit: the run waits for the scrape.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		u := re.FindString(errb.String())
+		if u == "" {
+			continue
 		}
-		time.Sleep(10 * time.Millisecond)
+		resp, err := http.Get(u)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, "goodput_requests_total") {
+			break
+		}
 	}
+	close(scraped)
 	if code := <-done; code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -108,7 +108,9 @@ func TestServe(t *testing.T) {
 	}()
 	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
 	var url string
-	for range 200 {
+	// A minute is a sanity limit (a loaded machine under -race took over
+	// the former 2 s to announce), not a claim about start-up time.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		if url = re.FindString(errb.String()); url != "" {
 			break
 		}
@@ -133,7 +135,7 @@ func TestServe(t *testing.T) {
 		if code != ExitOK {
 			t.Errorf("serve exited %d after Ctrl-C; want 0 (stderr %q)", code, errb.String())
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not stop after its context was cancelled")
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop within a minute after its context was cancelled")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -380,7 +381,8 @@ func TestCompareErrors(t *testing.T) {
 // BenchmarkCompare100k compares two runs of 100,000 requests each with the
 // default options (5 metrics × mean + 3 percentiles, B = 2000).
 func BenchmarkCompare100k(b *testing.B) {
-	ra, rb := sampleRun(1, 100_000, 0, 0, 4), sampleRun(2, 100_000, 3, 0.5, 4)
+	n := perfgoal.Size(100_000, 1000)
+	ra, rb := sampleRun(1, n, 0, 0, 4), sampleRun(2, n, 3, 0.5, 4)
 	slo, _ := stats.ParseSLO("ttft:200 tpot:25")
 	b.ResetTimer()
 	for b.Loop() {
@@ -391,7 +393,7 @@ func BenchmarkCompare100k(b *testing.B) {
 }
 
 func BenchmarkResamplePercentile100k(b *testing.B) {
-	x := make([]float64, 100_000)
+	x := make([]float64, perfgoal.Size(100_000, 1000))
 	for i := range x {
 		x[i] = float64(i)
 	}

@@ -19,7 +19,7 @@ const module = "github.com/goodput/goodput/"
 // so a new one must be placed before it can import anything.
 var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
-	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
+	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/runlog/runlogtest", "internal/flagfield"},
 	// Engines composed: replicas behind a router, one virtual clock.
@@ -225,12 +225,13 @@ func TestIOAtTheEdges(t *testing.T) {
 	}
 }
 
-// TestTestHelpersStayInTests: shareddata, which skips or fails a test, is
-// imported by tests only (sources are the non-test files).
+// TestTestHelpersStayInTests: shareddata and perfgoal, which skip, fail
+// or judge tests, are imported by tests only (sources are the non-test
+// files).
 func TestTestHelpersStayInTests(t *testing.T) {
 	for _, f := range sources(t) {
 		for _, im := range f.imports {
-			if im == module+"internal/shareddata" {
+			if im == module+"internal/shareddata" || im == module+"internal/perfgoal" {
 				t.Errorf("%s/%s imports %s: it is for tests only", f.pkg, f.name, im)
 			}
 		}

@@ -186,7 +186,9 @@ func TestCounterErrors(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		_, err := NewCounter(c).Count(ctx, "a b")
-		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		// A minute is a sanity limit: the server never answers, so a
+		// Count that ignored the deadline would hang.
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Minute {
 			t.Errorf("Count = %v after %v; want the deadline, promptly", err, time.Since(start))
 		}
 		mu.Lock()

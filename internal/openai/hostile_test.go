@@ -238,7 +238,7 @@ func TestHostileWire(t *testing.T) {
 	}{
 		{"one byte every ms", func(c net.Conn) {
 			write(c, sseHeader+"data: "+text("a")+"\n\n"+"data: "+textEnd("b")+"\n\ndata: [DONE]\n\n", 1, time.Millisecond)
-		}, 250 * time.Millisecond, func(t *testing.T, recs []runlog.Record) { wantOK(t, recs, 2, 2, runlog.TokensCounted) }},
+		}, 2 * time.Second, func(t *testing.T, recs []runlog.Record) { wantOK(t, recs, 2, 2, runlog.TokensCounted) }},
 		{"one byte per write", func(c net.Conn) {
 			write(c, sseHeader+okEvents, 1, 0)
 		}, 0, func(t *testing.T, recs []runlog.Record) { wantOK(t, recs, 3, 3, runlog.TokensUsage) }},
@@ -252,15 +252,17 @@ func TestHostileWire(t *testing.T) {
 			write(c, "HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"+okEvents, 0, 0)
 		}, 0, func(t *testing.T, recs []runlog.Record) { wantOK(t, recs, 3, 3, runlog.TokensUsage) }},
 		{"headers trickle slower in all than the idle timeout", func(c net.Conn) {
-			// Eight header lines 60 ms apart: 480 ms of headers against a
-			// 250 ms idle timeout, which bytes keep resetting.
+			// Eight header lines 300 ms apart: 2.4 s of headers against a
+			// 2 s idle timeout, which bytes keep resetting. A gap is a
+			// sixth of the timeout, so a loaded machine's late wake-up
+			// cannot pass for a stall.
 			write(c, "HTTP/1.1 200 OK\r\n", 0, 0)
 			for i := range 8 {
-				time.Sleep(60 * time.Millisecond)
+				time.Sleep(300 * time.Millisecond)
 				write(c, fmt.Sprintf("X-Pad-%d: %d\r\n", i, i), 0, 0)
 			}
 			write(c, "Content-Type: text/event-stream\r\nConnection: close\r\n\r\n"+okEvents, 0, 0)
-		}, 250 * time.Millisecond, func(t *testing.T, recs []runlog.Record) { wantOK(t, recs, 3, 3, runlog.TokensUsage) }},
+		}, 2 * time.Second, func(t *testing.T, recs []runlog.Record) { wantOK(t, recs, 3, 3, runlog.TokensUsage) }},
 		{"close after the status line", func(c net.Conn) {
 			write(c, "HTTP/1.1 200 OK\r\n", 0, 0)
 		}, 0, func(t *testing.T, recs []runlog.Record) {
@@ -302,6 +304,10 @@ func TestHostileWire(t *testing.T) {
 			t.Parallel()
 			url := rawServer(t, tc.answer)
 			tc.check(t, hostileRun(t, url, 0, func(c *Config) {
+				// The whole-request timeout is a sanity limit here, so
+				// that on a loaded machine the idle timeout under test
+				// (or none) decides, never the 2 s default.
+				c.Timeout = time.Minute
 				if tc.idle > 0 {
 					c.IdleTimeout = tc.idle
 				}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -125,7 +126,11 @@ func BenchmarkAddedLatency(b *testing.B) {
 			b.Run(load.name+"/"+v.name, func(b *testing.B) {
 				base, stop := v.front(b)
 				defer stop()
-				runLoad(b, base, load.gap, load.chunks)
+				gap, chunks := load.gap, load.chunks
+				if perfgoal.Smoke() { // CI's smoke run: that it runs, not the figure
+					gap, chunks = 10*time.Millisecond, 2
+				}
+				runLoad(b, base, gap, chunks)
 			})
 		}
 	}
@@ -337,6 +342,7 @@ func BenchmarkTap(b *testing.B) {
 		}
 		t.feed(chunk, int64(i))
 	}
+	perfgoal.AtMost(b, "ns per chunk", perfgoal.PerOp(b), 466)
 }
 
 // TestTapNoAllocs holds BenchmarkTap's allocation figure (the tap costs

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/findings"
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -172,7 +173,7 @@ func TestHTMLSize100k(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 requests: skipped with -short")
 	}
-	meta, recs := synthRun(100_000, []float64{50}, true, 8)
+	meta, recs := synthRun(perfgoal.Size(100_000, 1000), []float64{50}, true, 8)
 	levels := SummarizeLevels(meta, recs, stats.Options{})
 	page := renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs)})
 	const limit = 1 << 20
@@ -335,14 +336,6 @@ func TestHTMLChromium(t *testing.T) {
 			t.Errorf("screenshot region %v has %d coloured pixels (sampled every 2nd); want ≥ 500: charts blank?", r, n)
 		}
 	}
-}
-
-func TestWriteSample(t *testing.T) {
-	if os.Getenv("GOODPUT_SAMPLE") == "" {
-		t.Skip("GOODPUT_SAMPLE unset")
-	}
-	os.WriteFile("/tmp/probe/sweep.html", renderHTML(t, sweepInput(t, 300, 60)), 0o644)
-	os.WriteFile("/tmp/probe/hand.html", renderHTML(t, HTMLInput{Meta: handMeta(), Levels: []LevelSummary{{Summary: *handSummary(t), Level: handMeta().Levels[0]}}, Records: Records(handRecords())}), 0o644)
 }
 
 // BenchmarkHTML100k renders the report of 100,000 requests.

@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,10 +166,36 @@ func FuzzReadInput(f *testing.F) {
 			return
 		}
 		if in.Records != nil {
+			// ReadInput accepted it, so it is valid input: one file merges
+			// (force, no second clock to reconcile) without error, and its
+			// per-request CSV is written and reads back whole.
 			m, recs, _, err := runlog.Merge(in.Records, true)
-			if err == nil {
-				SummarizeLevels(m, recs, stats.Options{})
-				_ = WritePerRequestCSV(&bytes.Buffer{}, Records(recs))
+			if err != nil {
+				t.Fatalf("Merge of input ReadInput accepted: %v", err)
+			}
+			SummarizeLevels(m, recs, stats.Options{})
+			var buf bytes.Buffer
+			if err := WritePerRequestCSV(&buf, Records(recs)); err != nil {
+				t.Fatalf("WritePerRequestCSV: %v", err)
+			}
+			rows, err := csv.NewReader(&buf).ReadAll()
+			if err != nil {
+				t.Fatalf("the per-request CSV does not read back: %v\n%s", err, buf.String())
+			}
+			var ids []string
+			for i := range recs {
+				if !recs[i].Warmup {
+					ids = append(ids, recs[i].ID)
+				}
+			}
+			if len(rows) != len(ids)+1 || !slices.Equal(rows[0], PerRequestColumns) {
+				t.Fatalf("CSV of %d records read back as %d rows, header %q; want %d rows, header %q", len(ids), len(rows), rows[0], len(ids)+1, PerRequestColumns)
+			}
+			col := slices.Index(PerRequestColumns, "request_id")
+			for i, id := range ids {
+				if rows[i+1][col] != id {
+					t.Errorf("row %d request_id %q; want %q", i+1, rows[i+1][col], id)
+				}
 			}
 		}
 		if in.Result != nil {

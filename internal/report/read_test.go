@@ -129,11 +129,10 @@ func TestHTMLExtremeSpans(t *testing.T) {
 				if err != nil {
 					t.Fatalf("HTML = %v", err)
 				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("HTML did not return within 20 s")
-			}
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("HTML took %v; want well under a second", d)
+			case <-time.After(time.Minute):
+				// A sanity limit: a tick guard that failed would run for
+				// far longer; how fast HTML is, is BenchmarkHTML100k's.
+				t.Fatalf("HTML did not return within a minute (%v)", time.Since(start))
 			}
 			svg, _ := timelineSVG(collect(Records(tt.recs), stats.SLO{}, 1).spans, false)
 			if n := strings.Count(string(svg), `text-anchor="middle">`) - 2; n > maxTicks {

@@ -120,8 +120,10 @@ func TestCalibrateTokenizeNeverAnswers(t *testing.T) {
 		t.Errorf("description %q; want probe requests after /tokenize's deadline", desc)
 	}
 	checkLine(t, cal.cal, true)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("calibration took %v; want about the /tokenize deadline", d)
+	// A sanity limit, not a timing claim: /tokenize hangs until the
+	// client goes, so a calibration that waited on it would never end.
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("calibration took %v; want it to give up on /tokenize at its deadline", d)
 	}
 }
 

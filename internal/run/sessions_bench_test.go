@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkSessions10k(b *testing.B) {
 			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
 	}))
 	b.Cleanup(srv.Close)
-	const sessions = 10000
+	sessions := perfgoal.Size(10000, 20)
 	think, err := workload.ParseDist("uniform:1000,5000")
 	if err != nil {
 		b.Fatal(err)

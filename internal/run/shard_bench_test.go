@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -22,7 +23,7 @@ import (
 //
 //	go test -run '^$' -bench Shards4x500 -benchtime 1x ./internal/run
 func BenchmarkShards4x500(b *testing.B) {
-	lv := runlog.Level{NumPrompts: 2000, MaxConcurrency: 2000, Burstiness: 1}
+	lv := runlog.Level{NumPrompts: perfgoal.Size(2000, 40), MaxConcurrency: perfgoal.Size(2000, 40), Burstiness: 1}
 	for b.Loop() {
 		// A server of its own for each run: one warmed by the other run's
 		// prompts would serve them from its prefix cache.

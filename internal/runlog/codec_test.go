@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -204,6 +205,7 @@ func BenchmarkAppendRecord(b *testing.B) {
 		buf = AppendRecord(buf[:0], r)
 	}
 	b.SetBytes(int64(len(buf)))
+	perfgoal.AtMost(b, "ns per record", perfgoal.PerOp(b), 10_700)
 }
 
 func TestEndLineReplacesPlannedLevels(t *testing.T) {

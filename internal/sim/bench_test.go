@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/shareddata"
 )
 
@@ -85,7 +86,7 @@ func drive(tb testing.TB, e *Engine, arrivals []arrival) (end int64, steps, toke
 // under 10 s on one core).
 func BenchmarkShareGPT100k(b *testing.B) {
 	lengths := loadShareGPT(b)
-	arrivals := poissonArrivals(lengths, 100_000, 7, 1)
+	arrivals := poissonArrivals(lengths, perfgoal.Size(100_000, 1000), 7, 1)
 	for b.Loop() {
 		e, err := New(DefaultConfig())
 		if err != nil {
@@ -130,6 +131,7 @@ func BenchmarkStep(b *testing.B) {
 			}
 		}
 	}
+	perfgoal.AtMost(b, "ns per step", perfgoal.PerOp(b), 4000)
 }
 
 // TestStepNoAllocs holds BenchmarkStep's allocation figure as a test: a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -206,7 +207,7 @@ func TestSessionAffinity(t *testing.T) {
 // which must not grow with the request count (records are dropped as
 // emitted).
 func BenchmarkCluster1M(b *testing.B) {
-	const n = 1_000_000
+	n := perfgoal.Size(1_000_000, 2000)
 	path := filepath.Join(dataDir(b), "sharegpt-lengths", "sharegpt_8k_filtered_stats_llama2_tokenizer.csv")
 	ds, err := workload.LoadLengths(path, workload.LengthsConfig{NumPrompts: n, Seed: 1})
 	if err != nil {

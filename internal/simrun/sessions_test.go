@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/loadgen"
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
@@ -617,12 +618,12 @@ func BenchmarkSessions(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := RunSessions(context.Background(), eng, SessionLoad{Sessions: set, NumSessions: 2000, Rate: 20, Seed: 1},
+		res, err := RunSessions(context.Background(), eng, SessionLoad{Sessions: set, NumSessions: perfgoal.Size(2000, 20), Rate: 20, Seed: 1},
 			func(*runlog.Record) error { return nil })
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.SessionsCompleted != 2000 {
+		if res.SessionsCompleted != perfgoal.Size(2000, 20) {
 			b.Fatalf("completed %d of 2000 sessions (failed %d)", res.SessionsCompleted, res.SessionsFailed)
 		}
 		b.ReportMetric(float64(res.Completed), "requests")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/shareddata"
 	"github.com/goodput/goodput/internal/sim"
@@ -64,14 +65,18 @@ func summarizeMs(xs []float64) dist {
 	return dist{sum / float64(len(s)), percentile(s, 50), percentile(s, 99)}
 }
 
-// TestValidationReplay replays the real vLLM 0.19 run in
+// TestCalibrationRunRegression replays the real vLLM 0.19 run in
 // llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B (300 ShareGPT
 // requests, arrivals and lengths as recorded) through simrun with that
 // run's engine configuration and compares TTFT, TPOT and E2E (mean, P50,
-// P99) with the real ones, as the issue asks: within 10 % (TPOT and E2E
-// within 5 %). The engine's calibration is the engine's (docs/simulator.md);
-// this is the harness. Set GOODPUT_VALIDATION_REPORT=1 to only report.
-func TestValidationReplay(t *testing.T) {
+// P99) with the real ones: within 10 % (TPOT and E2E within 5 %).
+//
+// It is a regression check on the calibration run, not a measure of
+// accuracy: this run was beside the cost model while it was built
+// (docs/simulator.md), so agreement here says the simulator has not moved
+// off it, nothing about runs it never saw. (It was once also replayed
+// straight through the engine in package sim; one replay is enough.)
+func TestCalibrationRunRegression(t *testing.T) {
 	path := shareddata.Path(t, "llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B/requests.jsonl")
 	real := readRealRun(t, path)
 	ds, err := workload.LoadTrace(path, workload.TraceOptions{})
@@ -123,7 +128,6 @@ func TestValidationReplay(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-5s %-5s %10s %10s %8s\n", "", "", "sim ms", "vLLM ms", "diff")
-	reportOnly := os.Getenv("GOODPUT_VALIDATION_REPORT") != ""
 	var bad []string
 	for _, r := range rows {
 		for _, s := range []struct {
@@ -138,7 +142,7 @@ func TestValidationReplay(t *testing.T) {
 		}
 	}
 	t.Logf("replay of %s (%d requests, sim %v virtual):\n%s", filepath.Base(filepath.Dir(path)), res.Completed, res.Duration().Round(time.Millisecond), b.String())
-	if len(bad) > 0 && !reportOnly {
+	if len(bad) > 0 {
 		t.Errorf("simulated latencies outside the issue's tolerance:\n%s", strings.Join(bad, "\n"))
 	}
 }
@@ -191,11 +195,11 @@ func readRealRun(t *testing.T, path string) realRun {
 // dropped as emitted).
 func BenchmarkShareGPT100k(b *testing.B) {
 	path := filepath.Join(dataDir(b), "sharegpt-lengths", "sharegpt_8k_filtered_stats_llama2_tokenizer.csv")
-	ds, err := workload.LoadLengths(path, workload.LengthsConfig{NumPrompts: 100_000, Seed: 1})
+	ds, err := workload.LoadLengths(path, workload.LengthsConfig{NumPrompts: perfgoal.Size(100_000, 1000), Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	const n = 100_000
+	n := perfgoal.Size(100_000, 1000)
 	for b.Loop() {
 		eng, err := sim.New(sim.DefaultConfig())
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
@@ -26,7 +27,7 @@ import (
 // number of chunks and the chunk rate. The goal is P99 ≤ 1 ms. Client and server share the machine's
 // cores, so this is the server under a worst-case local load.
 func BenchmarkConcurrentStreams(b *testing.B) {
-	for _, streams := range []int{250, 1000, 2000} {
+	for _, streams := range perfgoal.Sizes([]int{250, 1000, 2000}, []int{10}) {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchStreams(b, streams, 1) })
 	}
 }
@@ -35,7 +36,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 // round-robin fleet of 4 replicas behind one port (NewFleet): the same
 // lateness figures, the engine goroutine now stepping a cluster.
 func BenchmarkFleetStreams(b *testing.B) {
-	for _, streams := range []int{250, 1000} {
+	for _, streams := range perfgoal.Sizes([]int{250, 1000}, []int{10}) {
 		b.Run(fmt.Sprintf("replicas=4/streams=%d", streams), func(b *testing.B) { benchStreams(b, streams, 4) })
 	}
 }

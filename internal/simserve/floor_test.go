@@ -2,6 +2,7 @@ package simserve
 
 import (
 	"fmt"
+	"github.com/goodput/goodput/internal/perfgoal"
 	"net"
 	"runtime"
 	"slices"
@@ -20,7 +21,7 @@ import (
 // TCP connection cannot beat these figures, so they bound what
 // BenchmarkConcurrentStreams can show here.
 func BenchmarkWriteFloor(b *testing.B) {
-	for _, conns := range []int{250, 1000, 2000} {
+	for _, conns := range perfgoal.Sizes([]int{250, 1000, 2000}, []int{10}) {
 		b.Run(fmt.Sprintf("streams=%d", conns), func(b *testing.B) { benchWriteFloor(b, conns) })
 	}
 }

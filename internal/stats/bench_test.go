@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -52,7 +53,7 @@ func liveMiB() float64 {
 }
 
 func BenchmarkAddSummary(b *testing.B) {
-	for _, c := range []struct{ n, tokens int }{{1000, 100}, {100_000, 10}, {100_000, 500}} {
+	for _, c := range []struct{ n, tokens int }{{1000, 100}, {perfgoal.Size(100_000, 1000), 10}, {perfgoal.Size(100_000, 1000), 500}} {
 		b.Run(fmt.Sprintf("records=%d/tokens=%d", c.n, c.tokens), func(b *testing.B) { benchAdd(b, c.n, c.tokens) })
 	}
 }
@@ -101,7 +102,7 @@ func BenchmarkSoak10M(b *testing.B) {
 		name string
 		acc  func(Options) *Accumulator
 	}{{"bounded", NewAccumulator}, {"exact", NewExactAccumulator}} {
-		b.Run(c.name, func(b *testing.B) { benchSoak(b, 10_000_000, c.acc) })
+		b.Run(c.name, func(b *testing.B) { benchSoak(b, perfgoal.Size(10_000_000, 10_000), c.acc) })
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -261,8 +262,9 @@ func BenchmarkSynthesize100kTiktoken(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
+	n := perfgoal.Size(100000, 100)
 	for b.Loop() {
-		for range 100000 {
+		for range n {
 			s.Text(1000, rng)
 		}
 	}

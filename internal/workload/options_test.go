@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/tokenize"
 )
@@ -172,7 +173,7 @@ func TestOptionError(t *testing.T) {
 // BenchmarkRandom100kExactTiktoken builds 100,000 random-dataset prompts of
 // 100..1900 (mean 1000) exact o200k tokens.
 func BenchmarkRandom100kExactTiktoken(b *testing.B) {
-	d, err := FromOptions(Options{NumPrompts: 100000, RandomInputLen: 1000, RandomRangeRatio: 0.9, Tokenizer: "tiktoken:o200k_base"})
+	d, err := FromOptions(Options{NumPrompts: perfgoal.Size(100000, 100), RandomInputLen: 1000, RandomRangeRatio: 0.9, Tokenizer: "tiktoken:o200k_base"})
 	if err != nil {
 		b.Fatal(err)
 	}
