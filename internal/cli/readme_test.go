@@ -69,8 +69,8 @@ var readmeExamples = map[string]readmeExample{
 		shrink: []string{"--num-prompts", "200"},
 		want:   []string{`1:3`, `2:2`, `3:1`},
 	},
-	"goodput sim --replicas 2 --autoscale p95-ttft:1s --autoscale-max 8 --request-rate 40 --timeout 30s --retries 2 --retry-backoff exponential:1s,30s,full": {
-		skip: "the autoscale example is checked by its own test (sim_autoscale.txtar)",
+	"goodput sim --replicas 2 --autoscale p95-ttft:1s --autoscale-max 8 --autoscale-up-step 2 --provision-delay 30s --autoscale-cooldown 30s --request-rate 60 --duration 3m --timeout 30s --retries 2 --retry-backoff exponential:1s,30s,full": {
+		skip: "the autoscale example is checked by its own test (TestReadmeAutoscaleExample)",
 	},
 	"goodput proxy --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8000 --metrics-listen 127.0.0.1:9464 --goodput ttft:2000 tpot:50": {
 		skip: "a proxy that runs until stopped: proxy_test.go, and scripts/prometheus-check.sh with a real Prometheus",

@@ -93,8 +93,12 @@ type Stats struct {
 	// (each holds a thread or waits for one); MaxOpenConns the most open
 	// at once.
 	Conns, OpenConns, MaxOpenConns int
-	// ThreadWaits is the connections that had to wait for a thread.
-	ThreadWaits int
+	// ThreadWaits is the connections that had to wait for a thread, and
+	// MaxThreadWait the longest such wait: a thread held by an idle
+	// kept-alive connection shows as a wait of about KeepAlive, while a
+	// closed one the server has not yet reaped (a busy host) is brief.
+	ThreadWaits   int
+	MaxThreadWait time.Duration
 	// Generations is the completion requests started; MaxBusy the most
 	// slots busy at once; SlotWaits the requests that waited for a slot.
 	Generations, MaxBusy, SlotWaits int
@@ -205,8 +209,12 @@ func (l *threadListener) Accept() (net.Conn, error) {
 	if s.cfg.OnThreadWait != nil {
 		s.cfg.OnThreadWait()
 	}
+	waitFrom := time.Now()
 	select {
 	case l.threads <- struct{}{}:
+		s.mu.Lock()
+		s.st.MaxThreadWait = max(s.st.MaxThreadWait, time.Since(waitFrom))
+		s.mu.Unlock()
 		return tc, nil
 	case <-s.done:
 		tc.release = func() {}

@@ -63,8 +63,11 @@ func TestCalibrationLeavesNoConnections(t *testing.T) {
 }
 
 // A calibrated run against llama-server keeps all its slots busy: no
-// connection waits for an HTTP thread, every slot runs, and no measured
-// request pays a connect (the connections were warmed first).
+// connection waits for an HTTP thread held by an idle connection (a wait
+// of the server's 5 s keep-alive; a busy host may delay the server's
+// reaping of a closed one a little, which is not that), every slot runs,
+// and no measured request pays a connect (the connections were warmed
+// first).
 func TestCalibratedRunUsesEverySlot(t *testing.T) {
 	s, err := llamafake.Start(llamafake.Config{Slots: 4})
 	if err != nil {
@@ -76,8 +79,9 @@ func TestCalibratedRunUsesEverySlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := s.Stats()
-	if st.ThreadWaits != 0 || st.MaxBusy != 4 || st.SlotWaits != 0 {
-		t.Errorf("server saw %d thread waits, at most %d slots busy, %d slot waits; want none, 4, none", st.ThreadWaits, st.MaxBusy, st.SlotWaits)
+	if st.MaxThreadWait >= 2*time.Second || st.MaxBusy != 4 || st.SlotWaits != 0 {
+		t.Errorf("server saw %d thread waits (longest %v), at most %d slots busy, %d slot waits; want none held by an idle connection, 4, none",
+			st.ThreadWaits, st.MaxThreadWait, st.MaxBusy, st.SlotWaits)
 	}
 	connected := 0
 	for _, r := range res.Records {

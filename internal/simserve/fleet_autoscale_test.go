@@ -31,7 +31,7 @@ import (
 func TestFleetAutoscaleOnTime(t *testing.T) {
 	cfg := fleetConfig(1, cluster.PolicyLeastOutstanding)
 	cfg.Replicas[0].MaxNumSeqs = 1
-	cfg.Autoscale = &cluster.Autoscale{Signal: cluster.SignalQueue, Threshold: 0.5, Max: 2, Interval: time.Second, Cooldown: 3 * time.Second}
+	cfg.Autoscale = &cluster.Autoscale{Signal: cluster.SignalQueue, Threshold: 0.5, Max: 2, Interval: time.Second, Window: 2 * time.Second, Cooldown: 3 * time.Second}
 	synctest.Test(t, func(t *testing.T) {
 		var logBuf bytes.Buffer
 		s, err := NewFleet(cfg, Options{ServedModelName: "m", Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})

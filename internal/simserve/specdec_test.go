@@ -55,10 +55,13 @@ func TestSpecDecodeChunks(t *testing.T) {
 			if rec.CompletionTokens != maxTokens {
 				t.Errorf("CompletionTokens = %d; want max_tokens %d", rec.CompletionTokens, maxTokens)
 			}
-			sum, multi, chunks := 0, 0, 0
+			sum, multi, chunks, first := 0, 0, 0, 0
 			for _, ch := range rec.Chunks {
 				if ch.Tokens <= 0 {
 					continue
+				}
+				if chunks == 0 {
+					first = int(ch.Tokens)
 				}
 				chunks++
 				sum += int(ch.Tokens)
@@ -75,8 +78,10 @@ func TestSpecDecodeChunks(t *testing.T) {
 				m[ms.Name] = ms
 			}
 			tpot, itl, tok := m[stats.MetricTPOT], m[stats.MetricITL], m[stats.MetricITLToken]
-			if tok.N != maxTokens-1 || itl.N != chunks-1 {
-				t.Errorf("per-token ITL samples %d, per-chunk %d; want %d and %d", tok.N, itl.N, maxTokens-1, chunks-1)
+			// The first chunk's tokens have no gap before them: one, unless a
+			// busy host let the server's writes of several steps coalesce.
+			if tok.N != maxTokens-first || itl.N != chunks-1 {
+				t.Errorf("per-token ITL samples %d, per-chunk %d; want %d and %d", tok.N, itl.N, maxTokens-first, chunks-1)
 			}
 			if math.Abs(tok.Mean/tpot.Mean-1) > 0.05 {
 				t.Errorf("mean per-token ITL %.3f ms; want about TPOT %.3f ms", tok.Mean, tpot.Mean)

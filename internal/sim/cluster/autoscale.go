@@ -51,8 +51,8 @@ const (
 // highest-numbered active replica drains: it takes no new requests and
 // goes when its last one ends), always within [Min, Max] replicas
 // (active and provisioning) and never within Cooldown of its previous
-// decision. It scales down only once a whole Window has been observed. Config.Replicas are the replicas at time 0; a replica added
-// later is a fresh engine of Replicas[0]'s configuration.
+// decision. It scales down only once a whole Window has been observed.
+// Config.Replicas are the replicas at time 0; a replica added later is a fresh engine of Replicas[0]'s configuration.
 type Autoscale struct {
 	// Signal is one of Signals.
 	Signal string
