@@ -130,6 +130,11 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 			return nil, err
 		}
 		cfg.Engine, cfg.IgnoreEOS, cfg.Virtual = o.sim.Engine, o.target.IgnoreEOS, true
+		// --timeout limits a whole request in virtual time too, as sim's
+		// does (its default hour guards a real server's trickle, not this).
+		if o.fs.Changed("timeout") {
+			cfg.ClientTimeout = o.target.Timeout
+		}
 		if o.cluster.Ratios != "" {
 			return nil, usagef("--pd-ratios compares splits at one load: run it with goodput sim (a sweep takes one split, --prefill-replicas and --decode-replicas)")
 		}

@@ -107,9 +107,9 @@ func Findings(res *Result, search *SearchResult, crit Criteria) []findings.Findi
 	if gp := res.GoodputPeak; gp != nil && (res.Recommended == nil || gp.Index != res.Recommended.Index) {
 		// Said as what it is: the most good requests per second, which a
 		// load past the SLO can reach while failing more users.
-		msg := fmt.Sprintf("Goodput peak: %s %s (%.2f req/s meeting the SLO, attainment %.1f %%).", g(gp.Load), unit, gp.Goodput, 100*gp.Attainment)
+		msg := fmt.Sprintf("Goodput peak at a load of %s %s: %.2f req/s meet the SLO (attainment %.1f %%).", g(gp.Load), unit, gp.Goodput, 100*gp.Attainment)
 		if ok, why := crit.Meets(res.Points[gp.Index]); !ok {
-			msg = fmt.Sprintf("Goodput peak: %s %s (%.2f req/s meeting the SLO), but it misses the SLO (%s): more requests per second meet it there, and more users miss it; not an operating point.",
+			msg = fmt.Sprintf("Goodput peak at a load of %s %s: %.2f req/s meet the SLO there, but it misses the SLO (%s): more requests per second meet it there, and more users miss it; not an operating point.",
 				g(gp.Load), unit, gp.Goodput, why)
 		}
 		fs = append(fs, findings.Finding{ID: "goodput-peak", Severity: findings.Info, Message: msg,
