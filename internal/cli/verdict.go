@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/pflag"
@@ -11,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // verdictFlags are bench's and sim's (sweep has its own); gate is --fail-if parsed.
@@ -52,8 +55,10 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	summary := env.Stdout
 	if recordsToStdout(o.out.Records) {
 		// Stdout carries the records (a Kubernetes pod's log, a pipe into
-		// goodput report): the summary must not interleave with them.
-		summary = env.Stderr
+		// goodput report): the summary must not interleave with them, and
+		// where a log merges the streams again its lines are marked as
+		// goodput's own, which the records reader skips.
+		summary = &prefixLines{w: env.Stderr, prefix: runlog.OwnLinePrefix}
 	}
 	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: summary, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
 		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
@@ -61,6 +66,34 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 		return interruptedError{o.interrupted(res)}
 	}
 	return err
+}
+
+// prefixLines writes each line to w behind prefix.
+type prefixLines struct {
+	w      io.Writer
+	prefix string
+	mid    bool // inside a line: its prefix is written
+}
+
+func (p *prefixLines) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		if !p.mid {
+			if _, err := io.WriteString(p.w, p.prefix); err != nil {
+				return n - len(b), err
+			}
+			p.mid = true
+		}
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, p.mid = b[:i+1], false
+		}
+		if _, err := p.w.Write(line); err != nil {
+			return n - len(b), err
+		}
+		b = b[len(line):]
+	}
+	return n, nil
 }
 
 // recordsToStdout says the records file named is the process's stdout.

@@ -39,8 +39,9 @@ func BenchArgs(r BenchRun) []string {
 		args = append(args, "--records", ShardRecords(ShardIndexRef))
 	} else {
 		// The records are the pod's stdout, alone: bench sends its
-		// summary and notes to stderr then. kubectl logs merges the two
-		// streams, so a log read back still skips those (--skip-bad-lines).
+		// summary and notes to stderr then, each line marked as its own
+		// (runlog.OwnLinePrefix), so the log kubectl logs merges from the
+		// two streams reads back as a records file.
 		args = append(args, "--records", "/dev/stdout", "--overwrite")
 	}
 	if !r.Quiet {

@@ -186,7 +186,7 @@ func JobHead(s JobSpec, sc Schedule) string {
 		fmt.Fprintf(&b, "#   kubectl%s logs -f job/%s\n", ns, collectorName(s.Name))
 	} else {
 		fmt.Fprintf(&b, "#   for i in $(seq 0 %d); do kubectl%s logs -l batch.kubernetes.io/job-name=%s,batch.kubernetes.io/job-completion-index=$i --tail=-1 > shard-$i.records.jsonl; done\n", s.Shards-1, ns, s.Name)
-		fmt.Fprintf(&b, "#   goodput report --skip-bad-lines shard-*.records.jsonl\n")
+		fmt.Fprintf(&b, "#   goodput report shard-*.records.jsonl\n")
 	}
 	return b.String()
 }

@@ -398,6 +398,12 @@ const (
 	MaxConcurrency = 1 << 24
 )
 
+// OwnLinePrefix starts every line goodput writes beside records that go
+// to its stdout (its notes and summary, on stderr): a log that merges the
+// two streams, as kubectl logs does of a shard pod's, is still a records
+// file, those lines being skipped and counted rather than bad.
+const OwnLinePrefix = "goodput: "
+
 // maxLineWarnings is how many skipped lines a Reader names one by one;
 // the rest are only counted.
 const maxLineWarnings = 20
@@ -471,6 +477,8 @@ type Reader struct {
 	hasPend  bool
 	warnings []string
 	skipped  int
+	// own counts the lines of goodput's own output skipped (OwnLinePrefix).
+	own int
 	done     bool
 }
 
@@ -586,6 +594,10 @@ func (r *Reader) Next(rec *Record) error {
 			r.runs[len(r.runs)-1].Records++
 			return nil
 		}
+		if !long && bytes.HasPrefix(line, []byte(OwnLinePrefix)) {
+			r.own++
+			continue
+		}
 		torn := !long && truncatedJSON(line) // before peeking reuses line's buffer
 		if !r.peek() && torn {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s:%d: skipped a torn last line (the writer was probably killed): %v", r.name, no, err))
@@ -646,6 +658,9 @@ func (r *Reader) finish() {
 		return
 	}
 	r.done = true
+	if r.own > 0 {
+		r.warnings = append(r.warnings, fmt.Sprintf("%s: skipped %d line(s) of goodput's own notes and summary (a log that merges its stderr with the records)", r.name, r.own))
+	}
 	if r.skipped == 0 {
 		return
 	}

@@ -567,3 +567,33 @@ func TestLineTooLong(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnLinesSkipped reads a log that merges goodput's stderr with its
+// records (kubectl logs of a shard pod): the lines marked as goodput's
+// own are skipped and counted once, not bad lines, while any other stray
+// line is still bad.
+func TestOwnLinesSkipped(t *testing.T) {
+	in := `{"meta":{"tool":"goodput"}}` + "\n" + OwnLinePrefix + "============ Serving Benchmark Result ============\n" +
+		`{"id":"a","status":200}` + "\n" + OwnLinePrefix + "note: something\n" + `{"id":"b","status":200}` + "\n"
+	r := NewReaderOptions(strings.NewReader(in), "pod.log", ReadOptions{})
+	var ids []string
+	for {
+		var rec Record
+		err := r.Next(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		ids = append(ids, rec.ID)
+	}
+	if strings.Join(ids, ",") != "a,b" || len(r.Warnings()) != 1 || !strings.Contains(r.Warnings()[0], "pod.log: skipped 2 line(s) of goodput's own") || r.Skipped() != 0 {
+		t.Errorf("records %v, warnings %q, %d bad; want a,b, one warning counting 2 own lines, none bad", ids, r.Warnings(), r.Skipped())
+	}
+	bad := NewReaderOptions(strings.NewReader(`{"meta":{"tool":"goodput"}}`+"\nsomething else\n"+`{"id":"a","status":200}`+"\n"), "x.jsonl", ReadOptions{})
+	var rec Record
+	if err := bad.Next(&rec); err == nil {
+		t.Error("a stray line not marked as goodput's own was read; want a bad line")
+	}
+}
