@@ -478,8 +478,8 @@ type Reader struct {
 	warnings []string
 	skipped  int
 	// own counts the lines of goodput's own output skipped (OwnLinePrefix).
-	own int
-	done     bool
+	own  int
+	done bool
 }
 
 // MaxLineBytes bounds a line of a records file: 64 MiB, far above any
