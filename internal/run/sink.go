@@ -228,10 +228,12 @@ func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func())
 func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
 	c.tracker.Add(r)
-	if r.Sent > 0 && r.End > r.Sent {
+	// Sent is 0 for the first sends of a run in virtual time; a record
+	// never sent can only loosen the bound.
+	if r.End > r.Sent {
 		c.longest = max(c.longest, r.End-r.Sent)
 	}
-	if d, ok := r.TTFT(); ok && r.Sent > 0 {
+	if d, ok := r.TTFT(); ok {
 		c.longestTTFT = max(c.longestTTFT, int64(d))
 	}
 	if !r.Warmup {

@@ -115,3 +115,18 @@ func TestScrapeCrowdedBody(t *testing.T) {
 		t.Errorf("notes = %q; want one saying 744 series were cut", notes)
 	}
 }
+
+// A run in virtual time sends its first requests at 0 ns: they bound the
+// server's durations too (they once counted as never sent, leaving a
+// rate-inf simulation's server TTFT uncapped, 500–750 ms beside a client
+// that waited 551 ms at most).
+func TestLongestFromTimeZero(t *testing.T) {
+	c := newCollector(stats.Options{Percentiles: []float64{50, 99}}, true, nil, nil)
+	r := runlog.Record{Sent: 0, End: 1575e6, Chunks: []runlog.Chunk{{T: 551e6, Tokens: 1}, {T: 1575e6, Tokens: 1}}}
+	if err := c.Record(&r); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.data(0, runlog.Level{}); d.longest != 1575e6 || d.longestTTFT != 551e6 {
+		t.Errorf("longest = %d ns, TTFT %d ns; want 1575e6 and 551e6", d.longest, d.longestTTFT)
+	}
+}

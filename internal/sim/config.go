@@ -284,11 +284,11 @@ func (c Config) resolve() (*resolved, error) {
 	}
 	m, err := costmodel.LookupModel(r.Model)
 	if err != nil {
-		return nil, &ConfigError{Field: "Model", Err: err}
+		return nil, &ConfigError{Field: "Model", Err: suggest(err)}
 	}
 	g, err := costmodel.LookupGPU(r.GPU)
 	if err != nil {
-		return nil, &ConfigError{Field: "GPU", Err: err}
+		return nil, &ConfigError{Field: "GPU", Err: suggest(err)}
 	}
 	if _, err := costmodel.DTypeBytes(r.DType); err != nil {
 		return nil, &ConfigError{Field: "DType", Err: err}
@@ -433,7 +433,7 @@ func (r *resolved) resolveSpec(m costmodel.Model, g costmodel.GPU) error {
 	}
 	dm, err := costmodel.LookupModel(r.SpecDraft)
 	if err != nil {
-		return &ConfigError{Field: "SpecDraft", Err: fmt.Errorf("%w (or ngram, eagle)", err)}
+		return &ConfigError{Field: "SpecDraft", Err: fmt.Errorf("%w (or ngram, eagle)", suggest(err))}
 	}
 	if dm.Vocab != 0 && m.Vocab != 0 && dm.Vocab != m.Vocab {
 		// The target verifies the draft's token ids: they must share a
@@ -446,4 +446,16 @@ func (r *resolved) resolveSpec(m costmodel.Model, g costmodel.GPU) error {
 	}
 	r.spec.Draft = dd
 	return nil
+}
+
+// suggest adds the nearest known name to a lookup's unknown-name error
+// ("h20" for "h200" is one edit from a GPU that exists).
+func suggest(err error) error {
+	var u *costmodel.UnknownError
+	if errors.As(err, &u) {
+		if s := setting.DidYouMean(u.Name, u.Known); s != "" {
+			return fmt.Errorf("%w%s", err, s)
+		}
+	}
+	return err
 }

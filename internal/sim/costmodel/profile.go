@@ -502,7 +502,21 @@ func LookupGPU(name string) (GPU, error) {
 		}
 		names = append(names, g.Name)
 	}
-	return GPU{}, fmt.Errorf("unknown gpu %q (known: %s, or a .yaml profile)", name, strings.Join(names, ", "))
+	return GPU{}, &UnknownError{Kind: "gpu", Name: name, Known: names, Else: "or a .yaml profile"}
+}
+
+// UnknownError is a GPU or model name no profile has: the names known,
+// for the caller to suggest the nearest.
+type UnknownError struct {
+	// Kind is "gpu" or "model"; Name the name asked for.
+	Kind, Name string
+	// Known are the profiles' names; Else what else the name may be.
+	Known []string
+	Else  string
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("unknown %s %q (known: %s, %s)", e.Kind, e.Name, strings.Join(e.Known, ", "), e.Else)
 }
 
 // LookupModel finds a model by name, Hugging Face id or alias
@@ -540,5 +554,5 @@ func LookupModel(name string) (Model, error) {
 		}
 		names = append(names, m.Name)
 	}
-	return Model{}, fmt.Errorf("unknown model %q (known: %s, their Hugging Face ids, a .yaml profile or a config.json)", name, strings.Join(names, ", "))
+	return Model{}, &UnknownError{Kind: "model", Name: name, Known: names, Else: "their Hugging Face ids, a .yaml profile or a config.json"}
 }
