@@ -109,11 +109,13 @@ func TestSessionsOverHTTP(t *testing.T) {
 	if a2.Intended != a1.End+int64(50*time.Millisecond) || a2.Sent < a2.Intended || a3.Intended != a2.End {
 		t.Errorf("a2 intended %d (a1 ended %d + 50 ms), sent %d; a3 intended %d (a2 ended %d)", a2.Intended, a1.End, a2.Sent, a3.Intended, a2.End)
 	}
-	// Turn k's TTFT is the server's k × 10 ms (plus the loopback).
+	// Turn k's TTFT holds the server's k × 10 ms (plus the loopback and
+	// whatever a busy host adds: the upper bound is a sanity limit, not a
+	// speed claim).
 	for k, r := range []*runlog.Record{a1, a2, a3} {
 		d, ok := r.TTFT()
-		if want := time.Duration(k+1) * 10 * time.Millisecond; !ok || d < want || d > want+250*time.Millisecond {
-			t.Errorf("turn %d TTFT %v; want about %v", k+1, d, want)
+		if want := time.Duration(k+1) * 10 * time.Millisecond; !ok || d < want || d > want+time.Minute {
+			t.Errorf("turn %d TTFT %v; want at least %v", k+1, d, want)
 		}
 		if r.History != runlog.HistoryServer {
 			t.Errorf("turn %d history %q; want server", k+1, r.History)
