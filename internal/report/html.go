@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -465,16 +466,7 @@ func nonEmpty(ss ...string) []string {
 }
 
 func evidenceText(ev map[string]any) string {
-	keys := make([]string, 0, len(ev))
-	for k := range ev {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " = " + evidenceValue(ev[k])
-	}
-	return strings.Join(parts, "; ")
+	return joinSorted(ev, " = ", "; ", evidenceValue)
 }
 
 // evidenceValue writes one evidence value for people: numbers in at most
@@ -504,16 +496,18 @@ func evidenceValue(v any) string {
 
 // mapText is a map as "k: v, k: v", keys sorted.
 func mapText(m map[string]any, val func(any) string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	return joinSorted(m, ": ", ", ", val)
+}
+
+// joinSorted writes m's pairs as key, kv, value, in key order, joined by
+// sep.
+func joinSorted(m map[string]any, kv, sep string, val func(any) string) string {
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + ": " + val(m[k])
+		parts[i] = k + kv + val(m[k])
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, sep)
 }
 
 // settingsText shows a free-form map (the simulated engine's settings) as
