@@ -7,7 +7,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runlog"
 )
 
 // BenchOptions is everything "goodput bench" needs.
@@ -89,6 +91,15 @@ func (o *BenchOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 
 // runBench measures one load level and reports it.
 func runBench(ctx context.Context, env Env, o *BenchOptions) error {
+	if recordsToStdout(o.out.Records) {
+		// Stdout carries the records (a Kubernetes pod's log, a pipe into
+		// goodput report), so everything else goes to stderr, every line
+		// marked as goodput's own (notes, the embedded simulator's log,
+		// the summary): where a log merges the streams again, the records
+		// reader skips those lines.
+		env.Stderr = &prefixLines{w: env.Stderr, prefix: runlog.OwnLinePrefix}
+		env.console, env.TTY = report.NewConsole(env.Stderr, false), false
+	}
 	res, err := o.Run(ctx, env)
 	if res == nil {
 		return err

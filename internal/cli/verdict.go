@@ -13,7 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
-	"github.com/goodput/goodput/internal/runlog"
 )
 
 // verdictFlags are bench's and sim's (sweep has its own); gate is --fail-if parsed.
@@ -54,11 +53,9 @@ type outputs struct {
 func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	summary := env.Stdout
 	if recordsToStdout(o.out.Records) {
-		// Stdout carries the records (a Kubernetes pod's log, a pipe into
-		// goodput report): the summary must not interleave with them, and
-		// where a log merges the streams again its lines are marked as
-		// goodput's own, which the records reader skips.
-		summary = &prefixLines{w: env.Stderr, prefix: runlog.OwnLinePrefix}
+		// Stdout carries the records: the summary must not interleave
+		// with them (bench marks stderr's lines as its own then).
+		summary = env.Stderr
 	}
 	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: summary, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
 		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
@@ -68,7 +65,8 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	return err
 }
 
-// prefixLines writes each line to w behind prefix.
+// prefixLines writes each line to w behind prefix, unless the line
+// already starts with it (goodput's notes do).
 type prefixLines struct {
 	w      io.Writer
 	prefix string
@@ -79,8 +77,10 @@ func (p *prefixLines) Write(b []byte) (int, error) {
 	n := len(b)
 	for len(b) > 0 {
 		if !p.mid {
-			if _, err := io.WriteString(p.w, p.prefix); err != nil {
-				return n - len(b), err
+			if !bytes.HasPrefix(b, []byte(p.prefix)) {
+				if _, err := io.WriteString(p.w, p.prefix); err != nil {
+					return n - len(b), err
+				}
 			}
 			p.mid = true
 		}
