@@ -229,6 +229,12 @@ func TestHostileHuge(t *testing.T) {
 	})
 }
 
+// stallIdle is the idle timeout of the cases that stall after the server
+// has written part of an answer: it must outlast the server's first write
+// reaching the client, which a busy host can hold past 100 ms (the part
+// then looks like none, "no response yet").
+const stallIdle = 2 * time.Second
+
 func TestHostileWire(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -284,14 +290,14 @@ func TestHostileWire(t *testing.T) {
 		{"stall inside the headers", func(c net.Conn) {
 			write(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n", 0, 0)
 			waitClosed(c)
-		}, 100 * time.Millisecond, func(t *testing.T, recs []runlog.Record) {
-			wantFail(t, recs, runlog.ErrIdleTimeout, 0, []string{"no data for 100ms inside the response headers"})
+		}, stallIdle, func(t *testing.T, recs []runlog.Record) {
+			wantFail(t, recs, runlog.ErrIdleTimeout, 0, []string{"no data for 2s inside the response headers"})
 		}},
 		{"stall mid-stream", func(c net.Conn) {
 			write(c, sseHeader+"data: "+text("a")+"\n\n", 0, 0)
 			waitClosed(c)
-		}, 100 * time.Millisecond, func(t *testing.T, recs []runlog.Record) {
-			wantFail(t, recs, runlog.ErrIdleTimeout, 200, []string{"no data for 100ms mid-stream"})
+		}, stallIdle, func(t *testing.T, recs []runlog.Record) {
+			wantFail(t, recs, runlog.ErrIdleTimeout, 200, []string{"no data for 2s mid-stream"})
 			for _, r := range recs {
 				if len(r.Chunks) != 1 {
 					t.Errorf("%s: %d chunks; want the 1 received", r.ID, len(r.Chunks))
