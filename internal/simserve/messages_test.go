@@ -529,21 +529,22 @@ func TestMessagesBadRequests(t *testing.T) {
 }
 
 // queueTimeoutServer is a server that runs one request at a time and
-// refuses a waiting one after 50 ms: a second streamed request gets its
+// refuses a waiting one after 1 s: a second streamed request gets its
 // 200 headers (it is admitted to the queue) and then fails mid-stream.
-// The returned cancel hangs up the first request.
+// The returned cancel hangs up the first request. (At 50 ms a busy host
+// once held the first request's own admission past the limit.)
 func queueTimeoutServer(t *testing.T, path, body string) (url string, cancel func()) {
 	t.Helper()
 	cfg := testConfig()
 	cfg.MaxNumSeqs = 1
-	cfg.MaxQueueTime = 50e6
+	cfg.MaxQueueTime = 1e9
 	_, url = newTestServer(t, cfg, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	first := post(t, ctx, url+path, body)
 	t.Cleanup(func() { first.Body.Close() })
-	if _, err := bufio.NewReader(first.Body).ReadString('\n'); err != nil { // it runs
-		t.Fatal(err)
+	if line, err := bufio.NewReader(first.Body).ReadString('\n'); err != nil { // it runs
+		t.Fatalf("first request: status %d, %q: %v; want it streaming", first.StatusCode, line, err)
 	}
 	return url, cancel
 }
