@@ -34,6 +34,8 @@ var floors = [][]string{
 	{"internal/report"},
 	// The run lifecycle: the middle floor.
 	{"internal/run"},
+	// Commands over saved runs: report, compare, fit, split comparison.
+	{"internal/review"},
 	// Synthetic monitoring over run's backends: probes on a schedule.
 	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.

@@ -18,10 +18,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
@@ -234,4 +236,15 @@ type Cost struct {
 	// parallelism, else 1, and only when priced).
 	GPUCostPerHour float64
 	NumGPUs        int
+}
+
+// Check refuses a price or count no GPU has.
+func (c Cost) Check() error {
+	switch {
+	case !(c.GPUCostPerHour >= 0) || c.GPUCostPerHour > 1e9:
+		return setting.Errorf("GPUCostPerHour", fmt.Sprint(c.GPUCostPerHour), "want a cost ≥ 0")
+	case c.NumGPUs < 0 || c.NumGPUs > 1<<20:
+		return setting.Errorf("NumGPUs", strconv.Itoa(c.NumGPUs), "want ≥ 1 (0: the engine's, else 1)")
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package run
+package review
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
@@ -36,7 +37,7 @@ const (
 // per GPU. The best split is the one with the highest such rate. cfg's
 // runs should write no files (each is a whole run); only cfg.Cluster's
 // Disagg and the level's rate vary.
-func CompareSplits(ctx context.Context, cfg Config, splits []cluster.Split, top float64) (*report.Splits, error) {
+func CompareSplits(ctx context.Context, cfg run.Config, splits []cluster.Split, top float64) (*report.Splits, error) {
 	c := cfg.Cluster
 	switch {
 	case len(splits) == 0:
@@ -91,13 +92,13 @@ func CompareSplits(ctx context.Context, cfg Config, splits []cluster.Split, top 
 
 // searchFleet runs cfg on fleet at top and, short of SplitAttainment
 // there, bisects below it for the highest rate that reaches it.
-func searchFleet(ctx context.Context, cfg Config, fleet *cluster.Config, top float64) (report.SplitFleet, error) {
+func searchFleet(ctx context.Context, cfg run.Config, fleet *cluster.Config, top float64) (report.SplitFleet, error) {
 	cfg.Cluster = fleet
 	// at runs the fleet at rate: the share meeting the SLO, the goodput
 	// and the KV transfer's P50 (-1 without a split).
 	at := func(rate float64) (attain, goodput, transfer float64, err error) {
 		cfg.Load.RequestRate = rate
-		res, err := Run(ctx, cfg)
+		res, err := run.Run(ctx, cfg)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -140,7 +141,7 @@ func searchFleet(ctx context.Context, cfg Config, fleet *cluster.Config, top flo
 // SaveSplits writes the comparison's JSON (report.SplitsJSON) into out's
 // directory, named out.ResultName or pd-ratios-DATE.json at now, and
 // returns the path written.
-func SaveSplits(out *Output, res *report.Splits, now time.Time) (string, error) {
+func SaveSplits(out *run.Output, res *report.Splits, now time.Time) (string, error) {
 	b, err := json.MarshalIndent(report.SplitsJSON(res), "", "  ")
 	if err != nil {
 		return "", err
@@ -154,7 +155,7 @@ func SaveSplits(out *Output, res *report.Splits, now time.Time) (string, error) 
 // Goodput SLO (so, the summary), no HTML report or records file — each
 // split's runs are quiet and write nothing, so out is made so — and no
 // sessions (dataset). save is whether the comparison itself is saved.
-func SplitsOf(load LoadSpec, so stats.Options, out *OutputSpec, dataset string) (top float64, save bool, err error) {
+func SplitsOf(load run.LoadSpec, so stats.Options, out *run.OutputSpec, dataset string) (top float64, save bool, err error) {
 	ratios := setting.Name("Ratios")
 	top, err = load.Rate()
 	switch {
@@ -168,10 +169,15 @@ func SplitsOf(load LoadSpec, so stats.Options, out *OutputSpec, dataset string) 
 		return 0, false, setting.Errorf("HTML", "", "%v writes no HTML report (the result saves the comparison as JSON)", ratios)
 	case out.Records != "" && out.Records != "none":
 		return 0, false, setting.Errorf("Records", "", "%v runs many fleets and keeps no records (run one split)", ratios)
-	case IsSessionDataset(dataset):
+	case run.IsSessionDataset(dataset):
 		return 0, false, setting.Errorf("", "", "%v searches the request rate of independent requests: sessions (%v %s) keep their own", ratios, setting.Name("DatasetName"), dataset)
 	}
 	save = out.SaveResult
 	out.Records, out.SaveResult, out.HTML = "none", false, ""
 	return top, save, nil
+}
+
+// configErr is a refusal of cfg's field (its path in run.Config).
+func configErr(field, format string, args ...any) error {
+	return &run.ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
 }

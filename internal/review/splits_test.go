@@ -1,4 +1,4 @@
-package run
+package review
 
 import (
 	"context"
@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/workload"
 )
 
 // splitsConfig is simConfig's workload, n requests, on two replicas.
-func splitsConfig(t *testing.T, n int, slo string) Config {
+func splitsConfig(t *testing.T, n int, slo string) run.Config {
 	cfg := simConfig(t, n)
 	cfg.Command = "sim"
 	s, err := stats.ParseSLO(slo)
@@ -74,22 +77,22 @@ func TestCompareSplitsRefuses(t *testing.T) {
 	one := []cluster.Split{{Prefill: 1, Decode: 1}}
 	for _, tt := range []struct {
 		name   string
-		edit   func(*Config)
+		edit   func(*run.Config)
 		splits []cluster.Split
 		top    float64
 		field  string
 	}{
-		{"no splits", func(*Config) {}, nil, 1, "Cluster.Disagg"},
-		{"no fleet", func(c *Config) { c.Cluster = nil }, one, 1, "Cluster"},
-		{"a split already", func(c *Config) { c.Cluster.Disagg = &cluster.Disaggregation{Prefill: 1} }, one, 1, "Cluster"},
-		{"no SLO", func(c *Config) { c.Stats.SLO = stats.SLO{} }, one, 1, "SLO"},
-		{"infinite rate", func(*Config) {}, one, math.Inf(1), "RequestRate"},
-		{"other total", func(*Config) {}, []cluster.Split{{Prefill: 1, Decode: 2}}, 1, "Cluster.Disagg"},
+		{"no splits", func(*run.Config) {}, nil, 1, "Cluster.Disagg"},
+		{"no fleet", func(c *run.Config) { c.Cluster = nil }, one, 1, "Cluster"},
+		{"a split already", func(c *run.Config) { c.Cluster.Disagg = &cluster.Disaggregation{Prefill: 1} }, one, 1, "Cluster"},
+		{"no SLO", func(c *run.Config) { c.Stats.SLO = stats.SLO{} }, one, 1, "SLO"},
+		{"infinite rate", func(*run.Config) {}, one, math.Inf(1), "RequestRate"},
+		{"other total", func(*run.Config) {}, []cluster.Split{{Prefill: 1, Decode: 2}}, 1, "Cluster.Disagg"},
 	} {
 		cfg := splitsConfig(t, 5, "ttft:1000")
 		tt.edit(&cfg)
 		_, err := CompareSplits(context.Background(), cfg, tt.splits, tt.top)
-		var ce *ConfigError
+		var ce *run.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tt.field {
 			t.Errorf("%s: %v; want a ConfigError of %s", tt.name, err, tt.field)
 		}
@@ -103,7 +106,7 @@ func TestSaveSplits(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tt := range []struct{ name, want string }{{"", "pd-ratios-20260102-030405.json"}, {"mine.json", "mine.json"}} {
-		path, err := SaveSplits(&Output{Dir: dir, ResultName: tt.name}, res, now)
+		path, err := SaveSplits(&run.Output{Dir: dir, ResultName: tt.name}, res, now)
 		if err != nil || path != filepath.Join(dir, tt.want) {
 			t.Fatalf("SaveSplits = %q, %v; want %s", path, err, tt.want)
 		}
@@ -123,26 +126,42 @@ func TestSplitsOfErrors(t *testing.T) {
 		name    string
 		rate    string
 		so      stats.Options
-		out     OutputSpec
+		out     run.OutputSpec
 		dataset string
 		want    string
 	}{
-		{"unpaced", "inf", slo, OutputSpec{}, "", "Ratios searches request rates up to RequestRate: give a finite rate (it is inf)"},
-		{"bad rate", "x", slo, OutputSpec{}, "", `RequestRate "x": want a positive number of requests/s or inf`},
-		{"no slo", "8", stats.Options{}, OutputSpec{}, "", "Ratios compares goodput per GPU: give Goodput (e.g. ttft:1000 tpot:50)"},
-		{"html", "8", slo, OutputSpec{HTML: "a.html"}, "", "HTML: Ratios writes no HTML report (the result saves the comparison as JSON)"},
-		{"records", "8", slo, OutputSpec{Records: "r.jsonl"}, "", "Records: Ratios runs many fleets and keeps no records (run one split)"},
-		{"sessions", "8", slo, OutputSpec{}, "conversations", "Ratios searches the request rate of independent requests: sessions (DatasetName conversations) keep their own"},
+		{"unpaced", "inf", slo, run.OutputSpec{}, "", "Ratios searches request rates up to RequestRate: give a finite rate (it is inf)"},
+		{"bad rate", "x", slo, run.OutputSpec{}, "", `RequestRate "x": want a positive number of requests/s or inf`},
+		{"no slo", "8", stats.Options{}, run.OutputSpec{}, "", "Ratios compares goodput per GPU: give Goodput (e.g. ttft:1000 tpot:50)"},
+		{"html", "8", slo, run.OutputSpec{HTML: "a.html"}, "", "HTML: Ratios writes no HTML report (the result saves the comparison as JSON)"},
+		{"records", "8", slo, run.OutputSpec{Records: "r.jsonl"}, "", "Records: Ratios runs many fleets and keeps no records (run one split)"},
+		{"sessions", "8", slo, run.OutputSpec{}, "conversations", "Ratios searches the request rate of independent requests: sessions (DatasetName conversations) keep their own"},
 	}
 	for _, c := range cases {
-		_, _, err := SplitsOf(LoadSpec{RequestRate: c.rate}, c.so, &c.out, c.dataset)
+		_, _, err := SplitsOf(run.LoadSpec{RequestRate: c.rate}, c.so, &c.out, c.dataset)
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%s: SplitsOf = %v; want %q", c.name, err, c.want)
 		}
 	}
-	out := OutputSpec{SaveResult: true, Records: "none"}
-	top, save, err := SplitsOf(LoadSpec{RequestRate: "8"}, slo, &out, "random")
+	out := run.OutputSpec{SaveResult: true, Records: "none"}
+	top, save, err := SplitsOf(run.LoadSpec{RequestRate: "8"}, slo, &out, "random")
 	if err != nil || top != 8 || !save || out.SaveResult || out.Records != "none" {
 		t.Errorf("SplitsOf(8) = %v, %v, %v, out %+v; want 8, saved, and no result file of each run", top, save, err, out)
+	}
+}
+
+// simConfig is a quiet virtual-time run of n random requests (run's tests
+// have its twin).
+func simConfig(t testing.TB, n int) run.Config {
+	t.Helper()
+	slo, err := stats.ParseSLO("ttft:2000 tpot:50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run.Config{
+		Command: "sweep", Virtual: true, Engine: sim.DefaultConfig(), Seed: 7,
+		Workload: run.Workload{Options: workload.Options{DatasetName: "random", RandomInputLen: 1024, RandomOutputLen: 128, RandomRangeRatio: 0.5}},
+		Load:     runlog.Level{NumPrompts: n, Burstiness: 1}, Stats: stats.Options{SLO: slo},
+		Output: run.Output{Dir: t.TempDir(), ResultName: "r.json", Records: "none"},
 	}
 }

@@ -1,4 +1,4 @@
-package run
+package review
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
@@ -38,7 +39,7 @@ func Fit(s *FitSpec, f Files) error {
 	case s.Network < 0:
 		return setting.Errorf("Network", s.Network.String(), "want ≥ 0")
 	}
-	setup, err := FitSetup(s.Engine)
+	setup, err := run.FitSetup(s.Engine)
 	if err != nil {
 		return setting.Within("Engine", err)
 	}
@@ -46,8 +47,8 @@ func Fit(s *FitSpec, f Files) error {
 	if err != nil {
 		return err
 	}
-	res, err := FitFiles(setup, files, s.Network)
-	if err != nil && !errors.Is(err, ErrNoFitData) {
+	res, err := run.FitFiles(setup, files, s.Network)
+	if err != nil && !errors.Is(err, run.ErrNoFitData) {
 		return fmt.Errorf("fit: %w", err)
 	}
 	if err != nil {
@@ -56,17 +57,17 @@ func Fit(s *FitSpec, f Files) error {
 	if !res.Identified() {
 		// A "-fitted" profile equal to its base would pass for a fit.
 		return fmt.Errorf("%w: the records identify no figure of %s's profile (no request ran alone, or decode at one concurrency only): fit records of bench --max-concurrency 1 with prompts of ≥ %d tokens and of bench at two or more --max-concurrency values",
-			ErrNothingIdentified, setup.GPU.Name, fit.LongPrompt)
+			run.ErrNothingIdentified, setup.GPU.Name, fit.LongPrompt)
 	}
 	prof, err := fit.Profile(res, setup.GPU.Name)
 	if err != nil {
 		return err
 	}
 	if _, err := f.Stdout.Write(prof); err != nil {
-		return &OutputError{Field: "", Err: err}
+		return &run.OutputError{Field: "", Err: err}
 	}
 	if err := report.FitTable(f.Stdout, res); err != nil {
-		return &OutputError{Field: "", Err: err}
+		return &run.OutputError{Field: "", Err: err}
 	}
 	for _, e := range res.Estimates {
 		if !e.Identified {
@@ -78,7 +79,7 @@ func Fit(s *FitSpec, f Files) error {
 	}
 	if s.Output != "" {
 		if err := os.WriteFile(f.Path(s.Output), prof, 0o644); err != nil {
-			return &OutputError{Field: "Output", Err: err}
+			return &run.OutputError{Field: "Output", Err: err}
 		}
 	}
 	return nil

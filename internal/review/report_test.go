@@ -1,4 +1,4 @@
-package run
+package review
 
 import (
 	"errors"
@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
-	"github.com/goodput/goodput/internal/sweep"
 )
 
 // fieldOf is the field a *setting.Error names, "-" for another error and
@@ -34,10 +33,10 @@ func TestReportSettingErrorsByField(t *testing.T) {
 		name, field string
 		err         error
 	}{
-		{"cost", "GPUCostPerHour", Cost{GPUCostPerHour: -1}.Check()},
-		{"cost NaN", "GPUCostPerHour", Cost{GPUCostPerHour: math.NaN()}.Check()},
-		{"gpus", "NumGPUs", Cost{NumGPUs: -2}.Check()},
-		{"priced", "", Cost{GPUCostPerHour: 2, NumGPUs: 8}.Check()},
+		{"cost", "GPUCostPerHour", run.Cost{GPUCostPerHour: -1}.Check()},
+		{"cost NaN", "GPUCostPerHour", run.Cost{GPUCostPerHour: math.NaN()}.Check()},
+		{"gpus", "NumGPUs", run.Cost{NumGPUs: -2}.Check()},
+		{"priced", "", run.Cost{GPUCostPerHour: 2, NumGPUs: 8}.Check()},
 		{"reading speed", "ReadingSpeedMs", (&ReportSpec{}).Check()},
 		{"per request", "PerRequest", (&ReportSpec{ReadingSpeedMs: 50, PerRequest: "xml"}).Check()},
 		{"report", "", (&ReportSpec{ReadingSpeedMs: 50, PerRequest: "jsonl"}).Check()},
@@ -98,7 +97,7 @@ func TestReanalysisTakesWhatWasGiven(t *testing.T) {
 		}
 	}
 	s := &ReportSpec{ReadingSpeedMs: 50, SLOWords: []string{"ttft:100"},
-		Summary: SummarySpec{Spec: stats.Spec{Goodput: []string{"tpot:50"}, SessionGoodput: "ttp:x"}, Cost: Cost{NumGPUs: -1}}}
+		Summary: SummarySpec{Spec: stats.Spec{Goodput: []string{"tpot:50"}, SessionGoodput: "ttp:x"}, Cost: run.Cost{NumGPUs: -1}}}
 	a, err := s.Reanalysis(nil)
 	if err != nil || !a.SLOSet || a.MetricsSet || a.Cost != nil || a.SessionSLO != nil {
 		t.Errorf("nothing given: %+v, %v; want the SLO words alone taken", a, err)
@@ -112,27 +111,6 @@ func TestReanalysisTakesWhatWasGiven(t *testing.T) {
 	s.Summary.MetricPercentiles = "200"
 	if _, err := s.Reanalysis(nil); fieldOf(err) != "Summary.MetricPercentiles" {
 		t.Errorf("bad percentiles: %v", err)
-	}
-}
-
-func TestSweepLines(t *testing.T) {
-	var b strings.Builder
-	s := SweepOf(sweep.Plan{Axis: sweep.AxisRate, Auto: true, Criteria: sweep.Criteria{Attainment: 0.9}})
-	plan, point := s.Lines(&b)
-	plan(Plan{Axis: sweep.AxisRate, Search: true, Lo: 1, Hi: 8, Virtual: true, Probe: &runlog.CapacityProbe{Completed: 10, DurationS: 2, RequestThroughput: 5}})
-	point(sweep.Point{Level: runlog.Level{RequestRate: 2}}, "", &Meets{Why: "ttft"})
-	for _, want := range []string{
-		"no levels given: measuring capacity first, then sweeping 20 %, 40 %",
-		"capacity probe: 10 requests completed in 2.0 s, 5 requests/s",
-		"bisecting rate (req/s) in [1, 8] for SLO attainment ≥ 90 % (virtual time)",
-		"| misses: ttft",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("Lines wrote %q; want %q in it", b.String(), want)
-		}
-	}
-	if s.Fractions == nil || SweepOf(sweep.Plan{}).Fractions != nil {
-		t.Errorf("SweepOf: fractions %v for an automatic plan; want AutoFractions, none otherwise", s.Fractions)
 	}
 }
 
@@ -153,7 +131,7 @@ func TestSplitArgsKeepsFilesNamedLikeSLOWords(t *testing.T) {
 
 func TestReportWantsAFile(t *testing.T) {
 	var se *setting.Error
-	if err := Report(&ReportSpec{}, nil, TerminalOptions{}, Files{}); !errors.As(err, &se) || se.Error() != "no records file given" {
+	if err := Report(&ReportSpec{}, nil, run.TerminalOptions{}, Files{}); !errors.As(err, &se) || se.Error() != "no records file given" {
 		t.Errorf("Report of no files = %v; want the setting error", err)
 	}
 }

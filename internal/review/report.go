@@ -1,4 +1,4 @@
-package run
+package review
 
 import (
 	"bytes"
@@ -14,21 +14,11 @@ import (
 
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
-
-// Check refuses a price or count no GPU has.
-func (c Cost) Check() error {
-	switch {
-	case !(c.GPUCostPerHour >= 0) || c.GPUCostPerHour > 1e9:
-		return setting.Errorf("GPUCostPerHour", fmt.Sprint(c.GPUCostPerHour), "want a cost ≥ 0")
-	case c.NumGPUs < 0 || c.NumGPUs > 1<<20:
-		return setting.Errorf("NumGPUs", strconv.Itoa(c.NumGPUs), "want ≥ 1 (0: the engine's, else 1)")
-	}
-	return nil
-}
 
 // Files say how a command over saved runs reaches its files and streams.
 type Files struct {
@@ -74,9 +64,9 @@ func (f Files) SplitArgs(args []string, goodput bool) (files, slo []string) {
 
 // writeFile renders a file named by the setting field.
 func (f Files) writeFile(field, name, note string, render func(*bytes.Buffer) error) error {
-	var out Output
+	var out run.Output
 	if err := out.WriteFile(f.Path(name), render); err != nil {
-		return &OutputError{Field: field, Err: err}
+		return &run.OutputError{Field: field, Err: err}
 	}
 	f.Note(fmt.Sprintf(note, name))
 	return nil
@@ -86,7 +76,7 @@ func (f Files) writeFile(field, name, note string, render func(*bytes.Buffer) er
 // writes it.
 type SummarySpec struct {
 	stats.Spec
-	Cost
+	run.Cost
 }
 
 // readSettings names the settings that would read err's files: Force
@@ -138,8 +128,8 @@ func (s *ReportSpec) Check() error {
 // Reanalysis is what a report judges saved records with: the settings
 // given again (Given), the price and the session SLO where given.
 type Reanalysis struct {
-	Given
-	Cost       *Cost
+	run.Given
+	Cost       *run.Cost
 	SessionSLO *stats.SessionSLO
 }
 
@@ -151,7 +141,7 @@ func (s *ReportSpec) Reanalysis(given setting.Given) (Reanalysis, error) {
 	if err != nil {
 		return Reanalysis{}, setting.Within("Summary", err)
 	}
-	a := Reanalysis{Given: Given{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
+	a := Reanalysis{Given: run.Given{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
 		SLOSet:     given.Has("Summary.Goodput") || given.Has("Summary.SLOPreset") || len(s.SLOWords) > 0,
 		MetricsSet: given.Has("Summary.PercentileMetrics"), PercentilesSet: given.Has("Summary.MetricPercentiles"),
 		BucketsSet: given.Has("Summary.Buckets"), ReadingSpeedSet: given.Has("ReadingSpeedMs")}}
@@ -173,7 +163,7 @@ func (s *ReportSpec) Reanalysis(given setting.Given) (Reanalysis, error) {
 
 // Analyze judges merged records as the run that wrote them did, but for
 // the settings given (Reanalysis).
-func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []runlog.Scrape, given setting.Given) (*Result, error) {
+func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []runlog.Scrape, given setting.Given) (*run.Result, error) {
 	a, err := s.Reanalysis(given)
 	if err != nil {
 		return nil, err
@@ -191,14 +181,14 @@ func (s *ReportSpec) Analyze(meta *runlog.Meta, recs []runlog.Record, scrapes []
 			meta = &mm
 		}
 	}
-	return AnalyzeRecords(meta, recs, AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: scrapes,
+	return run.AnalyzeRecords(meta, recs, run.AnalyzeOptions{Stats: &so, ReadingSpeedMs: speed, Scrapes: scrapes,
 		Cost: a.Cost, SessionSLO: a.SessionSLO})
 }
 
 // Report checks the spec, reads and merges its files (ReadMerged), judges
 // them (Analyze) and prints and writes what the spec asks. Files that
 // Force or Read.Merge would merge are a *setting.Error naming it.
-func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) error {
+func Report(s *ReportSpec, given setting.Given, term run.TerminalOptions, f Files) error {
 	if len(s.Files) == 0 {
 		return setting.Errorf("", "", "no records file given")
 	}
@@ -239,14 +229,14 @@ func Report(s *ReportSpec, given setting.Given, term TerminalOptions, f Files) e
 			paths = append(paths, more...)
 		}
 		if err != nil {
-			return &OutputError{Field: "CSVDir", Err: err}
+			return &run.OutputError{Field: "CSVDir", Err: err}
 		}
 		f.Note("wrote " + strings.Join(paths, ", "))
 	}
 	if s.JSON != "" {
-		doc, err := res.JSON(JSONOptions{})
+		doc, err := res.JSON(run.JSONOptions{})
 		if err != nil {
-			return &OutputError{Field: "JSON", Err: err}
+			return &run.OutputError{Field: "JSON", Err: err}
 		}
 		if err := f.writeFile("JSON", s.JSON, "result saved to %s", func(b *bytes.Buffer) error { _, err := b.Write(doc); return err }); err != nil {
 			return err
