@@ -32,6 +32,9 @@ var floors = [][]string{
 	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
 	// Rendering every output.
 	{"internal/report"},
+	// A run split over processes: shard syntax, rendezvous, clock offset,
+	// the Kubernetes Job and collector.
+	{"internal/shard"},
 	// The run lifecycle: the middle floor.
 	{"internal/run"},
 	// Commands over saved runs: report, compare, fit, split comparison.

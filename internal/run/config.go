@@ -24,6 +24,7 @@ import (
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
@@ -93,7 +94,7 @@ type Config struct {
 	// Shard, when set, makes the run one shard of a run split over several
 	// processes: it sends only its share of the one global schedule (see
 	// Shard); nil for a whole run.
-	Shard *Shard
+	Shard *shard.Shard
 	// StartAt, when set, is the wall-clock instant the measured schedule
 	// starts from (its time zero), so that processes started apart send
 	// one schedule; zero starts once the run is ready.

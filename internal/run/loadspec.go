@@ -10,6 +10,7 @@ import (
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -34,8 +35,8 @@ type LoadSpec struct {
 	// its rates, nil when not given.
 	RampUpStrategy               string
 	RampUpStartRPS, RampUpEndRPS *float64
-	// ShardSpec splits the run over machines.
-	ShardSpec
+	// Spec splits the run over machines.
+	shard.Spec
 	// Retries, RetryBackoff (loadgen.ParseBackoff's form) and
 	// RetryIgnoreRetryAfter are the client's retries of failed requests.
 	Retries               int
@@ -178,4 +179,15 @@ func (s *LoadSpec) Retry() (*loadgen.RetryPolicy, error) {
 	p.Max = s.Retries
 	p.IgnoreRetryAfter = s.RetryIgnoreRetryAfter
 	return &p, nil
+}
+
+// ShardOf is the load's shard (nil: a whole run) and its start (zero:
+// once ready), the index of Shards N read from shard.JobIndexEnv through getenv
+// (nil: none).
+func (s *LoadSpec) ShardOf(getenv func(string) string, now time.Time) (*shard.Shard, time.Time, error) {
+	index := ""
+	if getenv != nil {
+		index = getenv(shard.JobIndexEnv)
+	}
+	return s.Spec.Build(index, now)
 }

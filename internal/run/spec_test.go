@@ -8,6 +8,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -263,5 +264,29 @@ func TestOutputSpecLive(t *testing.T) {
 	_, err := start(&runlog.Meta{})
 	if se := asSettingErr(t, err); se.Field != "MetricsListen" || !strings.Contains(se.Error(), "99999") {
 		t.Errorf("bad address: %v; want a MetricsListen error naming it", se)
+	}
+}
+
+// settingErr checks that err, returned by call, is a *setting.Error
+// starting with want (fields named by their paths), or nil when want is "".
+func settingErr(t *testing.T, call string, err error, want string) {
+	t.Helper()
+	var se *setting.Error
+	switch {
+	case want == "" && err != nil:
+		t.Errorf("%s = %v; want no error", call, err)
+	case want != "" && (!errors.As(err, &se) || !strings.HasPrefix(se.Error(), want)):
+		t.Errorf("%s = %v (%T); want a *setting.Error %q", call, err, err, want)
+	}
+}
+
+func TestLoadShardOfReadsTheIndex(t *testing.T) {
+	l := LoadSpec{Spec: shard.Spec{Shards: 4}}
+	sh, _, err := l.ShardOf(func(k string) string { return map[string]string{shard.JobIndexEnv: "2"}[k] }, time.Now())
+	if err != nil || sh == nil || sh.Index != 2 {
+		t.Errorf("ShardOf = %+v, %v; want shard 2 of 4", sh, err)
+	}
+	if _, _, err := l.ShardOf(nil, time.Now()); err == nil {
+		t.Error("ShardOf without an index: want an error")
 	}
 }

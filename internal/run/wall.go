@@ -349,9 +349,9 @@ func (w *wall) finish(res *Result) { res.TokenizerID = w.tokenizerID }
 func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink) (levelRun, error) {
 	cfg := w.cfg
 	sh := cfg.Shard
-	total := sh.share(lv.NumPrompts)
+	total := sh.Share(lv.NumPrompts)
 	if total > 0 {
-		total += sh.share(lv.NumWarmups)
+		total += sh.Share(lv.NumWarmups)
 	}
 	var watch Watch
 	if cfg.Hooks.Level != nil {
@@ -402,10 +402,10 @@ func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.D
 	if warmConns <= 0 {
 		warmConns = min(lv.NumPrompts, defaultWarm)
 	}
-	w.warm(ctx, sh.share(warmConns))
+	w.warm(ctx, sh.Share(warmConns))
 	cpu := startCPU(w.embedded)
 	lc := loadgen.Config{
-		Schedule: sched, MaxConcurrency: sh.share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
+		Schedule: sched, MaxConcurrency: sh.Share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
 		Duration: lv.Duration(), NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: w.prefix,
 		FirstIndex: w.next, Now: w.now, OnRecord: func(r *runlog.Record) { _ = onRecord(r) },
 	}
@@ -440,7 +440,7 @@ func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.D
 	lv.DelayedArrivals = res.Delayed
 	lv.ClientCPU = cpu.share()
 	if sh != nil {
-		lv = shardLevel(lv, sh, res.Sent)
+		lv = sh.Level(lv, res.Sent)
 	}
 	return levelRun{level: lv, sent: res.Sent, stopped: res.Stopped == loadgen.StopCancelled}, nil
 }

@@ -1,4 +1,4 @@
-package run
+package shard
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ import (
 // JobIndexEnv is where a Kubernetes Indexed Job gives each pod its index.
 const JobIndexEnv = "JOB_COMPLETION_INDEX"
 
-// ShardSpec is a run split over machines as a user gives it: Shard I/N,
+// Spec is a run split over machines as a user gives it: Shard I/N,
 // or Shards N with the index from JobIndexEnv; a fixed StartAt (RFC 3339)
 // or a Rendezvous address agreeing the start between the shards.
-type ShardSpec struct {
+type Spec struct {
 	Shard      string
 	Shards     int
 	StartAt    string
@@ -28,22 +28,22 @@ type ShardSpec struct {
 
 // Build is the run's shard (nil: a whole run) and start (zero: once
 // ready); index is JobIndexEnv's value, now the clock. Errors are
-// *setting.Error of ShardSpec's fields.
-func (s ShardSpec) Build(index string, now time.Time) (*Shard, time.Time, error) {
+// *setting.Error of Spec's fields.
+func (s Spec) Build(index string, now time.Time) (*Shard, time.Time, error) {
 	var sh *Shard
 	switch {
 	case s.Shard != "" && s.Shards != 0:
 		return nil, time.Time{}, setting.Errorf("", "", "%v %s and %v %d: give one (%[3]v takes the index from %[5]s)",
 			setting.Name("Shard"), s.Shard, setting.Name("Shards"), s.Shards, JobIndexEnv)
 	case s.Shard != "":
-		i, n, err := ParseShard(s.Shard)
+		i, n, err := Parse(s.Shard)
 		if err != nil {
 			return nil, time.Time{}, setting.Errorf("Shard", strconv.Quote(s.Shard), "%v", err)
 		}
 		sh = &Shard{Index: i, Count: n}
 	case s.Shards != 0:
-		if s.Shards < 1 || s.Shards > MaxShards {
-			return nil, time.Time{}, setting.Errorf("Shards", strconv.Itoa(s.Shards), "want 1 to %d", MaxShards)
+		if s.Shards < 1 || s.Shards > MaxCount {
+			return nil, time.Time{}, setting.Errorf("Shards", strconv.Itoa(s.Shards), "want 1 to %d", MaxCount)
 		}
 		index = strings.TrimSpace(index)
 		if index == "" {
@@ -73,17 +73,6 @@ func (s ShardSpec) Build(index string, now time.Time) (*Shard, time.Time, error)
 	return sh, at, nil
 }
 
-// ShardOf is the load's shard (nil: a whole run) and its start (zero:
-// once ready), the index of Shards N read from JobIndexEnv through getenv
-// (nil: none).
-func (s *LoadSpec) ShardOf(getenv func(string) string, now time.Time) (*Shard, time.Time, error) {
-	index := ""
-	if getenv != nil {
-		index = getenv(JobIndexEnv)
-	}
-	return s.ShardSpec.Build(index, now)
-}
-
 // startAt parses and checks a fixed start ("" none), as field StartAt.
 func startAt(s string, now time.Time) (time.Time, error) {
 	if s == "" {
@@ -99,9 +88,9 @@ func startAt(s string, now time.Time) (time.Time, error) {
 	return at, nil
 }
 
-// ShardJob is "goodput k8s job" as a user gives it: the Indexed Job that
+// Job is "goodput k8s job" as a user gives it: the Indexed Job that
 // runs bench as Shards shards of one schedule against BaseURL.
-type ShardJob struct {
+type Job struct {
 	// Name names the Job (and its Service, ConfigMap and pods); Namespace
 	// is theirs ("" kubectl's current).
 	Name, Namespace string
@@ -160,11 +149,11 @@ func (b JobBench) check() error {
 }
 
 // Check checks the Job's own settings, before bench's are read: errors
-// are *setting.Error of ShardJob's fields.
-func (j *ShardJob) Check(now time.Time) (k8s.JobSpec, error) {
+// are *setting.Error of Job's fields.
+func (j *Job) Check(now time.Time) (k8s.JobSpec, error) {
 	switch {
-	case j.Shards < 1 || j.Shards > MaxShards:
-		return k8s.JobSpec{}, setting.Errorf("Shards", strconv.Itoa(j.Shards), "want 1 to %d pods", MaxShards)
+	case j.Shards < 1 || j.Shards > MaxCount:
+		return k8s.JobSpec{}, setting.Errorf("Shards", strconv.Itoa(j.Shards), "want 1 to %d pods", MaxCount)
 	case j.BaseURL == "":
 		return k8s.JobSpec{}, setting.Errorf("BaseURL", "", "give the server's root URL as the pods reach it (the embedded simulator runs in no pod)")
 	case !strings.HasPrefix(j.BaseURL, "http://") && !strings.HasPrefix(j.BaseURL, "https://"):
@@ -182,7 +171,7 @@ func (j *ShardJob) Check(now time.Time) (k8s.JobSpec, error) {
 // Manifests checks the Job with bench's settings and returns the head
 // comment and the objects; read reads the dataset. Errors about the
 // dataset are of field Bench.Workload.DatasetPath.
-func (j *ShardJob) Manifests(now time.Time, read func(path string) ([]byte, error)) (string, []k8s.Manifest, error) {
+func (j *Job) Manifests(now time.Time, read func(path string) ([]byte, error)) (string, []k8s.Manifest, error) {
 	spec, err := j.Check(now)
 	if err == nil {
 		err = j.Bench.check()
@@ -218,7 +207,7 @@ func (j *ShardJob) Manifests(now time.Time, read func(path string) ([]byte, erro
 
 // specError is a *k8s.SpecError as a *setting.Error of the field of j
 // that filled the spec's field.
-func (j *ShardJob) specError(err error) error {
+func (j *Job) specError(err error) error {
 	var se *k8s.SpecError
 	if !errors.As(err, &se) {
 		return err
@@ -236,7 +225,7 @@ func (j *ShardJob) specError(err error) error {
 }
 
 // k8sFieldError is a spec field's error as the same field of the settings
-// (ShardJob's and ShardCollect's fields are named as the spec's).
+// (Job's and Collect's fields are named as the spec's).
 func k8sFieldError(se *k8s.SpecError) error {
 	if se.Field == "RecordsClaim" && se.Value == "" {
 		return setting.Errorf("RecordsClaim", "", "give the claim the shards wrote their records to (without one, read them from the pods' logs: see docs/scale-out.md)")
@@ -244,10 +233,10 @@ func k8sFieldError(se *k8s.SpecError) error {
 	return setting.Errorf(se.Field, se.ValueText(), "%v", se.Err)
 }
 
-// ShardCollect is "goodput k8s collect" as a user gives it: the Job that
+// Collect is "goodput k8s collect" as a user gives it: the Job that
 // merges the shards' records with report's flags Report; ReportGiven says
 // which flags Report holds, ReportRest its words no flag took.
-type ShardCollect struct {
+type Collect struct {
 	Name, Namespace, Image, RecordsClaim string
 	Shards                               int
 	Report, ReportRest                   []string
@@ -255,10 +244,10 @@ type ShardCollect struct {
 }
 
 // Check checks the collector's own settings, before report's are read.
-func (c *ShardCollect) Check() (k8s.CollectSpec, error) {
+func (c *Collect) Check() (k8s.CollectSpec, error) {
 	spec := k8s.CollectSpec{Name: c.Name, Namespace: c.Namespace, Shards: c.Shards, Image: c.Image, RecordsClaim: c.RecordsClaim}
-	if c.Shards < 1 || c.Shards > MaxShards {
-		return spec, setting.Errorf("Shards", strconv.Itoa(c.Shards), "want 1 to %d", MaxShards)
+	if c.Shards < 1 || c.Shards > MaxCount {
+		return spec, setting.Errorf("Shards", strconv.Itoa(c.Shards), "want 1 to %d", MaxCount)
 	}
 	if err := spec.Check(); err != nil {
 		var se *k8s.SpecError
@@ -271,7 +260,7 @@ func (c *ShardCollect) Check() (k8s.CollectSpec, error) {
 }
 
 // Manifests is the collector's head comment and objects.
-func (c *ShardCollect) Manifests() (string, []k8s.Manifest, error) {
+func (c *Collect) Manifests() (string, []k8s.Manifest, error) {
 	spec, err := c.Check()
 	switch {
 	case err != nil:

@@ -1,4 +1,4 @@
-package run
+package shard
 
 import (
 	"errors"
@@ -8,12 +8,9 @@ import (
 	"time"
 )
 
-// MaxShards bounds a run's shard count (Shard.Count).
-const MaxShards = maxShards
-
-// ParseShard parses I/N: shard I, counted from 0, of N (1 to MaxShards).
+// Parse parses I/N: shard I, counted from 0, of N (1 to MaxCount).
 // The error says what is wrong with s; its caller names the setting.
-func ParseShard(s string) (index, count int, err error) {
+func Parse(s string) (index, count int, err error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
 		return 0, 0, errors.New("want I/N, shard I (from 0) of N, e.g. 0/4")
@@ -23,15 +20,15 @@ func ParseShard(s string) (index, count int, err error) {
 	switch {
 	case err1 != nil || err2 != nil:
 		return 0, 0, errors.New("want I/N with whole numbers, e.g. 0/4")
-	case count < 1 || count > MaxShards:
-		return 0, 0, fmt.Errorf("want 1 to %d shards", MaxShards)
+	case count < 1 || count > MaxCount:
+		return 0, 0, fmt.Errorf("want 1 to %d shards", MaxCount)
 	case index < 0 || index >= count:
 		return 0, 0, fmt.Errorf("the index counts from 0: want 0 to %d", count-1)
 	}
 	return index, count, nil
 }
 
-// ParseStartAt parses a synchronised start (Config.StartAt): an RFC 3339
+// ParseStartAt parses a synchronised start (run.Config.StartAt): an RFC 3339
 // instant, fractional seconds allowed, with its zone (Z or ±hh:mm).
 func ParseStartAt(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
