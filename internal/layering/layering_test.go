@@ -37,6 +37,8 @@ var floors = [][]string{
 	{"internal/shard"},
 	// The run lifecycle: the middle floor.
 	{"internal/run"},
+	// The user's settings for a run, checked, and the --fail-if schemas.
+	{"internal/runspec"},
 	// Commands over saved runs: report, compare, fit, split comparison.
 	{"internal/review"},
 	// Synthetic monitoring over run's backends: probes on a schedule.

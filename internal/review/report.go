@@ -16,6 +16,7 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -128,7 +129,7 @@ func (s *ReportSpec) Check() error {
 // Reanalysis is what a report judges saved records with: the settings
 // given again (Given), the price and the session SLO where given.
 type Reanalysis struct {
-	run.Given
+	runspec.Given
 	Cost       *run.Cost
 	SessionSLO *stats.SessionSLO
 }
@@ -141,7 +142,7 @@ func (s *ReportSpec) Reanalysis(given setting.Given) (Reanalysis, error) {
 	if err != nil {
 		return Reanalysis{}, setting.Within("Summary", err)
 	}
-	a := Reanalysis{Given: run.Given{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
+	a := Reanalysis{Given: runspec.Given{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
 		SLOSet:     given.Has("Summary.Goodput") || given.Has("Summary.SLOPreset") || len(s.SLOWords) > 0,
 		MetricsSet: given.Has("Summary.PercentileMetrics"), PercentilesSet: given.Has("Summary.MetricPercentiles"),
 		BucketsSet: given.Has("Summary.Buckets"), ReadingSpeedSet: given.Has("ReadingSpeedMs")}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
@@ -155,7 +156,7 @@ func SaveSplits(out *run.Output, res *report.Splits, now time.Time) (string, err
 // Goodput SLO (so, the summary), no HTML report or records file — each
 // split's runs are quiet and write nothing, so out is made so — and no
 // sessions (dataset). save is whether the comparison itself is saved.
-func SplitsOf(load run.LoadSpec, so stats.Options, out *run.OutputSpec, dataset string) (top float64, save bool, err error) {
+func SplitsOf(load runspec.LoadSpec, so stats.Options, out *runspec.OutputSpec, dataset string) (top float64, save bool, err error) {
 	ratios := setting.Name("Ratios")
 	top, err = load.Rate()
 	switch {
@@ -169,7 +170,7 @@ func SplitsOf(load run.LoadSpec, so stats.Options, out *run.OutputSpec, dataset 
 		return 0, false, setting.Errorf("HTML", "", "%v writes no HTML report (the result saves the comparison as JSON)", ratios)
 	case out.Records != "" && out.Records != "none":
 		return 0, false, setting.Errorf("Records", "", "%v runs many fleets and keeps no records (run one split)", ratios)
-	case run.IsSessionDataset(dataset):
+	case runspec.IsSessionDataset(dataset):
 		return 0, false, setting.Errorf("", "", "%v searches the request rate of independent requests: sessions (%v %s) keep their own", ratios, setting.Name("DatasetName"), dataset)
 	}
 	save = out.SaveResult

@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
@@ -126,25 +127,25 @@ func TestSplitsOfErrors(t *testing.T) {
 		name    string
 		rate    string
 		so      stats.Options
-		out     run.OutputSpec
+		out     runspec.OutputSpec
 		dataset string
 		want    string
 	}{
-		{"unpaced", "inf", slo, run.OutputSpec{}, "", "Ratios searches request rates up to RequestRate: give a finite rate (it is inf)"},
-		{"bad rate", "x", slo, run.OutputSpec{}, "", `RequestRate "x": want a positive number of requests/s or inf`},
-		{"no slo", "8", stats.Options{}, run.OutputSpec{}, "", "Ratios compares goodput per GPU: give Goodput (e.g. ttft:1000 tpot:50)"},
-		{"html", "8", slo, run.OutputSpec{HTML: "a.html"}, "", "HTML: Ratios writes no HTML report (the result saves the comparison as JSON)"},
-		{"records", "8", slo, run.OutputSpec{Records: "r.jsonl"}, "", "Records: Ratios runs many fleets and keeps no records (run one split)"},
-		{"sessions", "8", slo, run.OutputSpec{}, "conversations", "Ratios searches the request rate of independent requests: sessions (DatasetName conversations) keep their own"},
+		{"unpaced", "inf", slo, runspec.OutputSpec{}, "", "Ratios searches request rates up to RequestRate: give a finite rate (it is inf)"},
+		{"bad rate", "x", slo, runspec.OutputSpec{}, "", `RequestRate "x": want a positive number of requests/s or inf`},
+		{"no slo", "8", stats.Options{}, runspec.OutputSpec{}, "", "Ratios compares goodput per GPU: give Goodput (e.g. ttft:1000 tpot:50)"},
+		{"html", "8", slo, runspec.OutputSpec{HTML: "a.html"}, "", "HTML: Ratios writes no HTML report (the result saves the comparison as JSON)"},
+		{"records", "8", slo, runspec.OutputSpec{Records: "r.jsonl"}, "", "Records: Ratios runs many fleets and keeps no records (run one split)"},
+		{"sessions", "8", slo, runspec.OutputSpec{}, "conversations", "Ratios searches the request rate of independent requests: sessions (DatasetName conversations) keep their own"},
 	}
 	for _, c := range cases {
-		_, _, err := SplitsOf(run.LoadSpec{RequestRate: c.rate}, c.so, &c.out, c.dataset)
+		_, _, err := SplitsOf(runspec.LoadSpec{RequestRate: c.rate}, c.so, &c.out, c.dataset)
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%s: SplitsOf = %v; want %q", c.name, err, c.want)
 		}
 	}
-	out := run.OutputSpec{SaveResult: true, Records: "none"}
-	top, save, err := SplitsOf(run.LoadSpec{RequestRate: "8"}, slo, &out, "random")
+	out := runspec.OutputSpec{SaveResult: true, Records: "none"}
+	top, save, err := SplitsOf(runspec.LoadSpec{RequestRate: "8"}, slo, &out, "random")
 	if err != nil || top != 8 || !save || out.SaveResult || out.Records != "none" {
 		t.Errorf("SplitsOf(8) = %v, %v, %v, out %+v; want 8, saved, and no result file of each run", top, save, err, out)
 	}

@@ -466,3 +466,19 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 func (v *virtual) dataset(lv runlog.Level) (workload.Dataset, error) {
 	return v.byLengths.dataset(v.cfg, v.wo, lv, v.ds)
 }
+
+// VirtualLines are what a run in virtual time says of itself once done:
+// the time simulated, and the work wasted on requests whose clients left.
+func (r *Result) VirtualLines() []string {
+	v := r.Virtual
+	if v == nil {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("simulated %.1f s of %s in %.2f s (%d engine steps)",
+		v.Simulated.Seconds(), DescribeEngine(r.Meta.Simulated), v.Wall.Seconds(), v.Steps)}
+	if v.Abandoned > 0 {
+		lines = append(lines, fmt.Sprintf("the engine ran on %d timed-out requests whose clients had left (%d tokens wasted)",
+			v.Abandoned, v.AbandonedTokens))
+	}
+	return lines
+}

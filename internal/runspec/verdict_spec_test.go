@@ -1,4 +1,4 @@
-package run
+package runspec
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -131,7 +132,7 @@ func TestFinishOutcome(t *testing.T) {
 	runErr := errors.New("records failed")
 	cases := []struct {
 		name   string
-		edit   func(*Result)
+		edit   func(*run.Result)
 		runErr error
 		gate   string
 		want   func(error) bool
@@ -141,9 +142,9 @@ func TestFinishOutcome(t *testing.T) {
 			var ge *GateError
 			return errors.As(err, &ge) && len(ge.Failed) == 1 && strings.HasPrefix(err.Error(), "gate failed: completed>0")
 		}},
-		{"run error first", func(r *Result) { r.Interrupted = true }, runErr, "completed>0", func(err error) bool { return err == runErr }},
-		{"interrupted", func(r *Result) { r.Interrupted = true }, nil, "completed>0", func(err error) bool { return err == ErrInterrupted }},
-		{"all failed", func(r *Result) {
+		{"run error first", func(r *run.Result) { r.Interrupted = true }, runErr, "completed>0", func(err error) bool { return err == runErr }},
+		{"interrupted", func(r *run.Result) { r.Interrupted = true }, nil, "completed>0", func(err error) bool { return err == ErrInterrupted }},
+		{"all failed", func(r *run.Result) {
 			s := &r.Levels[0].Summary
 			s.Completed, s.Failed = 0, 2
 		}, nil, "completed<1", func(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "all 2 requests failed") }},
@@ -164,7 +165,7 @@ func TestFinishOutcome(t *testing.T) {
 			var notes []string
 			before := false
 			err = (&OutputSpec{}).Finish(res, c.runErr, FinishOptions{Stdout: &term, Gate: g,
-				Before: func(*Result) { before = term.Len() > 0 },
+				Before: func(*run.Result) { before = term.Len() > 0 },
 				Note:   func(s string) { notes = append(notes, s) }, Now: time.Now})
 			if !c.want(err) {
 				t.Errorf("outcome %v", err)

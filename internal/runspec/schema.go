@@ -1,4 +1,4 @@
-package run
+package runspec
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/servermetrics"
 
 	"github.com/goodput/goodput/internal/findings"
@@ -78,12 +79,12 @@ func openSchema(m map[string]any) {
 
 // schemaResult is a run of one schema level as a run.Result: every
 // optional key present (a tokenizer, a label, an interruption, a ramp).
-func schemaResult(so stats.Options, metadata map[string]string) *Result {
+func schemaResult(so stats.Options, metadata map[string]string) *run.Result {
 	meta := schemaMeta(metadata)
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
-	return &Result{Meta: meta, Levels: []LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
-		Server: []ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so), Replicas: schemaReplicas(), Classes: schemaClasses(),
+	return &run.Result{Meta: meta, Levels: []run.LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
+		Server: []run.ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so), Replicas: schemaReplicas(), Classes: schemaClasses(),
 		Cost: &report.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
 }
@@ -141,7 +142,7 @@ func ResultSchema(so stats.Options, metadata map[string]string, detail bool) (ma
 		// One request of two tokens: every list has an element, itls a gap.
 		res.Records = []runlog.Record{{Chunks: []runlog.Chunk{{T: 1, Tokens: 1, Visible: true}, {T: 2, Tokens: 1, Visible: true}}, End: 2, Status: 200}}
 	}
-	b, err := res.JSON(JSONOptions{Label: "x", Detailed: detail})
+	b, err := res.JSON(run.JSONOptions{Label: "x", Detailed: detail})
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +161,11 @@ func SweepSchema(so stats.Options, metadata map[string]string) (map[string]any, 
 	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}, Offered: 1}
 	res.Levels[0].OfferedRate = 1 // a measured rate, as every open-loop level has
 	pk := &sweep.Peak{}
-	res.Sweep = &SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
+	res.Sweep = &run.SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
 		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Recommended: pk, Violation: &sweep.Violation{}},
 		Search: &sweep.SearchResult{}, Probe: &runlog.CapacityProbe{Fractions: []float64{1}}}
 	render := func() (map[string]any, error) {
-		b, err := res.JSON(JSONOptions{})
+		b, err := res.JSON(run.JSONOptions{})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
-package run
+package runspec
 
 import (
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -24,7 +25,7 @@ type Given struct {
 func (g Given) Settle(meta *runlog.Meta) (stats.Options, float64, error) {
 	so, speed := g.Stats, g.ReadingSpeedMs
 	if meta != nil && meta.Analysis != nil {
-		stored, storedSpeed, err := StoredOptions(meta)
+		stored, storedSpeed, err := run.StoredOptions(meta)
 		if err != nil {
 			return so, 0, err
 		}

@@ -1,9 +1,10 @@
-package run
+package runspec
 
 import (
 	"strconv"
 	"strings"
 
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -20,13 +21,13 @@ type WorkloadSpec struct {
 }
 
 // Workload is the workload of the dataset options o.
-func (s *WorkloadSpec) Workload(o workload.Options) (Workload, error) {
+func (s *WorkloadSpec) Workload(o workload.Options) (run.Workload, error) {
 	if s.CustomOutputLen < -1 {
-		return Workload{}, setting.Errorf("CustomOutputLen", strconv.Itoa(s.CustomOutputLen), "want a number of tokens, or 0 or -1 for the file's")
+		return run.Workload{}, setting.Errorf("CustomOutputLen", strconv.Itoa(s.CustomOutputLen), "want a number of tokens, or 0 or -1 for the file's")
 	}
 	cal := strings.ToLower(s.Calibrate)
 	if cal != "auto" && cal != "" && cal != "off" {
-		return Workload{}, setting.Errorf("Calibrate", strconv.Quote(s.Calibrate), "want auto or off")
+		return run.Workload{}, setting.Errorf("Calibrate", strconv.Quote(s.Calibrate), "want auto or off")
 	}
-	return Workload{Options: o, Calibrate: cal != "off", OutputTokens: max(s.CustomOutputLen, 0)}, nil
+	return run.Workload{Options: o, Calibrate: cal != "off", OutputTokens: max(s.CustomOutputLen, 0)}, nil
 }

@@ -1,9 +1,9 @@
-package run
+package runspec
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -25,7 +25,7 @@ type VirtualSpec struct {
 
 // Apply checks s and sets it on cfg; errors are *setting.Error of
 // VirtualSpec's fields.
-func (s VirtualSpec) Apply(cfg *Config) error {
+func (s VirtualSpec) Apply(cfg *run.Config) error {
 	switch {
 	case s.IgnoreEOS && s.NaturalStop:
 		return setting.Errorf("", "", "%v and %v contradict each other: choose one", setting.Name("IgnoreEOS"), setting.Name("NaturalStop"))
@@ -40,23 +40,7 @@ func (s VirtualSpec) Apply(cfg *Config) error {
 	cfg.ClientTimeout, cfg.KeepAbandoned = s.Timeout, s.ServerIgnoresDisconnect
 	cfg.Scrape = nil
 	if s.ScrapeInterval > 0 {
-		cfg.Scrape = &ScrapeConfig{Interval: s.ScrapeInterval}
+		cfg.Scrape = &run.ScrapeConfig{Interval: s.ScrapeInterval}
 	}
 	return nil
-}
-
-// VirtualLines are what a run in virtual time says of itself once done:
-// the time simulated, and the work wasted on requests whose clients left.
-func (r *Result) VirtualLines() []string {
-	v := r.Virtual
-	if v == nil {
-		return nil
-	}
-	lines := []string{fmt.Sprintf("simulated %.1f s of %s in %.2f s (%d engine steps)",
-		v.Simulated.Seconds(), DescribeEngine(r.Meta.Simulated), v.Wall.Seconds(), v.Steps)}
-	if v.Abandoned > 0 {
-		lines = append(lines, fmt.Sprintf("the engine ran on %d timed-out requests whose clients had left (%d tokens wasted)",
-			v.Abandoned, v.AbandonedTokens))
-	}
-	return lines
 }

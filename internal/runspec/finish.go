@@ -1,4 +1,4 @@
-package run
+package runspec
 
 import (
 	"errors"
@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/gate"
+	"github.com/goodput/goodput/internal/run"
 )
 
 // FinishOptions say how Finish reports a run.
 type FinishOptions struct {
 	// Stdout takes the terminal summary, drawn as Terminal says.
 	Stdout   io.Writer
-	Terminal TerminalOptions
+	Terminal run.TerminalOptions
 	// Before runs after the terminal summary, before anything is saved
 	// (sim's engine note); nil for nothing.
-	Before func(*Result)
+	Before func(*run.Result)
 	// Note tells where the records, the result and the report went.
 	Note func(string)
 	// Output is where the files go; Now stamps the HTML report.
-	Output Output
+	Output run.Output
 	Now    func() time.Time
 	// Gate is the verdict's, applied to the result JSON.
 	Gate gate.Gate
@@ -41,7 +42,7 @@ func (e *GateError) Error() string { return "gate failed: " + strings.Join(e.Fai
 // file, the HTML report — and returns the run's outcome: an output that
 // failed, runErr (the run's own, after its result is saved),
 // ErrInterrupted, every request failed, or a *GateError.
-func (s *OutputSpec) Finish(res *Result, runErr error, o FinishOptions) error {
+func (s *OutputSpec) Finish(res *run.Result, runErr error, o FinishOptions) error {
 	if err := res.Terminal(o.Stdout, o.Terminal); err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func (s *OutputSpec) Finish(res *Result, runErr error, o FinishOptions) error {
 	failed, err := o.Gate.CheckJSON(doc)
 	switch {
 	case err != nil: // not a result the gate can read
-		return &OutputError{Field: "FailIf", Err: err}
+		return &run.OutputError{Field: "FailIf", Err: err}
 	case len(failed) > 0:
 		return &GateError{Failed: failed}
 	}

@@ -1,10 +1,11 @@
-package run
+package runspec
 
 import (
 	"errors"
 	"strconv"
 	"strings"
 
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/tokenize"
@@ -44,7 +45,7 @@ func IsSessionDataset(name string) bool {
 // not a session one). Errors are *setting.Error of SessionSpec's fields,
 // and of w's as Workload.FIELD; a dataset file's own errors pass as they
 // are.
-func (s SessionSpec) Load(w workload.Options, seed int64) (*SessionLoad, error) {
+func (s SessionSpec) Load(w workload.Options, seed int64) (*run.SessionLoad, error) {
 	if !IsSessionDataset(w.DatasetName) {
 		if s.Goodput != "" {
 			return nil, setting.Errorf("", "", "%v judges sessions: give %v conversations or mooncake-sessions", setting.Name("Goodput"), setting.Name("Workload.DatasetName"))
@@ -84,7 +85,7 @@ func (s SessionSpec) Load(w workload.Options, seed int64) (*SessionLoad, error) 
 	if err != nil {
 		return nil, err
 	}
-	load := &SessionLoad{Set: set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
+	load := &run.SessionLoad{Set: set, NumSessions: s.NumSessions, Rate: s.Rate, Burstiness: s.Burstiness,
 		MaxConcurrent: s.MaxConcurrent, History: history, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds}
 	if load.ToolLatency, err = dist("ToolLatency", s.ToolLatency, ""); err != nil {
 		return nil, err

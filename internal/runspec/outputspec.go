@@ -1,4 +1,4 @@
-package run
+package runspec
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
@@ -41,7 +42,7 @@ type OutputSpec struct {
 
 // Output is where the run writes, relative paths taken from wd (the
 // working directory; "" the process's).
-func (s *OutputSpec) Output(wd string) Output {
+func (s *OutputSpec) Output(wd string) run.Output {
 	dir := s.ResultDir
 	if dir == "" {
 		dir = wd
@@ -52,7 +53,7 @@ func (s *OutputSpec) Output(wd string) Output {
 	if records != "" && records != "none" && records != "-" && wd != "" && !filepath.IsAbs(records) {
 		records = filepath.Join(wd, records)
 	}
-	return Output{
+	return run.Output{
 		Dir: dir, ResultName: s.ResultFilename, Label: s.Label, Records: records, Overwrite: s.Overwrite,
 		Saving: s.SaveResult && !s.AppendResult, KeepRecords: s.HTML != "" || s.SaveDetailed, KeepText: s.SaveDetailed,
 	}
@@ -71,42 +72,23 @@ func (s *OutputSpec) Meta() (map[string]string, error) {
 	return m, nil
 }
 
-// OutputError is an output the setting Field asked for that failed: a
-// file that could not be written (Path: the file, "" when Err names it),
-// a metrics server that could not start.
-type OutputError struct {
-	Field, Path string
-	Err         error
-}
-
-func (e *OutputError) Error() string {
-	if e.Field == "" {
-		return e.Err.Error()
-	}
-	return e.Field + ": " + e.Err.Error()
-}
-func (e *OutputError) Unwrap() error { return e.Err }
-
-// Failed is the setting that asked for the output, and its file.
-func (e *OutputError) Failed() (field, value string) { return e.Field, e.Path }
-
 // Save writes the result file the spec asks for (saved, or appended to)
 // through out and returns the result JSON; note tells where it went.
-func (s *OutputSpec) Save(res *Result, out Output, note func(string)) ([]byte, error) {
-	doc, err := res.JSON(JSONOptions{Label: s.Label, Detailed: s.SaveDetailed})
+func (s *OutputSpec) Save(res *run.Result, out run.Output, note func(string)) ([]byte, error) {
+	doc, err := res.JSON(run.JSONOptions{Label: s.Label, Detailed: s.SaveDetailed})
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case s.AppendResult:
 		if err := out.AppendResult(res.ResultPath, doc); err != nil {
-			return nil, &OutputError{Field: "AppendResult", Err: err}
+			return nil, &run.OutputError{Field: "AppendResult", Err: err}
 		}
 		note("result appended to " + res.ResultPath)
 	case s.SaveResult:
 		path, err := out.WriteResult(res.ResultPath, doc)
 		if err != nil {
-			return nil, &OutputError{Field: "SaveResult", Err: err}
+			return nil, &run.OutputError{Field: "SaveResult", Err: err}
 		}
 		note("result saved to " + path)
 	}
@@ -114,13 +96,13 @@ func (s *OutputSpec) Save(res *Result, out Output, note func(string)) ([]byte, e
 }
 
 // SaveHTML writes the HTML report the spec asks for, if any, stamped now.
-func (s *OutputSpec) SaveHTML(res *Result, out Output, now time.Time, note func(string)) error {
+func (s *OutputSpec) SaveHTML(res *run.Result, out run.Output, now time.Time, note func(string)) error {
 	if s.HTML == "" {
 		return nil
 	}
-	in := res.HTML(Title(res.Meta), now)
+	in := res.HTML(run.Title(res.Meta), now)
 	if err := out.WriteFile(s.HTML, func(b *bytes.Buffer) error { return report.HTML(b, in) }); err != nil {
-		return &OutputError{Field: "HTML", Path: s.HTML, Err: err}
+		return &run.OutputError{Field: "HTML", Path: s.HTML, Err: err}
 	}
 	note("HTML report in " + s.HTML)
 	return nil
@@ -130,9 +112,9 @@ func (s *OutputSpec) SaveHTML(res *Result, out Output, now time.Time, note func(
 // meta is known, summarised as so says: start is the run's Hooks.Start,
 // stop closes the server. An address that cannot be listened on is a
 // *setting.Error.
-func (s *OutputSpec) Live(so stats.Options, note func(string)) (start func(*runlog.Meta) ([]Sink, error), stop func()) {
+func (s *OutputSpec) Live(so stats.Options, note func(string)) (start func(*runlog.Meta) ([]run.Sink, error), stop func()) {
 	var live *promexport.Live
-	start = func(m *runlog.Meta) ([]Sink, error) {
+	start = func(m *runlog.Meta) ([]run.Sink, error) {
 		if s.MetricsListen == "" {
 			return nil, nil
 		}
@@ -143,10 +125,10 @@ func (s *OutputSpec) Live(so stats.Options, note func(string)) (start func(*runl
 		case errors.Is(err, promexport.ErrListen):
 			return nil, setting.Errorf("MetricsListen", "", "%v", err)
 		case err != nil:
-			return nil, &OutputError{Field: "MetricsListen", Err: err}
+			return nil, &run.OutputError{Field: "MetricsListen", Err: err}
 		}
 		note("live metrics at " + live.URL)
-		return []Sink{live}, nil
+		return []run.Sink{live}, nil
 	}
 	return start, func() { live.Close() }
 }
