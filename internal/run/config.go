@@ -1,16 +1,3 @@
-// Package run is a run's lifecycle, the floor between the command line and
-// the packages that measure: a target behind a Backend (a real server, the
-// embedded simulator over HTTP, or the engine in virtual time), the
-// workload, one or more load levels run by a level runner (wall clock over
-// loadgen, virtual time over simrun), every finished record fanned out once
-// to the Sinks (records file, per-level accumulators and findings trackers,
-// the saturation monitor, live metrics, progress), and the analysis into
-// one Result — per-level summaries, findings, the sweep's verdict — that
-// every output renders. Re-analysing a records file (Analyze over what a
-// run wrote) gives the same Result the run itself printed.
-//
-// Errors a user can cause come back typed (ConfigError, with the field),
-// never naming command-line flags; the CLI maps fields to its flags.
 package run
 
 import (
