@@ -59,7 +59,7 @@ type Config struct {
 	// SessionSLO judges the run's sessions (session goodput).
 	SessionSLO stats.SessionSLO
 	// Sweep, when set, runs several levels and judges the curve.
-	Sweep *Sweep
+	Sweep *SweepConfig
 	// Sessions, when set, runs sessions (conversations) over HTTP instead
 	// of independent requests; Load then gives only its label.
 	Sessions *SessionLoad

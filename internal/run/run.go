@@ -13,8 +13,8 @@ import (
 	"github.com/goodput/goodput/internal/sweep"
 )
 
-// Sweep is a run of several levels judged as a curve.
-type Sweep struct {
+// SweepConfig is a run of several levels judged as a curve (Config.Sweep).
+type SweepConfig struct {
 	// Axis is what the levels vary.
 	Axis sweep.Axis
 	// Levels are the loads to run, each the run's Load with its rate or

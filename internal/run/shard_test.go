@@ -338,7 +338,7 @@ func TestShardConfigErrors(t *testing.T) {
 		{"no shards", "Shard", func(c *Config) { c.Shard.Count = 0 }},
 		{"cap too small", "MaxConcurrency", func(c *Config) { c.Load.MaxConcurrency = 1 }},
 		{"virtual", "Shard", func(c *Config) { c.Virtual = true }},
-		{"auto sweep", "Shard", func(c *Config) { c.Sweep = &Sweep{} }},
+		{"auto sweep", "Shard", func(c *Config) { c.Sweep = &SweepConfig{} }},
 		{"start and rendezvous", "Rendezvous", func(c *Config) {
 			c.Shard.Rendezvous, c.StartAt = "127.0.0.1:1", time.Now().Add(time.Minute)
 		}},
