@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/servermetrics"
@@ -61,7 +62,7 @@ type HTMLInput struct {
 	SLAVerdict string
 	// Pareto is a Pareto sweep's points, drawn per length pair (nil: not
 	// one).
-	Pareto []ParetoPoint
+	Pareto []breakdown.ParetoPoint
 	// Sweep marks the knee and goodput peak on the sweep curves; nil means
 	// the goodput peak is taken from the summaries and no knee is marked.
 	Sweep *SweepMarks
@@ -81,18 +82,18 @@ type HTMLInput struct {
 	// its replicas, and Shards the shards of a run split over processes;
 	// nil leaves each section out. They are shown as the terminal lays
 	// them out.
-	Replicas *Replicas
-	Shards   []ShardRow
+	Replicas *breakdown.Replicas
+	Shards   []breakdown.ShardRow
 	// Classes is a gateway's account of the (focus) level by priority
 	// class; nil leaves its section out.
-	Classes *Classes
+	Classes *breakdown.Classes
 	// ServerWindows are what each scraped endpoint saw over the (focus)
 	// level, and TTFTSplit that level's TTFT split by the server's own
 	// timing: the terminal's server block (preemptions, prefix-cache hit
 	// rate, queue and prefill time), shown in the "Server side" section as
 	// the terminal lays it out. Nil leaves each out.
 	ServerWindows []ServerWindow
-	TTFTSplit     *TTFTSplit
+	TTFTSplit     *breakdown.TTFTSplit
 }
 
 // ServerWindow is one scraped endpoint's account of a level, for

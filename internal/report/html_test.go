@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
@@ -441,9 +442,9 @@ func section(t *testing.T, page []byte, name string) []byte {
 func TestHTMLReplicasAndShards(t *testing.T) {
 	meta := handMeta()
 	levels := SummarizeLevels(meta, handRecords(), stats.Options{})
-	reps := &Replicas{Router: "prefix-aware", Rows: []ReplicaRow{{Replica: 1, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20, KVPeak: 0.5}, {Replica: 2, Requests: 1, KVPeak: -1}}}
-	reps.balance()
-	shards := []ShardRow{{ShardSummary: runlog.ShardSummary{Index: 0, Count: 2, Records: 3, Expected: 3, Sent: 3, Ended: true}},
+	reps := &breakdown.Replicas{Router: "prefix-aware", Rows: []breakdown.ReplicaRow{{Replica: 1, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20, KVPeak: 0.5}, {Replica: 2, Requests: 1, KVPeak: -1}}}
+	reps.Balance()
+	shards := []breakdown.ShardRow{{ShardSummary: runlog.ShardSummary{Index: 0, Count: 2, Records: 3, Expected: 3, Sent: 3, Ended: true}},
 		{ShardSummary: runlog.ShardSummary{Index: 1, Count: 2, Missing: true}}}
 	page := string(renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Replicas: reps, Shards: shards}))
 	for _, want := range []string{"<h2>Replicas</h2>", "Replicas, router:", "prefix-aware", "12.50", "<h2>Shards</h2>", "Shards: 1 of 2 in these figures", "shard 1: missing"} {
