@@ -86,7 +86,7 @@ func TestClassesOnlyWithAGateway(t *testing.T) {
 // has no such section without one.
 func TestHTMLClasses(t *testing.T) {
 	meta := handMeta()
-	levels := SummarizeLevels(meta, handRecords(), stats.Options{})
+	levels := breakdown.SummarizeLevels(meta, handRecords(), stats.Options{})
 	g := &breakdown.Classes{Rows: []breakdown.ClassRow{{Class: 0, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20}, {Class: 1, Requests: 1}}, RateLimited: 7}
 	page := string(renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Classes: g}))
 	for _, want := range []string{"<h2>Gateway</h2>", "Rate-limited attempts:                   7", "12.50"} {

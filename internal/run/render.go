@@ -97,7 +97,7 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			ls := report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+			ls := breakdown.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 			fmt.Fprintf(w, "# level %d: %s\n", l.Index, report.LevelName(ls, len(r.Levels)))
 		}
 		if err := report.Terminal(w, &r.Levels[i].Summary, r.Meta, o); err != nil {
@@ -311,9 +311,9 @@ func nonNil(fs []findings.Finding) []findings.Finding {
 // for several levels that are not a sweep) and a sweep's knee and goodput
 // peak.
 func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
-	levels := make([]report.LevelSummary, len(r.Levels))
+	levels := make([]breakdown.LevelSummary, len(r.Levels))
 	for i, l := range r.Levels {
-		levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+		levels[i] = breakdown.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 	}
 	in := report.HTMLInput{Title: title, Meta: r.Meta, Levels: levels, Records: report.Records(r.Records),
 		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server, Pareto: r.Pareto,

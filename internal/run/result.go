@@ -10,7 +10,6 @@ import (
 
 	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
-	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
@@ -39,7 +38,7 @@ type Result struct {
 	SLA string
 	// Server holds every scrape of each metrics endpoint, for the HTML
 	// report's time series (none when nothing was scraped).
-	Server []report.ServerSeries
+	Server []breakdown.ServerSeries
 	// Sweep is the sweep's verdict; nil for a single level.
 	Sweep *SweepResult
 	// Records are every record, when Output.KeepRecords (else nil).
@@ -193,7 +192,7 @@ func planned(l runlog.Level) runlog.Level {
 func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions, srv serverData) *Result {
 	res := &Result{Meta: meta, Focus: -1, Shards: ownShard(meta, data)}
 	for _, t := range srv.order {
-		res.Server = append(res.Server, report.ServerSeries{Target: t, Snapshots: srv.snaps[t]})
+		res.Server = append(res.Server, breakdown.ServerSeries{Target: t, Snapshots: srv.snaps[t]})
 	}
 	points := make([]sweep.Point, len(data))
 	for i := range data {
@@ -523,7 +522,7 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 	return res, nil
 }
 
-// levelIndexes are the levels a run has, as report.SummarizeLevels counts
+// levelIndexes are the levels a run has, as breakdown.SummarizeLevels counts
 // them: every level its meta describes (even one without records) and every
 // other index its records carry, in order, then -1 for records of a
 // negative level; a run without any still has level 0.
