@@ -9,7 +9,13 @@ import (
 	"github.com/goodput/goodput/internal/breakdown"
 )
 
-func init() { RegisterSection("gateway", ClassesTerminal, ClassesJSON) }
+func init() { RegisterSection("gateway", ClassesTerminal, ClassesJSON, exampleClasses) }
+
+// exampleClasses is a gateway's block with every figure known.
+func exampleClasses(breakdown.Options) *breakdown.Classes {
+	row := breakdown.ClassRow{Requests: 1, TTFTN: 1}
+	return &breakdown.Classes{Rows: []breakdown.ClassRow{row}, Degraded: map[string]int{"max_tokens": 1}, SLO: "x"}
+}
 
 // degradedLine is the degraded counts as "N (max_tokens N, ...)", the
 // actions in a fixed order.

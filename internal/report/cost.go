@@ -7,7 +7,12 @@ import (
 	"github.com/goodput/goodput/internal/breakdown"
 )
 
-func init() { RegisterSection("cost", CostTerminal, CostJSON) }
+func init() { RegisterSection("cost", CostTerminal, CostJSON, exampleCost) }
+
+// exampleCost is a level's cost with every figure known.
+func exampleCost(breakdown.Options) *breakdown.LevelCost {
+	return &breakdown.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}
+}
 
 // CostTerminal writes the level's cost lines; nothing for nil.
 func CostTerminal(w io.Writer, c *breakdown.LevelCost) error {

@@ -9,7 +9,14 @@ import (
 	"github.com/goodput/goodput/internal/breakdown"
 )
 
-func init() { RegisterSection("replicas", ReplicasTerminal, ReplicasJSON) }
+func init() { RegisterSection("replicas", ReplicasTerminal, ReplicasJSON, exampleReplicas) }
+
+// exampleReplicas is a cluster's Replicas block with every figure known.
+func exampleReplicas(breakdown.Options) *breakdown.Replicas {
+	row := breakdown.ReplicaRow{Replica: 1, Requests: 1, TTFTN: 1, KVPeak: 1}
+	return &breakdown.Replicas{Router: "x", Rows: []breakdown.ReplicaRow{row}, MaxRequests: 1, MeanRequests: 1, Imbalance: 1,
+		Autoscale: &breakdown.Autoscale{Timeline: []breakdown.ScalePoint{{}}}}
+}
 
 // ReplicasTerminal writes the Replicas block: the imbalance, then one row
 // per replica; nothing for nil (a run of one engine).

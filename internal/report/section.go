@@ -34,14 +34,20 @@ func (s levelSection) JSON(level map[string]any) {
 
 var _ Section = levelSection{}
 
-// renderers find each breakdown type's section, in registration order.
-var renderers []func(breakdown.Breakdown) (Section, bool)
+// renderers find each breakdown type's section, in registration order;
+// examples make each one's example.
+var (
+	renderers []func(breakdown.Breakdown) (Section, bool)
+	examples  []func(breakdown.Options) breakdown.Breakdown
+)
 
 // RegisterSection renders the breakdowns of type T: terminal writes the
 // block, json is its object in a level's result under key (nil leaves
-// the key out). Call it from an init function, beside the renderers, so
-// a breakdown's section is its one file here.
-func RegisterSection[T breakdown.Breakdown](key string, terminal func(io.Writer, T) error, json func(T) map[string]any) {
+// the key out); example is one with every figure known, for the result
+// schemas (SectionExamples). Call it from an init function, beside the
+// renderers, so a breakdown's section is its one file here.
+func RegisterSection[T breakdown.Breakdown](key string, terminal func(io.Writer, T) error, json func(T) map[string]any, example func(breakdown.Options) T) {
+	examples = append(examples, func(o breakdown.Options) breakdown.Breakdown { return example(o) })
 	renderers = append(renderers, func(b breakdown.Breakdown) (Section, bool) {
 		t, ok := b.(T)
 		if !ok {
@@ -64,4 +70,16 @@ func Sections(l breakdown.Level) []Section {
 		}
 	}
 	return out
+}
+
+// SectionExamples is a level holding every registered section's example
+// for summary options o: rendered as a level's result, it has every key a
+// section can add, so a --fail-if key can be checked against them without
+// naming any breakdown.
+func SectionExamples(o breakdown.Options) breakdown.Level {
+	var l breakdown.Level
+	for _, ex := range examples {
+		l.Put(ex(o))
+	}
+	return l
 }

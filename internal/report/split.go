@@ -5,9 +5,16 @@ import (
 	"io"
 
 	"github.com/goodput/goodput/internal/breakdown"
+	"github.com/goodput/goodput/internal/stats"
 )
 
-func init() { RegisterSection("ttft_split", TTFTSplitTerminal, TTFTSplitJSON) }
+func init() { RegisterSection("ttft_split", TTFTSplitTerminal, TTFTSplitJSON, exampleSplit) }
+
+// exampleSplit is a TTFT split of one request, at o's percentiles.
+func exampleSplit(o breakdown.Options) *breakdown.TTFTSplit {
+	one := stats.SummarizeValues("x", o.Percentiles, []float64{1})
+	return &breakdown.TTFTSplit{N: 1, QueueKnown: true, Client: one, Queue: one, Prefill: one, Rest: one, E2E: one, Decode: one, RestE2E: one}
+}
 
 // TTFTSplitTerminal writes the split as lines of the server block; nothing
 // for a nil split or one without requests.

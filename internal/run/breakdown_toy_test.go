@@ -58,7 +58,7 @@ func init() {
 		return err
 	}, func(t *toy) map[string]any {
 		return map[string]any{"requests": t.Requests, "failed": t.Failed}
-	})
+	}, func(breakdown.Options) *toy { return &toy{Requests: 1, Failed: 1} })
 }
 
 // TestToyBreakdownTwoFiles: a breakdown registered from outside package
