@@ -29,7 +29,7 @@ var floors = [][]string{
 	// Further wire protocols, each over the openai client's machinery.
 	{"internal/anthropic"},
 	// Judging a curve; watching live traffic; test servers.
-	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
+	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.
 	{"internal/report"},
 	// The run lifecycle: the middle floor.
