@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -90,8 +91,11 @@ func (e *InputError) Error() string {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	b.WriteString(": ")
-	if e.Column != "" {
-		b.WriteString("column " + e.Column + ": ")
+	if c := e.Column; c != "" {
+		if strings.ContainsFunc(c, func(r rune) bool { return r <= ' ' || r == '"' || r == 0x7f }) {
+			c = strconv.Quote(c) // a header cell with a line break stays one line
+		}
+		b.WriteString("column " + c + ": ")
 	}
 	b.WriteString(strings.Join(strings.Fields(e.Err.Error()), " "))
 	return b.String()
