@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,16 +12,6 @@ import (
 	"github.com/goodput/goodput/internal/shareddata"
 	"github.com/goodput/goodput/internal/sim"
 )
-
-// SharedRuns are the shared real runs and their deployments, relative to
-// the shared data folder and to the repository: the inputs of
-// scripts/sim-accuracy.sh and of the gate below (keep the two in step).
-var sharedRuns = []struct{ truth, deployment string }{
-	{"llmservingsim-vllm-validation/RTXPRO6000_Llama-3.1-8B/requests.jsonl", "scripts/sim-accuracy/rtxpro6000-llama3.1-8b.yaml"},
-	{"llmservingsim2-h100-llama3.1-70b/fig8_SD_latency.tsv", "scripts/sim-accuracy/h100-llama3.1-70b-tp4.yaml"},
-	{"llmservingsim2-h100-llama3.1-70b/fig8_MD_latency.tsv", "scripts/sim-accuracy/h100-llama3.1-70b-tp4-x2.yaml"},
-	{"llmservingsim2-h100-llama3.1-70b/fig8_PDD_latency.tsv", "scripts/sim-accuracy/h100-llama3.1-70b-tp4-pd.yaml"},
-}
 
 // measured is each figure's signed error on the shared runs as measured
 // when the gate was set (2026-12-05, docs/simulator.md's accuracy table),
@@ -52,7 +43,7 @@ var measured = map[string]float64{
 }
 
 // TestAccuracyGate replays every shared real run through the simulator
-// (the same inputs as scripts/sim-accuracy.sh) and fails when a figure's
+// (scripts/sim-accuracy/runs.txt, the inputs of scripts/sim-accuracy.sh) and fails when a figure's
 // error has grown past its bound: today's |error| plus max(2 points, 20 %
 // of it).
 //
@@ -63,14 +54,26 @@ var measured = map[string]float64{
 // got better passes; lower its entry to hold the gain. The matrix's shape
 // is checked too, so a figure cannot drop out unnoticed.
 func TestAccuracyGate(t *testing.T) {
-	dir := shareddata.Dir(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The shared runs and their deployments, as scripts/sim-accuracy.sh
+	// reads them: one list for the published table and the gate.
+	list, err := os.ReadFile(filepath.Join(root, "scripts", "sim-accuracy", "runs.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := Spec{Base: sim.DefaultConfig()}
-	for _, r := range sharedRuns {
-		s.Inputs = append(s.Inputs, Input{Truth: filepath.Join(dir, filepath.FromSlash(r.truth)), Deployment: filepath.Join(root, filepath.FromSlash(r.deployment))})
+	for i, l := range strings.Split(string(list), "\n") {
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			t.Fatalf("runs.txt:%d: want TRUTH DEPLOYMENT", i+1)
+		}
+		s.Inputs = append(s.Inputs, Input{Truth: shareddata.Path(t, f[0]), Deployment: filepath.Join(root, filepath.FromSlash(f[1]))})
 	}
 	m, err := Validate(context.Background(), s)
 	if err != nil {
