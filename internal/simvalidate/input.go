@@ -85,11 +85,35 @@ func (s *Spec) read(in Input) ([]*Run, error) {
 		r.Name, r.Deployment = name, dep
 		return []*Run{r}, nil
 	default:
-		rs, err := readRecords(in.Truth, name, data)
+		rs, meta, err := readRecords(in.Truth, name, data)
+		if err != nil {
+			return nil, err
+		}
+		if depFile == "" && meta != nil {
+			// The deployment the user stated with the run (bench
+			// --metadata gpu=h100-sxm --metadata tp=4 ...), over the
+			// engine flags.
+			keys := map[string]string{}
+			var order []string
+			for k, v := range meta.Metadata {
+				if c := canonical(k); c == "dp" || c == "ep" || slices.Contains(engineKeys(), c) {
+					keys[c] = strings.TrimSpace(v)
+					order = append(order, c)
+				}
+			}
+			slices.Sort(order)
+			c, col, err := s.stated(order, keys, in.Truth)
+			if err != nil {
+				return nil, &InputError{File: in.Truth, Err: fmt.Errorf("metadata %s: %w", col, err)}
+			}
+			if c != nil {
+				dep = *c
+			}
+		}
 		for _, r := range rs {
 			r.Deployment = dep
 		}
-		return rs, err
+		return rs, nil
 	}
 }
 
@@ -187,10 +211,10 @@ func (d *replayed) Request(i int) workload.Request { return d.reqs[i] }
 // readRecords reads a goodput records file: one run per load level, its
 // requests replayed as recorded — at their intended send times, or, for a
 // closed-loop level, in their send order at the level's concurrency.
-func readRecords(file, name string, data []byte) ([]*Run, error) {
+func readRecords(file, name string, data []byte) ([]*Run, *runlog.Meta, error) {
 	meta, recs, _, err := runlog.ReadAll(bytes.NewReader(data), file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	levels := map[int][]runlog.Record{}
 	for _, r := range recs {
@@ -199,7 +223,7 @@ func readRecords(file, name string, data []byte) ([]*Run, error) {
 		}
 	}
 	if len(levels) == 0 {
-		return nil, &InputError{File: file, Err: errors.New("no request records: want a goodput records file of a real server")}
+		return nil, nil, &InputError{File: file, Err: errors.New("no request records: want a goodput records file of a real server")}
 	}
 	idx := make([]int, 0, len(levels))
 	for l := range levels {
@@ -237,11 +261,11 @@ func readRecords(file, name string, data []byte) ([]*Run, error) {
 			run.Name = fmt.Sprintf("%s#%d", name, l)
 		}
 		if len(run.Samples.TTFT) == 0 {
-			return nil, &InputError{File: file, Err: fmt.Errorf("level %d holds no successful streamed request", l)}
+			return nil, nil, &InputError{File: file, Err: fmt.Errorf("level %d holds no successful streamed request", l)}
 		}
 		runs = append(runs, run)
 	}
-	return runs, nil
+	return runs, meta, nil
 }
 
 func cmpInt(a, b int64) int {

@@ -282,10 +282,25 @@ func (s *Spec) rowDeployment(file, dir string, header []string, p point, dep clu
 		}
 		return c, nil
 	}
+	c, col, err := s.stated(header, p.cells, file)
+	if err != nil {
+		return dep, &InputError{File: file, Line: p.line, Column: col, Err: err}
+	}
+	if c == nil {
+		return dep, nil
+	}
+	return *c, nil
+}
+
+// stated is the deployment that keys state (a CSV row's columns, a
+// records file's --metadata): "dp" the replicas, "ep" expert parallelism,
+// engine keys over the Spec's base, taken in order; nil when they state
+// none. An error names the key at fault.
+func (s *Spec) stated(order []string, keys map[string]string, file string) (*cluster.Config, string, error) {
 	var b strings.Builder
 	pool := false
-	for _, h := range header {
-		v, ok := p.cells[h]
+	for _, h := range order {
+		v, ok := keys[h]
 		if !ok {
 			continue
 		}
@@ -297,11 +312,11 @@ func (s *Spec) rowDeployment(file, dir string, header []string, p point, dep clu
 		}
 	}
 	if !pool && b.Len() == 0 {
-		return dep, nil
+		return nil, "", nil
 	}
-	b.WriteString("pools:\n  - name: row\n")
-	for _, h := range header {
-		v, ok := p.cells[h]
+	b.WriteString("pools:\n  - name: stated\n")
+	for _, h := range order {
+		v, ok := keys[h]
 		switch {
 		case !ok:
 		case h == "dp":
@@ -317,12 +332,14 @@ func (s *Spec) rowDeployment(file, dir string, header []string, p point, dep clu
 			col := fe.Field
 			if col == "replicas" {
 				col = "dp"
+			} else if col == "enable_expert_parallel" {
+				col = "ep"
 			}
-			return c, &InputError{File: file, Line: p.line, Column: col, Err: fe.Err}
+			return nil, col, fe.Err
 		}
-		return c, &InputError{File: file, Line: p.line, Err: err}
+		return nil, "", err
 	}
-	return c, nil
+	return &c, "", nil
 }
 
 // yamlScalar quotes v for a YAML flow scalar unless it is plain.

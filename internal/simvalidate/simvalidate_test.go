@@ -21,7 +21,13 @@ import (
 // goodput records file in dir and returns its path.
 func simRecords(t *testing.T, dir string, load simrun.Load) string {
 	t.Helper()
-	eng, err := sim.New(sim.DefaultConfig())
+	return simRecordsOn(t, dir, sim.DefaultConfig(), nil, load)
+}
+
+// simRecordsOn is simRecords on engine cfg, the meta's metadata md.
+func simRecordsOn(t *testing.T, dir string, cfg sim.Config, md map[string]string, load simrun.Load) string {
+	t.Helper()
+	eng, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +37,7 @@ func simRecords(t *testing.T, dir string, load simrun.Load) string {
 	}
 	var b bytes.Buffer
 	w := runlog.NewWriter(&b)
-	if err := w.WriteMeta(&runlog.Meta{Tool: "goodput", Command: "bench", Model: "m", Levels: []runlog.Level{load.Level}}); err != nil {
+	if err := w.WriteMeta(&runlog.Meta{Tool: "goodput", Command: "bench", Model: "m", Levels: []runlog.Level{load.Level}, Metadata: md}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := simrun.Run(context.Background(), eng, ds, load, w.Write); err != nil {
@@ -80,6 +86,32 @@ func TestSelfReplay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStatedDeployment: a records file whose meta states its deployment
+// (bench --metadata gpu=h200 --metadata tp=2) replays on it, not on the
+// engine flags, so the simulator's own H200 TP2 records come out at zero
+// error; a stated key the engine refuses is one line naming it.
+func TestStatedDeployment(t *testing.T) {
+	dir := t.TempDir()
+	cfg := sim.DefaultConfig()
+	cfg.GPU, cfg.TP = "h200", 2
+	load := simrun.Load{Level: runlog.Level{RequestRate: 8, Burstiness: 1, NumPrompts: 60}, Seed: 2}
+	p := simRecordsOn(t, dir, cfg, map[string]string{"gpu": "h200", "tp": "2", "note": "not a key"}, load)
+	m, err := Validate(context.Background(), Spec{Base: sim.DefaultConfig(), Inputs: []Input{{Truth: p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.Sections[0].Cells {
+		if math.Abs(c.Error) > 1e-9 {
+			t.Errorf("%s: error %v; want 0 on the stated H200 TP2", c.Label(), c.Error)
+		}
+	}
+	p = simRecordsOn(t, t.TempDir(), cfg, map[string]string{"gpu": "b300"}, load)
+	_, err = Validate(context.Background(), Spec{Base: sim.DefaultConfig(), Inputs: []Input{{Truth: p}}})
+	if err == nil || !strings.Contains(err.Error(), `run.jsonl: metadata gpu: unknown gpu "b300"`) {
+		t.Errorf("stated gpu b300: %v; want one line naming metadata gpu", err)
 	}
 }
 
