@@ -128,6 +128,14 @@ func Validate(ctx context.Context, s Spec) (*validate.Matrix, error) {
 	if len(runs) == 0 {
 		return nil, &InputError{File: "validate", Err: errors.New("no truth file: give a records file, a points CSV or a means TSV")}
 	}
+	if s.Profile != "" {
+		// Refuse a profile that does not load before anything runs.
+		cfg := s.Base
+		cfg.GPU = s.path(s.Profile)
+		if _, err := sim.New(cfg); err != nil {
+			return nil, &InputError{File: s.Profile, Err: err}
+		}
+	}
 	sections := []struct{ name, profile string }{{"uncalibrated", ""}}
 	if s.Profile != "" {
 		sections = append(sections, struct{ name, profile string }{"calibrated", s.Profile})

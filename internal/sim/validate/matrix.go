@@ -22,9 +22,9 @@ var latencyMetrics = []string{TTFT, TPOT, ITL, E2E}
 // throughputMetrics are the run-wide rates, in the matrix's order.
 var throughputMetrics = []string{OutputThroughput, RequestThroughput}
 
-// Stats of a latency metric, in the matrix's order: the mean and the
+// stats of a latency metric, in the matrix's order: the mean and the
 // percentiles (P50 is vLLM's "median").
-var Stats = []string{"mean", "p50", "p90", "p99"}
+var stats = []string{"mean", "p50", "p90", "p99"}
 
 // statPercentile is a percentile stat's p (per cent); 0 for the mean.
 func statPercentile(stat string) float64 {
@@ -152,7 +152,7 @@ func (s *Section) AddSamples(run string, truth, sim *Samples) {
 			continue
 		}
 		ks := KS(tx, sx)
-		for _, st := range Stats {
+		for _, st := range stats {
 			var t TOSTResult
 			if st == "mean" {
 				t = TOSTMean(tx, sx, Margin)
@@ -170,7 +170,7 @@ func (s *Section) AddSamples(run string, truth, sim *Samples) {
 // the truth gives that the simulated run has, with no tests.
 func (s *Section) AddFigures(run string, truth Figures, sim *Samples) {
 	for _, m := range latencyMetrics {
-		for _, st := range Stats {
+		for _, st := range stats {
 			t, ok := truth[FigureKey(m, st)]
 			x := sim.Figure(m, st)
 			if !ok || math.IsNaN(x) {
