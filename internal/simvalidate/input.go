@@ -209,8 +209,9 @@ func (d *replayed) Shape(i int) workload.Request   { return d.reqs[i] }
 func (d *replayed) Request(i int) workload.Request { return d.reqs[i] }
 
 // readRecords reads a goodput records file: one run per load level, its
-// requests replayed as recorded — at their intended send times, or, for a
-// closed-loop level, in their send order at the level's concurrency.
+// requests replayed as recorded — at their intended send times under the
+// level's in-flight cap, or, for a closed-loop level, in their send order
+// at the level's concurrency. It returns the file's meta too (nil: none).
 func readRecords(file, name string, data []byte) ([]*Run, *runlog.Meta, error) {
 	meta, recs, _, err := runlog.ReadAll(bytes.NewReader(data), file)
 	if err != nil {
@@ -254,9 +255,9 @@ func readRecords(file, name string, data []byte) ([]*Run, *runlog.Meta, error) {
 			d.reqs = append(d.reqs, q)
 		}
 		run := &Run{Name: name, Workload: d, Samples: SamplesOf(rs)}
-		if closed {
-			run.Load.Level = runlog.Level{MaxConcurrency: lv.MaxConcurrency, NumPrompts: len(rs)}
-		}
+		// The client's in-flight cap, closed loop or open (an arrival
+		// finding it full waits, as it did).
+		run.Load.Level = runlog.Level{MaxConcurrency: lv.MaxConcurrency, NumPrompts: len(rs)}
 		if len(idx) > 1 {
 			run.Name = fmt.Sprintf("%s#%d", name, l)
 		}
