@@ -63,7 +63,7 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 		o.verdict.register(fs)
 	})
 	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Gateway flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
-	cmd.AddCommand(newSimFitCmd(env))
+	cmd.AddCommand(newSimFitCmd(env), newSimValidateCmd(env))
 	return cmd
 }
 
