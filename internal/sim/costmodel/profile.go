@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-//go:embed profiles/*.yaml
+//go:embed profiles/*.yaml profiles/kernels/*.csv
 var builtin embed.FS
 
 // GPU describes one accelerator: its datasheet peaks, what public
@@ -58,6 +58,15 @@ type GPU struct {
 	// Efficiency overrides the model's physical constants; zero fields
 	// keep DefaultEfficiency.
 	Efficiency *Efficiency `yaml:"efficiency,omitempty"`
+	// Kernels names measured kernel tables of this GPU that price the
+	// kernels they cover instead of the formula (see KernelTables): a
+	// built-in table (a name in profiles/kernels/, e.g. h200.csv), a
+	// kernel table CSV file, or a directory of aiconfigurator's CSV
+	// tables (optionally with the GPU's file prefix: DIR/h200_sxm). ""
+	// means none.
+	Kernels string `yaml:"kernels,omitempty"`
+	// KernelTables, when set, is used instead of loading Kernels.
+	KernelTables *KernelTables `yaml:"-"`
 }
 
 // Sources of a sustained figure.

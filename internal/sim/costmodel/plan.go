@@ -1,0 +1,246 @@
+package costmodel
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// gridRes is the points per octave of a kernel plan's precomputed grids:
+// a quarter octave keeps the log-log interpolation of a resampled table
+// within a fraction of a per cent of the table's own.
+const gridRes = 4
+
+// grid1 is seconds over x ≥ 1 sampled at x = 2^(i/gridRes), as natural
+// logs; between points it is linear in log-log, below 1 it stays, above
+// the last point it grows with slope hi. A lookup is one Log2, one index
+// and one Exp: no search, no allocation.
+type grid1 struct {
+	ly []float64
+	hi float64
+}
+
+func newGrid1(octaves int, hi float64, f func(x float64) float64) *grid1 {
+	g := &grid1{ly: make([]float64, octaves*gridRes+1), hi: hi}
+	for i := range g.ly {
+		g.ly[i] = math.Log(f(math.Exp2(float64(i) / gridRes)))
+	}
+	return g
+}
+
+// lnAt returns ln seconds at x.
+func (g *grid1) lnAt(x float64) float64 {
+	if x <= 1 {
+		return g.ly[0]
+	}
+	u := math.Log2(x) * gridRes
+	n := len(g.ly)
+	if u >= float64(n-1) {
+		return g.ly[n-1] + g.hi*(u-float64(n-1))*(math.Ln2/gridRes)
+	}
+	i := int(u)
+	f := u - float64(i)
+	return g.ly[i] + f*(g.ly[i+1]-g.ly[i])
+}
+
+func (g *grid1) at(x float64) float64 { return math.Exp(g.lnAt(x)) }
+
+// grid2 is seconds over (batch, length), one grid1 over length per batch
+// 2^(i/gridRes); above the last batch it grows in proportion to it.
+type grid2 struct{ rows []*grid1 }
+
+func newGrid2(batchOctaves, lenOctaves int, lenHi float64, f func(b, l float64) float64) *grid2 {
+	g := &grid2{rows: make([]*grid1, batchOctaves*gridRes+1)}
+	for i := range g.rows {
+		b := math.Exp2(float64(i) / gridRes)
+		g.rows[i] = newGrid1(lenOctaves, lenHi, func(l float64) float64 { return f(b, l) })
+	}
+	return g
+}
+
+func (g *grid2) at(b, l float64) float64 {
+	if b <= 1 {
+		return g.rows[0].at(l)
+	}
+	u := math.Log2(b) * gridRes
+	n := len(g.rows)
+	if u >= float64(n-1) {
+		return math.Exp(g.rows[n-1].lnAt(l) + (u-float64(n-1))*(math.Ln2/gridRes))
+	}
+	i := int(u)
+	f := u - float64(i)
+	a, c := g.rows[i].lnAt(l), g.rows[i+1].lnAt(l)
+	return math.Exp(a + f*(c-a))
+}
+
+// kernelPlan is a Deployment's kernel tables resolved to its own shapes
+// once, at NewDeployment: a step then looks each part up in a
+// precomputed grid instead of searching the tables.
+type kernelPlan struct {
+	source      string
+	denseIn     []bool  // which of Deployment.dense the tables cover
+	dense       *grid1  // Σ covered dense GEMMs × layers, over tokens
+	head        *grid1  // the LM head, over sequences (nil: formula)
+	prefill     *grid2  // one layer's prefill attention, over (sequences, equivalent length)
+	decode      *grid2  // one layer's decode attention, over (sequences, mean context)
+	ar, arEager *grid1  // one all-reduce of the activations, over tokens (graph, eager)
+	pairRate    float64 // (query, key) pairs per second of one layer's prefill attention at its longest measured prompt
+}
+
+// gemmDType is the GEMM table a weight dtype's GEMMs run as: bf16 or fp8
+// (W8A8); int4 kernels are not tabled.
+func (d *Deployment) gemmDType() string {
+	switch d.weightBytes {
+	case 2:
+		return "bf16"
+	case 1:
+		if d.Sustained.FP8TFLOPS > 0 {
+			return "fp8"
+		}
+	}
+	return ""
+}
+
+// newKernelPlan resolves t to d's shapes; nil when nothing is covered.
+func newKernelPlan(d *Deployment, t *KernelTables) *kernelPlan {
+	p := &kernelPlan{source: t.Source, denseIn: make([]bool, len(d.dense))}
+	any := false
+	if dt := d.gemmDType(); dt != "" {
+		var in []gemm
+		for i, g := range d.dense {
+			if _, ok := t.GEMMSeconds(dt, 1, g.n, g.k); ok {
+				p.denseIn[i] = true
+				in = append(in, g)
+			}
+		}
+		if len(in) > 0 {
+			any = true
+			p.dense = newGrid1(16, 1, func(m float64) float64 {
+				s := 0.0
+				for _, g := range in {
+					x, _ := t.GEMMSeconds(dt, m, g.n, g.k)
+					s += x * g.count
+				}
+				return s
+			})
+		}
+		// The LM head is 16-bit whatever the weights.
+		if _, ok := t.GEMMSeconds("bf16", 1, d.head.n, d.head.k); ok {
+			any = true
+			p.head = newGrid1(14, 1, func(m float64) float64 {
+				x, _ := t.GEMMSeconds("bf16", m, d.head.n, d.head.k)
+				return x
+			})
+		}
+	}
+	m := &d.Model
+	if !m.MLA() {
+		heads := m.Heads / d.TP
+		kvHeads := max(1, m.KVHeads/d.TP)
+		hd := m.headDim()
+		_, okP := t.PrefillAttnSeconds(d.KVDType, 1, 1, heads, kvHeads, hd)
+		_, okD := t.DecodeAttnSeconds(d.KVDType, 1, 1, heads, kvHeads, hd)
+		if okP && okD {
+			any = true
+			p.prefill = newGrid2(11, 17, 2, func(b, l float64) float64 {
+				x, _ := t.PrefillAttnSeconds(d.KVDType, b, l, heads, kvHeads, hd)
+				return x
+			})
+			const long = 16384
+			x, _ := t.PrefillAttnSeconds(d.KVDType, 1, long, heads, kvHeads, hd)
+			p.pairRate = long * (long + 1) / 2 / x
+			p.decode = newGrid2(12, 18, 1, func(b, l float64) float64 {
+				x, _ := t.DecodeAttnSeconds(d.KVDType, b, l, heads, kvHeads, hd)
+				return x
+			})
+		}
+	}
+	if d.TP > 1 {
+		_, okG := t.AllReduceSeconds(1, d.TP, false)
+		_, okE := t.AllReduceSeconds(1, d.TP, true)
+		if okG {
+			any = true
+			p.ar = newGrid1(16, 1, func(tok float64) float64 {
+				x, _ := t.AllReduceSeconds(tok*d.arBytes, d.TP, false)
+				return x
+			})
+			p.arEager = p.ar
+			if okE {
+				p.arEager = newGrid1(16, 1, func(tok float64) float64 {
+					x, _ := t.AllReduceSeconds(tok*d.arBytes, d.TP, true)
+					return x
+				})
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	return p
+}
+
+// KernelCoverage says which parts of a step a Deployment looks up in
+// measured kernel tables and which the formula estimates.
+type KernelCoverage struct {
+	// Source is the tables' source; "" when the deployment has none.
+	Source string
+	// GEMMs is the number of distinct weight GEMMs of a step (per layer,
+	// and the LM head); GEMMsLookedUp how many the tables price.
+	GEMMs, GEMMsLookedUp int
+	// Attention and AllReduce report whether prefill and decode attention
+	// and the tensor-parallel all-reduce are looked up.
+	Attention, AllReduce bool
+	// Estimated names the parts the formula prices.
+	Estimated []string
+}
+
+// Kernels reports d's kernel-table coverage.
+func (d *Deployment) Kernels() KernelCoverage {
+	c := KernelCoverage{GEMMs: len(d.dense) + 1}
+	p := d.plan
+	if p != nil {
+		c.Source = p.source
+		for _, in := range p.denseIn {
+			if in {
+				c.GEMMsLookedUp++
+			}
+		}
+		if p.head != nil {
+			c.GEMMsLookedUp++
+		}
+		c.Attention = p.prefill != nil
+		c.AllReduce = p.ar != nil
+	}
+	if c.GEMMsLookedUp < c.GEMMs {
+		c.Estimated = append(c.Estimated, fmt.Sprintf("%d of %d GEMMs", c.GEMMs-c.GEMMsLookedUp, c.GEMMs))
+	}
+	if d.moeLayer > 0 {
+		c.Estimated = append(c.Estimated, "MoE experts")
+	}
+	if !c.Attention {
+		c.Estimated = append(c.Estimated, "attention")
+	}
+	if d.TP > 1 && !c.AllReduce {
+		c.Estimated = append(c.Estimated, "all-reduce")
+	}
+	c.Estimated = append(c.Estimated, "elementwise", "sampler", "step overheads")
+	return c
+}
+
+// String is one line: what is looked up (and where from), what estimated.
+func (c KernelCoverage) String() string {
+	if c.Source == "" {
+		return "kernel tables: none (every kernel estimated by the formula)"
+	}
+	var in []string
+	if c.GEMMsLookedUp > 0 {
+		in = append(in, fmt.Sprintf("%d of %d GEMMs", c.GEMMsLookedUp, c.GEMMs))
+	}
+	if c.Attention {
+		in = append(in, "attention")
+	}
+	if c.AllReduce {
+		in = append(in, "all-reduce")
+	}
+	return fmt.Sprintf("kernel tables (%s): looked up %s; estimated %s", c.Source, strings.Join(in, ", "), strings.Join(c.Estimated, ", "))
+}
