@@ -31,12 +31,10 @@ var builtinKernelGPUs = map[string]string{"h100-sxm": "h100_sxm", "h200": "h200_
 var (
 	compactModels = []string{"llama-3.1-8b", "qwen3-32b", "llama-3.1-70b"}
 	compactTPs    = []int{1, 2, 4, 8}
-	// Attention keeps these batch sizes and lengths (the source's grid
-	// is twice as dense; interpolation between these is tested against it).
-	compactPrefillBatch = []float64{1, 4, 16, 64, 256}
-	compactPrefillLen   = []float64{1, 16, 128, 512, 1024, 2048, 4096, 8192, 16384}
-	compactDecodeBatch  = []float64{1, 4, 16, 64, 256, 1024}
-	compactDecodeLen    = []float64{1, 127, 511, 2047, 8191, 32767, 131071}
+	// attnTPs: attention is kept (every measured batch and length) at the
+	// heads per GPU of these deployments only; other head counts of the
+	// same grouping scale from them.
+	attnTPs = map[string]bool{"llama-3.1-8b/1": true, "llama-3.1-8b/2": true, "qwen3-32b/1": true, "qwen3-32b/2": true, "llama-3.1-70b/4": true, "llama-3.1-70b/8": true}
 )
 
 // compactRows selects from a GPU's full aiconfigurator rows the ones the
@@ -80,7 +78,9 @@ func compactRows(t *testing.T, rows []KernelRow) []KernelRow {
 					}
 				}
 			}
-			keepAttn[hk{m.Heads / tp, max(1, m.KVHeads/tp), m.headDim()}] = true
+			if attnTPs[fmt.Sprintf("%s/%d", name, tp)] {
+				keepAttn[hk{m.Heads / tp, max(1, m.KVHeads/tp), m.headDim()}] = true
+			}
 		}
 	}
 	var out []KernelRow
@@ -92,13 +92,6 @@ func compactRows(t *testing.T, rows []KernelRow) []KernelRow {
 			}
 		case KernelPrefillAttn, KernelDecodeAttn:
 			if normDType(r.DType) != "bf16" || !keepAttn[hk{r.Heads, r.KVHeads, r.HeadDim}] {
-				continue
-			}
-			bs, ls := compactPrefillBatch, compactPrefillLen
-			if r.Kernel == KernelDecodeAttn {
-				bs, ls = compactDecodeBatch, compactDecodeLen
-			}
-			if !slices.Contains(bs, r.Batch) || !slices.Contains(ls, r.Len) {
 				continue
 			}
 		}
@@ -141,7 +134,7 @@ func TestBuiltinKernelTables(t *testing.T) {
 			fmt.Sprintf("aic-core/src/aiconfigurator_core/systems/data/%s/{gemm,attention,comm}/vllm/0.19.*/*.parquet", prefix),
 			"(as CSV in goodput's shared data, " + aicSet + "/" + prefix + "_*.csv).",
 			"Kept: the GEMMs bracketing the weights of llama-3.1-8b, qwen3-32b and llama-3.1-70b at TP 1-8 (bf16, fp8),",
-			"their heads' bf16-KV prefill and decode attention on a coarser grid, every all-reduce.",
+			"bf16-KV prefill and decode attention at the heads per GPU of llama-3.1-8b TP1/2, qwen3-32b TP1/2, llama-3.1-70b TP4/8, every all-reduce.",
 			"Generated; do not edit: go test ./internal/sim/costmodel -run TestBuiltinKernelTables -update",
 		}
 		if err := WriteKernelRows(&buf, comments, kept); err != nil {

@@ -1,0 +1,238 @@
+package costmodel
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/goodput/goodput/internal/shareddata"
+)
+
+// tabled is a deployment of the built-in GPU gpu with its built-in kernel
+// table switched on (whether or not its profile turns it on).
+func tabled(t *testing.T, model, gpu string, tp int) *Deployment {
+	t.Helper()
+	m, err := LookupModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := LookupGPU(gpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Kernels = g.Name + ".csv"
+	d, err := NewDeployment(m, g, tp, "bf16", "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.plan == nil || d.plan.prefill == nil || d.plan.dense == nil {
+		t.Fatalf("%s on %s TP%d: kernel tables do not cover it", model, gpu, tp)
+	}
+	return d
+}
+
+// TestKernelTablesAgainstMeasured checks, for each GPU with a built-in
+// table, that the compact table as the step cost looks it up reproduces
+// every measured kernel time of the full shared tables at the shapes of
+// Llama-3.1-8B and Qwen3-32B (TP1 and TP2) within 10 %, over the tables'
+// range: the GEMMs at their exact weights, prefill and decode attention
+// at every measured batch and length, the all-reduce at every size. The
+// compact table keeps these points; what is checked is the lookup the step
+// cost makes (resampled per deployment on quarter-octave grids) and the
+// generator's selection.
+func TestKernelTablesAgainstMeasured(t *testing.T) {
+	dir := shareddata.Path(t, aicSet)
+	for gpu, prefix := range builtinKernelGPUs {
+		rows, err := ReadAICRows(dir, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, model := range []string{"llama-3.1-8b", "qwen3-32b"} {
+			for _, tp := range []int{1, 2} {
+				d := tabled(t, model, gpu, tp)
+				kt, _ := d.GPU.kernelTables()
+				m := &d.Model
+				heads, kvHeads := m.Heads/tp, max(1, m.KVHeads/tp)
+				var n, bad int
+				worst := 0.0
+				check := func(what string, got, want float64) {
+					n++
+					e := got/want - 1
+					worst = math.Max(worst, math.Abs(e))
+					if math.Abs(e) > 0.10 {
+						bad++
+						t.Errorf("%s %s TP%d %s = %.2f µs; measured %.2f µs (%+.0f %%)", gpu, model, tp, what, got*1e6, want*1e6, 100*e)
+					}
+				}
+				shapes := map[[2]float64]bool{}
+				for _, g := range d.dense {
+					shapes[[2]float64{g.n, g.k}] = true
+				}
+				for _, r := range rows {
+					want := r.TimeUs * 1e-6
+					switch r.Kernel {
+					case KernelGEMM:
+						if r.DType != "bf16" || !shapes[[2]float64{r.N, r.K}] {
+							continue
+						}
+						got, _ := kt.GEMMSeconds("bf16", r.M, r.N, r.K)
+						check(fmt.Sprintf("GEMM %vx%vx%v", r.M, r.N, r.K), got, want)
+					case KernelPrefillAttn, KernelDecodeAttn:
+						if r.DType != "bf16" || r.Heads != heads || r.KVHeads != kvHeads {
+							continue
+						}
+						if r.Kernel == KernelPrefillAttn {
+							// Rows faster than the sustained tensor rate
+							// (the H200's) are held to that roofline.
+							want = math.Max(want, r.Batch*r.Len*(r.Len+1)/2*d.attnFlops/float64(m.Layers)/(d.Sustained.BF16TFLOPS*1e12))
+							check(fmt.Sprintf("prefill attention b=%v l=%v", r.Batch, r.Len), d.plan.prefill.at(r.Batch, r.Len), want)
+						} else {
+							check(fmt.Sprintf("decode attention b=%v l=%v", r.Batch, r.Len), d.plan.decode.at(r.Batch, r.Len), want)
+						}
+					case KernelAllReduce:
+						if r.GPUs != tp {
+							continue
+						}
+						got, _ := kt.AllReduceSeconds(r.Bytes, tp, false)
+						check("all-reduce", got, want)
+					}
+				}
+				t.Logf("%s %s TP%d: %d measured kernels, %d off by > 10 %%, worst %.1f %%", gpu, model, tp, n, bad, 100*worst)
+				if n < 100 {
+					t.Errorf("%s %s TP%d: only %d measured kernels compared", gpu, model, tp, n)
+				}
+			}
+		}
+	}
+}
+
+// TestKernelTablesShowFloorsAndLength checks what the tables teach the
+// formula: a kernel costs several µs however little it does, and
+// attention's rate rises with the length it runs over.
+func TestKernelTablesShowFloorsAndLength(t *testing.T) {
+	for gpu := range builtinKernelGPUs {
+		d := tabled(t, "llama-3.1-8b", gpu, 1)
+		p := d.plan
+		// Decode attention of one sequence over one token, and over 64.
+		one, short := p.decode.at(1, 1), p.decode.at(1, 64)
+		if one < 5e-6 || short > 1.5*one {
+			t.Errorf("%s decode attention: 1 token %.1f µs, 64 tokens %.1f µs; want a floor of ≥ 5 µs that 64 tokens barely move", gpu, one*1e6, short*1e6)
+		}
+		// The smallest tabled weight (Llama-3.1-70B's q/k/v at TP8 lies
+		// above it): one row, and sixteen, cost the same several µs.
+		if g, _ := d.GPU.kernelTables(); g != nil {
+			one, ok := g.GEMMSeconds("bf16", 1, 1024, 8192)
+			sixteen, _ := g.GEMMSeconds("bf16", 16, 1024, 8192)
+			if !ok || one < 3e-6 || sixteen > 1.25*one {
+				t.Errorf("%s GEMM 1024×8192: 1 row %.1f µs, 16 rows %.1f µs; want a floor of ≥ 3 µs that 16 rows barely move", gpu, one*1e6, sixteen*1e6)
+			}
+		}
+		// Prefill attention's pairs per second at 8,192 tokens against 512.
+		rate := func(l float64) float64 { return l * (l + 1) / 2 / p.prefill.at(1, l) }
+		if r := rate(8192) / rate(512); r < 2.5 {
+			t.Errorf("%s prefill attention rate at 8192 tokens / at 512 = %.1f; want ≥ 2.5 (efficiency rises with length)", gpu, r)
+		}
+		t.Logf("%s: decode attention floor %.1f µs; prefill attention %.0f G pairs/s at 512 tokens, %.0f at 8192", gpu, one*1e6, rate(512)/1e9, rate(8192)/1e9)
+	}
+}
+
+// h200Part is one line of ../shared/data/h200-kernels/parts.jsonl.
+type h200Part struct {
+	Kind, Model, Shape, How string
+	M, N, K, B, L           float64
+	MS                      float64
+}
+
+func h200Parts(t *testing.T) []h200Part {
+	f, err := os.Open(shareddata.Path(t, "h200-kernels/parts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []h200Part
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var p h200Part
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestWholeStepAgainstH200Parts checks a whole decode step and a whole
+// prefill of Llama-3.1-8B on the H200, GEMMs and attention of every
+// layer, against the sum of the parts an independent H200 measured
+// (../shared/data/h200-kernels: CUDA-graph replays; attention as cuDNN,
+// which vLLM's FlashAttention-3 on Hopper
+// is close to, and FlashAttention-2, which it beats: vLLM's kernel lies
+// between them). The LM head, norms and sampler are not among those parts
+// and not compared.
+func TestWholeStepAgainstH200Parts(t *testing.T) {
+	parts := h200Parts(t)
+	d := tabled(t, "llama-3.1-8b", "h200", 1)
+	layers := float64(d.Model.Layers)
+	gemms := func(m float64) float64 { // Σ of the four GEMMs at M = m, one layer, s
+		s, k := 0.0, 0
+		for _, p := range parts {
+			if p.Kind == "gemm" && strings.HasPrefix(p.Shape, "llama8b.") && p.M == m {
+				s += p.MS * 1e-3
+				k++
+			}
+		}
+		if k != 4 {
+			t.Fatalf("h200-kernels: %d llama8b GEMMs at M=%v; want 4", k, m)
+		}
+		return s
+	}
+	attn := func(kind, how string, b, l float64) float64 {
+		for _, p := range parts {
+			if p.Kind == kind && p.Model == "llama-3.1-8b" && p.How == how && (kind == "pattn" && p.N == l || kind == "dattn" && p.B == b && p.L == l) {
+				return p.MS * 1e-3
+			}
+		}
+		t.Fatalf("h200-kernels: no %s B=%v L=%v", kind, b, l)
+		return 0
+	}
+	for _, c := range []struct {
+		name         string
+		decodes, ctx int
+		prefill      int
+	}{
+		{"decode 1 × 2048", 1, 2048, 0},
+		{"decode 64 × 2048", 64, 2048, 0},
+		{"decode 128 × 2048", 128, 2048, 0},
+		{"decode 256 × 2048", 256, 2048, 0},
+		{"decode 64 × 512", 64, 512, 0},
+		{"decode 256 × 512", 256, 512, 0},
+		{"prefill 512", 0, 0, 512},
+		{"prefill 2048", 0, 0, 2048},
+		{"prefill 4096", 0, 0, 4096},
+		{"prefill 8192", 0, 0, 8192},
+	} {
+		var b Batch
+		var lo, hi float64
+		if c.decodes > 0 {
+			for range c.decodes {
+				b.Add(1, c.ctx-1, false)
+			}
+			g := gemms(float64(c.decodes)) * layers
+			lo, hi = g+attn("dattn", "cudnn", float64(c.decodes), float64(c.ctx)), g+attn("dattn", "flash", float64(c.decodes), float64(c.ctx))
+		} else {
+			b.Add(c.prefill, 0, true)
+			g := gemms(float64(c.prefill)) * layers
+			lo, hi = g+attn("pattn", "cudnn", 1, float64(c.prefill)), g+attn("pattn", "flash", 1, float64(c.prefill))
+		}
+		br := d.Breakdown(&b)
+		got := d.plan.dense.at(float64(b.Tokens)) + br.Attn
+		t.Logf("H200 Llama-3.1-8B %s: GEMMs + attention %.3f ms; measured parts %.3f (cuDNN attention) … %.3f ms (FlashAttention-2)", c.name, got*1e3, lo*1e3, hi*1e3)
+		if got < 0.9*lo || got > 1.1*hi {
+			t.Errorf("H200 Llama-3.1-8B %s = %.3f ms; want within 10 %% of the measured parts' %.3f … %.3f ms", c.name, got*1e3, lo*1e3, hi*1e3)
+		}
+	}
+}
