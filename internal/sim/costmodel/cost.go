@@ -511,6 +511,9 @@ type Breakdown struct {
 	GEMM float64
 	// AttnCompute and AttnMemory are attention's FLOP and KV-cache times;
 	// Attn is their per-layer max with the kernel floor, over the layers.
+	// Where kernel tables price attention, Attn is their time and the two
+	// parts are 0. GEMMCompute and GEMMMemory likewise count only the
+	// GEMMs the formula prices.
 	AttnCompute, AttnMemory, Attn float64
 	// Elementwise is the memory-bound kernels between the GEMMs (norms,
 	// rotary embedding, activation) and the sampler's pass over the logits.
@@ -575,20 +578,13 @@ func (d *Deployment) Breakdown(b *Batch) Breakdown {
 		kernel(&d.head, seqs, 1, d.head.weights)
 	}
 
-	pairs := b.AttnPairs
-	if b.PrefillTokens > 0 {
-		// The varlen kernel pads each decode's query row to a tile.
-		pairs += float64(b.DecodeContext) * (e.DecodeTileRows - 1)
-	}
-	r.AttnCompute = pairs * d.attnFlops / d.attnRate
-	r.AttnMemory = (float64(b.ContextTokens) + tok) * d.kvPerToken / d.kvBW
 	if p != nil && p.prefill != nil {
 		// Measured kernels. The prefill chunks are looked up as one call
 		// over their sequences at the causal length whose pairs per
 		// sequence equal theirs (a chunk after cached tokens does that
 		// much more work); decodes at their mean context in the decode
 		// kernel. Beside prefill, a decode's query row is padded to a tile
-		// of the varlen kernel (as above): its extra rows cost their
+		// of the varlen kernel (as below): its extra rows cost their
 		// pairs at the kernel's long-prompt rate. (Against vLLM's mixed
 		// batches on the RTX PRO 6000, TestKernelsAgainstVLLM.)
 		if b.PrefillTokens > 0 {
@@ -607,6 +603,13 @@ func (d *Deployment) Breakdown(b *Batch) Breakdown {
 			r.Attn = p.decode.at(seqs, float64(b.DecodeContext)/seqs) * layers
 		}
 	} else {
+		pairs := b.AttnPairs
+		if b.PrefillTokens > 0 {
+			// The varlen kernel pads each decode's query row to a tile.
+			pairs += float64(b.DecodeContext) * (e.DecodeTileRows - 1)
+		}
+		r.AttnCompute = pairs * d.attnFlops / d.attnRate
+		r.AttnMemory = (float64(b.ContextTokens) + tok) * d.kvPerToken / d.kvBW
 		r.Attn = math.Max(math.Max(r.AttnCompute, r.AttnMemory)/layers, floor) * layers
 	}
 

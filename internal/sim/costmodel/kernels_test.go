@@ -236,3 +236,37 @@ func TestWholeStepAgainstH200Parts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBreakdown prices a decode step and a mixed step of
+// Llama-3.1-8B on the H200 by the formula and by the kernel tables: a
+// lookup must not be slower than the formula (the tables are resampled
+// per deployment so that a step costs a few index computations).
+func BenchmarkBreakdown(b *testing.B) {
+	m, _ := LookupModel("llama-3.1-8b")
+	g, _ := LookupGPU("h200")
+	for _, tables := range []bool{false, true} {
+		gg := g
+		if !tables {
+			gg.Kernels = ""
+		}
+		d, err := NewDeployment(m, gg, 2, "bf16", "auto")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, mixed := range []bool{false, true} {
+			var bt Batch
+			for i := range 64 {
+				bt.Add(1, 500+i*37, false)
+			}
+			if mixed {
+				bt.Add(1500, 2048, true)
+			}
+			name := map[bool]string{false: "formula", true: "tables"}[tables] + map[bool]string{false: "/decode", true: "/mixed"}[mixed]
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					d.Breakdown(&bt)
+				}
+			})
+		}
+	}
+}

@@ -6,53 +6,87 @@ import (
 	"strings"
 )
 
-// gridRes is the points per octave of a kernel plan's precomputed grids:
-// a quarter octave keeps the log-log interpolation of a resampled table
-// within a fraction of a per cent of the table's own.
+// gridRes is the points per octave of a kernel plan's precomputed grids.
+// Within a quarter octave a kernel's time is so nearly straight that
+// linear interpolation there matches the tables' log-log interpolation to
+// a fraction of a per cent, and needs no logarithm or exponential.
 const gridRes = 4
 
-// grid1 is seconds over x ≥ 1 sampled at x = 2^(i/gridRes), as natural
-// logs; between points it is linear in log-log, below 1 it stays, above
-// the last point it grows with slope hi. A lookup is one Log2, one index
-// and one Exp: no search, no allocation.
+// quarter holds 2^(1/4), 2^(1/2), 2^(3/4): the cell boundaries within an
+// octave.
+var quarter = [3]float64{math.Pow(2, 0.25), math.Pow(2, 0.5), math.Pow(2, 0.75)}
+
+// cell returns i with 2^(i/gridRes) ≤ x < 2^((i+1)/gridRes), for x ≥ 1,
+// from x's binary exponent and three comparisons.
+func cell(x float64) int {
+	// x's bits: its binary exponent, and its mantissa as a number in [1, 2).
+	bits := math.Float64bits(x)
+	exp := int(bits>>52&0x7ff) - 1023
+	m := math.Float64frombits(bits&^(0x7ff<<52) | 1023<<52)
+	q := 0
+	if m >= quarter[1] {
+		q = 2
+		if m >= quarter[2] {
+			q = 3
+		}
+	} else if m >= quarter[0] {
+		q = 1
+	}
+	return exp*gridRes + q
+}
+
+// grid1 is seconds over x ≥ 1 sampled at x = 2^(i/gridRes); between
+// points it is linear, below 1 it stays, above the last point it grows as
+// x^hi (hi 1 or 2). A lookup is a few comparisons and one multiply-add:
+// no search, no allocation.
 type grid1 struct {
-	ly []float64
-	hi float64
+	xs, ys, slope []float64
+	hi            float64
 }
 
 func newGrid1(octaves int, hi float64, f func(x float64) float64) *grid1 {
-	g := &grid1{ly: make([]float64, octaves*gridRes+1), hi: hi}
-	for i := range g.ly {
-		g.ly[i] = math.Log(f(math.Exp2(float64(i) / gridRes)))
+	n := octaves*gridRes + 1
+	g := &grid1{xs: make([]float64, n), ys: make([]float64, n), slope: make([]float64, n), hi: hi}
+	for i := range n {
+		g.xs[i] = math.Exp2(float64(i) / gridRes)
+		g.ys[i] = f(g.xs[i])
+	}
+	for i := range n - 1 {
+		g.slope[i] = (g.ys[i+1] - g.ys[i]) / (g.xs[i+1] - g.xs[i])
 	}
 	return g
 }
 
-// lnAt returns ln seconds at x.
-func (g *grid1) lnAt(x float64) float64 {
+func (g *grid1) at(x float64) float64 {
 	if x <= 1 {
-		return g.ly[0]
+		return g.ys[0]
 	}
-	u := math.Log2(x) * gridRes
-	n := len(g.ly)
-	if u >= float64(n-1) {
-		return g.ly[n-1] + g.hi*(u-float64(n-1))*(math.Ln2/gridRes)
+	n := len(g.xs)
+	i := cell(x)
+	if i >= n-1 {
+		r := x / g.xs[n-1]
+		if g.hi == 2 {
+			return g.ys[n-1] * r * r
+		}
+		return g.ys[n-1] * r
 	}
-	i := int(u)
-	f := u - float64(i)
-	return g.ly[i] + f*(g.ly[i+1]-g.ly[i])
+	return g.ys[i] + (x-g.xs[i])*g.slope[i]
 }
 
-func (g *grid1) at(x float64) float64 { return math.Exp(g.lnAt(x)) }
-
 // grid2 is seconds over (batch, length), one grid1 over length per batch
-// 2^(i/gridRes); above the last batch it grows in proportion to it.
-type grid2 struct{ rows []*grid1 }
+// 2^(i/gridRes); between them linear, above the last batch in proportion
+// to it.
+type grid2 struct {
+	bs   []float64
+	rows []*grid1
+}
 
 func newGrid2(batchOctaves, lenOctaves int, lenHi float64, f func(b, l float64) float64) *grid2 {
-	g := &grid2{rows: make([]*grid1, batchOctaves*gridRes+1)}
-	for i := range g.rows {
+	n := batchOctaves*gridRes + 1
+	g := &grid2{bs: make([]float64, n), rows: make([]*grid1, n)}
+	for i := range n {
 		b := math.Exp2(float64(i) / gridRes)
+		g.bs[i] = b
 		g.rows[i] = newGrid1(lenOctaves, lenHi, func(l float64) float64 { return f(b, l) })
 	}
 	return g
@@ -62,15 +96,13 @@ func (g *grid2) at(b, l float64) float64 {
 	if b <= 1 {
 		return g.rows[0].at(l)
 	}
-	u := math.Log2(b) * gridRes
-	n := len(g.rows)
-	if u >= float64(n-1) {
-		return math.Exp(g.rows[n-1].lnAt(l) + (u-float64(n-1))*(math.Ln2/gridRes))
+	n := len(g.bs)
+	i := cell(b)
+	if i >= n-1 {
+		return g.rows[n-1].at(l) * b / g.bs[n-1]
 	}
-	i := int(u)
-	f := u - float64(i)
-	a, c := g.rows[i].lnAt(l), g.rows[i+1].lnAt(l)
-	return math.Exp(a + f*(c-a))
+	a, c := g.rows[i].at(l), g.rows[i+1].at(l)
+	return a + (c-a)*(b-g.bs[i])/(g.bs[i+1]-g.bs[i])
 }
 
 // kernelPlan is a Deployment's kernel tables resolved to its own shapes
