@@ -270,3 +270,55 @@ func BenchmarkBreakdown(b *testing.B) {
 		}
 	}
 }
+
+// TestProfilerScriptTable loads a table in the form scripts/profile_kernels.py
+// writes (its --synthetic mode: roofline times, the format of a measured
+// run): a user's profile naming it prices every GEMM and attention of
+// Llama-3.1-8B from it.
+func TestProfilerScriptTable(t *testing.T) {
+	g, err := LookupGPU("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Kernels = "testdata/kernels-synthetic-llama-3.1-8b.csv"
+	m, _ := LookupModel("llama-3.1-8b")
+	d, err := NewDeployment(m, g, 1, "bf16", "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := d.Kernels()
+	if k.GEMMsLookedUp != k.GEMMs || !k.Attention || k.Source != g.Kernels {
+		t.Errorf("Kernels() = %+v; want every GEMM and attention looked up from %s", k, g.Kernels)
+	}
+	// One decode of 256 cached tokens: the script's row (batch 1, len 255).
+	var b Batch
+	b.Add(1, 254, false)
+	kt, _ := d.GPU.kernelTables()
+	want, _ := kt.DecodeAttnSeconds("bf16", 1, 255, 32, 8, 128)
+	if got := d.Breakdown(&b).Attn / float64(m.Layers); !within(got, want, 0.01) {
+		t.Errorf("decode attention per layer = %.2f µs; want the table's %.2f µs", got*1e6, want*1e6)
+	}
+}
+
+// FuzzParseKernelTables: any input is a table or an error, never a panic,
+// and a parsed table answers lookups with finite times.
+func FuzzParseKernelTables(f *testing.F) {
+	f.Add("kernel,dtype,m,n,k,batch,len,heads,kv_heads,head_dim,gpus,bytes,time_us\ngemm,bf16,1,4096,4096,,,,,,,,13.3\n")
+	f.Add("# c\nkernel,dtype,m,n,k,batch,len,heads,kv_heads,head_dim,gpus,bytes,time_us\ndecode_attention,bf16,,,,1,1,32,8,128,,,9.7\nallreduce,bf16,,,,,,,,,2,256,4.4\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		kt, err := ParseKernelTables(strings.NewReader(in), "fuzz")
+		if err != nil {
+			return
+		}
+		for _, x := range []float64{0.5, 1, 7, 1e6} {
+			s, ok := kt.GEMMSeconds("bf16", x, 4096, 4096)
+			if ok && (math.IsNaN(s) || math.IsInf(s, 0) || s < 0) {
+				t.Fatalf("GEMMSeconds(%v) = %v", x, s)
+			}
+			s, ok = kt.DecodeAttnSeconds("bf16", x, x, 32, 8, 128)
+			if ok && (math.IsNaN(s) || s < 0) {
+				t.Fatalf("DecodeAttnSeconds(%v) = %v", x, s)
+			}
+		}
+	})
+}
