@@ -6,7 +6,9 @@
 // tensor-parallel collectives as latency + bytes/bandwidth over the link,
 // and the engine's fixed costs by step kind. It also holds the GPU and
 // model profiles (YAML, built in and user files; Hugging Face config.json
-// files), and a measured profile table or fit that can replace the formula.
+// files), measured kernel tables that price the kernels they cover in
+// place of the formula (KernelTables; built in for some GPUs), and a
+// measured step table or fit that can replace the whole formula.
 //
 // Values of Deployment are immutable after NewDeployment and safe for
 // concurrent use; Batch is a small accumulator owned by its caller.

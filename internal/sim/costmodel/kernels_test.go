@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -321,4 +322,37 @@ func FuzzParseKernelTables(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUserProfileKernels: a user's GPU profile names a kernel table beside
+// it; a missing one is the lookup's error, naming the profile.
+func TestUserProfileKernels(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/kernels-synthetic-llama-3.1-8b.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mine.csv"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prof := "- name: mine\n  bf16_tflops: 989\n  bandwidth_gbs: 3350\n  memory_gib: 79\n  interconnect: nvlink\n  interconnect_gbs: 450\n  kernels: %s\n"
+	for _, c := range []struct{ kernels, err string }{{"mine.csv", ""}, {"absent.csv", "absent.csv"}} {
+		path := filepath.Join(dir, "gpu-"+c.kernels+".yaml")
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(prof, c.kernels)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, err := LookupGPU(path)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("LookupGPU(%s) = %v", c.kernels, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("LookupGPU(%s) error = %v; want one naming %s", c.kernels, err, c.err)
+		case c.err == "":
+			m, _ := LookupModel("llama-3.1-8b")
+			d, err := NewDeployment(m, g, 1, "bf16", "auto")
+			if err != nil || d.Kernels().GEMMsLookedUp != 5 {
+				t.Errorf("deployment on %s: %v, %+v; want every GEMM looked up", path, err, d.Kernels())
+			}
+		}
+	}
 }
