@@ -356,3 +356,23 @@ func TestUserProfileKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadAICTables reads aiconfigurator's CSV layout as a profile would
+// name it: the folder with the GPU's prefix, and the folder alone (an
+// error naming the GPUs there, since it holds four).
+func TestLoadAICTables(t *testing.T) {
+	dir := shareddata.Path(t, aicSet)
+	kt, err := LoadKernelTables(filepath.Join(dir, "h200_sxm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := kt.GEMMSeconds("bf16", 4096, 4096, 4096); !ok || !within(s, 175.5e-6, 0.01) {
+		t.Errorf("h200 bf16 GEMM 4096³ = %v µs (%v); want the table's 175.5 µs", s*1e6, ok)
+	}
+	if s, ok := kt.AllReduceSeconds(128*2, 2, false); !ok || !within(s, 4.383e-6, 0.01) {
+		t.Errorf("h200 all-reduce of 128 elements on 2 GPUs = %v µs; want 4.383", s*1e6)
+	}
+	if _, err := LoadKernelTables(dir); err == nil || !strings.Contains(err.Error(), "several GPUs") {
+		t.Errorf("LoadKernelTables(%s) error = %v; want one naming several GPUs", dir, err)
+	}
+}
