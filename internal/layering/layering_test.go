@@ -25,7 +25,7 @@ var floors = [][]string{
 	// Engines composed: replicas behind a router, one virtual clock.
 	{"internal/sim/cluster"},
 	// Per-level breakdowns of a run's records: typed figures, no rendering.
-	{"internal/breakdown"},
+	{"internal/breakdown", "internal/publish"},
 	// The wire, the drivers of the engine, and the judgements of one run.
 	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
 	// Further wire protocols, each over the openai client's machinery.
