@@ -23,6 +23,7 @@ type SimOptions struct {
 	runFlags
 	cluster clusterFlags
 	gateway gatewayFlags
+	publish publishFlags
 }
 
 func newSimCmd(env Env) *cobra.Command {
@@ -42,6 +43,7 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 	group(fs, "Engine flags", func(fs *pflag.FlagSet) {
 		fs.StringVar(&o.Engine.Model, "model", o.Engine.Model, "simulated model: llama-3.1-8b, llama-3.1-70b, mistral-7b, qwen2.5-7b, qwen3-32b, qwen3-30b-a3b, a HF id, a .yaml profile or a Hugging Face config.json path")
 		registerEngineFlags(fs, &o.Engine)
+		o.publish.register(fs)
 		o.cluster.register(fs)
 	})
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
@@ -97,7 +99,7 @@ func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run
 	if err != nil {
 		return run.Config{}, err
 	}
-	cfg.Engine, cfg.Virtual = o.Engine, true
+	cfg.Engine, cfg.Virtual, cfg.Publish = o.Engine, true, o.publish.Policy
 	if cfg.Cluster, err = fleet(); err != nil {
 		return run.Config{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
+	"github.com/goodput/goodput/internal/publish"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/shard"
@@ -47,6 +48,10 @@ type Config struct {
 	// Engine, each level on a fresh cluster; records name the replica that
 	// served them.
 	Cluster *cluster.Config
+	// Publish is the publish path after the simulated engine (virtual
+	// time): output buffering and moderation that delay what the client
+	// sees, not what the server did. The zero Policy publishes as emitted.
+	Publish publish.Policy
 	// IgnoreEOS generates every request's full output length in virtual
 	// time (over HTTP it is the backend's: ignore_eos in the body);
 	// NaturalStopRecorded lets requests whose dataset recorded their

@@ -55,6 +55,7 @@ func openVirtual(cfg *Config, seed int64) (*virtual, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Publish.Describe(desc)
 	v := &virtual{cfg: cfg, desc: desc, cur: -1}
 	if cfg.Sessions != nil {
 		return v, nil // the sessions are the workload
@@ -184,6 +185,7 @@ func clusterError(err error) error {
 // simulate runs ds under load on a fresh engine, or a fresh cluster whose
 // replica figures it keeps for level idx.
 func (v *virtual) simulate(ctx context.Context, idx int, ds workload.Dataset, load simrun.Load, emit func(*runlog.Record) error) (simrun.Result, error) {
+	emit = v.published(emit)
 	if v.cfg.Cluster == nil {
 		eng, err := sim.New(v.cfg.Engine)
 		if err != nil {
@@ -441,11 +443,11 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 		load.ToolResultTokens = func(session, turn, call int) int { return draw(d, 0x726573, session, turn, call) }
 	}
 	wall := time.Now()
-	emit := func(r *runlog.Record) error {
+	emit := v.published(func(r *runlog.Record) error {
 		hist.observe(r)
 		r.CopyTo(&v.buf)
 		return sink.Record(&v.buf)
-	}
+	})
 	var res simrun.SessionResult
 	if c != nil {
 		res, err = simrun.RunSessionsCluster(ctx, c, load, emit)
