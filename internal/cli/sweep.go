@@ -27,6 +27,8 @@ type SweepOptions struct {
 	// cluster puts --sim's engine behind a router as several replicas
 	// (--replicas, --cluster, ...), as in "goodput sim".
 	cluster clusterFlags
+	// publish is --sim's publish path after the engine.
+	publish publishFlags
 }
 
 func newSweepCmd(env Env) *cobra.Command { return sweepCommand(env, &SweepOptions{}) }
@@ -65,6 +67,7 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 	group(fs, "Output flags", o.out.register)
 	group(fs, "Simulator flags (--sim, or no --base-url)", func(fs *pflag.FlagSet) {
 		o.sim.register(fs)
+		o.publish.register(fs)
 		o.cluster.register(fs)
 	})
 	groupedUsage(cmd, "Sweep flags", "Target flags", "Load flags", "Workload flags", "Output flags", "Simulator flags (--sim, or no --base-url)")
@@ -122,6 +125,9 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 		o.out.ResultFilename = fmt.Sprintf("sweep-%s-%s.json", pl.Axis, env.Now().Format("20060102-150405"))
 	}
 	var cfg run.Config
+	if o.publish.Policy.Active() && !o.Sim {
+		return nil, usagef("--publish and --moderation-delay simulate the publish path in virtual time: add --sim")
+	}
 	if o.Sim {
 		if cfg, err = o.config(env, "sweep", "inf", false); err != nil {
 			return nil, err
@@ -131,6 +137,7 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 			return nil, err
 		}
 		cfg.Engine, cfg.IgnoreEOS, cfg.Virtual = o.sim.Engine, o.target.IgnoreEOS, true
+		cfg.Publish = o.publish.Policy
 		// --timeout limits a whole request in virtual time too, as sim's
 		// does (its default hour guards a real server's trickle, not this).
 		if o.fs.Changed("timeout") {
