@@ -34,10 +34,11 @@ const (
 	Tokens
 )
 
-// SentenceTokens is the sentence length assumed where the output has no
-// text to find sentence ends in (the virtual-time simulator's records):
-// about an English sentence's 15–25 words.
-const SentenceTokens = 20
+// SentenceTokens are the sentence lengths assumed, in turn, where the
+// output has no text to find sentence ends in (the virtual-time
+// simulator's records): 20 tokens on average, about an English sentence's
+// words, varying as prose does so a buffered stream's bursts vary too.
+var SentenceTokens = [...]int{20, 14, 26, 17, 23}
 
 // CharsPerToken converts tokens to characters where there is no text, the
 // ratio tokenize.Approx assumes.
@@ -150,6 +151,7 @@ func (p Policy) Release(pieces []Piece, rng *rand.Rand) []Piece {
 	var buf Piece
 	var prev int64
 	var sinceSentence int // tokens since the last assumed sentence end
+	var sentence int      // the assumed sentence's index
 	release := func(at int64) {
 		at = max(at, prev)
 		if p.Moderation != nil {
@@ -171,8 +173,9 @@ func (p Policy) Release(pieces []Piece, rng *rand.Rand) []Piece {
 				boundary = endsSentence(pc.Text)
 			} else {
 				sinceSentence += pc.Tokens
-				if sinceSentence >= SentenceTokens {
-					boundary, sinceSentence = true, sinceSentence%SentenceTokens
+				if n := SentenceTokens[sentence%len(SentenceTokens)]; sinceSentence >= n {
+					boundary, sinceSentence = true, sinceSentence-n
+					sentence++
 				}
 			}
 		case Chars:

@@ -11,8 +11,8 @@ import (
 
 // The publish path worked by hand against the same run unbuffered: with
 // --publish sentence --moderation-delay fixed:80 and 60 visible tokens a
-// request (three sentences of publish.SentenceTokens), each request's
-// releases are at its 20th, 40th and 60th token's time, each 80 ms later
+// request (three sentences of publish.SentenceTokens: 20, 14, 26), each
+// request's releases are at its 20th, 34th and 60th token's time, each 80 ms later
 // and no earlier than the previous release plus 80 ms; so its TTP is its
 // 20th token's time + 80 ms. The server's timing is the same, and a TTP
 // SLO of 150 ms that every unbuffered request meets no request meets.
@@ -63,9 +63,9 @@ func TestPublishShiftsTTP(t *testing.T) {
 			return 0
 		}
 		r1 := at(20) + 80*ms
-		r2 := max(at(40), r1) + 80*ms
+		r2 := max(at(34), r1) + 80*ms
 		r3 := max(at(60), r2) + 80*ms
-		want := []runlog.Chunk{{T: r1, Tokens: 20, Visible: true}, {T: r2, Tokens: 20, Visible: true}, {T: r3, Tokens: 20, Visible: true}}
+		want := []runlog.Chunk{{T: r1, Tokens: 20, Visible: true}, {T: r2, Tokens: 14, Visible: true}, {T: r3, Tokens: 26, Visible: true}}
 		if len(r.Chunks) != 3 || r.Chunks[0] != want[0] || r.Chunks[1] != want[1] || r.Chunks[2] != want[2] {
 			t.Fatalf("%s: chunks %v, want %v", r.ID, r.Chunks, want)
 		}
