@@ -177,6 +177,8 @@ func Analyze(in Input) []Finding {
 	add(ttftHigh(in))
 	add(prefillStalls(in))
 	add(hiddenWait(in))
+	add(outputBuffered(in))
+	add(multiTokenChunks(in))
 	add(readingSpeed(in))
 	add(cacheOptimistic(in))
 	add(uniformLengths(in))

@@ -116,6 +116,7 @@ type Tracker struct {
 	rng         *rand.Rand
 	times, gbuf []int64 // scratch: one record's token times and gaps
 	sbuf        []int64 // scratch: its gaps sorted
+	pub         publishShape
 }
 
 // NewTracker returns an empty Tracker.
@@ -179,6 +180,7 @@ func (t *Tracker) Add(r *runlog.Record) {
 	if !r.OK() {
 		return
 	}
+	t.pub.add(r, t)
 	t.times = t.times[:0]
 	for _, c := range r.Chunks {
 		if c.Tokens > 0 {
