@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -48,10 +49,16 @@ type publishShape struct {
 	serverGaps          reservoir[float64] // ms, client TTP − server's first token
 	times               []int64
 	counts              []int
+	// rng samples the reservoirs: its own, so that adding this rule left
+	// the Tracker's other samples as they were.
+	rng *rand.Rand
 }
 
 // add folds one successful measured record in.
-func (p *publishShape) add(r *runlog.Record, t *Tracker) {
+func (p *publishShape) add(r *runlog.Record) {
+	if p.rng == nil {
+		p.rng = rand.New(rand.NewPCG(0x9b15, 0x5eed))
+	}
 	p.times, p.counts = p.times[:0], p.counts[:0]
 	total := 0
 	for _, c := range r.Chunks {
@@ -65,7 +72,7 @@ func (p *publishShape) add(r *runlog.Record, t *Tracker) {
 			p.times[n-1] = c.T
 		} else {
 			if n > 0 {
-				p.burstGaps.add(float64(c.T-p.times[n-1])/1e6, t.rng)
+				p.burstGaps.add(float64(c.T-p.times[n-1])/1e6, p.rng)
 			}
 			p.nearZero += int64(c.Tokens) - 1
 			p.times, p.counts = append(p.times, c.T), append(p.counts, int(c.Tokens))
@@ -90,7 +97,7 @@ func (p *publishShape) add(r *runlog.Record, t *Tracker) {
 	if s := r.Server; s != nil && s.ArrivalNs > 0 {
 		first := s.ArrivalNs + s.QueueNs + s.PrefillNs
 		if at := p.times[0]; at >= first {
-			p.serverGaps.add(float64(at-first)/1e6, t.rng)
+			p.serverGaps.add(float64(at-first)/1e6, p.rng)
 		}
 	}
 }

@@ -180,7 +180,7 @@ func (t *Tracker) Add(r *runlog.Record) {
 	if !r.OK() {
 		return
 	}
-	t.pub.add(r, t)
+	t.pub.add(r)
 	t.times = t.times[:0]
 	for _, c := range r.Chunks {
 		if c.Tokens > 0 {
