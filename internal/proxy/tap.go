@@ -65,6 +65,9 @@ type tap struct {
 	visAt      int
 	folded     int
 	maxEvent   int // the largest event's data, bytes (putTap)
+
+	// hop is the answer's way through (Record.Hop), filled as it passes.
+	hop runlog.HopTiming
 }
 
 // maxRecordChunks bounds the chunk entries one record keeps (16 bytes
@@ -98,6 +101,25 @@ func (t *tap) reset(p *Proxy, ex *exchange, body io.ReadCloser, strip bool) {
 	}
 	t.readErr, t.errAt, t.eofDone, t.closed = nil, 0, false, false
 	t.sawVisible, t.visAt, t.folded = false, -1, 0
+	t.hop = runlog.HopTiming{}
+}
+
+// delivered notes that everything read before now has gone downstream:
+// the first byte's and, once parsed, the first token's delivery.
+func (t *tap) delivered(now int64) {
+	if t.hop.DeliveredFirstByteNs == 0 {
+		t.hop.DeliveredFirstByteNs = now
+	}
+	if t.hop.DeliveredFirstTokenNs == 0 && t.rec.FirstTokenAt() >= 0 {
+		t.hop.DeliveredFirstTokenNs = now
+	}
+}
+
+// upstream notes bytes from the upstream arriving at at.
+func (t *tap) upstream(at int64) {
+	if t.hop.UpstreamFirstByteNs == 0 {
+		t.hop.UpstreamFirstByteNs = at
+	}
 }
 
 // Read implements io.Reader.
@@ -120,6 +142,7 @@ func (t *tap) Read(p []byte) (int, error) {
 		}
 		t.feed(t.pending, t.pendingAt)
 		t.pending = t.pending[:0]
+		t.delivered(t.pendingAt + held)
 	}
 	if t.readErr != nil {
 		return 0, t.readErr
@@ -127,6 +150,7 @@ func (t *tap) Read(p []byte) (int, error) {
 	n, err := t.body.Read(p)
 	at := t.p.now()
 	if n > 0 {
+		t.upstream(at)
 		// A copy, not p itself: the caller may recycle its buffer before
 		// the next Read (ReverseProxy's BufferPool) or Close.
 		t.pending = append(t.pending[:0], p[:n]...)
@@ -142,6 +166,9 @@ func (t *tap) Read(p []byte) (int, error) {
 // serves p from it.
 func (t *tap) readStrip(p []byte) (int, error) {
 	for t.outOff == len(t.out) {
+		if len(t.out) > 0 {
+			t.delivered(t.p.now())
+		}
 		t.out, t.outOff = t.out[:0], 0
 		if t.readErr != nil {
 			return 0, t.readErr
@@ -149,6 +176,7 @@ func (t *tap) readStrip(p []byte) (int, error) {
 		n, err := t.body.Read(t.buf)
 		at := t.p.now()
 		if n > 0 {
+			t.upstream(at)
 			t.feed(t.buf[:n], at)
 		}
 		if err != nil {
@@ -256,6 +284,18 @@ func (t *tap) Close() error {
 	if len(t.pending) > 0 {
 		t.feed(t.pending, t.pendingAt)
 		t.pending = t.pending[:0]
+	}
+	// What was handed on has gone by the close (the ReverseProxy closes
+	// after its last write).
+	t.delivered(t.p.now())
+	if f := t.rec.FirstTokenAt(); f >= 0 {
+		t.hop.UpstreamFirstTokenNs = f
+	} else {
+		t.hop.DeliveredFirstTokenNs = 0
+	}
+	if t.hop.UpstreamFirstByteNs != 0 {
+		hop := t.hop
+		t.rec.Hop = &hop
 	}
 	switch {
 	case t.readErr == io.EOF:

@@ -175,6 +175,9 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = appendIntField(dst, "decode_replica", s.DecodeReplica)
 		dst = append(dst, '}')
 	}
+	if r.Hop != nil {
+		dst = appendHop(dst, r.Hop)
+	}
 	return append(dst, "}\n"...)
 }
 

@@ -254,6 +254,10 @@ type Record struct {
 	// ResponseID is the server's id of the answer where a later request
 	// may continue from it (Responses' previous_response_id); "" otherwise.
 	ResponseID string `json:"response_id,omitempty"`
+	// Hop is, on goodput proxy's records, when the answer reached the
+	// proxy and when it went on downstream; nil elsewhere (and in records
+	// written before it existed).
+	Hop *HopTiming `json:"hop,omitempty"`
 	// Embeddings is how many inputs an embeddings answer embedded (0 for a
 	// generated answer). Such a request has no tokens out: its E2E is its
 	// whole latency, from the send to the answer (End).
