@@ -3,6 +3,8 @@ package run
 import (
 	"fmt"
 	"strings"
+
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // A cluster file's pools in the run's meta: Simulated["pools"] lists
@@ -19,7 +21,7 @@ type poolDesc struct {
 // describePools is the meta's "pools" of c's replicas, pools[i] naming
 // replica i's pool (consecutive replicas of one name are one pool), and
 // the GPUs of all (Σ tensor parallelism).
-func describePools(c fleet, pools []string) ([]map[string]any, int) {
+func describePools(c cluster.Fleet, pools []string) ([]map[string]any, int) {
 	name := func(i int) string {
 		if i < len(pools) {
 			return pools[i]

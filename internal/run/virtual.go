@@ -121,7 +121,7 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 // describeDisagg adds a prefill/decode split's pools and link to its
 // description (replica 1's, a prefill replica): the pools' sizes, the
 // link, and the first decode replica's engine where it differs.
-func describeDisagg(d map[string]any, c fleet, pd *cluster.Disaggregation) {
+func describeDisagg(d map[string]any, c cluster.Fleet, pd *cluster.Disaggregation) {
 	link := pd.Link
 	if link == "" {
 		link = "gpu"
@@ -135,19 +135,9 @@ func describeDisagg(d map[string]any, c fleet, pd *cluster.Disaggregation) {
 	}
 }
 
-// fleet is what a virtual run builds from Config.Cluster: the fleet
-// simrun drives, and what the run's meta says of it.
-type fleet interface {
-	simrun.Fleet
-	// Len is the number of replicas.
-	Len() int
-	// Describe is replica i's engine description.
-	Describe(i int) map[string]any
-}
-
 // newFleet builds the fleet cfg describes, fresh; a bad setting is a
 // *ConfigError (Field "Cluster.<field>").
-func newFleet(cfg *cluster.Config) (fleet, error) {
+func newFleet(cfg *cluster.Config) (cluster.Fleet, error) {
 	if cfg.Gateway != nil {
 		// Before the split: a gateway refuses one it cannot front.
 		g, err := cluster.NewGateway(*cfg)
@@ -255,7 +245,7 @@ type autoscaled interface {
 
 // keepAutoscale keeps what fleet c's autoscaler did over level idx,
 // which ended at end (ns), if it has one.
-func (v *virtual) keepAutoscale(idx int, c simrun.Fleet, end int64) {
+func (v *virtual) keepAutoscale(idx int, c cluster.Fleet, end int64) {
 	as, ok := c.(autoscaled)
 	if !ok {
 		return
@@ -337,7 +327,7 @@ func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink S
 func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (simrun.SessionResult, error) {
 	var (
 		eng *sim.Engine
-		c   fleet
+		c   cluster.Fleet
 		err error
 	)
 	if v.cfg.Cluster == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // Options tunes the server around the engine. The zero value is usable.
@@ -86,9 +87,9 @@ const DefaultIdleTimeout = 2 * time.Minute
 // Server is safe for concurrent use by any number of HTTP handlers.
 type Server struct {
 	opt         Options
-	eng         *sim.Engine // the one engine; nil when fleet drives several
-	fleet       Fleet       // the replicas behind a router (NewFleet); nil: eng
-	engCfg      sim.Config  // the (first) engine's configuration, resolved
+	eng         *sim.Engine   // the one engine; nil when fleet drives several
+	fleet       cluster.Fleet // the replicas behind a router (NewFleet); nil: eng
+	engCfg      sim.Config    // the (first) engine's configuration, resolved
 	model       string
 	aliases     []string
 	maxModelLen int
