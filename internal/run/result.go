@@ -194,7 +194,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		lr.TTFTSplit = d.split
 		lr.Replicas = d.replicas
 		if meta != nil {
-			lr.Replicas.SetPools(replicaPools(metaPools(meta.Simulated)))
+			lr.Replicas.SetPools(replicaPools(metaPools(&meta.Simulated)))
 		}
 		lr.Classes = d.classes
 		lr.Cost = levelCost(meta, &d.summary, lr.Server)

@@ -209,7 +209,7 @@ func (r *runner) open() error {
 		} else {
 			m.Dataset = r.virt.ds.Name()
 		}
-		m.Model = fmt.Sprint(r.virt.desc["model"])
+		m.Model = r.virt.desc.Model
 		if label == "" {
 			label = "sim"
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
@@ -179,7 +180,7 @@ func serveFleet(f cluster.Fleet, cfg sim.Config, lockstep bool, as *cluster.Auto
 	if as != nil {
 		n = max(n, as.Max)
 	}
-	ds := make([]map[string]any, n)
+	ds := make([]runlog.Engine, n)
 	for i := range ds {
 		if i < f.Len() {
 			ds[i] = f.Describe(i)
@@ -192,11 +193,8 @@ func serveFleet(f cluster.Fleet, cfg sim.Config, lockstep bool, as *cluster.Auto
 		return nil, err
 	}
 	// The banner and reports see the fleet's size beside the engine's.
-	d := make(map[string]any, len(ds[0])+1)
-	for k, v := range ds[0] {
-		d[k] = v
-	}
-	d["replicas"] = f.Len()
+	d := ds[0]
+	d.Replicas = f.Len()
 	s.describe = d
 	s.fleet = f
 	s.fl = fleetState{outstanding: make([]int, n), lockstep: lockstep}

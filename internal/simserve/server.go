@@ -96,10 +96,10 @@ type Server struct {
 	blockTokens int
 	toolShare   float64 // sim.Config.ToolCallShare
 	toolTokens  int     // tokens per tool call
-	describe    map[string]any
+	describe    runlog.Engine
 	m           *metrics   // replica 0's series (the one engine's)
 	ms          []*metrics // each replica's series, engine="i+1" in a fleet; ms[0] is m
-	repDescribe []map[string]any
+	repDescribe []runlog.Engine
 	gatherer    prometheus.Gatherer
 	log         *slog.Logger
 
@@ -195,7 +195,7 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(opt, cfg, eng.Config(), []map[string]any{eng.Describe()}, false)
+	s, err := newServer(opt, cfg, eng.Config(), []runlog.Engine{eng.Describe()}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func checkOptions(opt Options) error {
 // fleet says the engines are a fleet's replicas, whose engine labels are
 // their numbers from 1, as the client's records and reports number them;
 // a lone engine is engine="0", as vLLM's is.
-func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any, fleet bool) (*Server, error) {
+func newServer(opt Options, cfg, resolved sim.Config, describes []runlog.Engine, fleet bool) (*Server, error) {
 	s := &Server{
 		opt:         opt,
 		engCfg:      resolved,
@@ -301,7 +301,7 @@ func (s *Server) Model() string { return s.model }
 // Describe returns the engine's description (model, GPU, TP, limits), for
 // reports and the startup banner; a fleet's is its first replica's plus
 // "replicas", their number.
-func (s *Server) Describe() map[string]any { return s.describe }
+func (s *Server) Describe() runlog.Engine { return s.describe }
 
 // clock returns the server clock: ns since the server was built, on the
 // monotonic clock.

@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/goodput/goodput/internal/sim"
+import (
+	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/sim"
+)
 
 // Fleet is the contract every simulated fleet keeps, whatever it is
 // composed of: a Cluster (replicas behind a router), a prefill/decode
@@ -39,7 +42,7 @@ type Fleet interface {
 	// Config is replica i's engine configuration, resolved.
 	Config(i int) sim.Config
 	// Describe is replica i's engine description.
-	Describe(i int) map[string]any
+	Describe(i int) runlog.Engine
 }
 
 var (

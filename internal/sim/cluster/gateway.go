@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 )
 
@@ -639,7 +640,7 @@ func (g *Gateway) Config(i int) sim.Config {
 }
 
 // Describe is replica i's engine description (global index).
-func (g *Gateway) Describe(i int) map[string]any {
+func (g *Gateway) Describe(i int) runlog.Engine {
 	if c := g.single(); c != nil {
 		return c.Describe(i)
 	}
