@@ -23,7 +23,7 @@ var floors = [][]string{
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/runlog/runlogtest", "internal/flagfield"},
 	// Engines composed: replicas behind a router, one virtual clock.
-	{"internal/sim/cluster"},
+	{"internal/sim/cluster", "internal/session"},
 	// The wire, the drivers of the engine, and the judgements of one run.
 	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
 	// Further wire protocols, each over the openai client's machinery.
