@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -29,5 +31,21 @@ func TestFileError(t *testing.T) {
 				t.Errorf("errors.Is(e, e.Err) = false; want the cause unwrapped")
 			}
 		})
+	}
+}
+
+// TestYAMLSyntaxError: the message names the first line the text up to
+// which no longer parses, not yaml.v3's line of the enclosing block.
+func TestYAMLSyntaxError(t *testing.T) {
+	data := []byte("a:\n  b: 1\n  c: [2\n  d: 3\n")
+	var v any
+	err := yaml.Unmarshal(data, &v)
+	if err == nil {
+		t.Fatal("the test's YAML parsed")
+	}
+	// yaml.v3 says line 2, where the mapping holding the bad list began.
+	const want = "f.yaml:3: not valid YAML: did not find expected ',' or ']'"
+	if got := setting.YAMLSyntaxError("f.yaml", err, data).Error(); got != want {
+		t.Errorf("YAMLSyntaxError = %q; want %q", got, want)
 	}
 }

@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -179,7 +178,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	p := &parser{file: file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, p.syntaxError(err, data)
+		return nil, setting.YAMLSyntaxError(p.file, err, data)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &setting.FileError{File: file, Key: "targets", Err: errors.New("the file is empty: want a mapping with a list of targets")}
@@ -197,49 +196,6 @@ type parser struct {
 // maxMerges bounds the mappings merge keys bring in over a whole file:
 // aliases let a few lines merge a mapping exponentially many times.
 const maxMerges = 1000
-
-// yamlLine is the "line N: " yaml.v3 starts a syntax error with.
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
-
-// syntaxError is yaml.v3's error for data as a *setting.FileError.
-// yaml.v3 names the line where the enclosing block began, not the line at
-// fault; the first line whose addition makes the text fail to parse is
-// that one.
-func (p *parser) syntaxError(err error, data []byte) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	if l := firstBadLine(data); l > line {
-		line = l
-	}
-	return &setting.FileError{File: p.file, Line: line, Err: fmt.Errorf("not valid YAML: %s", msg)}
-}
-
-// firstBadLine is the number of the first line that the text up to it
-// does not parse with (0 when unknown, or the file is too long to look).
-func firstBadLine(data []byte) int {
-	if len(data) > 16<<10 {
-		return 0
-	}
-	var doc yaml.Node
-	end, line := 0, 0
-	for end < len(data) && line < 500 {
-		nl := bytes.IndexByte(data[end:], '\n')
-		if nl < 0 {
-			end = len(data)
-		} else {
-			end += nl + 1
-		}
-		line++
-		if yaml.Unmarshal(data[:end], &doc) != nil {
-			return line
-		}
-	}
-	return 0
-}
 
 func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) *setting.FileError {
 	return &setting.FileError{File: p.file, Line: n.Line, Key: field, Err: fmt.Errorf(format, args...)}

@@ -1,12 +1,10 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +66,7 @@ func Parse(data []byte, name string, base sim.Config) (Config, error) {
 	p := &fileParser{file: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Config{}, p.syntaxError(err, data)
+		return Config{}, setting.YAMLSyntaxError(p.file, err, data)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return Config{}, &setting.FileError{File: name, Err: errors.New("the file is empty: want a mapping with a list of pools")}
@@ -163,9 +161,6 @@ func (p *fileParser) errorf(line int, pool, field, format string, args ...any) *
 	return &setting.FileError{File: p.file, Line: line, Part: poolPart(pool), Key: field, Err: fmt.Errorf(format, args...)}
 }
 
-// yamlErrLine is the "line N: " a yaml.v3 syntax error starts with.
-var yamlErrLine = regexp.MustCompile(`^line (\d+): `)
-
 // poolPart is the part of the file a pool's key belongs to, as messages
 // name it: pool "NAME"; "" outside the pools.
 func poolPart(name string) string {
@@ -173,39 +168,6 @@ func poolPart(name string) string {
 		return ""
 	}
 	return fmt.Sprintf("pool %q", name)
-}
-
-// syntaxError is yaml.v3's error as a *setting.FileError. yaml.v3 names the line
-// its enclosing block began on, which may be well above the mistake; the
-// first line whose text up to it no longer parses is nearer.
-func (p *fileParser) syntaxError(err error, data []byte) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	return &setting.FileError{File: p.file, Line: max(line, failingLine(data)), Err: fmt.Errorf("not valid YAML: %s", msg)}
-}
-
-// failingLine is the first line up to which data does not parse; 0 when
-// none does or the file is too long to look (a parse per line).
-func failingLine(data []byte) int {
-	if len(data) > 16<<10 {
-		return 0
-	}
-	var doc yaml.Node
-	for line, end := 1, 0; end < len(data) && line <= 500; line++ {
-		if nl := bytes.IndexByte(data[end:], '\n'); nl >= 0 {
-			end += nl + 1
-		} else {
-			end = len(data)
-		}
-		if yaml.Unmarshal(data[:end], &doc) != nil {
-			return line
-		}
-	}
-	return 0
 }
 
 // resolve follows an alias (*name) to the node it names.
