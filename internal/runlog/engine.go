@@ -40,8 +40,12 @@ type Engine struct {
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
 	// BlockSize is the KV block size in tokens.
-	BlockSize            int
+	BlockSize int
+	// GPUMemoryUtilization is the share of GPU memory the engine may use
+	// (0–1).
 	GPUMemoryUtilization float64
+	// EnablePrefixCaching and EnableChunkedPrefill say whether the
+	// engine caches prompt prefixes and splits prefills across steps.
 	EnablePrefixCaching  bool
 	EnableChunkedPrefill bool
 	// MaxModelLen is the longest sequence served (tokens), and
@@ -62,14 +66,17 @@ type Engine struct {
 	MaxWaiting    int
 	MaxQueueTimeS float64
 	// ReasoningTokens is the reasoning share of each answer's tokens.
-	ReasoningTokens    float64
+	ReasoningTokens float64
+	// PriorityScheduling says the engine schedules by request priority.
 	PriorityScheduling bool
 	// ProfileTable names the measured kernel table the costs come from
 	// ("" the formula).
 	ProfileTable string
 
 	// NumSpeculativeTokens is the draft tokens per step (0: speculative
-	// decoding off, and SpecAcceptance and SpecDraft are not written).
+	// decoding off, and SpecAcceptance and SpecDraft are not written);
+	// SpecAcceptance is the chance the target accepts a draft token (0–1)
+	// and SpecDraft what proposes the drafts ("" not named).
 	NumSpeculativeTokens int
 	SpecAcceptance       float64
 	SpecDraft            string

@@ -61,8 +61,11 @@ func New(s workload.Session, idx int, start int64, maxRounds int, anchor Anchor)
 }
 
 // Turn is the index (into Session.Turns) of the turn of the request due
-// next; Round its tool round (0: the turn's first request).
-func (w *Walk) Turn() int  { return w.turn }
+// next.
+func (w *Walk) Turn() int { return w.turn }
+
+// Round is the tool round of the request due next (0: its turn's first
+// request).
 func (w *Walk) Round() int { return w.round }
 
 // Due is when the request due next is due (its intended send).
