@@ -10,15 +10,16 @@ import (
 
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // SimOptions configures "goodput sim": the engine, its own settings
-// (run.VirtualSpec), plus bench's workload, load and output flags.
+// (runspec.VirtualSpec), plus bench's workload, load and output flags.
 type SimOptions struct {
 	Engine sim.Config
-	run.VirtualSpec
+	runspec.VirtualSpec
 	runFlags
 	cluster clusterFlags
 	gateway gatewayFlags

@@ -32,8 +32,15 @@ var floors = [][]string{
 	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
 	// Rendering every output.
 	{"internal/report"},
+	// A run split over processes: shard syntax, rendezvous, clock offset,
+	// the Kubernetes Job and collector.
+	{"internal/shard"},
 	// The run lifecycle: the middle floor.
 	{"internal/run"},
+	// The user's settings for a run, checked, and the --fail-if schemas.
+	{"internal/runspec"},
+	// Commands over saved runs: report, compare, fit, split comparison.
+	{"internal/review"},
 	// Synthetic monitoring over run's backends: probes on a schedule.
 	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.

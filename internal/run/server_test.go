@@ -188,7 +188,7 @@ func TestParetoSweep(t *testing.T) {
 				Label: fmt.Sprintf("c=%d in=%d out=%d", c, pair[0], pair[1])})
 		}
 	}
-	cfg.Sweep = &Sweep{Axis: sweep.AxisConcurrency, Levels: levels, Pareto: true, Saturation: sweep.Saturation{Off: true},
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisConcurrency, Levels: levels, Pareto: true, Saturation: sweep.Saturation{Off: true},
 		Criteria: sweep.Criteria{Attainment: 0.9}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
