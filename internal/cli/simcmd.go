@@ -63,7 +63,7 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 		o.verdict.register(fs)
 	})
 	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Gateway flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
-	cmd.AddCommand(newSimFitCmd(env))
+	cmd.AddCommand(newSimFitCmd(env), newSimValidateCmd(env))
 	return cmd
 }
 
@@ -116,7 +116,10 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	out := outputs{out: &o.out, gate: o.verdict.gate,
 		interrupted: func(*run.Result) string { return "the summary above covers what finished" },
 		before: func(res *run.Result) {
-			for _, l := range res.VirtualLines() {
+			for _, l := range append(res.VirtualLines(), kernelTablesLine(o.Engine)) {
+				if l == "" {
+					continue
+				}
 				if !o.out.Quiet {
 					fmt.Fprintln(env.Stderr, "goodput: "+l)
 				}

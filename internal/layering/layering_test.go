@@ -21,15 +21,17 @@ var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
 	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
-	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/runlog/runlogtest", "internal/flagfield"},
+	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield"},
 	// Engines composed: replicas behind a router, one virtual clock.
 	{"internal/sim/cluster", "internal/session"},
+	// Per-level breakdowns of a run's records: typed figures, no rendering.
+	{"internal/breakdown"},
 	// The wire, the drivers of the engine, and the judgements of one run.
 	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
 	// Further wire protocols, each over the openai client's machinery.
 	{"internal/anthropic"},
 	// Judging a curve; watching live traffic; test servers.
-	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
+	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.
 	{"internal/report"},
 	// A run split over processes: shard syntax, rendezvous, clock offset,

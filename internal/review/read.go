@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -111,6 +112,6 @@ func ReadCompareSide(r io.Reader, name string, so stats.Options, o runlog.ReadOp
 	}
 	return CompareSide{
 		Run:    compare.Run{Name: name, Records: recs, Meta: meta},
-		Report: report.CompareSide{Meta: meta, Records: recs, Levels: report.SummarizeLevels(meta, recs, so)},
+		Report: report.CompareSide{Meta: meta, Records: recs, Levels: breakdown.SummarizeLevels(meta, recs, so)},
 	}, nil
 }

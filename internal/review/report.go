@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
@@ -219,9 +220,9 @@ func Report(s *ReportSpec, given setting.Given, term run.TerminalOptions, f File
 		return err
 	}
 	if s.CSVDir != "" {
-		levels := make([]report.LevelSummary, len(res.Levels))
+		levels := make([]breakdown.LevelSummary, len(res.Levels))
 		for i, l := range res.Levels {
-			levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+			levels[i] = breakdown.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 		}
 		paths, err := report.WriteCSVDir(f.Path(s.CSVDir), levels, m.Records)
 		if err == nil {

@@ -108,8 +108,8 @@ func searchFleet(ctx context.Context, cfg run.Config, fleet *cluster.Config, top
 		}
 		l := res.Levels[0]
 		transfer = -1
-		if l.Replicas != nil && l.Replicas.Transfer != nil {
-			transfer = l.Replicas.Transfer.P50
+		if reps := l.Replicas(); reps != nil && reps.Transfer != nil {
+			transfer = reps.Transfer.P50
 		}
 		return l.Summary.SLO.Attainment, l.Summary.SLO.Goodput, transfer, nil
 	}

@@ -5,8 +5,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
-	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/stats"
@@ -155,12 +155,12 @@ func (s *syncStart) take() (at int64, on bool) {
 // ownShard is a shard's own run as its one row (its live result, or a
 // report of its file alone before any merge): nil for a whole run or a
 // merged one (mergedShards).
-func ownShard(meta *runlog.Meta, data []levelData) []report.ShardRow {
+func ownShard(meta *runlog.Meta, data []levelData) []breakdown.ShardRow {
 	if meta == nil || meta.Shard == nil || meta.Shards != nil {
 		return nil
 	}
 	sh := meta.Shard
-	row := report.ShardRow{ShardSummary: runlog.ShardSummary{Index: sh.Index, Count: sh.Count, StartAt: sh.StartAt,
+	row := breakdown.ShardRow{ShardSummary: runlog.ShardSummary{Index: sh.Index, Count: sh.Count, StartAt: sh.StartAt,
 		Clock: sh.Clock, Ended: len(data) > 0, ExpectedSessions: sh.Sessions}}
 	for i := range data {
 		d := &data[i]
@@ -187,19 +187,19 @@ func ownShard(meta *runlog.Meta, data []levelData) []report.ShardRow {
 		row.Expected = sh.Requests * max(len(data), 1)
 		row.Short = max(row.Expected-row.Records, 0)
 	}
-	return []report.ShardRow{row}
+	return []breakdown.ShardRow{row}
 }
 
 // mergedShards is every shard of a merged run (meta.Shards, from Merge)
 // with each one's send lag and client-bound verdict from its own records
 // (recs[From:To]); nil when the run was not merged from shards.
-func mergedShards(meta *runlog.Meta, recs []runlog.Record) []report.ShardRow {
+func mergedShards(meta *runlog.Meta, recs []runlog.Record) []breakdown.ShardRow {
 	if meta == nil || len(meta.Shards) == 0 {
 		return nil
 	}
-	rows := make([]report.ShardRow, len(meta.Shards))
+	rows := make([]breakdown.ShardRow, len(meta.Shards))
 	for i, s := range meta.Shards {
-		rows[i] = report.ShardRow{ShardSummary: s}
+		rows[i] = breakdown.ShardRow{ShardSummary: s}
 		if s.Missing || s.From < 0 || s.From > s.To || s.To > len(recs) {
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -222,17 +222,19 @@ func (v *virtual) attachReplicas(res *Result) {
 			peaks[k] = st[k].KVPeak
 		}
 		a, scaled := v.autoscale[l.Index]
-		if scaled && l.Replicas == nil {
+		reps := l.Replicas()
+		if scaled && reps == nil {
 			// The autoscaler never served from a second replica: the
 			// records alone make no block, so the run's counts do.
-			l.Replicas = &report.Replicas{}
+			reps = &breakdown.Replicas{}
 			for k := range st {
-				l.Replicas.Rows = append(l.Replicas.Rows, report.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
+				reps.Rows = append(reps.Rows, breakdown.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
 			}
+			l.Breakdowns.Put(reps)
 		}
-		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
+		reps.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
 		if scaled {
-			l.Replicas.SetAutoscale(autoscaleBlock(a))
+			reps.SetAutoscale(autoscaleBlock(a))
 		}
 		if pd := v.cfg.Cluster.Disagg; pd != nil {
 			roles := make([]string, len(st))
@@ -242,7 +244,7 @@ func (v *virtual) attachReplicas(res *Result) {
 					roles[k] = cluster.RoleDecode
 				}
 			}
-			l.Replicas.SetRoles(roles)
+			reps.SetRoles(roles)
 		}
 	}
 }
@@ -271,13 +273,13 @@ func (v *virtual) keepAutoscale(idx int, c cluster.Fleet, end int64) {
 }
 
 // autoscaleBlock is the report's view of what the autoscaler did.
-func autoscaleBlock(a *cluster.AutoscaleReport) *report.Autoscale {
+func autoscaleBlock(a *cluster.AutoscaleReport) *breakdown.Autoscale {
 	c := a.Autoscale
-	out := &report.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
+	out := &breakdown.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
 		Min: c.Min, Max: c.Max, ProvisionDelay: c.ProvisionDelay, Cooldown: c.Cooldown,
 		Start: a.Start, Peak: a.Peak, Final: a.Final, Decisions: len(a.Decisions), GPUHours: a.GPUHours}
 	for _, p := range a.Timeline {
-		out.Timeline = append(out.Timeline, report.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
+		out.Timeline = append(out.Timeline, breakdown.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/servermetrics"
@@ -84,28 +85,8 @@ func schemaResult(so stats.Options, metadata map[string]string) *run.Result {
 	lv := meta.Levels[0]
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
 	return &run.Result{Meta: meta, Levels: []run.LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
-		Server: []run.ServerWindow{{Target: "server", Window: schemaServerWindow()}}, TTFTSplit: schemaSplit(so), Replicas: schemaReplicas(), Classes: schemaClasses(),
-		Cost: &report.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}}},
+		Server: []run.ServerWindow{{Target: "server", Window: schemaServerWindow()}}, Breakdowns: report.SectionExamples(breakdown.Options{Percentiles: so.Percentiles})}},
 		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
-}
-
-// schemaReplicas is a cluster's Replicas block with every figure known.
-func schemaReplicas() *report.Replicas {
-	row := report.ReplicaRow{Replica: 1, Requests: 1, TTFTN: 1, KVPeak: 1}
-	return &report.Replicas{Router: "x", Rows: []report.ReplicaRow{row}, MaxRequests: 1, MeanRequests: 1, Imbalance: 1,
-		Autoscale: &report.Autoscale{Timeline: []report.ScalePoint{{}}}}
-}
-
-// schemaClasses is a gateway's block with every figure known.
-func schemaClasses() *report.Classes {
-	row := report.ClassRow{Requests: 1, TTFTN: 1}
-	return &report.Classes{Rows: []report.ClassRow{row}, Degraded: map[string]int{"max_tokens": 1}, SLO: "x"}
-}
-
-// schemaSplit is a TTFT split of one request, at so's percentiles.
-func schemaSplit(so stats.Options) *report.TTFTSplit {
-	one := stats.SummarizeValues("x", so.Percentiles, []float64{1})
-	return &report.TTFTSplit{N: 1, QueueKnown: true, Client: one, Queue: one, Prefill: one, Rest: one, E2E: one, Decode: one, RestE2E: one}
 }
 
 // schemaServerWindow is a server window holding every figure of the

@@ -1,10 +1,11 @@
-package report
+package breakdown
 
 import (
 	"maps"
 	"slices"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -70,4 +71,16 @@ func SummarizeLevels(meta *runlog.Meta, recs []runlog.Record, o stats.Options) [
 		out = append(out, LevelSummary{Index: -1, Summary: stray.Summary()})
 	}
 	return out
+}
+
+// ServerSeries is what one scraped /metrics endpoint said during a run, for
+// the HTML report's "Server side" section.
+type ServerSeries struct {
+	// Target names the endpoint: "server" for the target's own /metrics,
+	// else the name it was given (--server-metrics NAME=URL, e.g. "dcgm").
+	Target string
+	// Snapshots are its scrapes in time order. Their TimeNS is nanoseconds
+	// from the run's start, the clock of the records, so the charts share
+	// the per-request timeline's axis. Empty draws nothing.
+	Snapshots []servermetrics.Snapshot
 }
