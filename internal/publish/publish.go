@@ -117,13 +117,13 @@ func (p Policy) Active() bool { return p.Mode != None || p.Moderation != nil }
 
 // Describe adds the policy to a simulated engine's description (the
 // records' Meta.Simulated, shown in Conditions), when it is active.
-func (p Policy) Describe(d map[string]any) {
+func (p Policy) Describe(d *runlog.Engine) {
 	if !p.Active() {
 		return
 	}
-	d["publish"] = p.String()
+	d.Publish = p.String()
 	if p.Moderation != nil {
-		d["moderation_delay_ms"] = p.Moderation.String()
+		d.ModerationDelayMs = p.Moderation.String()
 	}
 }
 
