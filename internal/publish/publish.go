@@ -150,48 +150,70 @@ func (p Policy) Release(pieces []Piece, rng *rand.Rand) []Piece {
 	var out []Piece
 	var buf Piece
 	var prev int64
-	var sinceSentence int // tokens since the last assumed sentence end
-	var sentence int      // the assumed sentence's index
-	release := func(at int64) {
-		at = max(at, prev)
-		if p.Moderation != nil {
-			at += int64(p.Moderation.Sample(rng)) * 1e6
-		}
-		buf.T, prev = at, at
-		out = append(out, buf)
-		buf = Piece{}
-	}
+	b := p.Buffer()
 	for i, pc := range pieces {
 		buf.Tokens += pc.Tokens
 		buf.Text += pc.Text
-		boundary := false
-		switch p.Mode {
-		case None:
-			boundary = true
-		case Sentence:
-			if pc.Text != "" {
-				boundary = endsSentence(pc.Text)
-			} else {
-				sinceSentence += pc.Tokens
-				if n := SentenceTokens[sentence%len(SentenceTokens)]; sinceSentence >= n {
-					boundary, sinceSentence = true, sinceSentence-n
-					sentence++
-				}
+		if b.Boundary(pc.Tokens, pc.Text) || i == len(pieces)-1 {
+			at := max(pc.T, prev)
+			if p.Moderation != nil {
+				at += int64(p.Moderation.Sample(rng)) * 1e6
 			}
-		case Chars:
-			n := len(buf.Text)
-			if buf.Text == "" {
-				n = buf.Tokens * CharsPerToken
-			}
-			boundary = n >= p.N
-		case Tokens:
-			boundary = buf.Tokens >= p.N
-		}
-		if boundary || i == len(pieces)-1 {
-			release(pc.T)
+			buf.T, prev = at, at
+			out = append(out, buf)
+			buf = Piece{}
 		}
 	}
 	return out
+}
+
+// Buffer is one answer's publisher state, for a server that publishes as
+// it streams (goodput serve): Boundary says, piece by piece, whether the
+// output buffered so far is released with this piece.
+type Buffer struct {
+	p             Policy
+	tokens, chars int
+	sinceSentence int // tokens since the last assumed sentence end
+	sentence      int // the assumed sentence's index
+}
+
+// Buffer returns a fresh publisher state for one answer.
+func (p Policy) Buffer() *Buffer { return &Buffer{p: p} }
+
+// Boundary adds a visible piece of tokens (its text, "" when unknown) and
+// reports whether it ends a release: every piece (None), a sentence end
+// (Sentence), N characters or tokens buffered (Chars, Tokens), never
+// before the end (Whole: the caller releases the rest at the end).
+func (b *Buffer) Boundary(tokens int, text string) bool {
+	b.tokens += tokens
+	if text != "" {
+		b.chars += len(text)
+	} else {
+		b.chars += tokens * CharsPerToken
+	}
+	boundary := false
+	switch b.p.Mode {
+	case None:
+		boundary = true
+	case Sentence:
+		if text != "" {
+			boundary = endsSentence(text)
+		} else {
+			b.sinceSentence += tokens
+			if n := SentenceTokens[b.sentence%len(SentenceTokens)]; b.sinceSentence >= n {
+				boundary, b.sinceSentence = true, b.sinceSentence-n
+				b.sentence++
+			}
+		}
+	case Chars:
+		boundary = b.chars >= b.p.N
+	case Tokens:
+		boundary = b.tokens >= b.p.N
+	}
+	if boundary {
+		b.tokens, b.chars = 0, 0
+	}
+	return boundary
 }
 
 // endsSentence reports whether text holds a sentence end: '.', '!' or '?'
