@@ -27,6 +27,7 @@ type ServeOptions struct {
 	// in front of it (or of the engine alone).
 	cluster clusterFlags
 	gateway gatewayFlags
+	publish publishFlags
 }
 
 func newServeCmd(env Env) *cobra.Command {
@@ -38,6 +39,7 @@ func newServeCmd(env Env) *cobra.Command {
 		Example: helpText("serve.examples"),
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Publish = o.publish.Policy
 			return settingError(cmd.Flags(), &o, o.Serve(cmd.Context(), o.cluster.Spec, o.gateway.GatewaySpec,
 				flagfield.Given(cmd.Flags(), &o.cluster.Spec), env.Stderr, run.DescribeEngine))
 		},
@@ -50,6 +52,7 @@ func newServeCmd(env Env) *cobra.Command {
 	fs.Float64Var(&o.Slowdown, "slowdown", 0, "stretch every engine iteration by this factor (3: three times as slow), from --slowdown-after on; 0: none")
 	fs.DurationVar(&o.SlowdownAfter, "slowdown-after", 0, "start --slowdown this long after the server starts (0: at once)")
 	registerEngineFlags(fs, &o.Engine)
+	o.publish.register(fs)
 	o.cluster.register(fs)
 	o.gateway.register(fs)
 	return cmd

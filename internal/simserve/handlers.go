@@ -302,6 +302,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, arrival int64,
 		return
 	}
 	rs := &response{s: s, w: w, st: st, p: p, chat: g.chat, created: time.Now().Unix(), respID: respID, wire: wr}
+	if g.stream {
+		rs.w, rs.pub = s.publishing(w, st.seq)
+	}
 	if !rs.run(r) {
 		s.abort(st)
 	}
@@ -326,7 +329,8 @@ type response struct {
 	chat    bool
 	created int64
 	respID  string
-	wire    wire // the protocol the answer is written in
+	wire    wire       // the protocol the answer is written in
+	pub     *publisher // the publish path (Options.Publish), nil none
 
 	sw         *sse.Writer
 	head       []byte
@@ -400,7 +404,7 @@ func (rs *response) run(r *http.Request) bool {
 			// finish reason, as vLLM's last token chunk does.
 			last := rs.generated+d.tokens >= rs.p.outputTokens ||
 				snap.state == stateFinished && i == len(snap.deliveries)-1
-			if !rs.wire.piece(rs, d, last) {
+			if !rs.pub.piece(r.Context(), d, last) || !rs.wire.piece(rs, d, last) {
 				return false
 			}
 			if f := rs.s.onDepart; f != nil {
@@ -410,11 +414,13 @@ func (rs *response) run(r *http.Request) bool {
 		switch snap.state {
 		case stateFinished:
 			rs.finished()
+			rs.pub.release()
 			rs.wire.end(rs)
 			return true
 		case stateFailed:
 			// Mid-stream failure (queued too long, shutdown): the
 			// protocol's error event, since the status line is sent.
+			rs.pub.release()
 			rs.wire.failStream(rs, snap.status, snap.errMsg)
 			return true
 		}

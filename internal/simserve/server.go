@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/publish"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -64,6 +65,11 @@ type Options struct {
 	// for previous_response_id (least recently used evicted first); 0
 	// means DefaultMaxStoredResponses.
 	MaxStoredResponses int
+	// Publish is the publish path after the engine for streamed answers:
+	// visible output held back and released as the policy says (at
+	// sentence ends, whole, in blocks), each release after its
+	// moderation delay. The engine's timing is unchanged. Zero: none.
+	Publish publish.Policy
 }
 
 // DefaultIdleTimeout is how long Start keeps an idle client connection.

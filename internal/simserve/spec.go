@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/goodput/goodput/internal/publish"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
@@ -28,6 +29,8 @@ type Spec struct {
 	ServedModelName string
 	Slowdown        float64
 	SlowdownAfter   time.Duration
+	// Publish is the publish path after the engine (Options.Publish).
+	Publish publish.Policy
 }
 
 // Server is the server of Engine, or of fleet when not nil (its replicas
@@ -64,7 +67,7 @@ func (s Spec) Options(fleet bool, log *slog.Logger) (Options, error) {
 	case fleet && s.Slowdown != 0:
 		return Options{}, setting.Errorf("Slowdown", slow, "not supported with several replicas (each keeps its own schedule)")
 	}
-	return Options{ServedModelName: s.ServedModelName, Logger: log, Slowdown: s.Slowdown, SlowdownAfter: s.SlowdownAfter}, nil
+	return Options{ServedModelName: s.ServedModelName, Logger: log, Slowdown: s.Slowdown, SlowdownAfter: s.SlowdownAfter, Publish: s.Publish}, nil
 }
 
 // Addr is the address to listen on, host:port.
