@@ -17,6 +17,9 @@ type BenchOptions struct {
 	runFlags
 	target targetFlags
 	sim    simFlags
+	// compareDirect is --compare-direct: the same requests sent direct
+	// to this URL too, to measure what the target (a hop) adds.
+	compareDirect string
 }
 
 func newBenchCmd(env Env) *cobra.Command { return benchCommand(env, &BenchOptions{}) }
@@ -40,6 +43,7 @@ func benchCommand(env Env, o *BenchOptions) *cobra.Command {
 		o.target.register(fs)
 		fs.BoolVar(&o.target.NoStream, "no-stream", false, `send "stream": false and measure whole answers: E2E only (TTFT, TTP, TPOT and ITL are not measured, so not reported), usage from the body`)
 		o.target.registerScrape(fs)
+		fs.StringVar(&o.compareDirect, "compare-direct", "", "also send the same requests, interleaved, direct to this base URL (the server behind the --base-url gateway or proxy) and report what the hop adds to TTFT and TTP and whether it re-chunks the stream")
 	})
 	group(fs, "Load flags", func(fs *pflag.FlagSet) {
 		o.load.register(fs)
@@ -85,6 +89,16 @@ func (o *BenchOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 	start, stop := o.out.Live(cfg.Stats, func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) })
 	defer stop()
 	cfg.Hooks.Start = start
+	if o.compareDirect != "" {
+		if cfg.Target.BaseURL == "" {
+			return nil, usagef("--compare-direct needs --base-url: the target whose hop it measures")
+		}
+		res, hop, err := runCompared(ctx, cfg, o.compareDirect)
+		for _, l := range hop.Lines(cfg.Target.BaseURL, o.compareDirect) {
+			fmt.Fprintln(env.Stderr, "goodput: "+l)
+		}
+		return res, err
+	}
 	res, err := run.Run(ctx, cfg)
 	return res, err
 }
