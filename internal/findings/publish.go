@@ -94,8 +94,16 @@ func (p *publishShape) add(r *runlog.Record) {
 	for _, n := range p.counts[:len(p.counts)-1] {
 		p.sizes[n]++
 	}
-	if s := r.Server; s != nil && s.ArrivalNs > 0 {
-		first := s.ArrivalNs + s.QueueNs + s.PrefillNs
+	if s := r.Server; s != nil {
+		// A server over HTTP reports durations, not its clock: its first
+		// token is then its queue and prefill after the send, so the gap
+		// holds the request's way there too (a loopback's fraction of a
+		// ms; a network's more).
+		base := s.ArrivalNs
+		if base <= 0 {
+			base = r.Sent
+		}
+		first := base + s.QueueNs + s.PrefillNs
 		if at := p.times[0]; at >= first {
 			p.serverGaps.add(float64(at-first)/1e6, p.rng)
 		}
