@@ -89,7 +89,7 @@ func DescribeEngine(d runlog.Engine) string {
 	}
 	fields := d.Fields()
 	var parts []string
-	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler"} {
+	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler", "publish", "moderation_delay_ms"} {
 		i := slices.IndexFunc(fields, func(f runlog.EngineField) bool { return f.Key == k })
 		if i >= 0 && fmt.Sprint(fields[i].Value) != "" {
 			parts = append(parts, fmt.Sprintf("%s=%v", k, fields[i].Value))
