@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 
 	"github.com/goodput/goodput/internal/perfgoal"

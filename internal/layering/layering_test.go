@@ -25,9 +25,9 @@ var floors = [][]string{
 	// Engines composed: replicas behind a router, one virtual clock.
 	{"internal/sim/cluster"},
 	// The wire, the drivers of the engine, and the judgements of one run.
-	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
+	{"internal/wire/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
 	// Further wire protocols, each over the openai client's machinery.
-	{"internal/anthropic"},
+	{"internal/wire/anthropic"},
 	// Judging a curve; watching live traffic; test servers.
 	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
 	// Rendering every output.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestShortStreamsAfterUpload: an upstream that answers as soon as it has

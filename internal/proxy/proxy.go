@@ -23,12 +23,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/goodput/goodput/internal/anthropic"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire/anthropic"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // DefaultMaxInspectBytes is how much of a request body the proxy keeps to

@@ -6,8 +6,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // tap wraps the body of a streamed completion response on its way to the

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goodput/goodput/internal/anthropic"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/wire/anthropic"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TargetSpec is the target of a run as a user gives it: where requests

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/tokenize"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // Scripted is a server to calibrate against, as real ones behave. Its

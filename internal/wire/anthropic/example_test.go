@@ -3,9 +3,9 @@ package anthropic_test
 import (
 	"fmt"
 
-	"github.com/goodput/goodput/internal/anthropic"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire/anthropic"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // Example measures a short Messages stream: the thinking block's token is

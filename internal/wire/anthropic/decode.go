@@ -2,7 +2,7 @@ package anthropic
 
 import (
 	"github.com/goodput/goodput/internal/jsonscan"
-	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // Decoder reads the Messages API's answers into openai.Chunks, for

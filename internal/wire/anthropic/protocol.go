@@ -15,7 +15,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // Version is the anthropic-version header every request carries: the API

@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/jsonscan"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // The recorded streams answer with the same sentence as the OpenAI ones
