@@ -25,9 +25,14 @@ var floors = [][]string{
 	// Engines composed: replicas behind a router, one virtual clock.
 	{"internal/sim/cluster"},
 	// The wire, the drivers of the engine, and the judgements of one run.
-	{"internal/wire/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
+	{"internal/wire/openai", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
 	// Further wire protocols, each over the openai client's machinery.
 	{"internal/wire/anthropic"},
+	// The one table of wire protocols.
+	{"internal/wire/protocols"},
+	// What serves or labels every protocol of the table: the simulator's
+	// HTTP server, the Prometheus exporter.
+	{"internal/simserve", "internal/promexport"},
 	// Judging a curve; watching live traffic; test servers.
 	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
 	// Rendering every output.

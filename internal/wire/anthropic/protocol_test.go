@@ -15,8 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/sim"
-	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -252,63 +250,5 @@ func TestClient(t *testing.T) {
 	want := []runlog.ToolCall{{ID: "toolu_01A9kXqWv3mTz7cRb5nLp2Hd", Name: "search", Arguments: searchArgs}}
 	if diff := cmp.Diff(want, rec.ToolCalls); diff != "" {
 		t.Errorf("tool calls mismatch (-want +got):\n%s", diff)
-	}
-}
-
-// TestSimulator runs a tool-calling session over the Messages API against
-// goodput's simulator, which validates requests as the API does: the
-// first answer's tool_use goes back as a tool_result the second request
-// must pair with it.
-func TestSimulator(t *testing.T) {
-	srv, err := simserve.New(sim.DefaultConfig(), simserve.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	url, stop, err := srv.Start(ctx, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stop() }()
-	start := time.Now()
-	c, err := openai.NewClient(openai.Config{BaseURL: url, Protocol: Messages, Model: srv.Model(), KeepText: true,
-		Timeout: 30 * time.Second, Now: func() int64 { return int64(time.Since(start)) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	send := func(req *openai.Request) runlog.Record {
-		t.Helper()
-		b, err := c.Body(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rec runlog.Record
-		c.Stream(ctx, req, b, &rec)
-		if !rec.OK() {
-			t.Fatalf("request %s: %s: %s", req.ID, rec.ErrorClass, rec.Error)
-		}
-		return rec
-	}
-	msgs := []openai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Find the answer."}}
-	first := send(&openai.Request{ID: "turn-1", Messages: msgs, MaxTokens: 128, Tools: []string{"search"}, ExpectedToolCalls: []string{"search"}})
-	if first.FinishReason != "tool_calls" || len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "search" || first.ToolCalls[0].ID == "" {
-		t.Fatalf("turn 1: finish %q, calls %+v; want one search call", first.FinishReason, first.ToolCalls)
-	}
-	if _, ok := first.TTFT(); !ok || first.CompletionTokens == 0 || first.PromptTokens == 0 {
-		t.Errorf("turn 1: no TTFT or counts (%d prompt, %d completion)", first.PromptTokens, first.CompletionTokens)
-	}
-	tc := first.ToolCalls[0]
-	msgs = append(msgs,
-		openai.Message{Role: "assistant", Content: first.GeneratedText, ToolCalls: []openai.ToolCall{{ID: tc.ID, Type: "function", Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}}}},
-		openai.Message{Role: "tool", ToolCallID: tc.ID, Content: "42"},
-	)
-	second := send(&openai.Request{ID: "turn-2", Messages: msgs, MaxTokens: 8, Tools: []string{"search"}})
-	if second.FinishReason == "" || second.FinishReason == "tool_calls" || second.GeneratedText == "" {
-		t.Errorf("turn 2: finish %q, text %q; want a text answer", second.FinishReason, second.GeneratedText)
-	}
-	if _, ok := second.TTP(); !ok {
-		t.Error("turn 2: no visible token (TTP)")
 	}
 }
