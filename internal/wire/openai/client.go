@@ -3,7 +3,9 @@
 // completion and chat requests, reads their server-sent events, and fills a
 // runlog.Record with every token-carrying chunk's arrival time.
 //
-// A Client is safe for concurrent use; one Stream call measures one request.
+// A Client is safe for concurrent use once set up (SetModel and
+// SetContinuousUsage, which Resolve calls, come before any request); one
+// Stream call measures one request.
 package openai
 
 import (
@@ -405,9 +407,8 @@ var errTimeout = errors.New("request timeout")
 
 // Stream sends one request whose body was built by Body and fills rec: Sent,
 // ConnectNs, Chunks, End, token counts, Status and error class. rec.ID and
-// rec.Intended are the caller's. Failures are recorded, never returned: the
-// error result is only for a cancelled ctx, and even then rec is complete
-// (class cancelled).
+// rec.Intended are the caller's. Failures are recorded in rec, never
+// returned; a cancelled ctx too leaves rec complete (class cancelled).
 func (c *Client) Stream(ctx context.Context, r *Request, body []byte, rec *runlog.Record) {
 	rec.ID = r.ID
 	rec.RequestedPromptTokens = r.PromptTokens
@@ -1108,7 +1109,9 @@ func (c *Client) Models(ctx context.Context) ([]Model, error) {
 	return list.Data, nil
 }
 
-// SetModel sets the model id (after discovery).
+// SetModel sets the model id (after discovery). It sets the client up:
+// call it before the client is used concurrently, as Resolve does before
+// any request is prepared.
 func (c *Client) SetModel(m string) { c.cfg.Model = m }
 
 // Try sends one short request (prompt "Hi", one output token) as id and
@@ -1153,7 +1156,8 @@ func ModelMissing(rec *runlog.Record) bool {
 	return false
 }
 
-// SetContinuousUsage turns per-chunk usage on or off (after discovery).
+// SetContinuousUsage turns per-chunk usage on or off (after discovery). Like
+// SetModel it sets the client up, before any concurrent use.
 func (c *Client) SetContinuousUsage(on bool) { c.cfg.ContinuousUsage = on }
 
 // setAuth puts the API key and the user's --header values on h (the user's
