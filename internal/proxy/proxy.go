@@ -27,6 +27,7 @@ import (
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 )
@@ -507,7 +508,7 @@ func openaiChunks(route string) bool {
 
 // decoderFor makes the decoder of a route's answers: its protocol's (the
 // protocols table), or OpenAI's chunk decoder for a route of none.
-func decoderFor(route string) openai.EventDecoder {
+func decoderFor(route string) wire.EventDecoder {
 	if p, ok := protocols.OfPath(route); ok {
 		return p.Wire.NewDecoder()
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -76,7 +77,7 @@ func TestMeasuresLikeBench(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			req := &openai.Request{ID: "r1", Prompt: "hello"}
+			req := &wire.Request{ID: "r1", Prompt: "hello"}
 			b, err := c.Body(req)
 			if err != nil {
 				t.Fatal(err)

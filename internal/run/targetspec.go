@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 )
@@ -71,7 +72,7 @@ const DefaultKeyEnv = "OPENAI_API_KEY"
 
 // Protocol is the backend's canonical name and protocol, as the
 // protocols table has them.
-func (t *TargetSpec) Protocol() (string, openai.Protocol, error) {
+func (t *TargetSpec) Protocol() (string, wire.Protocol, error) {
 	p, ok := protocols.Lookup(t.Backend)
 	if !ok {
 		name := strings.ToLower(strings.TrimSpace(t.Backend))
@@ -257,7 +258,7 @@ func (t *TargetSpec) Scrape() (*ScrapeConfig, error) {
 // conversation: openai-chat unless Backend was given (openai-responses
 // when the answers are chained), else one that carries a conversation.
 // It returns the protocol.
-func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (openai.Protocol, error) {
+func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (wire.Protocol, error) {
 	switch _, proto, err := t.Protocol(); {
 	case err != nil:
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -65,9 +66,9 @@ func TestServerTimingMeasuredByClient(t *testing.T) {
 			defer c.Close()
 			send := func(id, prompt string, maxTokens int) runlog.Record {
 				t.Helper()
-				req := &openai.Request{ID: id, MaxTokens: maxTokens}
+				req := &wirepkg.Request{ID: id, MaxTokens: maxTokens}
 				if strings.Contains(tc.endpoint, "chat") {
-					req.Messages = []openai.Message{{Role: "user", Content: prompt}}
+					req.Messages = []wirepkg.Message{{Role: "user", Content: prompt}}
 				} else {
 					req.Prompt = prompt
 				}

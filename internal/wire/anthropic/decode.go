@@ -2,10 +2,10 @@ package anthropic
 
 import (
 	"github.com/goodput/goodput/internal/jsonscan"
-	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire"
 )
 
-// Decoder reads the Messages API's answers into openai.Chunks, for
+// Decoder reads the Messages API's answers into wire.Chunks, for
 // openai.StreamMeter (SetDecoder) and openai.MeasureWholeWith. It is
 // written on jsonscan: one pass over an event that validates it as JSON,
 // skips what goodput does not need and unescapes only the strings it keeps,
@@ -64,13 +64,13 @@ type Decoder struct {
 	// constant or stopBuf), for message_stop.
 	stop, stopBuf []byte
 	errBuf        []byte
-	out           [1]openai.ToolCallDelta
+	out           [1]wire.ToolCallDelta
 	// content, reasoning and calls gather a whole answer's blocks.
 	content, reasoning []byte
-	calls              []openai.ToolCallDelta
+	calls              []wire.ToolCallDelta
 }
 
-var _ openai.EventDecoder = (*Decoder)(nil)
+var _ wire.EventDecoder = (*Decoder)(nil)
 
 // blockKind is what a content block holds.
 type blockKind uint8
@@ -110,7 +110,7 @@ const maxIndex = 1 << 16
 // overflow; a count this large is still far beyond what the meter believes.
 const maxCount = 1 << 40
 
-// Reset implements openai.EventDecoder: it forgets the stream's blocks,
+// Reset implements wire.EventDecoder: it forgets the stream's blocks,
 // prompt counts and stop reason.
 func (d *Decoder) Reset() {
 	d.blocks = d.blocks[:0]
@@ -183,11 +183,11 @@ type apiError struct {
 	typ, msg jsonscan.Span
 }
 
-// Decode implements openai.EventDecoder: it reads one event's data into c,
+// Decode implements wire.EventDecoder: it reads one event's data into c,
 // overwriting all of c. Data that is not a JSON object is an error
 // wrapping openai.ErrMalformed.
-func (d *Decoder) Decode(data []byte, c *openai.Chunk) error {
-	*c = openai.Chunk{Timing: openai.NoTiming()}
+func (d *Decoder) Decode(data []byte, c *wire.Chunk) error {
+	*c = wire.Chunk{Timing: wire.NoTiming()}
 	p := &d.p
 	var e event
 	err := p.Document(data, func(k []byte) (err error) {
@@ -267,8 +267,8 @@ func (d *Decoder) Decode(data []byte, c *openai.Chunk) error {
 }
 
 // promptUsage is a usage report of the prompt counts known so far.
-func (d *Decoder) promptUsage() openai.Usage {
-	return openai.Usage{
+func (d *Decoder) promptUsage() wire.Usage {
+	return wire.Usage{
 		Present:      true,
 		PromptTokens: d.input + d.cacheRead + d.cacheCreation,
 		CachedTokens: d.cacheRead,
@@ -277,7 +277,7 @@ func (d *Decoder) promptUsage() openai.Usage {
 
 // blockStart handles content_block_start: the block's initial text, and
 // its kind for the deltas that follow.
-func (d *Decoder) blockStart(e *event, c *openai.Chunk) {
+func (d *Decoder) blockStart(e *event, c *wire.Chunk) {
 	p := &d.p
 	kind := kindOf(p.Bytes(e.block.typ))
 	if e.index >= len(d.blocks) {
@@ -292,7 +292,7 @@ func (d *Decoder) blockStart(e *event, c *openai.Chunk) {
 	case blockRedacted:
 		c.ToolArgs = e.block.data.Len()
 	case blockToolUse:
-		d.out[0] = openai.ToolCallDelta{Index: e.index, ID: p.Bytes(e.block.id), Name: p.Bytes(e.block.name)}
+		d.out[0] = wire.ToolCallDelta{Index: e.index, ID: p.Bytes(e.block.id), Name: p.Bytes(e.block.name)}
 		c.ToolCalls = d.out[:]
 		c.ToolArgs = e.block.name.Len()
 	case blockServerTool:
@@ -301,7 +301,7 @@ func (d *Decoder) blockStart(e *event, c *openai.Chunk) {
 }
 
 // contentDelta handles content_block_delta.
-func (d *Decoder) contentDelta(e *event, c *openai.Chunk) {
+func (d *Decoder) contentDelta(e *event, c *wire.Chunk) {
 	p := &d.p
 	switch string(p.Bytes(e.delta.typ)) {
 	case "text_delta":
@@ -313,7 +313,7 @@ func (d *Decoder) contentDelta(e *event, c *openai.Chunk) {
 		if e.index < len(d.blocks) && d.blocks[e.index] == blockServerTool {
 			return // the API's own tool: no call to answer
 		}
-		d.out[0] = openai.ToolCallDelta{Index: e.index, Arguments: p.Bytes(e.delta.partialJSON)}
+		d.out[0] = wire.ToolCallDelta{Index: e.index, Arguments: p.Bytes(e.delta.partialJSON)}
 		c.ToolCalls = d.out[:]
 	}
 }
@@ -321,7 +321,7 @@ func (d *Decoder) contentDelta(e *event, c *openai.Chunk) {
 // errMessage is an error's text: "type: message", or whichever of the two
 // it gave, or "unknown error".
 func (d *Decoder) errMessage(e apiError) []byte {
-	return openai.ErrorText(&d.errBuf, d.p.Bytes(e.typ), d.p.Bytes(e.msg), unknownError)
+	return wire.ErrorText(&d.errBuf, d.p.Bytes(e.typ), d.p.Bytes(e.msg), unknownError)
 }
 
 // block reads a content block object (any other value is skipped and
@@ -441,15 +441,15 @@ func (d *Decoder) apiError() (e apiError, err error) {
 	return e, p.Skip()
 }
 
-// DecodeResponse implements openai.EventDecoder: it reads a whole
+// DecodeResponse implements wire.EventDecoder: it reads a whole
 // (non-streamed) answer into c. A message gives its text blocks as Content,
 // thinking as Reasoning, redacted thinking and tool_use as hidden
 // ToolArgs, each tool_use as a ToolCalls entry (Index: the block's
 // position; Arguments: its input's JSON text as the body has it), usage
 // (prompt counts as message_start's) and stop_reason; an error object
 // ({"type":"error","error":{…}}) gives ErrMessage.
-func (d *Decoder) DecodeResponse(data []byte, c *openai.Chunk) error {
-	*c = openai.Chunk{Timing: openai.NoTiming()}
+func (d *Decoder) DecodeResponse(data []byte, c *wire.Chunk) error {
+	*c = wire.Chunk{Timing: wire.NoTiming()}
 	p := &d.p
 	d.content, d.reasoning, d.calls = d.content[:0], d.reasoning[:0], d.calls[:0]
 	var (
@@ -507,7 +507,7 @@ func (d *Decoder) DecodeResponse(data []byte, c *openai.Chunk) error {
 	c.ToolArgs = toolArgs
 	c.FinishReason = finishReason(p.Bytes(stop), &d.stopBuf)
 	if u.present {
-		c.Usage = openai.Usage{
+		c.Usage = wire.Usage{
 			Present:          true,
 			PromptTokens:     u.input + u.cacheRead + u.cacheWrite,
 			CachedTokens:     u.cacheRead,
@@ -530,7 +530,7 @@ func (d *Decoder) wholeBlock(b *block, pos int) (toolArgs int) {
 	case blockRedacted:
 		return b.data.Len()
 	case blockToolUse:
-		d.calls = append(d.calls, openai.ToolCallDelta{Index: pos, ID: p.Bytes(b.id), Name: p.Bytes(b.name), Arguments: b.input})
+		d.calls = append(d.calls, wire.ToolCallDelta{Index: pos, ID: p.Bytes(b.id), Name: p.Bytes(b.name), Arguments: b.input})
 		return b.name.Len() + len(b.input)
 	case blockServerTool:
 		return b.name.Len() + len(b.input)

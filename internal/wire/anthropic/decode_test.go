@@ -17,6 +17,7 @@ import (
 	"github.com/goodput/goodput/internal/jsonscan"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -210,7 +211,7 @@ func TestStreamText(t *testing.T) {
 		{"tool-use.sse", "I will search for that.", ""},
 	} {
 		var d Decoder
-		var c openai.Chunk
+		var c wire.Chunk
 		var content, reas []byte
 		for i, ev := range readEvents(t, tt.file) {
 			if err := d.Decode(ev, &c); err != nil {
@@ -230,7 +231,7 @@ type flat struct {
 	Content, Reasoning, Finish, Err, ResponseID string
 	ToolArgs                                    int
 	ToolCalls                                   []call
-	Usage                                       openai.Usage
+	Usage                                       wire.Usage
 	End                                         bool
 }
 
@@ -239,7 +240,7 @@ type call struct {
 	ID, Name, Arguments string
 }
 
-func flatten(c *openai.Chunk) flat {
+func flatten(c *wire.Chunk) flat {
 	f := flat{Content: string(c.Content), Reasoning: string(c.Reasoning), Finish: string(c.FinishReason),
 		Err: string(c.ErrMessage), ResponseID: string(c.ResponseID), ToolArgs: c.ToolArgs, Usage: c.Usage, End: c.End}
 	for _, tc := range c.ToolCalls {
@@ -258,14 +259,14 @@ func TestDecode(t *testing.T) {
 		want   flat
 	}{
 		{"message_start sums the prompt counts", []string{start},
-			flat{Usage: openai.Usage{Present: true, PromptTokens: 42, CachedTokens: 30}}},
+			flat{Usage: wire.Usage{Present: true, PromptTokens: 42, CachedTokens: 30}}},
 		{"message_start with null cache counts", []string{`{"type":"message_start","message":{"usage":{"input_tokens":9,"cache_read_input_tokens":null,"output_tokens":1}}}`},
-			flat{Usage: openai.Usage{Present: true, PromptTokens: 9}}},
+			flat{Usage: wire.Usage{Present: true, PromptTokens: 9}}},
 		{"message_start without usage", []string{`{"type":"message_start","message":{"id":"msg_1"}}`}, flat{}},
 		{"message_delta keeps message_start's prompt counts", []string{start, `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":12}}`},
-			flat{Usage: openai.Usage{Present: true, PromptTokens: 42, CachedTokens: 30, CompletionTokens: 12}}},
+			flat{Usage: wire.Usage{Present: true, PromptTokens: 42, CachedTokens: 30, CompletionTokens: 12}}},
 		{"message_delta's prompt counts replace them", []string{start, `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":6,"cache_read_input_tokens":40,"output_tokens":12}}`},
-			flat{Usage: openai.Usage{Present: true, PromptTokens: 6 + 40 + 7, CachedTokens: 40, CompletionTokens: 12}}},
+			flat{Usage: wire.Usage{Present: true, PromptTokens: 6 + 40 + 7, CachedTokens: 40, CompletionTokens: 12}}},
 		{"stop_reason waits for message_stop", []string{`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`}, flat{}},
 		{"end_turn", []string{`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`, `{"type":"message_stop"}`}, flat{Finish: "stop", End: true}},
 		{"stop_sequence", []string{`{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"\n\n"}}`, `{"type":"message_stop"}`}, flat{Finish: "stop", End: true}},
@@ -306,7 +307,7 @@ func TestDecode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d Decoder
-			var c openai.Chunk
+			var c wire.Chunk
 			for i, ev := range tt.events {
 				if err := d.Decode([]byte(ev), &c); err != nil {
 					t.Fatalf("Decode(event %d %s) = %v", i+1, ev, err)
@@ -323,7 +324,7 @@ func TestDecode(t *testing.T) {
 // kinds and stop reason.
 func TestReset(t *testing.T) {
 	var d Decoder
-	var c openai.Chunk
+	var c wire.Chunk
 	for _, ev := range []string{
 		`{"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":30}}}`,
 		`{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s","name":"web_search"}}`,
@@ -338,7 +339,7 @@ func TestReset(t *testing.T) {
 		ev   string
 		want flat
 	}{
-		{`{"type":"message_delta","usage":{"output_tokens":3}}`, flat{Usage: openai.Usage{Present: true, CompletionTokens: 3}}},
+		{`{"type":"message_delta","usage":{"output_tokens":3}}`, flat{Usage: wire.Usage{Present: true, CompletionTokens: 3}}},
 		{`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{}"}}`, flat{ToolArgs: 2, ToolCalls: []call{{0, "", "", "{}"}}}},
 		{`{"type":"message_stop"}`, flat{End: true}},
 	} {
@@ -360,12 +361,12 @@ func TestDecodeMalformed(t *testing.T) {
 		`{"type":"message_start","message":{"usage":{"input_tokens":1e}}}`,
 	} {
 		var d Decoder
-		var c openai.Chunk
+		var c wire.Chunk
 		err := d.Decode([]byte(in), &c)
-		if !errors.Is(err, openai.ErrMalformed) || !errors.Is(err, jsonscan.ErrMalformed) {
+		if !errors.Is(err, wire.ErrMalformed) || !errors.Is(err, jsonscan.ErrMalformed) {
 			t.Errorf("Decode(%q) = %v; want an error wrapping ErrMalformed", in, err)
 		}
-		if err := d.DecodeResponse([]byte(in), &c); !errors.Is(err, openai.ErrMalformed) {
+		if err := d.DecodeResponse([]byte(in), &c); !errors.Is(err, wire.ErrMalformed) {
 			t.Errorf("DecodeResponse(%q) = %v; want an error wrapping ErrMalformed", in, err)
 		}
 	}
@@ -377,13 +378,13 @@ func TestDecodeResponse(t *testing.T) {
 		want       flat
 	}{
 		{"text", `{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"Hello"},{"type":"text","text":", world","citations":[]}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":10,"cache_creation_input_tokens":2,"cache_read_input_tokens":30,"output_tokens":5}}`,
-			flat{Content: "Hello, world", Finish: "stop", Usage: openai.Usage{Present: true, PromptTokens: 42, CachedTokens: 30, CompletionTokens: 5}}},
+			flat{Content: "Hello, world", Finish: "stop", Usage: wire.Usage{Present: true, PromptTokens: 42, CachedTokens: 30, CompletionTokens: 5}}},
 		{"thinking, redacted thinking, text", `{"type":"message","content":[{"type":"thinking","thinking":"Let me see.","signature":"Eq=="},{"type":"redacted_thinking","data":"QUJD"},{"type":"text","text":"Yes."}],"stop_reason":"max_tokens","usage":{"input_tokens":3,"output_tokens":9}}`,
-			flat{Content: "Yes.", Reasoning: "Let me see.", ToolArgs: 4, Finish: "length", Usage: openai.Usage{Present: true, PromptTokens: 3, CompletionTokens: 9}}},
+			flat{Content: "Yes.", Reasoning: "Let me see.", ToolArgs: 4, Finish: "length", Usage: wire.Usage{Present: true, PromptTokens: 3, CompletionTokens: 9}}},
 		{"tool_use keeps the input's text", `{"type":"message","content":[{"type":"text","text":"Looking."},{"type":"tool_use","id":"toolu_1","name":"search","input":{ "query" : "a\u00e9" , "n":[1,2]}},{"type":"tool_use","input":{},"name":"calc","id":"toolu_2"}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":20}}`,
 			flat{Content: "Looking.", ToolArgs: 6 + len(`{ "query" : "a\u00e9" , "n":[1,2]}`) + 4 + 2, Finish: "tool_calls",
 				ToolCalls: []call{{1, "toolu_1", "search", `{ "query" : "a\u00e9" , "n":[1,2]}`}, {2, "toolu_2", "calc", "{}"}},
-				Usage:     openai.Usage{Present: true, PromptTokens: 3, CompletionTokens: 20}}},
+				Usage:     wire.Usage{Present: true, PromptTokens: 3, CompletionTokens: 20}}},
 		{"error", `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"},"request_id":"req_1"}`,
 			flat{Err: "invalid_request_error: max_tokens: Field required"}},
 		{"a gateway's error", `{"error":{"message":"no such model"}}`, flat{Err: "no such model"}},
@@ -392,7 +393,7 @@ func TestDecodeResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d Decoder
-			var c openai.Chunk
+			var c wire.Chunk
 			if err := d.DecodeResponse([]byte(tt.body), &c); err != nil {
 				t.Fatalf("DecodeResponse = %v", err)
 			}
@@ -427,7 +428,7 @@ func TestDecodeNoAllocs(t *testing.T) {
 		all = append(all, readEvents(t, f)...)
 	}
 	var d Decoder
-	var c openai.Chunk
+	var c wire.Chunk
 	decodeAll := func() {
 		d.Reset()
 		for _, ev := range all {
@@ -514,14 +515,14 @@ func ref(data []byte) (flat, bool) {
 // the stateless parts of the chunk with ref's.
 func checkRef(t *testing.T, d *Decoder, data []byte) {
 	t.Helper()
-	var c openai.Chunk
+	var c wire.Chunk
 	err := d.Decode(data, &c)
 	valid := json.Valid(data) && bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
 	if valid != (err == nil) {
 		t.Fatalf("Decode(%q) = %v; json.Valid says object %v", data, err, valid)
 	}
 	if err != nil {
-		if !errors.Is(err, openai.ErrMalformed) {
+		if !errors.Is(err, wire.ErrMalformed) {
 			t.Fatalf("Decode(%q) = %v; want ErrMalformed", data, err)
 		}
 		return
@@ -531,7 +532,7 @@ func checkRef(t *testing.T, d *Decoder, data []byte) {
 		t.Fatalf("encoding/json rejects %q that Decode took", data)
 	}
 	got := flatten(&c)
-	got.Finish, got.ResponseID, got.ToolCalls, got.Usage = "", "", nil, openai.Usage{}
+	got.Finish, got.ResponseID, got.ToolCalls, got.Usage = "", "", nil, wire.Usage{}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Decode(%q) mismatch with encoding/json (-want +got):\n%s", data, diff)
 	}
@@ -583,7 +584,7 @@ func FuzzAnthropicDecode(f *testing.F) {
 		for line := range bytes.SplitSeq(in, []byte("\n")) {
 			checkRef(t, &d, line)
 		}
-		var c openai.Chunk
+		var c wire.Chunk
 		err := d.DecodeResponse(in, &c)
 		valid := json.Valid(in) && bytes.HasPrefix(bytes.TrimLeft(in, " \t\r\n"), []byte("{"))
 		if valid != (err == nil) {
@@ -599,7 +600,7 @@ func BenchmarkAnthropicDecode(b *testing.B) {
 		events := readEvents(b, name)
 		b.Run(strings.TrimSuffix(name, ".sse"), func(b *testing.B) {
 			var d Decoder
-			var c openai.Chunk
+			var c wire.Chunk
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

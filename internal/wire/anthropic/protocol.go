@@ -1,7 +1,7 @@
 // Package anthropic speaks Anthropic's Messages API (POST /v1/messages)
-// over the openai package's client: Messages is the openai.Protocol that
+// over the openai package's client: Messages is the wire.Protocol that
 // frames a request's body and key, and Decoder reads the API's streamed
-// events (and whole answers) into the openai.Chunks that openai.StreamMeter
+// events (and whole answers) into the wire.Chunks that openai.StreamMeter
 // turns into records, so a Messages stream is measured exactly as an OpenAI
 // one is: thinking is hidden output, text is visible, tool_use input is
 // hidden tool-call text.
@@ -15,7 +15,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // Version is the anthropic-version header every request carries: the API
@@ -33,15 +33,15 @@ const DefaultMaxTokens = 4096
 // with a top-level system prompt, content blocks, tool_use and tool_result
 // blocks; streamed as named events (message_start, content_block_delta, …,
 // message_stop).
-var Messages openai.Protocol = messagesProtocol{}
+var Messages wire.Protocol = messagesProtocol{}
 
 type messagesProtocol struct{}
 
-func (messagesProtocol) Name() string                    { return "anthropic-messages" }
-func (messagesProtocol) Path() string                    { return "/v1/messages" }
-func (messagesProtocol) Chat() bool                      { return true }
-func (messagesProtocol) Streams() bool                   { return true }
-func (messagesProtocol) NewDecoder() openai.EventDecoder { return &Decoder{} }
+func (messagesProtocol) Name() string                  { return "anthropic-messages" }
+func (messagesProtocol) Path() string                  { return "/v1/messages" }
+func (messagesProtocol) Chat() bool                    { return true }
+func (messagesProtocol) Streams() bool                 { return true }
+func (messagesProtocol) NewDecoder() wire.EventDecoder { return &Decoder{} }
 
 // Auth sends the key as x-api-key (nothing for an empty key) and always the
 // API version, which the API requires even of keyless gateways.
@@ -56,7 +56,7 @@ func (messagesProtocol) Auth(h http.Header, key string) {
 // messages, tools and stream. The OpenAI extensions of o (ignore_eos,
 // continuous usage, the cap's field name) have no Anthropic meaning and
 // are not sent.
-func (messagesProtocol) Body(m map[string]any, r *openai.Request, o openai.BodyOptions) error {
+func (messagesProtocol) Body(m map[string]any, r *wire.Request, o wire.BodyOptions) error {
 	maxTokens := r.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
@@ -64,7 +64,7 @@ func (messagesProtocol) Body(m map[string]any, r *openai.Request, o openai.BodyO
 	m["max_tokens"] = maxTokens
 	msgs := r.Messages
 	if len(msgs) == 0 {
-		msgs = []openai.Message{{Role: "user", Content: r.Prompt}}
+		msgs = []wire.Message{{Role: "user", Content: r.Prompt}}
 	}
 	system, out := convert(msgs)
 	if system != "" {
@@ -74,7 +74,7 @@ func (messagesProtocol) Body(m map[string]any, r *openai.Request, o openai.BodyO
 	if len(r.Tools) > 0 {
 		tools := make([]tool, len(r.Tools))
 		for i, n := range r.Tools {
-			tools[i] = tool{Name: n, Description: openai.ToolDescription(n), InputSchema: openai.ToolSchema(n)}
+			tools[i] = tool{Name: n, Description: wire.ToolDescription(n), InputSchema: wire.ToolSchema(n)}
 		}
 		m["tools"] = tools
 	}
@@ -118,7 +118,7 @@ type (
 // results before any text, so consecutive results share one message and a
 // user message that follows them joins it as a text block. An assistant
 // turn with neither text nor calls is left out.
-func convert(msgs []openai.Message) (system string, out []message) {
+func convert(msgs []wire.Message) (system string, out []message) {
 	var systems []string
 	var results, texts []any // the user turn being gathered after tool results
 	flush := func() {

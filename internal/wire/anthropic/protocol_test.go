@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -45,7 +46,7 @@ func TestAuth(t *testing.T) {
 }
 
 // body is the JSON Body makes, decoded for comparing.
-func body(t *testing.T, r *openai.Request, o openai.BodyOptions) any {
+func body(t *testing.T, r *wire.Request, o wire.BodyOptions) any {
 	t.Helper()
 	m := map[string]any{}
 	if err := Messages.Body(m, r, o); err != nil {
@@ -71,26 +72,26 @@ func parse(t *testing.T, s string) any {
 	return v
 }
 
-func toolCall(id, name, args string) openai.ToolCall {
-	return openai.ToolCall{ID: id, Type: "function", Function: openai.FunctionCall{Name: name, Arguments: args}}
+func toolCall(id, name, args string) wire.ToolCall {
+	return wire.ToolCall{ID: id, Type: "function", Function: wire.FunctionCall{Name: name, Arguments: args}}
 }
 
 func TestBody(t *testing.T) {
-	conversation := &openai.Request{
+	conversation := &wire.Request{
 		MaxTokens: 256,
 		Tools:     []string{"search", "calculator"},
-		Messages: []openai.Message{
+		Messages: []wire.Message{
 			{Role: "system", Content: "Be brief."},
 			{Role: "system", Content: "Cite sources."},
 			{Role: "user", Content: "Why do queues form?"},
-			{Role: "assistant", Content: "Let me look.", ToolCalls: []openai.ToolCall{
+			{Role: "assistant", Content: "Let me look.", ToolCalls: []wire.ToolCall{
 				toolCall("toolu_1", "search", `{"query": "queueing"}`),
 				toolCall("toolu_2", "calculator", `12/10`),
 			}},
 			{Role: "tool", ToolCallID: "toolu_1", Content: "Queues form when arrivals outpace service."},
 			{Role: "tool", ToolCallID: "toolu_2", Content: "1.2"},
 			{Role: "user", Content: "And with two servers?"},
-			{Role: "assistant", ToolCalls: []openai.ToolCall{toolCall("toolu_3", "search", "")}},
+			{Role: "assistant", ToolCalls: []wire.ToolCall{toolCall("toolu_3", "search", "")}},
 			{Role: "tool", ToolCallID: "toolu_3", Content: "M/M/2."},
 			{Role: "assistant", Content: "They form later."},
 			{Role: "user", Content: "Thanks."},
@@ -101,11 +102,11 @@ func TestBody(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		r    *openai.Request
-		o    openai.BodyOptions
+		r    *wire.Request
+		o    wire.BodyOptions
 		want string
 	}{
-		{"a conversation with tool calls and results", conversation, openai.BodyOptions{Stream: true, IgnoreEOS: true, ContinuousUsage: true, MaxTokensField: "max_completion_tokens"}, `{
+		{"a conversation with tool calls and results", conversation, wire.BodyOptions{Stream: true, IgnoreEOS: true, ContinuousUsage: true, MaxTokensField: "max_completion_tokens"}, `{
 			"max_tokens": 256,
 			"system": "Be brief.\n\nCite sources.",
 			"messages": [
@@ -135,19 +136,19 @@ func TestBody(t *testing.T) {
 			],
 			"stream": true
 		}`},
-		{"a prompt, no cap", &openai.Request{Prompt: "Hello"}, openai.BodyOptions{}, `{
+		{"a prompt, no cap", &wire.Request{Prompt: "Hello"}, wire.BodyOptions{}, `{
 			"max_tokens": 4096,
 			"messages": [{"role": "user", "content": "Hello"}],
 			"stream": false
 		}`},
-		{"a result's follow-up joins before the next results", &openai.Request{MaxTokens: 8, Messages: []openai.Message{
+		{"a result's follow-up joins before the next results", &wire.Request{MaxTokens: 8, Messages: []wire.Message{
 			{Role: "user", Content: "Go."},
-			{Role: "assistant", ToolCalls: []openai.ToolCall{toolCall("a", "search", `[1]`)}},
+			{Role: "assistant", ToolCalls: []wire.ToolCall{toolCall("a", "search", `[1]`)}},
 			{Role: "tool", ToolCallID: "a", Content: "r1"},
 			{Role: "user", Content: ""},
 			{Role: "user", Content: "More."},
 			{Role: "tool", ToolCallID: "b", Content: "r2"},
-		}}, openai.BodyOptions{Stream: true}, `{
+		}}, wire.BodyOptions{Stream: true}, `{
 			"max_tokens": 8,
 			"messages": [
 				{"role": "user", "content": "Go."},
@@ -160,11 +161,11 @@ func TestBody(t *testing.T) {
 			],
 			"stream": true
 		}`},
-		{"an empty answer is left out of the history", &openai.Request{MaxTokens: 8, Messages: []openai.Message{
+		{"an empty answer is left out of the history", &wire.Request{MaxTokens: 8, Messages: []wire.Message{
 			{Role: "user", Content: "Think."},
 			{Role: "assistant", Content: ""},
 			{Role: "user", Content: "Say it."},
-		}}, openai.BodyOptions{}, `{
+		}}, wire.BodyOptions{}, `{
 			"max_tokens": 8,
 			"messages": [
 				{"role": "user", "content": "Think."},
@@ -186,11 +187,11 @@ func TestBody(t *testing.T) {
 // the same members in the same order, not re-encoded through a map.
 func TestToolInputKept(t *testing.T) {
 	m := map[string]any{}
-	r := &openai.Request{Messages: []openai.Message{
+	r := &wire.Request{Messages: []wire.Message{
 		{Role: "user", Content: "x"},
-		{Role: "assistant", ToolCalls: []openai.ToolCall{toolCall("t", "search", ` {"z": 1, "a": [true, null]} `)}},
+		{Role: "assistant", ToolCalls: []wire.ToolCall{toolCall("t", "search", ` {"z": 1, "a": [true, null]} `)}},
 	}}
-	if err := Messages.Body(m, r, openai.BodyOptions{}); err != nil {
+	if err := Messages.Body(m, r, wire.BodyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := json.Marshal(m["messages"])
@@ -229,7 +230,7 @@ func TestClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	req := &openai.Request{ID: "r1", Prompt: "Why?", MaxTokens: 64, Tools: []string{"search"}}
+	req := &wire.Request{ID: "r1", Prompt: "Why?", MaxTokens: 64, Tools: []string{"search"}}
 	b, err := c.Body(req)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/anthropic"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -38,7 +39,7 @@ func TestSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	send := func(req *openai.Request) runlog.Record {
+	send := func(req *wire.Request) runlog.Record {
 		t.Helper()
 		b, err := c.Body(req)
 		if err != nil {
@@ -51,8 +52,8 @@ func TestSimulator(t *testing.T) {
 		}
 		return rec
 	}
-	msgs := []openai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Find the answer."}}
-	first := send(&openai.Request{ID: "turn-1", Messages: msgs, MaxTokens: 128, Tools: []string{"search"}, ExpectedToolCalls: []string{"search"}})
+	msgs := []wire.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Find the answer."}}
+	first := send(&wire.Request{ID: "turn-1", Messages: msgs, MaxTokens: 128, Tools: []string{"search"}, ExpectedToolCalls: []string{"search"}})
 	if first.FinishReason != "tool_calls" || len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "search" || first.ToolCalls[0].ID == "" {
 		t.Fatalf("turn 1: finish %q, calls %+v; want one search call", first.FinishReason, first.ToolCalls)
 	}
@@ -61,10 +62,10 @@ func TestSimulator(t *testing.T) {
 	}
 	tc := first.ToolCalls[0]
 	msgs = append(msgs,
-		openai.Message{Role: "assistant", Content: first.GeneratedText, ToolCalls: []openai.ToolCall{{ID: tc.ID, Type: "function", Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}}}},
-		openai.Message{Role: "tool", ToolCallID: tc.ID, Content: "42"},
+		wire.Message{Role: "assistant", Content: first.GeneratedText, ToolCalls: []wire.ToolCall{{ID: tc.ID, Type: "function", Function: wire.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}}}},
+		wire.Message{Role: "tool", ToolCallID: tc.ID, Content: "42"},
 	)
-	second := send(&openai.Request{ID: "turn-2", Messages: msgs, MaxTokens: 8, Tools: []string{"search"}})
+	second := send(&wire.Request{ID: "turn-2", Messages: msgs, MaxTokens: 8, Tools: []string{"search"}})
 	if second.FinishReason == "" || second.FinishReason == "tool_calls" || second.GeneratedText == "" {
 		t.Errorf("turn 2: finish %q, text %q; want a text answer", second.FinishReason, second.GeneratedText)
 	}

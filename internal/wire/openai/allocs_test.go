@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // TestReadDecodeNoAllocs holds the client's per-event goal of
@@ -26,7 +27,7 @@ func TestReadDecodeNoAllocs(t *testing.T) {
 			r := sse.NewReader(src, func() int64 { return 0 }, 0)
 			var (
 				d      ChunkDecoder
-				c      Chunk
+				c      wire.Chunk
 				events int
 			)
 			stream := func() {

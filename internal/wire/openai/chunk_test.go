@@ -21,6 +21,7 @@ import (
 	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // flatChunk is a Chunk with strings, for readable diffs.
@@ -29,10 +30,10 @@ type flatChunk struct {
 	ToolArgs                                     int
 	ToolCalls                                    []flatCall
 	Role, HasChoices                             bool
-	Usage                                        Usage
+	Usage                                        wire.Usage
 	// Timing is nil when the chunk reported none (noTiming), so cases
 	// without a timing object need not spell it out.
-	Timing *Timing
+	Timing *wire.Timing
 }
 
 type flatCall struct {
@@ -40,7 +41,7 @@ type flatCall struct {
 	ID, Name, Args string
 }
 
-func flatten(c *Chunk) flatChunk {
+func flatten(c *wire.Chunk) flatChunk {
 	f := flatChunk{
 		Content: string(c.Content), Reasoning: string(c.Reasoning),
 		FinishReason: string(c.FinishReason), ErrMessage: string(c.ErrMessage),
@@ -75,7 +76,7 @@ func TestDecode(t *testing.T) {
 		{
 			name: "usage chunk with empty choices",
 			in:   `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`,
-			want: flatChunk{Usage: Usage{Present: true, PromptTokens: 10, CompletionTokens: 5, CachedTokens: 4, ReasoningTokens: 2}},
+			want: flatChunk{Usage: wire.Usage{Present: true, PromptTokens: 10, CompletionTokens: 5, CachedTokens: 4, ReasoningTokens: 2}},
 		},
 		{
 			name: "null usage and details",
@@ -85,19 +86,19 @@ func TestDecode(t *testing.T) {
 		{
 			name: "usage with null details",
 			in:   `{"usage":{"prompt_tokens":7,"completion_tokens":null,"prompt_tokens_details":null}}`,
-			want: flatChunk{Usage: Usage{Present: true, PromptTokens: 7}},
+			want: flatChunk{Usage: wire.Usage{Present: true, PromptTokens: 7}},
 		},
 		{
 			name: "llama.cpp final chunk: usage and timings beside choices",
 			in:   `{"choices":[{"finish_reason":"stop","index":0,"delta":{}}],"created":1,"usage":{"completion_tokens":24,"prompt_tokens":42,"total_tokens":66},"timings":{"prompt_n":26,"prompt_ms":31.5,"predicted_per_second":60.58}}`,
-			want: flatChunk{FinishReason: "stop", HasChoices: true, Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 24},
-				Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1, PromptN: 26, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{FinishReason: "stop", HasChoices: true, Usage: wire.Usage{Present: true, PromptTokens: 42, CompletionTokens: 24},
+				Timing: &wire.Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: -1, CachedTokens: -1, PromptN: 26, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			// As llama.cpp's tools/server writes it (result_timings::to_json).
 			name: "llama.cpp timings, every field",
 			in:   `{"choices":[],"timings":{"cache_n":16,"prompt_n":26,"prompt_ms":31.5,"prompt_per_token_ms":1.2115,"prompt_per_second":825.4,"predicted_n":24,"predicted_ms":412.7,"predicted_per_token_ms":16.508,"predicted_per_second":60.58,"draft_n":4,"draft_n_accepted":3}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16, PromptN: 26, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &wire.Timing{Present: true, QueueNs: -1, PrefillNs: 31_500_000, DecodeNs: 412_700_000, CachedTokens: 16, PromptN: 26, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			// vLLM's usage chunk with --enable-per-request-metrics
@@ -105,13 +106,13 @@ func TestDecode(t *testing.T) {
 			// scheduling, so it is the prefill, not the TTFT.
 			name: "vLLM per-request metrics in the usage chunk",
 			in:   `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":42,"total_tokens":170,"completion_tokens":128,"prompt_tokens_details":{"cached_tokens":16}},"metrics":{"time_to_first_token_ms":85.2,"generation_time_ms":1240.5,"queue_time_ms":12.3,"mean_itl_ms":9.1,"tokens_per_second":103.2}}`,
-			want: flatChunk{Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 128, CachedTokens: 16},
-				Timing: &Timing{Present: true, QueueNs: 12_300_000, PrefillNs: 85_200_000, DecodeNs: 1_240_500_000, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Usage: wire.Usage{Present: true, PromptTokens: 42, CompletionTokens: 128, CachedTokens: 16},
+				Timing: &wire.Timing{Present: true, QueueNs: 12_300_000, PrefillNs: 85_200_000, DecodeNs: 1_240_500_000, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "vLLM metrics with nulls (timestamps unavailable)",
 			in:   `{"choices":[],"metrics":{"time_to_first_token_ms":null,"generation_time_ms":0.0,"queue_time_ms":1e-05,"mean_itl_ms":null,"tokens_per_second":null}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 10, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &wire.Timing{Present: true, QueueNs: 10, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "metrics null (n > 1) is no timing",
@@ -121,22 +122,22 @@ func TestDecode(t *testing.T) {
 		{
 			name: "empty metrics object: present, nothing given",
 			in:   `{"metrics":{}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &wire.Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "impossible durations are not given",
 			in:   `{"metrics":{"queue_time_ms":-3,"time_to_first_token_ms":"85","generation_time_ms":1e400,"":4},"timings":{"prompt_ms":1e300,"predicted_ms":-0,"cache_n":-1,"":7}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &wire.Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 0, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "both shapes: vLLM's durations first, llama.cpp's fill in",
 			in:   `{"timings":{"prompt_ms":1,"predicted_ms":2,"cache_n":3},"metrics":{"time_to_first_token_ms":5,"queue_time_ms":0}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: 0, PrefillNs: 5_000_000, DecodeNs: 2_000_000, CachedTokens: 3, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &wire.Timing{Present: true, QueueNs: 0, PrefillNs: 5_000_000, DecodeNs: 2_000_000, CachedTokens: 3, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "repeated timing key: the last counts",
 			in:   `{"metrics":{"queue_time_ms":4,"queue_time_ms":null},"metrics":{"generation_time_ms":0.000001}}`,
-			want: flatChunk{Timing: &Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
+			want: flatChunk{Timing: &wire.Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: 1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}},
 		},
 		{
 			name: "SGLang nulls everywhere",
@@ -189,7 +190,7 @@ func TestDecode(t *testing.T) {
 		{
 			name: "key order reversed",
 			in:   `{"usage":{"completion_tokens":2,"prompt_tokens":1},"choices":[{"finish_reason":null,"delta":{"content":"z","role":"assistant"},"index":0}]}`,
-			want: flatChunk{Content: "z", Role: true, HasChoices: true, Usage: Usage{Present: true, PromptTokens: 1, CompletionTokens: 2}},
+			want: flatChunk{Content: "z", Role: true, HasChoices: true, Usage: wire.Usage{Present: true, PromptTokens: 1, CompletionTokens: 2}},
 		},
 		{
 			name: "only choice index 0 counts",
@@ -244,7 +245,7 @@ func TestDecode(t *testing.T) {
 		{
 			name: "wrong types ignored",
 			in:   `{"choices":[{"index":0,"delta":{"content":5,"role":true,"tool_calls":{}},"finish_reason":1}],"usage":{"prompt_tokens":"9","completion_tokens":3.0}}`,
-			want: flatChunk{HasChoices: true, Usage: Usage{Present: true}},
+			want: flatChunk{HasChoices: true, Usage: wire.Usage{Present: true}},
 		},
 		{
 			name: "OpenAI error object",
@@ -274,7 +275,7 @@ func TestDecode(t *testing.T) {
 		{
 			name: "big integers",
 			in:   `{"usage":{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775808}}`,
-			want: flatChunk{Usage: Usage{Present: true, PromptTokens: 9223372036854775807}},
+			want: flatChunk{Usage: wire.Usage{Present: true, PromptTokens: 9223372036854775807}},
 		},
 		{
 			name: "empty object",
@@ -283,7 +284,7 @@ func TestDecode(t *testing.T) {
 		},
 	}
 	var d ChunkDecoder
-	var c Chunk
+	var c wire.Chunk
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := d.Decode([]byte(tt.in), &c); err != nil {
@@ -336,11 +337,11 @@ func TestDecodeMalformed(t *testing.T) {
 		{"too deep", `{"a":` + strings.Repeat("[", jsonscan.MaxDepth) + strings.Repeat("]", jsonscan.MaxDepth) + `}`},
 	}
 	var d ChunkDecoder
-	var c Chunk
+	var c wire.Chunk
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := d.Decode([]byte(tt.in), &c)
-			if !errors.Is(err, ErrMalformed) {
+			if !errors.Is(err, wire.ErrMalformed) {
 				t.Errorf("Decode(%.60q) error = %v; want ErrMalformed", tt.in, err)
 			}
 		})
@@ -353,7 +354,7 @@ func TestDecodeDepthLimit(t *testing.T) {
 		// depth counts the top-level object: 1 + (depth-1) arrays.
 		in := `{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
 		var d ChunkDecoder
-		var c Chunk
+		var c wire.Chunk
 		gotOK := d.Decode([]byte(in), &c) == nil
 		if wantOK := json.Valid([]byte(in)); gotOK != wantOK {
 			t.Errorf("Decode(depth %d) ok = %v; want %v as json.Valid", depth, gotOK, wantOK)
@@ -448,12 +449,12 @@ func refDecode(data []byte) (flatChunk, error) {
 	}
 	// The timing objects: each field a JSON number of ms (converted as
 	// msToNs does), cache_n an integer; vLLM's durations win.
-	timing := func(v any, queue, prefill, decode, cached string) Timing {
+	timing := func(v any, queue, prefill, decode, cached string) wire.Timing {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return noTiming
 		}
-		t := Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
+		t := wire.Timing{Present: true, QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
 		ms := func(name string) int64 {
 			n, ok := m[name].(json.Number)
 			if name == "" || !ok {
@@ -516,14 +517,14 @@ func refDecode(data []byte) (flatChunk, error) {
 // checkAgainstRef decodes in both ways and reports any disagreement.
 func checkAgainstRef(t *testing.T, d *ChunkDecoder, in []byte) {
 	t.Helper()
-	var c Chunk
+	var c wire.Chunk
 	err := d.Decode(in, &c)
 	want, refErr := refDecode(in)
 	if (err != nil) != (refErr != nil) {
 		t.Fatalf("Decode(%q) error = %v; encoding/json reference error = %v", in, err, refErr)
 	}
 	if err != nil {
-		if !errors.Is(err, ErrMalformed) {
+		if !errors.Is(err, wire.ErrMalformed) {
 			t.Fatalf("Decode(%q) error = %v; want it to wrap ErrMalformed", in, err)
 		}
 		return
@@ -853,7 +854,7 @@ func TestDecodeNoAllocs(t *testing.T) {
 	for i, in := range inputs {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			var d ChunkDecoder
-			var c Chunk
+			var c wire.Chunk
 			data := []byte(in)
 			if err := d.Decode(data, &c); err != nil { // warm up the arena
 				t.Fatal(err)
@@ -880,7 +881,7 @@ type streamTotals struct {
 	ReasoningBytes  int
 	Visible, Hidden int // content bytes after ThinkSplitter
 	Finish          string
-	Usage           Usage
+	Usage           wire.Usage
 	UsageEvents     int
 	Err             string
 	Done            bool
@@ -896,7 +897,7 @@ func readStream(t testing.TB, path string) streamTotals {
 	r := sse.NewReader(f, func() int64 { return 0 }, 0)
 	var (
 		d     ChunkDecoder
-		c     Chunk
+		c     wire.Chunk
 		tot   streamTotals
 		think ThinkSplitter
 	)
@@ -954,7 +955,7 @@ const (
 // hand from the stream README: the answer has 24 space-separated pieces
 // (143 bytes), the reasoning 17 (100 bytes), the prompt 42 tokens.
 func TestStreams(t *testing.T) {
-	answer := Usage{Present: true, PromptTokens: 42, CompletionTokens: 24}
+	answer := wire.Usage{Present: true, PromptTokens: 42, CompletionTokens: 24}
 	tests := []struct {
 		file string
 		want streamTotals
@@ -963,7 +964,7 @@ func TestStreams(t *testing.T) {
 			// role chunk + 24 content + finish chunk + usage chunk = 27
 			Events: 27, RoleChunks: 1, ContentChunks: 24, Content: streamAnswer,
 			Visible: 143, Finish: "stop", UsageEvents: 1, Done: true,
-			Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 24, CachedTokens: 16},
+			Usage: wire.Usage{Present: true, PromptTokens: 42, CompletionTokens: 24, CachedTokens: 16},
 		}},
 		{"sglang-chat.sse", streamTotals{
 			Events: 27, RoleChunks: 1, ContentChunks: 24, Content: streamAnswer,
@@ -978,7 +979,7 @@ func TestStreams(t *testing.T) {
 			// role + 17 reasoning + 24 content + finish + usage = 44
 			Events: 44, RoleChunks: 1, ContentChunks: 24, ReasoningChunks: 17,
 			Content: streamAnswer, ReasoningBytes: 100, Visible: 143, Finish: "length", UsageEvents: 1, Done: true,
-			Usage: Usage{Present: true, PromptTokens: 42, CompletionTokens: 41, ReasoningTokens: 17},
+			Usage: wire.Usage{Present: true, PromptTokens: 42, CompletionTokens: 41, ReasoningTokens: 17},
 		}},
 		{"vllm-completions.sse", streamTotals{
 			// 24 text + finish + usage = 26 (the keep-alive is no event)
@@ -1041,7 +1042,7 @@ func BenchmarkReadDecode(b *testing.B) {
 			r := sse.NewReader(src, func() int64 { return 0 }, 0)
 			var (
 				d       ChunkDecoder
-				c       Chunk
+				c       wire.Chunk
 				visible int
 			)
 			b.ReportAllocs()
@@ -1080,7 +1081,7 @@ func BenchmarkDecodeVsStdlib(b *testing.B) {
 	in := []byte(`{"id":"chatcmpl-9f0c2e7a41b84d7c","object":"chat.completion.chunk","created":1767225600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" queue"},"logprobs":null,"finish_reason":null}]}`)
 	b.Run("ChunkDecoder", func(b *testing.B) {
 		var d ChunkDecoder
-		var c Chunk
+		var c wire.Chunk
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := d.Decode(in, &c); err != nil {

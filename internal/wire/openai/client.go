@@ -34,66 +34,8 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire"
 )
-
-// Message is one chat message: an assistant message may carry the tool
-// calls it made, a "tool" message answers one of them.
-type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
-
-// ToolCall is one call of an assistant message, in the wire form.
-type ToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"` // always "function"
-	Function FunctionCall `json:"function"`
-}
-
-// FunctionCall is a tool call's function and its arguments (JSON text).
-type FunctionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// HeaderToolCalls carries a request's expected tool calls (comma-separated
-// names) to goodput's simulator, which then makes exactly those calls; real
-// servers ignore an unknown header.
-const HeaderToolCalls = "X-Goodput-Tool-Calls"
-
-// HeaderSession names the session (conversation, agent loop) a request
-// is a turn of, so that a router in front of several replicas can keep a
-// session on one (goodput serve --router session-affinity reads it);
-// servers ignore an unknown header.
-const HeaderSession = "X-Session-Id"
-
-// Request is what to send: a prompt (completions) or messages (chat).
-type Request struct {
-	// ID is sent as x-request-id and kept in the record.
-	ID string
-	// Prompt is the completion prompt; for chat it becomes one user message
-	// when Messages is empty.
-	Prompt string
-	// Messages is the chat conversation.
-	Messages []Message
-	// PreviousResponseID chains the request to an earlier answer of the
-	// Responses API (sent as previous_response_id; the server keeps the
-	// conversation), so Messages then hold only the turn's new messages.
-	// "" sends the whole conversation; other protocols ignore it.
-	PreviousResponseID string
-	// MaxTokens caps the output (sent as max_tokens); 0 sends none.
-	MaxTokens int
-	// PromptTokens is the prompt length the workload intended (0 unknown).
-	PromptTokens int
-	// Tools are the names of the functions a chat request declares.
-	Tools []string
-	// ExpectedToolCalls, when set, is sent as HeaderToolCalls.
-	ExpectedToolCalls []string
-	// Session, when set, is sent as HeaderSession.
-	Session string
-}
 
 // Config configures a Client.
 type Config struct {
@@ -101,7 +43,7 @@ type Config struct {
 	BaseURL string
 	// Protocol is the wire API (nil: the OpenAI one Endpoint implies, see
 	// ProtocolFor).
-	Protocol Protocol
+	Protocol wire.Protocol
 	// Endpoint is the path, e.g. /v1/completions or /v1/chat/completions
 	// ("": the protocol's own).
 	Endpoint string
@@ -178,7 +120,7 @@ type Client struct {
 	cfg   Config
 	base  *url.URL // the parsed BaseURL
 	url   string
-	proto Protocol
+	proto wire.Protocol
 	hc    *http.Client
 	fresh *http.Client // for a retry after a reused connection raced a closing server
 	auth  http.Header  // the protocol's key header, made once
@@ -340,7 +282,7 @@ func origin(u *url.URL) string {
 func (c *Client) Chat() bool { return c.proto.Chat() }
 
 // Protocol is the client's wire API.
-func (c *Client) Protocol() Protocol { return c.proto }
+func (c *Client) Protocol() wire.Protocol { return c.proto }
 
 func newTransport(conns int, noKeepAlive, insecure bool) *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -383,10 +325,10 @@ func (c *Client) Close() {
 
 // Body encodes the JSON request body for r. It is separate from Stream so a
 // load generator can build bodies before their send time.
-func (c *Client) Body(r *Request) ([]byte, error) {
+func (c *Client) Body(r *wire.Request) ([]byte, error) {
 	m := make(map[string]any, 8+len(c.cfg.ExtraBody))
 	m["model"] = c.cfg.Model
-	err := c.proto.Body(m, r, BodyOptions{MaxTokensField: c.cfg.MaxTokensField, Stream: !c.cfg.NoStream,
+	err := c.proto.Body(m, r, wire.BodyOptions{MaxTokensField: c.cfg.MaxTokensField, Stream: !c.cfg.NoStream,
 		ContinuousUsage: c.cfg.ContinuousUsage, IgnoreEOS: c.cfg.IgnoreEOS})
 	if err != nil {
 		return nil, fmt.Errorf("request %s: %w", r.ID, err)
@@ -409,7 +351,7 @@ var errTimeout = errors.New("request timeout")
 // ConnectNs, Chunks, End, token counts, Status and error class. rec.ID and
 // rec.Intended are the caller's. Failures are recorded in rec, never
 // returned; a cancelled ctx too leaves rec complete (class cancelled).
-func (c *Client) Stream(ctx context.Context, r *Request, body []byte, rec *runlog.Record) {
+func (c *Client) Stream(ctx context.Context, r *wire.Request, body []byte, rec *runlog.Record) {
 	rec.ID = r.ID
 	rec.RequestedPromptTokens = r.PromptTokens
 	rec.MaxTokens = r.MaxTokens
@@ -433,7 +375,7 @@ const maxRetries = 2
 // attempt sends once. It returns true, leaving rec's failure unset, when the
 // request met a reused connection the server had already closed and
 // mayRetry allows another try.
-func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runlog.Record, fresh, mayRetry bool) (retry bool) {
+func (c *Client) attempt(ctx context.Context, r *wire.Request, body []byte, rec *runlog.Record, fresh, mayRetry bool) (retry bool) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if c.cfg.Timeout > 0 {
@@ -491,10 +433,10 @@ func (c *Client) attempt(ctx context.Context, r *Request, body []byte, rec *runl
 	h["Accept-Encoding"] = []string{"identity"}
 	h["X-Request-Id"] = []string{r.ID}
 	if len(r.ExpectedToolCalls) > 0 {
-		h[HeaderToolCalls] = []string{strings.Join(r.ExpectedToolCalls, ",")}
+		h[wire.HeaderToolCalls] = []string{strings.Join(r.ExpectedToolCalls, ",")}
 	}
 	if r.Session != "" {
-		h[HeaderSession] = []string{r.Session}
+		h[wire.HeaderSession] = []string{r.Session}
 	}
 	c.setAuth(h)
 	hc := c.hc
@@ -891,8 +833,8 @@ type streamState struct {
 	meter StreamMeter
 	// For KeepText and non-streamed answers: a decoder of their own, and
 	// the text kept so far.
-	dec  EventDecoder
-	ch   Chunk
+	dec  wire.EventDecoder
+	ch   wire.Chunk
 	text []byte
 }
 
@@ -1118,7 +1060,7 @@ func (c *Client) SetModel(m string) { c.cfg.Model = m }
 // returns its record: a look, before a run, at whether the server serves
 // the model at all.
 func (c *Client) Try(ctx context.Context, id string) runlog.Record {
-	r := &Request{ID: id, Prompt: "Hi", MaxTokens: 1}
+	r := &wire.Request{ID: id, Prompt: "Hi", MaxTokens: 1}
 	var rec runlog.Record
 	body, err := c.Body(r)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // script is a scripted SSE response: each step waits, then writes raw text.
@@ -76,7 +77,7 @@ func newTestClient(t *testing.T, url, endpoint string, mod func(*Config)) *Clien
 	return c
 }
 
-func run(t *testing.T, c *Client, req *Request) *runlog.Record {
+func run(t *testing.T, c *Client, req *wire.Request) *runlog.Record {
 	t.Helper()
 	body, err := c.Body(req)
 	if err != nil {
@@ -115,7 +116,7 @@ func TestVLLMChatShape(t *testing.T) {
 		data(usageChunk),
 		data("[DONE]"))
 	c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-	rec := run(t, c, &Request{ID: "r1", Prompt: "hi", MaxTokens: 3, PromptTokens: 12})
+	rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi", MaxTokens: 3, PromptTokens: 12})
 	if !rec.OK() {
 		t.Fatalf("failed: %s %s", rec.ErrorClass, rec.Error)
 	}
@@ -150,7 +151,7 @@ func TestLlamaCppShape(t *testing.T) {
 	srv := scripted(t, 200,
 		data(content("a")), data(content("b")), data(content("c")), data(content("d")), data(last), data("[DONE]"))
 	c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-	rec := run(t, c, &Request{ID: "r", Prompt: "x", MaxTokens: 4})
+	rec := run(t, c, &wire.Request{ID: "r", Prompt: "x", MaxTokens: 4})
 	if !rec.OK() {
 		t.Fatalf("failed: %s %s", rec.ErrorClass, rec.Error)
 	}
@@ -173,7 +174,7 @@ func TestContinuousUsage(t *testing.T) {
 	srv := scripted(t, 200, data(chunk("a", 1)), data(chunk("bé", 3)), data(chunk("c", 4)),
 		data(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":4}}`), data("[DONE]"))
 	c := newTestClient(t, srv.URL, "/v1/completions", nil)
-	rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+	rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 	want := []int32{1, 2, 1}
 	if len(rec.Chunks) != len(want) {
 		t.Fatalf("chunks = %+v; want tokens %v", rec.Chunks, want)
@@ -190,7 +191,7 @@ func TestReasoningAndThinkTags(t *testing.T) {
 		srv := scripted(t, 200, data(roleChunk), after(10*time.Millisecond, reasoning("let me")),
 			after(20*time.Millisecond, reasoning(" think")), after(10*time.Millisecond, finish("Yes")), data("[DONE]"))
 		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 		ttft, _ := rec.TTFT()
 		ttp, ok := rec.TTP()
 		// The server waits 30 ms between the first reasoning chunk and the
@@ -207,7 +208,7 @@ func TestReasoningAndThinkTags(t *testing.T) {
 		srv := scripted(t, 200, data(content("<thi")), data(content("nk>plan")), data(content(" more</th")),
 			data(content("ink>")), data(finish("Answer")), data("[DONE]"))
 		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 		var vis []bool
 		for _, ch := range rec.Chunks {
 			vis = append(vis, ch.Visible)
@@ -221,7 +222,7 @@ func TestReasoningAndThinkTags(t *testing.T) {
 		tool := `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}`
 		srv := scripted(t, 200, data(tool), data(finish("Done")), data("[DONE]"))
 		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 		if len(rec.Chunks) != 2 || rec.Chunks[0].Visible || !rec.Chunks[1].Visible {
 			t.Errorf("chunks = %+v; want a hidden tool-call chunk then a visible one", rec.Chunks)
 		}
@@ -255,7 +256,7 @@ func TestFailures(t *testing.T) {
 					c.IdleTimeout = tc.idle
 				}
 			})
-			rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+			rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 			if rec.ErrorClass != tc.class || !strings.Contains(rec.Error, tc.inMsg) {
 				t.Errorf("class %q, error %q; want %q containing %q", rec.ErrorClass, rec.Error, tc.class, tc.inMsg)
 			}
@@ -272,7 +273,7 @@ func TestFailures(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close()
 		c := newTestClient(t, "http://"+addr, "/v1/completions", nil)
-		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 		if rec.ErrorClass != runlog.ErrConnect {
 			t.Errorf("class %q (%s); want connect", rec.ErrorClass, rec.Error)
 		}
@@ -280,7 +281,7 @@ func TestFailures(t *testing.T) {
 	t.Run("cancelled", func(t *testing.T) {
 		srv := scripted(t, 200, data(content("a")), after(time.Minute, content("b")))
 		c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-		req := &Request{ID: "r", Prompt: "x"}
+		req := &wire.Request{ID: "r", Prompt: "x"}
 		body, _ := c.Body(req)
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
@@ -293,7 +294,7 @@ func TestFailures(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		srv := scripted(t, 200, data(content("a")), after(time.Minute, content("b")))
 		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) { c.Timeout = 100 * time.Millisecond })
-		rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+		rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 		if rec.ErrorClass != runlog.ErrTimeout {
 			t.Errorf("class %q (%s); want timeout", rec.ErrorClass, rec.Error)
 		}
@@ -319,7 +320,7 @@ func TestRequestBodyAndHeaders(t *testing.T) {
 		c.ExtraBody = map[string]any{"temperature": 0.0}
 		c.Headers = http.Header{"X-Team": {"perf"}}
 	})
-	rec := run(t, c, &Request{ID: "req-7", Prompt: "hello <b>", MaxTokens: 64})
+	rec := run(t, c, &wire.Request{ID: "req-7", Prompt: "hello <b>", MaxTokens: 64})
 	mu.Lock()
 	defer mu.Unlock()
 	want := map[string]any{
@@ -400,7 +401,7 @@ func TestServerClosingAfterEachStream(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 50 {
-				rec := run(t, c, &Request{ID: fmt.Sprintf("w%d-%d", w, i), Prompt: "x"})
+				rec := run(t, c, &wire.Request{ID: fmt.Sprintf("w%d-%d", w, i), Prompt: "x"})
 				if !rec.OK() {
 					mu.Lock()
 					failed = append(failed, string(rec.ErrorClass)+": "+rec.Error)
@@ -466,7 +467,7 @@ func TestConnectReset(t *testing.T) {
 	}()
 	defer func() { ln.Close(); <-done }()
 	c := newTestClient(t, "http://"+ln.Addr().String(), "/v1/completions", nil)
-	rec := run(t, c, &Request{ID: "r", Prompt: "x"})
+	rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 	if rec.ErrorClass != runlog.ErrConnectReset {
 		t.Errorf("class %q (%s); want connect_reset", rec.ErrorClass, rec.Error)
 	}
@@ -475,7 +476,7 @@ func TestConnectReset(t *testing.T) {
 func TestMaxTokensField(t *testing.T) {
 	for _, tc := range []struct{ field, want string }{{"", "max_tokens"}, {"max_completion_tokens", "max_completion_tokens"}} {
 		c := newTestClient(t, "http://127.0.0.1:1", "/v1/chat/completions", func(c *Config) { c.MaxTokensField = tc.field })
-		b, err := c.Body(&Request{ID: "r", Prompt: "x", MaxTokens: 7})
+		b, err := c.Body(&wire.Request{ID: "r", Prompt: "x", MaxTokens: 7})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,7 +536,7 @@ func TestNoStream(t *testing.T) {
 			c := newTestClient(t, srv.URL, tt.endpoint, func(c *Config) {
 				c.NoStream, c.KeepText, c.ContinuousUsage = true, true, true
 			})
-			rec := run(t, c, &Request{ID: "r1", Prompt: "hi", MaxTokens: 7, PromptTokens: 10})
+			rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi", MaxTokens: 7, PromptTokens: 10})
 			if !rec.OK() {
 				t.Fatalf("failed: %s %s", rec.ErrorClass, rec.Error)
 			}
@@ -587,7 +588,7 @@ func TestNoStreamOddAnswers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := wholeServer(t, tt.status, 0, tt.answer)
 			c := newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.NoStream = true })
-			rec := run(t, c, &Request{ID: "r1", Prompt: "hi", PromptTokens: 3})
+			rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi", PromptTokens: 3})
 			if rec.ErrorClass != tt.wantClass || len(rec.Chunks) != tt.wantChunks || rec.CompletionTokens != tt.wantTokens {
 				t.Errorf("class %q (%s), chunks %d, completion %d; want %q, %d, %d",
 					rec.ErrorClass, rec.Error, len(rec.Chunks), rec.CompletionTokens, tt.wantClass, tt.wantChunks, tt.wantTokens)
@@ -607,7 +608,7 @@ func TestKeepText(t *testing.T) {
 	srv := scripted(t, 200, steps...)
 	for _, keep := range []bool{true, false} {
 		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) { c.KeepText = keep })
-		rec := run(t, c, &Request{ID: "r1", Prompt: "hi"})
+		rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi"})
 		want := ""
 		if keep {
 			want = `<think>x</think>Hello "world"!`
@@ -621,7 +622,7 @@ func TestKeepText(t *testing.T) {
 func TestDecodeResponseReadsMessage(t *testing.T) {
 	body := []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"a\nb","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`)
 	var d ChunkDecoder
-	var c Chunk
+	var c wire.Chunk
 	if err := d.DecodeResponse(body, &c); err != nil {
 		t.Fatal(err)
 	}
@@ -686,11 +687,11 @@ func TestInsecure(t *testing.T) {
 	}))
 	defer srv.Close()
 	// httptest's certificate is signed by no trusted authority.
-	rec := run(t, newTestClient(t, srv.URL, "/v1/completions", nil), &Request{ID: "r1", Prompt: "hi"})
+	rec := run(t, newTestClient(t, srv.URL, "/v1/completions", nil), &wire.Request{ID: "r1", Prompt: "hi"})
 	if rec.ErrorClass != runlog.ErrConnect {
 		t.Errorf("without Insecure: class %q (%s); want %q (the certificate is not trusted)", rec.ErrorClass, rec.Error, runlog.ErrConnect)
 	}
-	rec = run(t, newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.Insecure = true }), &Request{ID: "r2", Prompt: "hi"})
+	rec = run(t, newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.Insecure = true }), &wire.Request{ID: "r2", Prompt: "hi"})
 	if !rec.OK() {
 		t.Errorf("with Insecure: %s %s; want success", rec.ErrorClass, rec.Error)
 	}

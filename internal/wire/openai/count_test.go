@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/goodput/goodput/internal/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +57,7 @@ func newCountServer(t *testing.T, kind string) *countServer {
 			return v
 		}
 		user := func() string {
-			var ms []Message
+			var ms []wire.Message
 			_ = json.Unmarshal(body["messages"], &ms)
 			if len(ms) == 0 {
 				return ""

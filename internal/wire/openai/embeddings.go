@@ -4,13 +4,14 @@ import (
 	"net/http"
 
 	"github.com/goodput/goodput/internal/jsonscan"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // Embeddings is POST /v1/embeddings: one input per request, answered whole
 // with its vectors. Nothing is generated, so a record has no TTFT or TPOT:
 // its latency is the answer's (E2E), its throughput inputs and prompt
 // tokens per second.
-var Embeddings Protocol = embeddingsProtocol{}
+var Embeddings wire.Protocol = embeddingsProtocol{}
 
 type embeddingsProtocol struct{}
 
@@ -18,9 +19,9 @@ func (embeddingsProtocol) Name() string                   { return "openai-embed
 func (embeddingsProtocol) Path() string                   { return "/v1/embeddings" }
 func (embeddingsProtocol) Chat() bool                     { return false }
 func (embeddingsProtocol) Streams() bool                  { return false }
-func (embeddingsProtocol) Auth(h http.Header, key string) { BearerAuth(h, key) }
-func (embeddingsProtocol) NewDecoder() EventDecoder       { return &EmbeddingsDecoder{} }
-func (embeddingsProtocol) Body(m map[string]any, r *Request, _ BodyOptions) error {
+func (embeddingsProtocol) Auth(h http.Header, key string) { wire.BearerAuth(h, key) }
+func (embeddingsProtocol) NewDecoder() wire.EventDecoder  { return &EmbeddingsDecoder{} }
+func (embeddingsProtocol) Body(m map[string]any, r *wire.Request, _ wire.BodyOptions) error {
 	input := r.Prompt
 	if input == "" {
 		// A conversation's text, when the workload gave messages.
@@ -45,13 +46,15 @@ func (d *EmbeddingsDecoder) Reset() {}
 
 // Decode implements EventDecoder: an embeddings answer is never streamed,
 // so an event is read as a whole answer.
-func (d *EmbeddingsDecoder) Decode(data []byte, c *Chunk) error { return d.DecodeResponse(data, c) }
+func (d *EmbeddingsDecoder) Decode(data []byte, c *wire.Chunk) error {
+	return d.DecodeResponse(data, c)
+}
 
 // DecodeResponse reads a whole embeddings answer into c: Inputs is the
 // number of vectors, Usage.PromptTokens the tokens embedded; an "error"
 // member is an error answer.
-func (d *EmbeddingsDecoder) DecodeResponse(data []byte, c *Chunk) error {
-	*c = Chunk{Timing: noTiming}
+func (d *EmbeddingsDecoder) DecodeResponse(data []byte, c *wire.Chunk) error {
+	*c = wire.Chunk{Timing: noTiming}
 	p := &d.p
 	var errMsg jsonscan.Span
 	isErr := false

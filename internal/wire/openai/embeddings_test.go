@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -27,7 +28,7 @@ func TestEmbeddingsDecoder(t *testing.T) {
 		{"not json", `{"data":[`, 0, 0, true, false},
 	} {
 		var d EmbeddingsDecoder
-		var c Chunk
+		var c wire.Chunk
 		err := d.DecodeResponse([]byte(tt.body), &c)
 		if (err != nil) != tt.err {
 			t.Errorf("%s: err = %v, want error %v", tt.name, err, tt.err)
@@ -46,7 +47,7 @@ func FuzzEmbeddingsDecoder(f *testing.F) {
 	f.Add([]byte(`{"error":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d EmbeddingsDecoder
-		var c Chunk
+		var c wire.Chunk
 		err := d.DecodeResponse(b, &c)
 		isObject := json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
 		if (err == nil) != isObject {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // The hostile-server suite: loopback servers that answer the way broken or
@@ -47,7 +48,7 @@ func hostileRun(t *testing.T, url string, maxTokens int, mod func(*Config)) []ru
 	var mu sync.Mutex
 	var recs []runlog.Record
 	target := loadgen.TargetFunc(func(i int) (loadgen.Call, error) {
-		req := &Request{ID: fmt.Sprintf("h-%d", i), Prompt: "hi", MaxTokens: maxTokens}
+		req := &wire.Request{ID: fmt.Sprintf("h-%d", i), Prompt: "hi", MaxTokens: maxTokens}
 		body, err := c.Body(req)
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // doneMarker is the data of the event that ends an OpenAI stream.
@@ -26,22 +27,22 @@ var doneMarker = []byte("[DONE]")
 type StreamMeter struct {
 	rec *runlog.Record
 
-	dec   EventDecoder // nil: an OpenAI ChunkDecoder, made on first use
-	ch    Chunk
+	dec   wire.EventDecoder // nil: an OpenAI ChunkDecoder, made on first use
+	ch    wire.Chunk
 	think ThinkSplitter
 
 	stopped    bool // [DONE], an error event or a bad chunk ended the stream's meaning
 	done       bool // [DONE] seen
-	usage      Usage
+	usage      wire.Usage
 	sawUsage   bool
 	contUsage  bool // usage came on the first token chunk: per-chunk exact counts
 	prevCompl  int
 	counted    int
 	finish     []byte
 	firstToken bool
-	events     int    // data events seen, for error messages
-	distrust   string // why continuous usage stopped being believed ("" while it is)
-	timing     Timing // the last per-request timing the server reported
+	events     int         // data events seen, for error messages
+	distrust   string      // why continuous usage stopped being believed ("" while it is)
+	timing     wire.Timing // the last per-request timing the server reported
 	// calls are the tool calls streamed so far, merged by index; their
 	// buffers are kept across Reset.
 	calls []callBuf
@@ -76,7 +77,7 @@ func (m *StreamMeter) Reset(rec *runlog.Record) {
 
 // SetDecoder makes m read another protocol's events (nil: OpenAI's). It
 // holds across Reset.
-func (m *StreamMeter) SetDecoder(d EventDecoder) { m.dec = d }
+func (m *StreamMeter) SetDecoder(d wire.EventDecoder) { m.dec = d }
 
 // Event handles one dispatched event whose data arrived at at (ns);
 // truncated marks an event cut off by the end of the stream. It reports
@@ -194,7 +195,7 @@ func (m *StreamMeter) usageOnly(compl int) {
 // mergeCall adds one tool_calls fragment to the call of its index: the id
 // and name arrive once (a server that repeats them in every fragment is not
 // doubled), the arguments in pieces.
-func (m *StreamMeter) mergeCall(d ToolCallDelta) {
+func (m *StreamMeter) mergeCall(d wire.ToolCallDelta) {
 	k := slices.IndexFunc(m.calls, func(c callBuf) bool { return c.index == d.Index })
 	if k < 0 {
 		if len(m.calls) >= maxCalls {
@@ -368,7 +369,7 @@ func (m *StreamMeter) Close(estPrompt int) {
 // whose usage says none (llama.cpp's has no prompt_tokens_details): its
 // cache_n, else prompt tokens − prompt_n (the tokens it did not process
 // were its cache's); 0 when it says nothing believable.
-func timedCache(prompt int, t Timing) int {
+func timedCache(prompt int, t wire.Timing) int {
 	switch {
 	case t.CachedTokens > 0 && t.CachedTokens <= prompt:
 		return t.CachedTokens
@@ -384,7 +385,7 @@ func timedCache(prompt int, t Timing) int {
 // cached_tokens (rec.CachedTokens, once believed) stands in; llama.cpp gives
 // no queue time. Servers report durations only, never a time on a clock
 // goodput could map to its own, so ArrivalNs stays 0.
-func setServer(rec *runlog.Record, t Timing) {
+func setServer(rec *runlog.Record, t wire.Timing) {
 	if !t.Given() {
 		return
 	}

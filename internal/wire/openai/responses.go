@@ -1,24 +1,27 @@
 package openai
 
-import "net/http"
+import (
+	"github.com/goodput/goodput/internal/wire"
+	"net/http"
+)
 
 // Responses is POST /v1/responses, OpenAI's Responses API: a conversation
 // as input items (messages, function calls and their outputs), streamed as
 // typed events (response.output_text.delta, …, response.completed) and
 // read by ResponsesDecoder. A request may chain to an earlier answer
 // (Request.PreviousResponseID) instead of resending the conversation.
-var Responses Protocol = responsesProtocol{}
+var Responses wire.Protocol = responsesProtocol{}
 
 type responsesProtocol struct{}
 
-func (responsesProtocol) Name() string             { return "openai-responses" }
-func (responsesProtocol) Path() string             { return "/v1/responses" }
-func (responsesProtocol) Chat() bool               { return true }
-func (responsesProtocol) Streams() bool            { return true }
-func (responsesProtocol) NewDecoder() EventDecoder { return &ResponsesDecoder{} }
+func (responsesProtocol) Name() string                  { return "openai-responses" }
+func (responsesProtocol) Path() string                  { return "/v1/responses" }
+func (responsesProtocol) Chat() bool                    { return true }
+func (responsesProtocol) Streams() bool                 { return true }
+func (responsesProtocol) NewDecoder() wire.EventDecoder { return &ResponsesDecoder{} }
 
 // Auth sends the key as a bearer token.
-func (responsesProtocol) Auth(h http.Header, key string) { BearerAuth(h, key) }
+func (responsesProtocol) Auth(h http.Header, key string) { wire.BearerAuth(h, key) }
 
 // Body fills input (the messages as items, or the prompt as a string),
 // max_output_tokens (when r.MaxTokens > 0: the API has its own name for
@@ -30,7 +33,7 @@ func (responsesProtocol) Auth(h http.Header, key string) { BearerAuth(h, key) }
 // run that never chains needs nothing stored. The first turn of a chain
 // relies on that default; --extra-body store=true forces it. The OpenAI
 // extensions of o (ignore_eos, continuous usage) are not sent.
-func (responsesProtocol) Body(m map[string]any, r *Request, o BodyOptions) error {
+func (responsesProtocol) Body(m map[string]any, r *wire.Request, o wire.BodyOptions) error {
 	if len(r.Messages) == 0 {
 		m["input"] = r.Prompt
 	} else {
@@ -42,7 +45,7 @@ func (responsesProtocol) Body(m map[string]any, r *Request, o BodyOptions) error
 	if len(r.Tools) > 0 {
 		tools := make([]responsesTool, len(r.Tools))
 		for i, n := range r.Tools {
-			tools[i] = responsesTool{Type: "function", Name: n, Description: ToolDescription(n), Parameters: ToolSchema(n)}
+			tools[i] = responsesTool{Type: "function", Name: n, Description: wire.ToolDescription(n), Parameters: wire.ToolSchema(n)}
 		}
 		m["tools"] = tools
 	}
@@ -87,7 +90,7 @@ type (
 // system, user or assistant text; a function_call item per tool call of an
 // assistant message (after its text, if any); a function_call_output item
 // per tool message.
-func responsesInput(msgs []Message) []any {
+func responsesInput(msgs []wire.Message) []any {
 	items := make([]any, 0, len(msgs))
 	for _, msg := range msgs {
 		switch msg.Role {

@@ -1,6 +1,9 @@
 package openai
 
-import "github.com/goodput/goodput/internal/jsonscan"
+import (
+	"github.com/goodput/goodput/internal/jsonscan"
+	"github.com/goodput/goodput/internal/wire"
+)
 
 // ResponsesDecoder reads the Responses API's answers into Chunks, written
 // on jsonscan as ChunkDecoder is: a stream is decoded without allocating
@@ -39,16 +42,16 @@ import "github.com/goodput/goodput/internal/jsonscan"
 type ResponsesDecoder struct {
 	p       jsonscan.Scanner
 	sawCall bool
-	out     [1]ToolCallDelta
+	out     [1]wire.ToolCallDelta
 	errBuf  []byte
 	// content, reasoning and calls gather a whole answer's output.
 	content, reasoning []byte
-	calls              []ToolCallDelta
+	calls              []wire.ToolCallDelta
 	whole              bool
 	toolArgs           int
 }
 
-var _ EventDecoder = (*ResponsesDecoder)(nil)
+var _ wire.EventDecoder = (*ResponsesDecoder)(nil)
 
 // Reset implements EventDecoder.
 func (d *ResponsesDecoder) Reset() { d.sawCall = false }
@@ -82,7 +85,7 @@ type responsesItem struct {
 // responseObject is a response object, as far as it is read.
 type responseObject struct {
 	id, status, reason jsonscan.Span
-	usage              Usage
+	usage              wire.Usage
 	err                responsesError
 	hasCall            bool // its output has a function_call item
 }
@@ -96,8 +99,8 @@ type responsesError struct {
 // Decode implements EventDecoder: it reads one event's data into c,
 // overwriting all of c. Data that is not a JSON object is an error
 // wrapping ErrMalformed.
-func (d *ResponsesDecoder) Decode(data []byte, c *Chunk) error {
-	*c = Chunk{Timing: noTiming} // the API reports no server timing
+func (d *ResponsesDecoder) Decode(data []byte, c *wire.Chunk) error {
+	*c = wire.Chunk{Timing: noTiming} // the API reports no server timing
 	d.whole = false
 	p := &d.p
 	var e responsesEvent
@@ -134,13 +137,13 @@ func (d *ResponsesDecoder) Decode(data []byte, c *Chunk) error {
 		c.Reasoning = p.Bytes(e.delta)
 	case "response.function_call_arguments.delta":
 		c.ToolArgs = e.delta.Len()
-		d.out[0] = ToolCallDelta{Index: e.outputIndex, Arguments: p.Bytes(e.delta)}
+		d.out[0] = wire.ToolCallDelta{Index: e.outputIndex, Arguments: p.Bytes(e.delta)}
 		c.ToolCalls = d.out[:]
 	case "response.output_item.added":
 		if string(p.Bytes(e.item.typ)) == "function_call" {
 			d.sawCall = true
 			c.ToolArgs = e.item.name.Len()
-			d.out[0] = ToolCallDelta{Index: e.outputIndex, ID: p.Bytes(e.item.callID), Name: p.Bytes(e.item.name)}
+			d.out[0] = wire.ToolCallDelta{Index: e.outputIndex, ID: p.Bytes(e.item.callID), Name: p.Bytes(e.item.name)}
 			c.ToolCalls = d.out[:]
 		}
 	case "response.created", "response.in_progress", "response.queued":
@@ -161,7 +164,7 @@ func (d *ResponsesDecoder) Decode(data []byte, c *Chunk) error {
 }
 
 // final fills c from the response of a completed or incomplete answer.
-func (d *ResponsesDecoder) final(r *responseObject, c *Chunk, incomplete bool) {
+func (d *ResponsesDecoder) final(r *responseObject, c *wire.Chunk, incomplete bool) {
 	p := &d.p
 	c.ResponseID = p.Bytes(r.id)
 	c.Usage = r.usage
@@ -182,7 +185,7 @@ func (d *ResponsesDecoder) final(r *responseObject, c *Chunk, incomplete bool) {
 // errMessage is an error's text: "code: message", or whichever it gave,
 // or none.
 func (d *ResponsesDecoder) errMessage(e responsesError, none []byte) []byte {
-	return ErrorText(&d.errBuf, d.p.Bytes(e.code), d.p.Bytes(e.msg), none)
+	return wire.ErrorText(&d.errBuf, d.p.Bytes(e.code), d.p.Bytes(e.msg), none)
 }
 
 // response reads a response object (any other value gives the zero one).
@@ -237,7 +240,7 @@ func (d *ResponsesDecoder) output() (hasCall bool, err error) {
 		if string(p.Bytes(it.typ)) == "function_call" {
 			hasCall = true
 			if d.whole {
-				d.calls = append(d.calls, ToolCallDelta{Index: pos, ID: p.Bytes(it.callID), Name: p.Bytes(it.name), Arguments: p.Bytes(it.arguments)})
+				d.calls = append(d.calls, wire.ToolCallDelta{Index: pos, ID: p.Bytes(it.callID), Name: p.Bytes(it.name), Arguments: p.Bytes(it.arguments)})
 				d.toolArgs += it.name.Len() + it.arguments.Len()
 			}
 		}
@@ -312,7 +315,7 @@ func (d *ResponsesDecoder) parts() error {
 }
 
 // usage reads a response's usage; null or a non-object is not present.
-func (d *ResponsesDecoder) usage() (u Usage, err error) {
+func (d *ResponsesDecoder) usage() (u wire.Usage, err error) {
 	p := &d.p
 	u.Present, err = p.Members(func(k []byte) (err error) {
 		switch string(k) {
@@ -363,8 +366,8 @@ func (d *ResponsesDecoder) errorObject() (e responsesError, err error) {
 // finish reason its status implies (as the stream's last event would
 // give it) and id as ResponseID. A failed response, or an error body
 // ({"error":{…}}), gives ErrMessage.
-func (d *ResponsesDecoder) DecodeResponse(data []byte, c *Chunk) error {
-	*c = Chunk{Timing: noTiming} // the API reports no server timing
+func (d *ResponsesDecoder) DecodeResponse(data []byte, c *wire.Chunk) error {
+	*c = wire.Chunk{Timing: noTiming} // the API reports no server timing
 	d.whole, d.sawCall = true, false
 	d.content, d.reasoning, d.calls, d.toolArgs = d.content[:0], d.reasoning[:0], d.calls[:0], 0
 	p := &d.p

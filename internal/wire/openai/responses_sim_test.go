@@ -8,6 +8,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -34,7 +35,7 @@ func TestResponsesSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	send := func(req *openai.Request) runlog.Record {
+	send := func(req *wire.Request) runlog.Record {
 		t.Helper()
 		b, err := c.Body(req)
 		if err != nil {
@@ -47,16 +48,16 @@ func TestResponsesSimulator(t *testing.T) {
 		}
 		return rec
 	}
-	first := send(&openai.Request{ID: "turn-1", MaxTokens: 128, Tools: []string{"search"}, ExpectedToolCalls: []string{"search"},
-		Messages: []openai.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Find the answer."}}})
+	first := send(&wire.Request{ID: "turn-1", MaxTokens: 128, Tools: []string{"search"}, ExpectedToolCalls: []string{"search"},
+		Messages: []wire.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Find the answer."}}})
 	if first.FinishReason != "tool_calls" || len(first.ToolCalls) != 1 || first.ToolCalls[0].Name != "search" || first.ResponseID == "" {
 		t.Fatalf("turn 1: finish %q, calls %+v, response id %q; want one search call and an id", first.FinishReason, first.ToolCalls, first.ResponseID)
 	}
 	if _, ok := first.TTFT(); !ok || first.CompletionTokens == 0 || first.PromptTokens == 0 {
 		t.Errorf("turn 1: no TTFT or counts (%d prompt, %d completion)", first.PromptTokens, first.CompletionTokens)
 	}
-	second := send(&openai.Request{ID: "turn-2", MaxTokens: 8, Tools: []string{"search"}, PreviousResponseID: first.ResponseID,
-		Messages: []openai.Message{{Role: "tool", ToolCallID: first.ToolCalls[0].ID, Content: "42"}}})
+	second := send(&wire.Request{ID: "turn-2", MaxTokens: 8, Tools: []string{"search"}, PreviousResponseID: first.ResponseID,
+		Messages: []wire.Message{{Role: "tool", ToolCallID: first.ToolCalls[0].ID, Content: "42"}}})
 	if second.FinishReason == "" || second.FinishReason == "tool_calls" || second.GeneratedText == "" || second.ResponseID == first.ResponseID {
 		t.Errorf("turn 2: finish %q, text %q, id %q; want a text answer with an id of its own", second.FinishReason, second.GeneratedText, second.ResponseID)
 	}

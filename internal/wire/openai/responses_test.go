@@ -20,6 +20,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // respEvents returns the data of every event of a recorded Responses
@@ -198,7 +199,7 @@ func TestResponsesStreamText(t *testing.T) {
 		{"responses-function-call.sse", "", ""},
 	} {
 		var d ResponsesDecoder
-		var c Chunk
+		var c wire.Chunk
 		var content, reas []byte
 		for i, ev := range respEvents(t, tt.file) {
 			if err := d.Decode(ev, &c); err != nil {
@@ -237,11 +238,11 @@ func TestResponsesDecode(t *testing.T) {
 		{"arguments done", []string{`{"type":"response.function_call_arguments.done","arguments":"{}"}`}, respFlat{}},
 		{"item done", []string{`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"c","name":"n","arguments":"{}"}}`}, respFlat{}},
 		{"completed", []string{`{"type":"response.completed","response":{"id":"resp_3","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"whole"}]}],` + usage + `}}`},
-			respFlat{ResponseID: "resp_3", Finish: "stop", End: true, Usage: Usage{Present: true, PromptTokens: 50, CachedTokens: 20, CompletionTokens: 9, ReasoningTokens: 4}}},
+			respFlat{ResponseID: "resp_3", Finish: "stop", End: true, Usage: wire.Usage{Present: true, PromptTokens: 50, CachedTokens: 20, CompletionTokens: 9, ReasoningTokens: 4}}},
 		{"completed after a call", []string{callAdded, `{"type":"response.completed","response":{"id":"r","output":[]}}`}, respFlat{ResponseID: "r", Finish: "tool_calls", End: true}},
 		{"completed with a call in its output", []string{`{"type":"response.completed","response":{"output":[{"type":"reasoning"},{"arguments":"{}","type":"function_call"}]}}`}, respFlat{Finish: "tool_calls", End: true}},
 		{"incomplete for max_output_tokens", []string{callAdded, `{"type":"response.incomplete","response":{"id":"r","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},` + usage + `}}`},
-			respFlat{ResponseID: "r", Finish: "length", End: true, Usage: Usage{Present: true, PromptTokens: 50, CachedTokens: 20, CompletionTokens: 9, ReasoningTokens: 4}}},
+			respFlat{ResponseID: "r", Finish: "length", End: true, Usage: wire.Usage{Present: true, PromptTokens: 50, CachedTokens: 20, CompletionTokens: 9, ReasoningTokens: 4}}},
 		{"incomplete for another reason", []string{`{"type":"response.incomplete","response":{"incomplete_details":{"reason":"content_filter"}}}`}, respFlat{Finish: "content_filter", End: true}},
 		{"incomplete for no reason given", []string{`{"type":"response.incomplete","response":{"incomplete_details":null}}`}, respFlat{Finish: "incomplete", End: true}},
 		{"failed", []string{`{"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":"rate_limit_exceeded","message":"slow down"}}}`}, respFlat{ResponseID: "r", Err: "rate_limit_exceeded: slow down"}},
@@ -258,7 +259,7 @@ func TestResponsesDecode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d ResponsesDecoder
-			var c Chunk
+			var c wire.Chunk
 			for i, ev := range tt.events {
 				if err := d.Decode([]byte(ev), &c); err != nil {
 					t.Fatalf("Decode(event %d %s) = %v", i+1, ev, err)
@@ -277,7 +278,7 @@ type respFlat struct {
 	Content, Reasoning, Finish, Err, ResponseID string
 	ToolArgs                                    int
 	ToolCalls                                   []respCall
-	Usage                                       Usage
+	Usage                                       wire.Usage
 	End                                         bool
 	// Timing is set when the chunk claims server timing, which the API
 	// never reports.
@@ -289,7 +290,7 @@ type respCall struct {
 	ID, Name, Arguments string
 }
 
-func respFlatten(c *Chunk) respFlat {
+func respFlatten(c *wire.Chunk) respFlat {
 	f := respFlat{Content: string(c.Content), Reasoning: string(c.Reasoning), Finish: string(c.FinishReason),
 		Err: string(c.ErrMessage), ResponseID: string(c.ResponseID), ToolArgs: c.ToolArgs, Usage: c.Usage,
 		End: c.End, Timing: c.Timing.Given() || c.Timing.Present}
@@ -301,7 +302,7 @@ func respFlatten(c *Chunk) respFlat {
 
 func TestResponsesReset(t *testing.T) {
 	var d ResponsesDecoder
-	var c Chunk
+	var c wire.Chunk
 	for _, ev := range []string{
 		`{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"c","name":"n"}}`,
 	} {
@@ -324,11 +325,11 @@ func TestResponsesDecodeMalformed(t *testing.T) {
 		`{"type":"response.completed","response":{"usage":{"input_tokens":-}}}`,
 	} {
 		var d ResponsesDecoder
-		var c Chunk
-		if err := d.Decode([]byte(in), &c); !errors.Is(err, ErrMalformed) {
+		var c wire.Chunk
+		if err := d.Decode([]byte(in), &c); !errors.Is(err, wire.ErrMalformed) {
 			t.Errorf("Decode(%q) = %v; want an error wrapping ErrMalformed", in, err)
 		}
-		if err := d.DecodeResponse([]byte(in), &c); !errors.Is(err, ErrMalformed) {
+		if err := d.DecodeResponse([]byte(in), &c); !errors.Is(err, wire.ErrMalformed) {
 			t.Errorf("DecodeResponse(%q) = %v; want an error wrapping ErrMalformed", in, err)
 		}
 	}
@@ -345,7 +346,7 @@ func TestResponsesDecodeResponse(t *testing.T) {
 			{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello","annotations":[]},{"type":"output_text","text":", world"}]}
 		],` + usage + `}`,
 			respFlat{Content: "Hello, world", Reasoning: "Think. More.", Finish: "stop", ResponseID: "resp_1",
-				Usage: Usage{Present: true, PromptTokens: 42, CachedTokens: 10, CompletionTokens: 30, ReasoningTokens: 12}}},
+				Usage: wire.Usage{Present: true, PromptTokens: 42, CachedTokens: 10, CompletionTokens: 30, ReasoningTokens: 12}}},
 		{"reasoning content (vLLM)", `{"id":"r","status":"completed","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"Hm."}]},{"type":"message","content":[{"type":"refusal","refusal":"No."}]}]}`,
 			respFlat{Content: "No.", Reasoning: "Hm.", Finish: "stop", ResponseID: "r"}},
 		{"function calls", `{"id":"r","status":"completed","output":[
@@ -362,7 +363,7 @@ func TestResponsesDecodeResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d ResponsesDecoder
-			var c Chunk
+			var c wire.Chunk
 			if err := d.DecodeResponse([]byte(tt.body), &c); err != nil {
 				t.Fatalf("DecodeResponse = %v", err)
 			}
@@ -393,7 +394,7 @@ func TestResponsesProtocol(t *testing.T) {
 	}
 }
 
-func respBody(t *testing.T, r *Request, o BodyOptions) any {
+func respBody(t *testing.T, r *wire.Request, o wire.BodyOptions) any {
 	t.Helper()
 	m := map[string]any{}
 	if err := Responses.Body(m, r, o); err != nil {
@@ -411,24 +412,24 @@ func respBody(t *testing.T, r *Request, o BodyOptions) any {
 }
 
 func TestResponsesBody(t *testing.T) {
-	fc := func(id, name, args string) ToolCall {
-		return ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: name, Arguments: args}}
+	fc := func(id, name, args string) wire.ToolCall {
+		return wire.ToolCall{ID: id, Type: "function", Function: wire.FunctionCall{Name: name, Arguments: args}}
 	}
 	tests := []struct {
 		name string
-		r    *Request
-		o    BodyOptions
+		r    *wire.Request
+		o    wire.BodyOptions
 		want string
 	}{
-		{"a conversation with tool calls and results", &Request{MaxTokens: 300, Tools: []string{"search"}, Messages: []Message{
+		{"a conversation with tool calls and results", &wire.Request{MaxTokens: 300, Tools: []string{"search"}, Messages: []wire.Message{
 			{Role: "system", Content: "Be brief."},
 			{Role: "user", Content: "Why do queues form?"},
-			{Role: "assistant", Content: "Let me look.", ToolCalls: []ToolCall{fc("call_1", "search", `{"query":"queues"}`), fc("call_2", "search", `{"query":"M/M/1"}`)}},
+			{Role: "assistant", Content: "Let me look.", ToolCalls: []wire.ToolCall{fc("call_1", "search", `{"query":"queues"}`), fc("call_2", "search", `{"query":"M/M/1"}`)}},
 			{Role: "tool", ToolCallID: "call_1", Content: "Arrivals outpace service."},
 			{Role: "tool", ToolCallID: "call_2", Content: "rho = lambda/mu"},
 			{Role: "assistant", Content: "Because arrivals outpace service."},
 			{Role: "user", Content: "Thanks."},
-		}}, BodyOptions{Stream: true, MaxTokensField: "max_completion_tokens", IgnoreEOS: true, ContinuousUsage: true}, `{
+		}}, wire.BodyOptions{Stream: true, MaxTokensField: "max_completion_tokens", IgnoreEOS: true, ContinuousUsage: true}, `{
 			"input": [
 				{"role": "system", "content": "Be brief."},
 				{"role": "user", "content": "Why do queues form?"},
@@ -446,11 +447,11 @@ func TestResponsesBody(t *testing.T) {
 				"parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "what to search"}}, "required": ["query"]}}],
 			"stream": true
 		}`},
-		{"a prompt", &Request{Prompt: "Hello"}, BodyOptions{}, `{"input": "Hello", "stream": false}`},
-		{"a chained turn", &Request{PreviousResponseID: "resp_9", MaxTokens: 5, Messages: []Message{
-			{Role: "assistant", ToolCalls: []ToolCall{fc("call_7", "search", `{"query":"x"}`)}},
+		{"a prompt", &wire.Request{Prompt: "Hello"}, wire.BodyOptions{}, `{"input": "Hello", "stream": false}`},
+		{"a chained turn", &wire.Request{PreviousResponseID: "resp_9", MaxTokens: 5, Messages: []wire.Message{
+			{Role: "assistant", ToolCalls: []wire.ToolCall{fc("call_7", "search", `{"query":"x"}`)}},
 			{Role: "tool", ToolCallID: "call_7", Content: "found"},
-		}}, BodyOptions{Stream: true}, `{
+		}}, wire.BodyOptions{Stream: true}, `{
 			"input": [
 				{"type": "function_call", "call_id": "call_7", "name": "search", "arguments": "{\"query\":\"x\"}"},
 				{"type": "function_call_output", "call_id": "call_7", "output": "found"}
@@ -500,7 +501,7 @@ func TestResponsesClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	send := func(req *Request) *runlog.Record {
+	send := func(req *wire.Request) *runlog.Record {
 		b, err := c.Body(req)
 		if err != nil {
 			t.Fatal(err)
@@ -509,7 +510,7 @@ func TestResponsesClient(t *testing.T) {
 		c.Stream(context.Background(), req, b, &rec)
 		return &rec
 	}
-	rec := send(&Request{ID: "r1", Messages: []Message{{Role: "user", Content: "Look it up."}}, Tools: []string{"search"}})
+	rec := send(&wire.Request{ID: "r1", Messages: []wire.Message{{Role: "user", Content: "Look it up."}}, Tools: []string{"search"}})
 	if path != "/v1/responses" || auth != "Bearer sk-test" {
 		t.Errorf("request to %q with Authorization %q; want /v1/responses, Bearer sk-test", path, auth)
 	}
@@ -519,7 +520,7 @@ func TestResponsesClient(t *testing.T) {
 			rec.ErrorClass, rec.Error, rec.FinishReason, rec.ResponseID, rec.ToolCalls, wantCalls)
 	}
 	tc := rec.ToolCalls[0]
-	send(&Request{ID: "r2", PreviousResponseID: rec.ResponseID, Messages: []Message{{Role: "tool", ToolCallID: tc.ID, Content: "found"}}})
+	send(&wire.Request{ID: "r2", PreviousResponseID: rec.ResponseID, Messages: []wire.Message{{Role: "tool", ToolCallID: tc.ID, Content: "found"}}})
 	if len(bodies) != 2 || bodies[1]["previous_response_id"] != rec.ResponseID || bodies[1]["store"] != true {
 		t.Fatalf("second body %v; want previous_response_id %s and store true", bodies[len(bodies)-1], rec.ResponseID)
 	}
@@ -538,7 +539,7 @@ func TestResponsesDecodeNoAllocs(t *testing.T) {
 		all = append(all, respEvents(t, f)...)
 	}
 	var d ResponsesDecoder
-	var c Chunk
+	var c wire.Chunk
 	decodeAll := func() {
 		d.Reset()
 		for _, ev := range all {
@@ -620,7 +621,7 @@ func respRef(data []byte) (respFlat, bool) {
 	case "response.completed", "response.incomplete":
 		f.ResponseID, f.End = str(resp, "id"), true
 		if u := obj(resp, "usage"); u != nil {
-			f.Usage = Usage{Present: true, PromptTokens: count(u, "input_tokens"), CompletionTokens: count(u, "output_tokens"),
+			f.Usage = wire.Usage{Present: true, PromptTokens: count(u, "input_tokens"), CompletionTokens: count(u, "output_tokens"),
 				CachedTokens: count(obj(u, "input_tokens_details"), "cached_tokens"), ReasoningTokens: count(obj(u, "output_tokens_details"), "reasoning_tokens")}
 		}
 	case "response.failed":
@@ -643,14 +644,14 @@ func respRef(data []byte) (respFlat, bool) {
 // respRef's reading.
 func respCheckRef(t *testing.T, d *ResponsesDecoder, data []byte) {
 	t.Helper()
-	var c Chunk
+	var c wire.Chunk
 	err := d.Decode(data, &c)
 	valid := json.Valid(data) && bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
 	if valid != (err == nil) {
 		t.Fatalf("Decode(%q) = %v; json.Valid says object %v", data, err, valid)
 	}
 	if err != nil {
-		if !errors.Is(err, ErrMalformed) {
+		if !errors.Is(err, wire.ErrMalformed) {
 			t.Fatalf("Decode(%q) = %v; want ErrMalformed", data, err)
 		}
 		return
@@ -708,7 +709,7 @@ func FuzzResponsesDecode(f *testing.F) {
 		for line := range bytes.SplitSeq(in, []byte("\n")) {
 			respCheckRef(t, &d, line)
 		}
-		var c Chunk
+		var c wire.Chunk
 		err := d.DecodeResponse(in, &c)
 		valid := json.Valid(in) && bytes.HasPrefix(bytes.TrimLeft(in, " \t\r\n"), []byte("{"))
 		if valid != (err == nil) {
@@ -724,7 +725,7 @@ func BenchmarkResponsesDecode(b *testing.B) {
 		events := respEvents(b, name)
 		b.Run(strings.TrimSuffix(strings.TrimPrefix(name, "responses-"), ".sse"), func(b *testing.B) {
 			var d ResponsesDecoder
-			var c Chunk
+			var c wire.Chunk
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -29,7 +30,7 @@ func TestStreamedToolCalls(t *testing.T) {
 		data(`[DONE]`),
 	)
 	c := newTestClient(t, srv.URL, "/v1/chat/completions", nil)
-	rec := run(t, c, &Request{ID: "r1", Messages: []Message{{Role: "user", Content: "hi"}}, Tools: []string{"search", "read"}})
+	rec := run(t, c, &wire.Request{ID: "r1", Messages: []wire.Message{{Role: "user", Content: "hi"}}, Tools: []string{"search", "read"}})
 	if !rec.OK() {
 		t.Fatalf("record failed: %s %s", rec.ErrorClass, rec.Error)
 	}
@@ -48,7 +49,7 @@ func TestStreamedToolCalls(t *testing.T) {
 	// The next request on the same (pooled) meter carries no calls.
 	srv2 := scripted(t, 200, data(`{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}`), data(`[DONE]`))
 	c2 := newTestClient(t, srv2.URL, "/v1/chat/completions", nil)
-	if rec := run(t, c2, &Request{ID: "r2", Prompt: "x"}); rec.ToolCalls != nil {
+	if rec := run(t, c2, &wire.Request{ID: "r2", Prompt: "x"}); rec.ToolCalls != nil {
 		t.Errorf("plain answer ToolCalls = %v; want nil", rec.ToolCalls)
 	}
 }
@@ -87,7 +88,7 @@ func TestToolRequestBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(b, &got.body)
-		got.header = r.Header.Get(HeaderToolCalls)
+		got.header = r.Header.Get(wire.HeaderToolCalls)
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 	}))
@@ -111,7 +112,7 @@ func TestToolRequestBody(t *testing.T) {
 		t.Fatalf("record failed: %s", rec.Error)
 	}
 	if got.header != "search,search" {
-		t.Errorf("%s = %q; want search,search", HeaderToolCalls, got.header)
+		t.Errorf("%s = %q; want search,search", wire.HeaderToolCalls, got.header)
 	}
 	tools, _ := got.body["tools"].([]any)
 	if len(tools) != 1 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/goodput/goodput/internal/llamafake"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // A request on a new connection is sent once the connection is in hand:
@@ -23,7 +24,7 @@ func TestConnectOutsideTTFTAndWarm(t *testing.T) {
 	defer c.Close()
 	send := func(id string) runlog.Record {
 		t.Helper()
-		r := &Request{ID: id, Prompt: "a b c", MaxTokens: 2}
+		r := &wire.Request{ID: id, Prompt: "a b c", MaxTokens: 2}
 		body, err := c.Body(r)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // MeasureWhole fills rec from a whole (non-streamed) completion body that
@@ -29,7 +30,7 @@ func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (con
 // dec. An embeddings answer (Chunk.Inputs > 0) carries no token: the record
 // counts its inputs (Record.Embeddings) and its prompt tokens, and its
 // latency is the whole answer's.
-func MeasureWholeWith(dec EventDecoder, rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
+func MeasureWholeWith(dec wire.EventDecoder, rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
 	rec.End = at
 	rec.Chunks = rec.Chunks[:0]
 	rec.WholeAnswer = true
@@ -39,7 +40,7 @@ func MeasureWholeWith(dec EventDecoder, rec *runlog.Record, body []byte, at int6
 			rec.PromptTokens = max(estPrompt, 0)
 		}
 	}()
-	var ch Chunk
+	var ch wire.Chunk
 	if err := dec.DecodeResponse(body, &ch); err != nil {
 		failRecord(rec, runlog.ErrMalformed, "response: "+err.Error())
 		return ""
@@ -100,7 +101,7 @@ func MeasureWholeWith(dec EventDecoder, rec *runlog.Record, body []byte, at int6
 // far above the max_tokens asked (0: none asked). A whole answer is checked
 // with it alone; a stream also against what it carried
 // (StreamMeter.checkUsage).
-func checkCounts(u Usage, maxTokens int) (completion, prompt string) {
+func checkCounts(u wire.Usage, maxTokens int) (completion, prompt string) {
 	switch {
 	case u.CompletionTokens < 0:
 		completion = fmt.Sprintf("completion_tokens %d is negative", u.CompletionTokens)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/anthropic"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -22,7 +23,7 @@ import (
 type Protocol struct {
 	// Wire is the client side: body, key header, decoder, whether it
 	// streams. Its Name is the protocol's and its Path the route.
-	Wire openai.Protocol
+	Wire wire.Protocol
 	// Aliases are other names --backend accepts (vLLM's for openai).
 	Aliases []string
 	// Note says in help what the name alone does not ("" for nothing).

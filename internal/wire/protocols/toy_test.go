@@ -25,7 +25,7 @@ import (
 	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/protocols"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -38,12 +38,12 @@ func (toyWire) Name() string  { return "toy-lines" }
 func (toyWire) Path() string  { return "/v1/toy" }
 func (toyWire) Chat() bool    { return false }
 func (toyWire) Streams() bool { return true }
-func (toyWire) Body(m map[string]any, r *openai.Request, o openai.BodyOptions) error {
+func (toyWire) Body(m map[string]any, r *wire.Request, o wire.BodyOptions) error {
 	m["input"], m["stream"] = r.Prompt, o.Stream
 	return nil
 }
-func (toyWire) Auth(h http.Header, key string)  { openai.BearerAuth(h, key) }
-func (toyWire) NewDecoder() openai.EventDecoder { return &toyDecoder{} }
+func (toyWire) Auth(h http.Header, key string) { wire.BearerAuth(h, key) }
+func (toyWire) NewDecoder() wire.EventDecoder  { return &toyDecoder{} }
 
 // toyDecoder reads the toy's events (with encoding/json: a toy need not
 // be fast).
@@ -55,17 +55,17 @@ type toyEvent struct {
 	Prompt, Completion int
 }
 
-func (*toyDecoder) Reset()                                              {}
-func (d *toyDecoder) DecodeResponse(data []byte, c *openai.Chunk) error { return d.Decode(data, c) }
-func (*toyDecoder) Decode(data []byte, c *openai.Chunk) error {
+func (*toyDecoder) Reset()                                            {}
+func (d *toyDecoder) DecodeResponse(data []byte, c *wire.Chunk) error { return d.Decode(data, c) }
+func (*toyDecoder) Decode(data []byte, c *wire.Chunk) error {
 	var ev toyEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return openai.ErrMalformed
+		return wire.ErrMalformed
 	}
-	*c = openai.Chunk{Timing: openai.NoTiming(), Content: []byte(ev.Text), HasChoices: true, End: ev.End}
+	*c = wire.Chunk{Timing: wire.NoTiming(), Content: []byte(ev.Text), HasChoices: true, End: ev.End}
 	if ev.End {
 		c.FinishReason = []byte("stop")
-		c.Usage = openai.Usage{Present: true, PromptTokens: ev.Prompt, CompletionTokens: ev.Completion}
+		c.Usage = wire.Usage{Present: true, PromptTokens: ev.Prompt, CompletionTokens: ev.Completion}
 	}
 	return nil
 }
