@@ -10,6 +10,7 @@ import (
 
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/review"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -90,7 +91,7 @@ func (g *gatewayFlags) register(fs *pflag.FlagSet) {
 
 // runPDRatios runs the workload on the same replicas colocated and then
 // split each way --pd-ratios gives, each run quiet and without files
-// (run.CompareSplits), and prints each fleet's goodput at --request-rate
+// (review.CompareSplits), and prints each fleet's goodput at --request-rate
 // and its per-GPU goodput, then the best split.
 func runPDRatios(ctx context.Context, env Env, o *SimOptions) error {
 	return settingError(o.fs, o, pdRatios(ctx, env, o))
@@ -109,7 +110,7 @@ func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	top, save, err := run.SplitsOf(o.load.LoadSpec, so, &o.out.OutputSpec, o.work.o.DatasetName)
+	top, save, err := review.SplitsOf(o.load.LoadSpec, so, &o.out.OutputSpec, o.work.o.DatasetName)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := run.CompareSplits(ctx, cfg, splits, top)
+	res, err := review.CompareSplits(ctx, cfg, splits, top)
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 		return err
 	}
 	output := o.out.runOutput(env)
-	path, err := run.SaveSplits(&output, res, env.Now())
+	path, err := review.SaveSplits(&output, res, env.Now())
 	if err != nil {
 		return &run.OutputError{Field: "SaveResult", Err: err}
 	}

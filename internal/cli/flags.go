@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 	"github.com/goodput/goodput/internal/workload"
@@ -164,7 +165,7 @@ func seconds(d *time.Duration) value {
 
 // loadFlags says how much load and for how long.
 type loadFlags struct {
-	run.LoadSpec
+	runspec.LoadSpec
 	fs *pflag.FlagSet
 }
 
@@ -206,7 +207,7 @@ func (l *loadFlags) levelWith(rate string) (runlog.Level, error) {
 
 // workloadFlags say what to send.
 type workloadFlags struct {
-	run.WorkloadSpec
+	runspec.WorkloadSpec
 	o workload.Options
 	// inputSet and outputSet say vLLM's --input-len and --output-len
 	// were given.
@@ -298,7 +299,7 @@ func atLeastOne(p *int, unit string) value {
 // outputFlags say what to print and save.
 type outputFlags struct {
 	summaryFlags
-	run.OutputSpec
+	runspec.OutputSpec
 	Quiet bool
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/review"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -62,7 +62,7 @@ func TestRunHooks(t *testing.T) {
 
 	// report's hook judges the sim's records as the sim judged itself.
 	meta, recs := readRecords(t, records)
-	ro := &run.ReportSpec{ReadingSpeedMs: 50, Summary: run.SummarySpec{Spec: stats.Spec{PercentileMetrics: defaultPercentileMetrics, MetricPercentiles: "50,90,95,99", Buckets: "1024,8192"}}}
+	ro := &review.ReportSpec{ReadingSpeedMs: 50, Summary: review.SummarySpec{Spec: stats.Spec{PercentileMetrics: defaultPercentileMetrics, MetricPercentiles: "50,90,95,99", Buckets: "1024,8192"}}}
 	again, err := ro.Analyze(meta, recs, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,13 +9,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/k8s"
-	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/shard"
 )
 
 // A load too big for one machine runs as shards of one schedule on many:
 // bench's --shard, --shards, --start-at and --rendezvous, and "goodput k8s
 // job" and "goodput k8s collect", which write the Kubernetes Jobs that run
-// and merge the shards (run.ShardJob). See docs/scale-out.md.
+// and merge the shards (shard.Job). See docs/scale-out.md.
 
 func newK8sCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{Use: "k8s", Short: "Write Kubernetes manifests that run one load as shards on many machines",
@@ -35,14 +35,14 @@ func afterDash(whose string) cobra.PositionalArgs {
 }
 
 func newK8sJobCmd(env Env) *cobra.Command {
-	var j run.ShardJob
+	var j shard.Job
 	bo := &BenchOptions{}
 	cmd := &cobra.Command{Use: "job --shards N --base-url URL [flags] [-- BENCH FLAGS...]",
 		Short: "Write an Indexed Job that runs goodput bench as N shards of one schedule",
 		Long:  helpText("k8s-job"), Example: helpText("k8s-job.examples"), Args: afterDash("bench's")}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return settingError(cmd.Flags(), &struct {
-			*run.ShardJob
+			*shard.Job
 			bench *BenchOptions
 		}{&j, bo}, writeK8sJob(env, cmd.Flags(), &j, bo, args))
 	}
@@ -63,7 +63,7 @@ func newK8sJobCmd(env Env) *cobra.Command {
 }
 
 func newK8sCollectCmd(env Env) *cobra.Command {
-	var c run.ShardCollect
+	var c shard.Collect
 	cmd := &cobra.Command{Use: "collect --shards N --records-claim CLAIM [flags] [-- REPORT FLAGS...]",
 		Short: "Write a Job that merges the shards' records with goodput report", Long: helpText("k8s-collect"), Args: afterDash("report's")}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -81,7 +81,7 @@ func newK8sCollectCmd(env Env) *cobra.Command {
 // writeK8sJob checks the Job's flags, then bench's (args) into bo as
 // bench checks them, so a typo fails here rather than in N pods, and
 // writes the shards' manifests.
-func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, bo *BenchOptions, args []string) error {
+func writeK8sJob(env Env, fs *pflag.FlagSet, j *shard.Job, bo *BenchOptions, args []string) error {
 	if _, err := j.Check(env.Now()); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, bo *BenchOptions, 
 		fmt.Fprintf(env.Stderr, "goodput: --tokenizer %s is read in the pods: it must be at that path in the image or a volume\n", tok)
 	}
 	fs.AddFlagSet(bc.Flags()) // they name the Bench fields: --api-key-env the key's variable as bench resolved it
-	j.Bench = run.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet,
+	j.Bench = shard.JobBench{Args: args, Workload: &bo.work.o, APIKeyEnv: bo.target.KeyEnv(), Quiet: bo.out.Quiet,
 		Given: bc.Flags().Changed, Rest: bc.Flags().Args(), SLO: len(bo.out.Goodput) > 0}
 	head, docs, err := j.Manifests(env.Now(), func(p string) ([]byte, error) { return os.ReadFile(resolve(env, p)) })
 	if err != nil {
@@ -104,7 +104,7 @@ func writeK8sJob(env Env, fs *pflag.FlagSet, j *run.ShardJob, bo *BenchOptions, 
 
 // writeK8sCollect writes the Job that merges the shards' records, its own
 // flags checked before report's (args).
-func writeK8sCollect(env Env, c *run.ShardCollect, args []string) error {
+func writeK8sCollect(env Env, c *shard.Collect, args []string) error {
 	if _, err := c.Check(); err != nil {
 		return err
 	}

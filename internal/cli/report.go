@@ -11,6 +11,7 @@ import (
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/review"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
@@ -20,7 +21,7 @@ import (
 
 // summaryFlags say how records are summarised and priced, with bench's
 // names and meanings.
-type summaryFlags struct{ run.SummarySpec }
+type summaryFlags struct{ review.SummarySpec }
 
 // sessionSLO is spec, bench's --session-goodput (bound to its session
 // flags, not to SessionGoodput), over --slo-preset's session constraints.
@@ -36,7 +37,7 @@ func (s *summaryFlags) sessionSLO(spec string) (stats.SessionSLO, error) {
 
 // registerSummary adds the summary flags, with bench's names, meanings
 // and defaults.
-func registerSummary(fs *pflag.FlagSet, s *run.SummarySpec) {
+func registerSummary(fs *pflag.FlagSet, s *review.SummarySpec) {
 	fs.StringArrayVar(&s.Goodput, "goodput", nil, "SLO for goodput, e.g. --goodput ttft:2000 tpot:50 (ms; ttft, tpot, e2el, ttp)")
 	fs.StringVar(&s.SLOPreset, "slo-preset", "", "a product's SLO ("+strings.Join(stats.PresetNames(), ", ")+"; goodput slo list); --goodput and --session-goodput override it constraint by constraint")
 	fs.Float64Var(&s.GPUCostPerHour, "gpu-cost-per-hour", 0, "what one GPU costs an hour (any currency): adds the cost of 1M output tokens and, with scraped GPU power, the energy per token")
@@ -54,7 +55,7 @@ func resolve(env Env, p string) string { return files(env).Path(p) }
 const defaultPercentileMetrics = "ttft,tpot,itl,e2el,ttp,response"
 
 func newReportCmd(env Env) *cobra.Command {
-	var o run.ReportSpec
+	var o review.ReportSpec
 	cmd := &cobra.Command{
 		Use:     "report RECORDS.jsonl...",
 		Short:   "Re-summarise saved records; write HTML, CSV, JSON or per-request rows",
@@ -64,7 +65,7 @@ func newReportCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files, o.SLOWords = files(env).SplitArgs(args, len(o.Summary.Goodput) > 0)
 			term := run.TerminalOptions{TermOptions: termOptions(env), Headed: true}
-			return savedRunError(cmd.Flags(), &o, o.Read, run.Report(&o, flagfield.Given(cmd.Flags(), &o), term, files(env)))
+			return savedRunError(cmd.Flags(), &o, o.Read, review.Report(&o, flagfield.Given(cmd.Flags(), &o), term, files(env)))
 		},
 	}
 	fs := cmd.Flags()
@@ -99,10 +100,10 @@ func savedRunError(fs *pflag.FlagSet, root any, read runlog.ReadOptions, err err
 }
 
 // files are the user's files, relative to env.Dir, and the streams.
-func files(env Env) run.Files { return run.DirFiles(env.Dir, env.Stdout, env.Stderr, env.Now) }
+func files(env Env) review.Files { return review.DirFiles(env.Dir, env.Stdout, env.Stderr, env.Now) }
 
 func newCompareCmd(env Env) *cobra.Command {
-	var o run.CompareSpec
+	var o review.CompareSpec
 	cmd := &cobra.Command{
 		Use:     "compare A B",
 		Short:   "Judge run B against the baseline run A: deltas with bootstrap confidence intervals",
@@ -112,7 +113,7 @@ func newCompareCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := o.SetArgs(args, files(env))
 			if err == nil {
-				err = run.Compare(&o, files(env))
+				err = review.Compare(&o, files(env))
 			}
 			return savedRunError(cmd.Flags(), &o, o.Read, err)
 		},
@@ -134,7 +135,7 @@ func newCompareCmd(env Env) *cobra.Command {
 }
 
 func newSimFitCmd(env Env) *cobra.Command {
-	o := &run.FitSpec{Engine: sim.DefaultConfig()}
+	o := &review.FitSpec{Engine: sim.DefaultConfig()}
 	cmd := &cobra.Command{
 		Use:     "fit RECORDS...",
 		Short:   "Fit a GPU profile's sustained figures and fixed costs to bench records of a real server",
@@ -143,7 +144,7 @@ func newSimFitCmd(env Env) *cobra.Command {
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = args
-			err := run.Fit(o, files(env))
+			err := review.Fit(o, files(env))
 			if we := (*run.OutputError)(nil); err == nil || errors.As(err, &we) {
 				return settingError(cmd.Flags(), o, err)
 			}

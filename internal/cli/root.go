@@ -22,7 +22,7 @@ import (
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/report"
-	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -99,7 +99,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	}
 	fmt.Fprintf(env.Stderr, "goodput: %v\n", err)
 	var ue usageError
-	var ge *run.GateError
+	var ge *runspec.GateError
 	var ie interruptedError
 	switch {
 	case errors.As(err, &ie):

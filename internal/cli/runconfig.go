@@ -10,6 +10,7 @@ import (
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -84,7 +85,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 		}
 	}
 	if why := o.target.wholeAnswers(); why != "" {
-		if err := wholeAnswersError(run.WholeAnswers(&cfg.Stats, o.fs.Changed("percentile-metrics")), why); err != nil {
+		if err := wholeAnswersError(runspec.WholeAnswers(&cfg.Stats, o.fs.Changed("percentile-metrics")), why); err != nil {
 			return cfg, err
 		}
 	}
@@ -92,7 +93,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 		return cfg, err
 	}
 	// A session's later turns resend the server's answers: keep their text.
-	if cfg.Target, err = o.target.runTarget(env, base, o.out.SaveDetailed || run.IsSessionDataset(o.work.o.DatasetName)); err != nil {
+	if cfg.Target, err = o.target.runTarget(env, base, o.out.SaveDetailed || runspec.IsSessionDataset(o.work.o.DatasetName)); err != nil {
 		return cfg, err
 	}
 	if cfg.Workload, err = o.work.Workload(o.work.o); err != nil {
@@ -179,11 +180,11 @@ func (t *targetFlags) wholeAnswers() string {
 	return ""
 }
 
-// wholeAnswersError makes a *run.NoStreamError a usage error naming the
+// wholeAnswersError makes a *runspec.NoStreamError a usage error naming the
 // flag that asked for a streaming metric of whole answers (why: their
 // cause); other errors pass as they are.
 func wholeAnswersError(err error, why string) error {
-	var ne *run.NoStreamError
+	var ne *runspec.NoStreamError
 	switch {
 	case !errors.As(err, &ne):
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/watch"
@@ -99,7 +100,7 @@ func watchCmd(env Env, o *WatchOptions) *cobra.Command {
 			case o.Once && ctx.Err() != nil:
 				return interruptedError{"the probes were cut short"}
 			case err == nil && len(failed) > 0:
-				return &run.GateError{Failed: failed}
+				return &runspec.GateError{Failed: failed}
 			}
 			return settingError(cmd.Flags(), o, err)
 		}}

@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
 
 // sessionFlags say how a session workload (--dataset-name conversations or
 // mooncake-sessions) runs.
-type sessionFlags struct{ run.SessionSpec }
+type sessionFlags struct{ runspec.SessionSpec }
 
 func (s *sessionFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&s.Rate, "session-rate", 0, "sessions: arrival rate in sessions/s (0: all due at once, --max-concurrent-sessions paces them)")

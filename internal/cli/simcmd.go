@@ -10,15 +10,16 @@ import (
 
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // SimOptions configures "goodput sim": the engine, its own settings
-// (run.VirtualSpec), plus bench's workload, load and output flags.
+// (runspec.VirtualSpec), plus bench's workload, load and output flags.
 type SimOptions struct {
 	Engine sim.Config
-	run.VirtualSpec
+	runspec.VirtualSpec
 	runFlags
 	cluster clusterFlags
 	gateway gatewayFlags
@@ -62,7 +63,7 @@ func simCommand(env Env, o *SimOptions) *cobra.Command {
 		o.verdict.register(fs)
 	})
 	groupedUsage(cmd, "Flags", "Engine flags", "Load flags", "Gateway flags", "Workload flags", "Session flags (--dataset-name conversations or mooncake-sessions)", "Output flags")
-	cmd.AddCommand(newSimFitCmd(env))
+	cmd.AddCommand(newSimFitCmd(env), newSimValidateCmd(env))
 	return cmd
 }
 
@@ -115,7 +116,10 @@ func runSim(ctx context.Context, env Env, o *SimOptions) error {
 	out := outputs{out: &o.out, gate: o.verdict.gate,
 		interrupted: func(*run.Result) string { return "the summary above covers what finished" },
 		before: func(res *run.Result) {
-			for _, l := range res.VirtualLines() {
+			for _, l := range append(res.VirtualLines(), kernelTablesLine(o.Engine)) {
+				if l == "" {
+					continue
+				}
 				if !o.out.Quiet {
 					fmt.Fprintln(env.Stderr, "goodput: "+l)
 				}

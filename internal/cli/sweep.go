@@ -11,6 +11,7 @@ import (
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/sweep"
 )
 
@@ -20,7 +21,7 @@ type SweepOptions struct {
 	BenchOptions
 	sweep.Spec
 	Sim bool
-	run.VerdictSpec
+	runspec.VerdictSpec
 	LevelReports bool
 	gate         gate.Gate
 	// cluster puts --sim's engine behind a router as several replicas
@@ -95,7 +96,7 @@ func (o *SweepOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 }
 
 func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
-	if d := o.work.o.DatasetName; run.IsSessionDataset(d) {
+	if d := o.work.o.DatasetName; runspec.IsSessionDataset(d) {
 		return nil, usagef("--dataset-name %s: sessions run with goodput bench (over HTTP, the embedded simulator included), not yet in sweeps", d)
 	}
 	base, err := o.load.levelWith("inf")

@@ -13,11 +13,12 @@ import (
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 )
 
 // verdictFlags are bench's and sim's (sweep has its own); gate is --fail-if parsed.
 type verdictFlags struct {
-	run.VerdictSpec
+	runspec.VerdictSpec
 	gate gate.Gate
 }
 
@@ -49,7 +50,7 @@ type outputs struct {
 	before       func(res *run.Result)
 }
 
-// finish reports res (run.OutputSpec.Finish); its outcome's error tells the exit code.
+// finish reports res (runspec.OutputSpec.Finish); its outcome's error tells the exit code.
 func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 	summary := env.Stdout
 	if recordsToStdout(o.out.Records) {
@@ -57,9 +58,9 @@ func (o *outputs) finish(env Env, res *run.Result, runErr error) error {
 		// with them (bench marks stderr's lines as its own then).
 		summary = env.Stderr
 	}
-	err := o.out.Finish(res, runErr, run.FinishOptions{Stdout: summary, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
+	err := o.out.Finish(res, runErr, runspec.FinishOptions{Stdout: summary, Terminal: run.TerminalOptions{TermOptions: termOptions(env), LevelReports: o.levelReports},
 		Before: o.before, Note: func(s string) { fmt.Fprintln(env.Stderr, "goodput: "+s) }, Output: o.out.runOutput(env), Now: env.Now, Gate: o.gate})
-	if errors.Is(err, run.ErrInterrupted) {
+	if errors.Is(err, runspec.ErrInterrupted) {
 		return interruptedError{o.interrupted(res)}
 	}
 	return err

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 )
 
 // numericPaths lists the dotted paths of v's numeric leaves (numbers and
@@ -94,9 +94,9 @@ func TestSchemaCoversResult(t *testing.T) {
 				t.Fatal(err)
 			}
 			detail := out.SaveDetailed
-			schema, err := run.ResultSchema(so, md, detail)
+			schema, err := runspec.ResultSchema(so, md, detail)
 			if tt.name == "sweep" {
-				schema, err = run.SweepSchema(so, md)
+				schema, err = runspec.SweepSchema(so, md)
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/redact"
-	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 )
@@ -91,7 +91,7 @@ targets:
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
 	cmd.SetArgs([]string{"--config", "watch.yaml", "--listen", "127.0.0.1:0", "--records-dir", "rec", "--once"})
 	err = cmd.ExecuteContext(context.Background())
-	var ge *run.GateError
+	var ge *runspec.GateError
 	if !errors.As(err, &ge) || len(ge.Failed) != 1 || ge.Failed[0] != "evil: http_5xx" {
 		t.Fatalf("watch = %v; want the gate to fail on evil's 5xx alone\nstderr: %s", err, errb.String())
 	}

@@ -21,9 +21,11 @@ var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
 	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
-	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/runlog/runlogtest", "internal/flagfield", "internal/wire"},
+	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield", "internal/wire"},
 	// Engines composed: replicas behind a router, one virtual clock.
 	{"internal/sim/cluster"},
+	// Per-level breakdowns of a run's records: typed figures, no rendering.
+	{"internal/breakdown"},
 	// The wire, the drivers of the engine, and the judgements of one run.
 	{"internal/wire/openai", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
 	// Further wire protocols, each over the openai client's machinery.
@@ -34,11 +36,18 @@ var floors = [][]string{
 	// HTTP server, the Prometheus exporter.
 	{"internal/simserve", "internal/promexport"},
 	// Judging a curve; watching live traffic; test servers.
-	{"internal/sweep", "internal/proxy", "internal/run/runtest"},
+	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.
 	{"internal/report"},
+	// A run split over processes: shard syntax, rendezvous, clock offset,
+	// the Kubernetes Job and collector.
+	{"internal/shard"},
 	// The run lifecycle: the middle floor.
 	{"internal/run"},
+	// The user's settings for a run, checked, and the --fail-if schemas.
+	{"internal/runspec"},
+	// Commands over saved runs: report, compare, fit, split comparison.
+	{"internal/review"},
 	// Synthetic monitoring over run's backends: probes on a schedule.
 	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.

@@ -6,23 +6,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goodput/goodput/internal/breakdown"
 )
 
 // handAutoscale is an autoscaler that went 2→3→1 over 200 s: up at 10 s
 // (ready at 35 s), down at 80 s and 110 s.
-func handAutoscale() *Autoscale {
-	return &Autoscale{Rule: "p95-ttft > 2s", Spec: "p95-ttft:2s,1s", Signal: "p95-ttft", Threshold: 2, DownThreshold: 1, Min: 1, Max: 4,
+func handAutoscale() *breakdown.Autoscale {
+	return &breakdown.Autoscale{Rule: "p95-ttft > 2s", Spec: "p95-ttft:2s,1s", Signal: "p95-ttft", Threshold: 2, DownThreshold: 1, Min: 1, Max: 4,
 		ProvisionDelay: 25 * time.Second, Cooldown: 30 * time.Second, Start: 2, Peak: 3, Final: 1, Decisions: 3,
-		GPUHours: 0.1, Timeline: []ScalePoint{{0, 2, 0, 0}, {10 * time.Second, 2, 1, 0}, {35 * time.Second, 3, 0, 0},
-			{80 * time.Second, 2, 0, 1}, {82500 * time.Millisecond, 2, 0, 0}, {110 * time.Second, 1, 0, 0}}}
+		GPUHours: 0.1, Timeline: []breakdown.ScalePoint{{At: 0, Active: 2, Provisioning: 0, Draining: 0}, {At: 10 * time.Second, Active: 2, Provisioning: 1, Draining: 0}, {At: 35 * time.Second, Active: 3, Provisioning: 0, Draining: 0},
+			{At: 80 * time.Second, Active: 2, Provisioning: 0, Draining: 1}, {At: 82500 * time.Millisecond, Active: 2, Provisioning: 0, Draining: 0}, {At: 110 * time.Second, Active: 1, Provisioning: 0, Draining: 0}}}
 }
 
 // The Replicas block of an autoscaled cluster: the rule, the course of
 // the replicas and the GPU-hours, then the timeline.
 func TestReplicasAutoscaleGolden(t *testing.T) {
-	r := &Replicas{Router: "least-outstanding", Rows: []ReplicaRow{
+	r := &breakdown.Replicas{Router: "least-outstanding", Rows: []breakdown.ReplicaRow{
 		{Replica: 1, Requests: 3, KVPeak: 0.5}, {Replica: 2, Requests: 2, KVPeak: 0.25}, {Replica: 3, Requests: 1, KVPeak: 0.1}}}
-	r.balance()
+	r.Balance()
 	r.SetAutoscale(handAutoscale())
 	var b bytes.Buffer
 	if err := ReplicasTerminal(&b, r); err != nil {
@@ -43,9 +45,9 @@ func TestReplicasAutoscaleGolden(t *testing.T) {
 func TestAutoscaleTimelineCut(t *testing.T) {
 	a := handAutoscale()
 	for i := range 30 {
-		a.Timeline = append(a.Timeline, ScalePoint{At: time.Duration(200+i) * time.Second, Active: 1 + i%2})
+		a.Timeline = append(a.Timeline, breakdown.ScalePoint{At: time.Duration(200+i) * time.Second, Active: 1 + i%2})
 	}
-	r := &Replicas{Rows: []ReplicaRow{{Replica: 1}, {Replica: 2}}}
+	r := &breakdown.Replicas{Rows: []breakdown.ReplicaRow{{Replica: 1}, {Replica: 2}}}
 	r.SetAutoscale(a)
 	var b bytes.Buffer
 	if err := ReplicasTerminal(&b, r); err != nil {
@@ -58,6 +60,6 @@ func TestAutoscaleTimelineCut(t *testing.T) {
 	if tl := ReplicasJSON(r)["autoscale"].(map[string]any)["timeline"].([]map[string]any); len(tl) != 36 {
 		t.Errorf("JSON timeline has %d changes; want 36", len(tl))
 	}
-	var none *Replicas
+	var none *breakdown.Replicas
 	none.SetAutoscale(a) // no panic
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/stats"
@@ -140,7 +141,7 @@ func TestHTMLBrowserLayout(t *testing.T) {
 	sweep.Findings = append(sweep.Findings, findings.Finding{ID: "server-queueing", Severity: findings.Warning, Message: "The server confirms queueing.",
 		Evidence: map[string]any{"server_metrics": map[string]any{"kv_usage": "vllm:kv_cache_usage_perc", "waiting": "vllm:num_requests_waiting"}}})
 	sweep.ServerWindows = []ServerWindow{{Target: "server", Window: vllmWindow()}}
-	sweep.Server = []ServerSeries{{Target: "server", Snapshots: vllmSnapshots()}}
+	sweep.Server = []breakdown.ServerSeries{{Target: "server", Snapshots: vllmSnapshots()}}
 
 	s := threeTurnsSummary()
 	sessions := sessionsInput(t, threeTurns(), &s)
@@ -149,7 +150,7 @@ func TestHTMLBrowserLayout(t *testing.T) {
 	so := stats.Options{}
 	var cmpPage bytes.Buffer
 	if err := CompareHTML(&cmpPage, CompareHTMLInput{Comparison: c,
-		A: CompareSide{Records: a, Levels: SummarizeLevels(nil, a, so)}, B: CompareSide{Records: b, Levels: SummarizeLevels(nil, b, so)}}); err != nil {
+		A: CompareSide{Records: a, Levels: breakdown.SummarizeLevels(nil, a, so)}, B: CompareSide{Records: b, Levels: breakdown.SummarizeLevels(nil, b, so)}}); err != nil {
 		t.Fatal(err)
 	}
 	sa, sb := threeTurns(), threeTurns()
@@ -163,7 +164,7 @@ func TestHTMLBrowserLayout(t *testing.T) {
 	}
 	var cmpSessions bytes.Buffer
 	if err := CompareHTML(&cmpSessions, CompareHTMLInput{Comparison: cs,
-		A: CompareSide{Records: sa, Levels: SummarizeLevels(nil, sa, so)}, B: CompareSide{Records: sb, Levels: SummarizeLevels(nil, sb, so)}}); err != nil {
+		A: CompareSide{Records: sa, Levels: breakdown.SummarizeLevels(nil, sa, so)}, B: CompareSide{Records: sb, Levels: breakdown.SummarizeLevels(nil, sb, so)}}); err != nil {
 		t.Fatal(err)
 	}
 

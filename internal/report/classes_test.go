@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -30,7 +31,7 @@ func classRecord(prio int, ttftMs int64, degraded string) runlog.Record {
 //
 // Rate-limited attempts 2; degraded 2 (max_tokens 1, small_model 1).
 func TestClassesGolden(t *testing.T) {
-	c := ClassCounter{SLO: stats.SLO{TTFT: 150 * time.Millisecond}}
+	c := breakdown.ClassCounter{SLO: stats.SLO{TTFT: 150 * time.Millisecond}}
 	limited := func(prio int, retried bool) runlog.Record {
 		return runlog.Record{ID: "x", Priority: prio, Status: 429, ErrorClass: runlog.ErrHTTP429, Error: "rate limited: over", Retried: retried}
 	}
@@ -68,7 +69,7 @@ func TestClassesGolden(t *testing.T) {
 // limit or degraded) has no block; an engine's own 429 (queue full) is not
 // a rate limit.
 func TestClassesOnlyWithAGateway(t *testing.T) {
-	var c ClassCounter
+	var c breakdown.ClassCounter
 	for _, r := range []runlog.Record{classRecord(0, 10, ""), {ID: "q", Status: 429, Error: "waiting queue full (4 requests)"}} {
 		c.Add(&r)
 	}
@@ -85,8 +86,8 @@ func TestClassesOnlyWithAGateway(t *testing.T) {
 // has no such section without one.
 func TestHTMLClasses(t *testing.T) {
 	meta := handMeta()
-	levels := SummarizeLevels(meta, handRecords(), stats.Options{})
-	g := &Classes{Rows: []ClassRow{{Class: 0, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20}, {Class: 1, Requests: 1}}, RateLimited: 7}
+	levels := breakdown.SummarizeLevels(meta, handRecords(), stats.Options{})
+	g := &breakdown.Classes{Rows: []breakdown.ClassRow{{Class: 0, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20}, {Class: 1, Requests: 1}}, RateLimited: 7}
 	page := string(renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Classes: g}))
 	for _, want := range []string{"<h2>Gateway</h2>", "Rate-limited attempts:                   7", "12.50"} {
 		if !strings.Contains(page, want) {

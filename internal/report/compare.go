@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -177,7 +178,7 @@ type CompareSide struct {
 	Meta *runlog.Meta
 	// Levels are its summaries (nil when only a result file was given,
 	// then Result is shown instead).
-	Levels []LevelSummary
+	Levels []breakdown.LevelSummary
 	// Records are its records (nil for a result file): they draw the CDFs.
 	Records []runlog.Record
 }

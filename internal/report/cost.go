@@ -3,29 +3,19 @@ package report
 import (
 	"fmt"
 	"io"
+
+	"github.com/goodput/goodput/internal/breakdown"
 )
 
-// LevelCost is what a level's output cost, per GPU and in money and
-// energy: goodput and throughput normalised by the GPUs that served them
-// (capacity planners compare configurations per GPU), the price of a
-// million output tokens at the GPUs' hourly cost, and the energy of one
-// output token from the power the GPUs drew (scraped from DCGM).
-type LevelCost struct {
-	// NumGPUs served the level.
-	NumGPUs int
-	// GoodputPerGPU and OutputPerGPU are requests/s meeting the SLO and
-	// output tokens/s, per GPU.
-	GoodputPerGPU, OutputPerGPU float64
-	// CostPerHour is one GPU's hourly cost (0: not priced); CostPerMOutput
-	// the cost of 1,000,000 output tokens at the level's throughput.
-	CostPerHour, CostPerMOutput float64
-	// PowerWatts is the GPUs' mean total power draw (0: not scraped);
-	// JoulesPerOutput the energy of one output token.
-	PowerWatts, JoulesPerOutput float64
+func init() { RegisterSection("cost", CostTerminal, CostJSON, exampleCost) }
+
+// exampleCost is a level's cost with every figure known.
+func exampleCost(breakdown.Options) *breakdown.LevelCost {
+	return &breakdown.LevelCost{NumGPUs: 1, GoodputPerGPU: 1, OutputPerGPU: 1, CostPerHour: 1, CostPerMOutput: 1, PowerWatts: 1, JoulesPerOutput: 1}
 }
 
 // CostTerminal writes the level's cost lines; nothing for nil.
-func CostTerminal(w io.Writer, c *LevelCost) error {
+func CostTerminal(w io.Writer, c *breakdown.LevelCost) error {
 	if c == nil {
 		return nil
 	}
@@ -48,7 +38,7 @@ func CostTerminal(w io.Writer, c *LevelCost) error {
 
 // CostJSON is the level's cost for the result JSON; nil for nil. Absent
 // figures (no price, no power) are left out.
-func CostJSON(c *LevelCost) map[string]any {
+func CostJSON(c *breakdown.LevelCost) map[string]any {
 	if c == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -36,7 +37,7 @@ var SummaryColumns = []string{
 
 // WriteSummaryCSV writes one row per level (SummaryColumns). request_rate
 // is "inf" for an unpaced level, max_concurrency 0 for no cap.
-func WriteSummaryCSV(w io.Writer, levels []LevelSummary) error {
+func WriteSummaryCSV(w io.Writer, levels []breakdown.LevelSummary) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(SummaryColumns)
 	for _, l := range levels {
@@ -88,7 +89,7 @@ func metricCells(m stats.MetricSummary, ps []float64) []string {
 // WriteMetricsCSV writes one row per level and metric: level, metric, n,
 // mean, median, std, min, max (milliseconds) and one column per percentile
 // of the first level's options (all levels share them).
-func WriteMetricsCSV(w io.Writer, levels []LevelSummary) error {
+func WriteMetricsCSV(w io.Writer, levels []breakdown.LevelSummary) error {
 	var ps []float64
 	if len(levels) > 0 {
 		ps = levels[0].Summary.Options.Percentiles
@@ -109,7 +110,7 @@ func WriteMetricsCSV(w io.Writer, levels []LevelSummary) error {
 // figures as in WriteMetricsCSV, with the bucket percentiles (the options'
 // plus 50 and 99). A bucket without completed requests has one row with an
 // empty metric.
-func WriteBucketsCSV(w io.Writer, levels []LevelSummary) error {
+func WriteBucketsCSV(w io.Writer, levels []breakdown.LevelSummary) error {
 	var ps []float64
 	for _, l := range levels {
 		for _, b := range l.Summary.Buckets {
@@ -158,7 +159,7 @@ func WriteBucketsCSV(w io.Writer, levels []LevelSummary) error {
 // WriteCSVDir writes SummaryCSVName, MetricsCSVName, BucketsCSVName and
 // RequestsCSVName (the per-request rows of recs) into dir, creating it. It
 // returns the paths written.
-func WriteCSVDir(dir string, levels []LevelSummary, recs []runlog.Record) ([]string, error) {
+func WriteCSVDir(dir string, levels []breakdown.LevelSummary, recs []runlog.Record) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -80,7 +81,7 @@ func FuzzHTMLReport(f *testing.F) {
 			return
 		}
 		start := time.Now()
-		levels := SummarizeLevels(meta, recs, fuzzOptions(t))
+		levels := breakdown.SummarizeLevels(meta, recs, fuzzOptions(t))
 		var b bytes.Buffer
 		if err := HTML(&b, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs), SLA: "sla"}); err != nil {
 			t.Fatalf("HTML = %v", err)
@@ -103,7 +104,7 @@ func FuzzTerminalReport(f *testing.F) {
 		}
 		start := time.Now()
 		var b bytes.Buffer
-		for _, l := range SummarizeLevels(meta, recs, fuzzOptions(t)) {
+		for _, l := range breakdown.SummarizeLevels(meta, recs, fuzzOptions(t)) {
 			_ = LevelName(l, 2)
 			if err := Terminal(&b, &l.Summary, meta, TermOptions{TTY: true}); err != nil {
 				t.Fatalf("Terminal = %v", err)

@@ -15,6 +15,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/servermetrics"
@@ -44,7 +45,7 @@ type HTMLInput struct {
 	Meta *runlog.Meta
 	// Levels are the per-level summaries (one for a single run), in load
 	// order; all share one stats.Options.
-	Levels []LevelSummary
+	Levels []breakdown.LevelSummary
 	// Records yields the run's records once, for the distribution,
 	// timeline and over-time charts; nil leaves those charts out.
 	Records iter.Seq[*runlog.Record]
@@ -61,7 +62,7 @@ type HTMLInput struct {
 	SLAVerdict string
 	// Pareto is a Pareto sweep's points, drawn per length pair (nil: not
 	// one).
-	Pareto []ParetoPoint
+	Pareto []breakdown.ParetoPoint
 	// Sweep marks the knee and goodput peak on the sweep curves; nil means
 	// the goodput peak is taken from the summaries and no knee is marked.
 	Sweep *SweepMarks
@@ -76,29 +77,29 @@ type HTMLInput struct {
 	// Server is what each scraped /metrics endpoint said during the run,
 	// one entry per endpoint, for the "Server side" section's charts on the
 	// timeline's time axis; nil or no snapshots leaves the section out.
-	Server []ServerSeries
+	Server []breakdown.ServerSeries
 	// Replicas is a simulated cluster's spread of the (focus) level over
 	// its replicas, and Shards the shards of a run split over processes;
 	// nil leaves each section out. They are shown as the terminal lays
 	// them out.
-	Replicas *Replicas
-	Shards   []ShardRow
+	Replicas *breakdown.Replicas
+	Shards   []breakdown.ShardRow
 	// Classes is a gateway's account of the (focus) level by priority
 	// class; nil leaves its section out.
-	Classes *Classes
+	Classes *breakdown.Classes
 	// ServerWindows are what each scraped endpoint saw over the (focus)
 	// level, and TTFTSplit that level's TTFT split by the server's own
 	// timing: the terminal's server block (preemptions, prefix-cache hit
 	// rate, queue and prefill time), shown in the "Server side" section as
 	// the terminal lays it out. Nil leaves each out.
 	ServerWindows []ServerWindow
-	TTFTSplit     *TTFTSplit
+	TTFTSplit     *breakdown.TTFTSplit
 }
 
 // ServerWindow is one scraped endpoint's account of a level, for
 // HTMLInput.ServerWindows.
 type ServerWindow struct {
-	// Target names the endpoint as ServerSeries.Target does.
+	// Target names the endpoint as breakdown.ServerSeries.Target does.
 	Target string
 	// Window is what it said over the level; nil shows nothing.
 	Window *servermetrics.Window
@@ -158,7 +159,7 @@ type pageData struct {
 // LevelName names a level for tables, legends and headings: its label,
 // else its offered load ("4 req/s", "c=16"); "run" when n, the number of
 // levels, is 1.
-func LevelName(l LevelSummary, n int) string {
+func LevelName(l breakdown.LevelSummary, n int) string {
 	if l.Level.Label != "" {
 		return l.Level.Label
 	}
@@ -258,7 +259,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	if in.Records != nil {
 		cd := collect(in.Records, slo, len(in.Levels))
 		cdSamples, sessionRecs = cd.failSamples, cd.sessionRecs
-		byIndex := map[int]LevelSummary{}
+		byIndex := map[int]breakdown.LevelSummary{}
 		for _, l := range in.Levels {
 			byIndex[l.Index] = l
 		}
@@ -388,7 +389,7 @@ func slaVerdict(in HTMLInput) string {
 // retriesTable is each level's offered against original load: the
 // client's retried attempts, attempts per request, original requests/s,
 // attempts/s and goodput beside them; nil when no level retried.
-func retriesTable(levels []LevelSummary) *table {
+func retriesTable(levels []breakdown.LevelSummary) *table {
 	t := &table{Head: []string{"level", "requests", "retried attempts", "attempts per request", "original load (req/s)", "offered load (attempts/s)", "goodput (req/s)"}}
 	for _, l := range levels {
 		s := &l.Summary
@@ -415,7 +416,7 @@ func retriesTable(levels []LevelSummary) *table {
 // failuresTable counts each level's failures by error class, with up to
 // three distinct messages per class when the records were read; nil when
 // nothing failed.
-func failuresTable(levels []LevelSummary, samples map[int]map[runlog.ErrorClass][]string, haveRecords bool) *table {
+func failuresTable(levels []breakdown.LevelSummary, samples map[int]map[runlog.ErrorClass][]string, haveRecords bool) *table {
 	t := &table{Head: []string{"error class", "failed", "share of requests", "sample messages"}}
 	if len(levels) > 1 {
 		t.Head = append([]string{"level"}, t.Head...)
@@ -541,7 +542,7 @@ func settingsText(m map[string]any) string {
 
 func pctText(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" }
 
-func summaryTable(levels []LevelSummary) table {
+func summaryTable(levels []breakdown.LevelSummary) table {
 	t := table{Head: []string{"level", "requests", "failed", "duration (s)", "req/s", "output tok/s",
 		"goodput (req/s)", "SLO met", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P99"}}
 	for _, l := range levels {
@@ -577,7 +578,7 @@ func pOf(s *stats.Summary, name string, p float64) string {
 	return fmtMs(v)
 }
 
-func metricsTable(l LevelSummary, n int) table {
+func metricsTable(l breakdown.LevelSummary, n int) table {
 	ps := l.Summary.Options.Percentiles
 	head := []string{"metric (ms)", "n", "mean", "median", "std"}
 	for _, p := range ps {
@@ -603,7 +604,7 @@ func metricsTable(l LevelSummary, n int) table {
 	return t
 }
 
-func bucketsTable(l LevelSummary, n int) table {
+func bucketsTable(l breakdown.LevelSummary, n int) table {
 	t := table{Head: []string{"input tokens", "requests", "failed", "SLO met", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P99"}}
 	if n > 1 {
 		t.Caption = LevelName(l, n)
@@ -631,7 +632,7 @@ func bucketsTable(l LevelSummary, n int) table {
 	return t
 }
 
-func conditionRows(meta *runlog.Meta, levels []LevelSummary) [][2]string {
+func conditionRows(meta *runlog.Meta, levels []breakdown.LevelSummary) [][2]string {
 	var rows [][2]string
 	addRow := func(k, v string) {
 		if v != "" {
@@ -688,7 +689,7 @@ func conditionRows(meta *runlog.Meta, levels []LevelSummary) [][2]string {
 
 // loadAxis picks the x axis of the sweep curves: the offered request rate
 // when every level has one, else the concurrency cap, else the level index.
-func loadAxis(levels []LevelSummary) (string, func(LevelSummary) float64) {
+func loadAxis(levels []breakdown.LevelSummary) (string, func(breakdown.LevelSummary) float64) {
 	allRate, allConc := true, true
 	for _, l := range levels {
 		allRate = allRate && l.Level.RequestRate > 0
@@ -696,11 +697,11 @@ func loadAxis(levels []LevelSummary) (string, func(LevelSummary) float64) {
 	}
 	switch {
 	case allRate:
-		return "offered load (req/s)", func(l LevelSummary) float64 { return l.Level.RequestRate }
+		return "offered load (req/s)", func(l breakdown.LevelSummary) float64 { return l.Level.RequestRate }
 	case allConc:
-		return "max concurrency", func(l LevelSummary) float64 { return float64(l.Level.MaxConcurrency) }
+		return "max concurrency", func(l breakdown.LevelSummary) float64 { return float64(l.Level.MaxConcurrency) }
 	}
-	return "level", func(l LevelSummary) float64 { return float64(l.Index) }
+	return "level", func(l breakdown.LevelSummary) float64 { return float64(l.Index) }
 }
 
 func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, template.HTML, string, error)) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
@@ -101,7 +102,7 @@ func sweepInput(t *testing.T, n, maxOut int) HTMLInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	levels := SummarizeLevels(meta, recs, stats.Options{SLO: slo})
+	levels := breakdown.SummarizeLevels(meta, recs, stats.Options{SLO: slo})
 	return HTMLInput{
 		Meta: meta, Levels: levels, Records: Records(recs),
 		SLA:      "Up to 4 req/s keep 95 % of requests within ttft:300 tpot:30.",
@@ -118,10 +119,10 @@ func TestHTMLSelfContained(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"single run", HTMLInput{Meta: handMeta(), Levels: []LevelSummary{{Summary: *handSummary(t), Level: handMeta().Levels[0]}}, Records: Records(handRecords())},
+		{"single run", HTMLInput{Meta: handMeta(), Levels: []breakdown.LevelSummary{{Summary: *handSummary(t), Level: handMeta().Levels[0]}}, Records: Records(handRecords())},
 			[]string{"CDF of TTFT", "CDF of TTP", "CDF of TPOT", "CDF of E2EL", "ITL histogram", "Per-request timeline", "Output throughput over time", "Requests in flight over time", "llama-3-8b", "SLO missed"},
 			[]string{"Load sweep", "Findings"}},
-		{"summary only", HTMLInput{Levels: []LevelSummary{{Summary: hand}}},
+		{"summary only", HTMLInput{Levels: []breakdown.LevelSummary{{Summary: hand}}},
 			[]string{"No per-request records were given"},
 			[]string{"<svg"}},
 		{"sweep with findings", sweepInput(t, 300, 60),
@@ -174,7 +175,7 @@ func TestHTMLSize100k(t *testing.T) {
 		t.Skip("100,000 requests: skipped with -short")
 	}
 	meta, recs := synthRun(perfgoal.Size(100_000, 1000), []float64{50}, true, 8)
-	levels := SummarizeLevels(meta, recs, stats.Options{})
+	levels := breakdown.SummarizeLevels(meta, recs, stats.Options{})
 	page := renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs)})
 	const limit = 1 << 20
 	if len(page) > limit {
@@ -341,7 +342,7 @@ func TestHTMLChromium(t *testing.T) {
 // BenchmarkHTML100k renders the report of 100,000 requests.
 func BenchmarkHTML100k(b *testing.B) {
 	meta, recs := synthRun(100_000, []float64{50}, true, 8)
-	levels := SummarizeLevels(meta, recs, stats.Options{})
+	levels := breakdown.SummarizeLevels(meta, recs, stats.Options{})
 	for b.Loop() {
 		if err := HTML(io.Discard, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs)}); err != nil {
 			b.Fatal(err)
@@ -352,7 +353,7 @@ func BenchmarkHTML100k(b *testing.B) {
 // TestHTMLSLAVerdict: the headline box takes the verdict's colour, not
 // green whatever happened.
 func TestHTMLSLAVerdict(t *testing.T) {
-	level := func(spec string) []LevelSummary {
+	level := func(spec string) []breakdown.LevelSummary {
 		o := stats.Options{}
 		if spec != "" {
 			slo, err := stats.ParseSLO(spec)
@@ -361,7 +362,7 @@ func TestHTMLSLAVerdict(t *testing.T) {
 			}
 			o.SLO = slo
 		}
-		return []LevelSummary{{Summary: stats.Summarize(handRecords(), o), Level: handMeta().Levels[0]}}
+		return []breakdown.LevelSummary{{Summary: stats.Summarize(handRecords(), o), Level: handMeta().Levels[0]}}
 	}
 	tests := []struct {
 		name string
@@ -386,7 +387,7 @@ func TestHTMLSLAVerdict(t *testing.T) {
 	// Met: all four requests of a run without its failure meet ttft:5000.
 	recs := handRecords()[:4]
 	slo, _ := stats.ParseSLO("ttft:5000")
-	in := HTMLInput{Levels: []LevelSummary{{Summary: stats.Summarize(recs, stats.Options{SLO: slo})}}, SLA: "x"}
+	in := HTMLInput{Levels: []breakdown.LevelSummary{{Summary: stats.Summarize(recs, stats.Options{SLO: slo})}}, SLA: "x"}
 	if page := string(renderHTML(t, in)); !strings.Contains(page, `<p class="sla met">x</p>`) {
 		t.Errorf("all met: page lacks the met box")
 	}
@@ -403,7 +404,7 @@ func TestHTMLFailures(t *testing.T) {
 	}
 	recs = append(recs, runlog.Record{ID: "t", Sent: 300 * ms, End: 900 * ms, ErrorClass: runlog.ErrTimeout, Error: strings.Repeat("é", 200)})
 	meta := handMeta()
-	levels := SummarizeLevels(meta, recs, stats.Options{})
+	levels := breakdown.SummarizeLevels(meta, recs, stats.Options{})
 	page := renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Records: Records(recs)})
 	golden(t, "html_failures.golden", section(t, page, "Failures"))
 
@@ -413,7 +414,7 @@ func TestHTMLFailures(t *testing.T) {
 		t.Errorf("failures without records:\n%s", sec)
 	}
 	// Nothing failed: no section.
-	levels = SummarizeLevels(meta, handRecords()[:4], stats.Options{})
+	levels = breakdown.SummarizeLevels(meta, handRecords()[:4], stats.Options{})
 	if page := string(renderHTML(t, HTMLInput{Levels: levels})); strings.Contains(page, "<h2>Failures</h2>") {
 		t.Error("a run without failures has a failures section")
 	}
@@ -440,10 +441,10 @@ func section(t *testing.T, page []byte, name string) []byte {
 // with neither has neither.
 func TestHTMLReplicasAndShards(t *testing.T) {
 	meta := handMeta()
-	levels := SummarizeLevels(meta, handRecords(), stats.Options{})
-	reps := &Replicas{Router: "prefix-aware", Rows: []ReplicaRow{{Replica: 1, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20, KVPeak: 0.5}, {Replica: 2, Requests: 1, KVPeak: -1}}}
-	reps.balance()
-	shards := []ShardRow{{ShardSummary: runlog.ShardSummary{Index: 0, Count: 2, Records: 3, Expected: 3, Sent: 3, Ended: true}},
+	levels := breakdown.SummarizeLevels(meta, handRecords(), stats.Options{})
+	reps := &breakdown.Replicas{Router: "prefix-aware", Rows: []breakdown.ReplicaRow{{Replica: 1, Requests: 3, TTFTN: 3, TTFTP50: 12.5, TTFTP99: 20, KVPeak: 0.5}, {Replica: 2, Requests: 1, KVPeak: -1}}}
+	reps.Balance()
+	shards := []breakdown.ShardRow{{ShardSummary: runlog.ShardSummary{Index: 0, Count: 2, Records: 3, Expected: 3, Sent: 3, Ended: true}},
 		{ShardSummary: runlog.ShardSummary{Index: 1, Count: 2, Missing: true}}}
 	page := string(renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Replicas: reps, Shards: shards}))
 	for _, want := range []string{"<h2>Replicas</h2>", "Replicas, router:", "prefix-aware", "12.50", "<h2>Shards</h2>", "Shards: 1 of 2 in these figures", "shard 1: missing"} {

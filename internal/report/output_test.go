@@ -11,15 +11,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runlog/runlogtest"
 	"github.com/goodput/goodput/internal/stats"
 )
 
-func handLevels(t *testing.T) []LevelSummary {
+func handLevels(t *testing.T) []breakdown.LevelSummary {
 	t.Helper()
-	return []LevelSummary{{Index: 0, Level: handMeta().Levels[0], Summary: *handSummary(t)}}
+	return []breakdown.LevelSummary{{Index: 0, Level: handMeta().Levels[0], Summary: *handSummary(t)}}
 }
 
 // TestPerRequestGolden also checks hand values: r2 (sent 60, intended 50,
@@ -173,7 +174,7 @@ func FuzzReadInput(f *testing.F) {
 			if err != nil {
 				t.Fatalf("Merge of input ReadInput accepted: %v", err)
 			}
-			SummarizeLevels(m, recs, stats.Options{})
+			breakdown.SummarizeLevels(m, recs, stats.Options{})
 			var buf bytes.Buffer
 			if err := WritePerRequestCSV(&buf, Records(recs)); err != nil {
 				t.Fatalf("WritePerRequestCSV: %v", err)
@@ -239,7 +240,7 @@ func TestCompareHTML(t *testing.T) {
 	so := stats.Options{}
 	var buf bytes.Buffer
 	err := CompareHTML(&buf, CompareHTMLInput{Comparison: c,
-		A: CompareSide{Records: a, Levels: SummarizeLevels(nil, a, so)}, B: CompareSide{Records: b, Levels: SummarizeLevels(nil, b, so)}})
+		A: CompareSide{Records: a, Levels: breakdown.SummarizeLevels(nil, a, so)}, B: CompareSide{Records: b, Levels: breakdown.SummarizeLevels(nil, b, so)}})
 	if err != nil {
 		t.Fatal(err)
 	}

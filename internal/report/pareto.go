@@ -9,57 +9,13 @@ import (
 	"text/tabwriter"
 
 	"gonum.org/v1/plot/plotter"
+
+	"github.com/goodput/goodput/internal/breakdown"
 )
-
-// ParetoPoint is one level of a Pareto sweep: a concurrency and a length
-// pair, placed by what a user of it feels (interactivity: output tokens/s
-// of one request, 1000 / median TPOT) against what a GPU of it yields
-// (output tokens/s and goodput per GPU), as capacity planners compare
-// configurations.
-type ParetoPoint struct {
-	Index                int
-	Concurrency          int
-	InputLen, OutputLen  int
-	Interactivity        float64 // tokens/s per request
-	ThroughputPerGPU     float64 // output tokens/s per GPU
-	GoodputPerGPU        float64 // requests/s meeting the SLO, per GPU
-	Attainment           float64 // share of requests meeting the SLO
-	WithinSLO            bool    // attainment at least the sweep's target
-	Frontier             bool    // no other point within SLO beats it on both axes
-	TTFTP99Ms, TPOTP50Ms float64
-	SLOSet               bool
-}
-
-// ParetoFrontier marks, for each length pair (one workload), the points
-// within SLO that no other point of the pair within SLO dominates (at
-// least as interactive and as much goodput per GPU, and better in one);
-// points outside the SLO are never on it. Pairs are not compared: a long
-// prompt is another workload, not a worse configuration.
-func ParetoFrontier(ps []ParetoPoint) {
-	for i := range ps {
-		ps[i].Frontier = false
-		if !ps[i].WithinSLO {
-			continue
-		}
-		dominated := false
-		for j := range ps {
-			if i == j || !ps[j].WithinSLO || ps[j].InputLen != ps[i].InputLen || ps[j].OutputLen != ps[i].OutputLen {
-				continue
-			}
-			a, b := ps[j], ps[i]
-			if a.Interactivity >= b.Interactivity && a.GoodputPerGPU >= b.GoodputPerGPU &&
-				(a.Interactivity > b.Interactivity || a.GoodputPerGPU > b.GoodputPerGPU) {
-				dominated = true
-				break
-			}
-		}
-		ps[i].Frontier = !dominated
-	}
-}
 
 // ParetoTerminal writes the sweep's points, most interactive first, the
 // frontier marked, with the SLO line: which points meet the SLO.
-func ParetoTerminal(w io.Writer, ps []ParetoPoint, gpus int) error {
+func ParetoTerminal(w io.Writer, ps []breakdown.ParetoPoint, gpus int) error {
 	var b strings.Builder
 	b.WriteString(center(" Pareto: per-GPU goodput vs interactivity ", '=') + "\n")
 	fmt.Fprintf(&b, "%d GPU(s); interactivity = output tokens/s of one request (1000 / TPOT P50);\n* = on its length pair's frontier within SLO; ✗ = SLO missed\n", gpus)
@@ -71,7 +27,7 @@ func ParetoTerminal(w io.Writer, ps []ParetoPoint, gpus int) error {
 	}
 	// By length pair, then most interactive first: each pair's frontier
 	// reads as its trade-off.
-	before := func(a, b ParetoPoint) bool {
+	before := func(a, b breakdown.ParetoPoint) bool {
 		if a.InputLen != b.InputLen || a.OutputLen != b.OutputLen {
 			return a.InputLen < b.InputLen || (a.InputLen == b.InputLen && a.OutputLen < b.OutputLen)
 		}
@@ -106,7 +62,7 @@ func ParetoTerminal(w io.Writer, ps []ParetoPoint, gpus int) error {
 }
 
 // ParetoJSON is the sweep's points for the result JSON.
-func ParetoJSON(ps []ParetoPoint, gpus int) map[string]any {
+func ParetoJSON(ps []breakdown.ParetoPoint, gpus int) map[string]any {
 	pts := make([]map[string]any, len(ps))
 	for i, p := range ps {
 		pts[i] = map[string]any{"level": p.Index, "concurrency": p.Concurrency, "input_len": p.InputLen, "output_len": p.OutputLen,
@@ -120,10 +76,10 @@ func ParetoJSON(ps []ParetoPoint, gpus int) map[string]any {
 // paretoChart draws each length pair's frontier as a line through its
 // points and the pair's other levels as points (interactivity on x,
 // goodput per GPU on y).
-func paretoChart(ps []ParetoPoint) (template.HTML, error) {
+func paretoChart(ps []breakdown.ParetoPoint) (template.HTML, error) {
 	type pair struct{ in, out int }
 	var order []pair
-	byPair := map[pair][]ParetoPoint{}
+	byPair := map[pair][]breakdown.ParetoPoint{}
 	for _, p := range ps {
 		k := pair{p.InputLen, p.OutputLen}
 		if _, ok := byPair[k]; !ok {

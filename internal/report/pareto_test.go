@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/goodput/goodput/internal/breakdown"
 )
 
 // The frontier by hand: within one length pair, a point is on it unless
@@ -11,7 +13,7 @@ import (
 // and better in one; points that miss the SLO never are; pairs are not
 // compared with each other.
 func TestParetoFrontier(t *testing.T) {
-	ps := []ParetoPoint{
+	ps := []breakdown.ParetoPoint{
 		{Index: 0, InputLen: 1024, OutputLen: 128, Interactivity: 100, GoodputPerGPU: 5, WithinSLO: true},  // frontier
 		{Index: 1, InputLen: 1024, OutputLen: 128, Interactivity: 80, GoodputPerGPU: 9, WithinSLO: true},   // frontier
 		{Index: 2, InputLen: 1024, OutputLen: 128, Interactivity: 70, GoodputPerGPU: 8, WithinSLO: true},   // dominated by 1
@@ -19,7 +21,7 @@ func TestParetoFrontier(t *testing.T) {
 		{Index: 4, InputLen: 4096, OutputLen: 512, Interactivity: 60, GoodputPerGPU: 3, WithinSLO: true},   // its pair's only point
 		{Index: 5, InputLen: 1024, OutputLen: 128, Interactivity: 80, GoodputPerGPU: 9, WithinSLO: true},   // equal to 1: neither dominates
 	}
-	ParetoFrontier(ps)
+	breakdown.ParetoFrontier(ps)
 	want := []bool{true, true, false, false, true, true}
 	for i, p := range ps {
 		if p.Frontier != want[i] {
@@ -45,7 +47,7 @@ func TestParetoFrontier(t *testing.T) {
 // The Pareto chart draws a frontier line per pair and the other levels as
 // points; no points, no chart.
 func TestParetoChart(t *testing.T) {
-	ps := []ParetoPoint{
+	ps := []breakdown.ParetoPoint{
 		{InputLen: 1024, OutputLen: 128, Interactivity: 100, GoodputPerGPU: 5, Frontier: true},
 		{InputLen: 1024, OutputLen: 128, Interactivity: 80, GoodputPerGPU: 9, Frontier: true},
 		{InputLen: 1024, OutputLen: 128, Interactivity: 50, GoodputPerGPU: 20},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runlog/runlogtest"
 	"github.com/goodput/goodput/internal/stats"
@@ -57,7 +58,7 @@ func TestReadInputRefuses(t *testing.T) {
 func TestSummarizeLevelsSparse(t *testing.T) {
 	recs := handRecords()
 	recs[2].Level = runlog.MaxLevel
-	ls := SummarizeLevels(handMeta(), recs, stats.Options{})
+	ls := breakdown.SummarizeLevels(handMeta(), recs, stats.Options{})
 	var idx []int
 	for _, l := range ls {
 		idx = append(idx, l.Index)
@@ -121,7 +122,7 @@ func TestHTMLExtremeSpans(t *testing.T) {
 			done := make(chan error, 1)
 			start := time.Now()
 			go func() {
-				ls := SummarizeLevels(nil, tt.recs, stats.Options{})
+				ls := breakdown.SummarizeLevels(nil, tt.recs, stats.Options{})
 				done <- HTML(&bytes.Buffer{}, HTMLInput{Levels: ls, Records: Records(tt.recs)})
 			}()
 			select {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -21,7 +22,7 @@ func pdRecord(prefill, decode int, transferMs int64) runlog.Record {
 // 3; the prefill pool is the less even (max 2, mean 1.5, imbalance 1.33;
 // the decode pool's is 1). Transfers of 1, 2 and 3 ms: P50 2 ms.
 func TestReplicasSplit(t *testing.T) {
-	var c ReplicaCounter
+	var c breakdown.ReplicaCounter
 	for _, r := range []runlog.Record{pdRecord(1, 3, 1), pdRecord(1, 3, 2), pdRecord(2, 3, 3)} {
 		c.Add(&r)
 	}
@@ -54,7 +55,7 @@ func TestReplicasSplit(t *testing.T) {
 		t.Errorf("JSON %v; want kv_transfer and replica 3's role", m)
 	}
 	// Without a split: no roles, no transfer.
-	var plain ReplicaCounter
+	var plain breakdown.ReplicaCounter
 	for _, r := range []runlog.Record{replicaRecord(1, 100, 10, 0), replicaRecord(2, 100, 10, 0)} {
 		plain.Add(&r)
 	}

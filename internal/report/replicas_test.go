@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -23,7 +24,7 @@ func replicaRecord(rep int, ttftMs int64, prompt, cached int) runlog.Record {
 // nothing, which only the run knows): 4 + 2 + 0 requests, mean 2, max 4,
 // imbalance 2.
 func TestReplicasGolden(t *testing.T) {
-	var c ReplicaCounter
+	var c breakdown.ReplicaCounter
 	for _, r := range []runlog.Record{
 		replicaRecord(1, 100, 1000, 800), replicaRecord(1, 200, 1000, 800), replicaRecord(1, 300, 1000, 0), replicaRecord(2, 50, 500, 250),
 		replicaRecord(2, 70, 500, 250),
@@ -67,7 +68,7 @@ func TestReplicasGolden(t *testing.T) {
 
 // One replica, or none, renders nothing.
 func TestReplicasOnlyForClusters(t *testing.T) {
-	var c ReplicaCounter
+	var c breakdown.ReplicaCounter
 	one := replicaRecord(1, 10, 10, 0)
 	c.Add(&one)
 	if r := c.Summary(); r != nil {
@@ -80,7 +81,7 @@ func TestReplicasOnlyForClusters(t *testing.T) {
 	if ReplicasJSON(nil) != nil {
 		t.Error("ReplicasJSON(nil) is not nil")
 	}
-	var none *Replicas
+	var none *breakdown.Replicas
 	none.SetReplicas("round-robin", []float64{1}) // no panic
 }
 
@@ -90,7 +91,7 @@ func TestReplicasOnlyForClusters(t *testing.T) {
 // prompt tokens cached, KV peak max(0.5, 0.3); pool b's 50 and 70 ms
 // give P50 60 and P99 69.8, 500 of 1,000 cached, KV peak max(0.25, 0.1).
 func TestReplicasPools(t *testing.T) {
-	var c ReplicaCounter
+	var c breakdown.ReplicaCounter
 	for _, r := range []runlog.Record{
 		replicaRecord(1, 100, 1000, 800), replicaRecord(1, 200, 1000, 800), replicaRecord(2, 300, 1000, 0),
 		replicaRecord(3, 50, 500, 250), replicaRecord(4, 70, 500, 250),
@@ -101,7 +102,7 @@ func TestReplicasPools(t *testing.T) {
 	r := c.Summary()
 	r.SetPools([]string{"a", "a", "b", "b"})
 	r.SetReplicas("least-outstanding", []float64{0.5, 0.3, 0.25, 0.1})
-	want := []PoolRow{
+	want := []breakdown.PoolRow{
 		{Pool: "a", Replicas: 2, Requests: 4, Failed: 1, TTFTN: 3, TTFTP50: 200, TTFTP99: 298, CachedShare: 1600.0 / 3000, KVPeak: 0.5},
 		{Pool: "b", Replicas: 2, Requests: 2, TTFTN: 2, TTFTP50: 60, TTFTP99: 69.8, CachedShare: 0.5, KVPeak: 0.25},
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -61,13 +62,13 @@ func TestRetriesRendered(t *testing.T) {
 		}
 	}
 
-	levels := SummarizeLevels(nil, recs, stats.Options{})
+	levels := breakdown.SummarizeLevels(nil, recs, stats.Options{})
 	page := renderHTML(t, HTMLInput{Levels: levels, Records: Records(recs)})
 	golden(t, "html_retries.golden", section(t, page, "Client retries"))
 
 	// Without retries there is no such section, and no such JSON key.
 	plain := stats.Summarize(recs[:1], stats.Options{})
-	if page := string(renderHTML(t, HTMLInput{Levels: []LevelSummary{{Summary: plain}}})); strings.Contains(page, "Client retries") {
+	if page := string(renderHTML(t, HTMLInput{Levels: []breakdown.LevelSummary{{Summary: plain}}})); strings.Contains(page, "Client retries") {
 		t.Error("a run without retries has a Client retries section")
 	}
 	if js, _ := ResultJSON(&plain, nil, nil); bytes.Contains(js, []byte("attempt_rate")) {

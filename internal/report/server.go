@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -110,7 +111,7 @@ func (u shownUnit) quantile(r servermetrics.Range) string {
 // perRequest is the requests' own timing of a server histogram, in ms,
 // when the split has it: the queue (when the server reported one),
 // prefill and decode.
-func perRequest(split *TTFTSplit, n servermetrics.Name) (stats.MetricSummary, bool) {
+func perRequest(split *breakdown.TTFTSplit, n servermetrics.Name) (stats.MetricSummary, bool) {
 	if split == nil || split.N == 0 {
 		return stats.MetricSummary{}, false
 	}
@@ -230,7 +231,7 @@ func ServerTerminal(w io.Writer, win *servermetrics.Window) error {
 // carried the server's own timing (split, nil for none): the queue,
 // prefill and decode lines then take their mean and percentiles from the
 // requests, marked "(per request)", instead of the histograms' buckets.
-func ServerTerminalTimed(w io.Writer, win *servermetrics.Window, split *TTFTSplit) error {
+func ServerTerminalTimed(w io.Writer, win *servermetrics.Window, split *breakdown.TTFTSplit) error {
 	if win == nil || win.Scrapes == 0 {
 		return nil
 	}
@@ -329,7 +330,7 @@ func ServerJSON(win *servermetrics.Window) map[string]any {
 // longest request prove; a _max is left out when nothing bounds it) or
 // "per_request" (exact percentiles of the requests' own timing, at the
 // run's percentiles).
-func ServerJSONTimed(win *servermetrics.Window, split *TTFTSplit) map[string]any {
+func ServerJSONTimed(win *servermetrics.Window, split *breakdown.TTFTSplit) map[string]any {
 	if win == nil || win.Scrapes == 0 {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	sm "github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -278,7 +279,7 @@ func TestServerPerRequestPreferred(t *testing.T) {
 	one := func(p50, p99 float64) stats.MetricSummary {
 		return stats.MetricSummary{N: 40, Mean: p50, Median: p50, Percentiles: []stats.PercentileValue{{P: 50, Value: p50}, {P: 99, Value: p99}}}
 	}
-	split := &TTFTSplit{N: 40, QueueKnown: true, Queue: one(0, 44.86), Prefill: one(60, 120), Decode: one(2100, 4200), E2E: one(2200, 4300)}
+	split := &breakdown.TTFTSplit{N: 40, QueueKnown: true, Queue: one(0, 44.86), Prefill: one(60, 120), Decode: one(2100, 4200), E2E: one(2200, 4300)}
 	var b bytes.Buffer
 	if err := ServerTerminalTimed(&b, vllmWindow(), split); err != nil {
 		t.Fatal(err)

@@ -10,20 +10,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/servermetrics"
 )
-
-// ServerSeries is what one scraped /metrics endpoint said during a run, for
-// the HTML report's "Server side" section.
-type ServerSeries struct {
-	// Target names the endpoint: "server" for the target's own /metrics,
-	// else the name it was given (--server-metrics NAME=URL, e.g. "dcgm").
-	Target string
-	// Snapshots are its scrapes in time order. Their TimeNS is nanoseconds
-	// from the run's start, the clock of the records, so the charts share
-	// the per-request timeline's axis. Empty draws nothing.
-	Snapshots []servermetrics.Snapshot
-}
 
 // maxServerPoints caps the points of one server series: a long run scraped
 // every second would otherwise put tens of thousands in the page.
@@ -34,7 +23,7 @@ const maxServerPoints = 600
 // the token counters, and per GPU (DCGM) power and utilisation, each
 // against seconds from the run start. A chart appears only when some
 // series of it has two points or more.
-func serverCharts(d *pageData, ss []ServerSeries, add func(*[]chartBlock, string, template.HTML, string, error)) {
+func serverCharts(d *pageData, ss []breakdown.ServerSeries, add func(*[]chartBlock, string, template.HTML, string, error)) {
 	named := 0
 	for _, s := range ss {
 		if len(s.Snapshots) > 0 {

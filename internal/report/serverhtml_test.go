@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"gonum.org/v1/plot/plotter"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	sm "github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -48,17 +49,17 @@ func dcgmSnapshots() []sm.Snapshot {
 	return out
 }
 
-func serverPage(t *testing.T, server []ServerSeries) []byte {
+func serverPage(t *testing.T, server []breakdown.ServerSeries) []byte {
 	t.Helper()
 	meta := handMeta()
-	levels := SummarizeLevels(meta, handRecords(), stats.Options{})
+	levels := breakdown.SummarizeLevels(meta, handRecords(), stats.Options{})
 	return renderHTML(t, HTMLInput{Meta: meta, Levels: levels, Records: Records(handRecords()), Server: server})
 }
 
 // TestHTMLServerGolden: a vLLM server's and a DCGM exporter's scrapes draw
 // the section's five charts.
 func TestHTMLServerGolden(t *testing.T) {
-	page := serverPage(t, []ServerSeries{
+	page := serverPage(t, []breakdown.ServerSeries{
 		{Target: "server", Snapshots: vllmSnapshots()},
 		{Target: "dcgm", Snapshots: dcgmSnapshots()},
 	})
@@ -82,11 +83,11 @@ func TestHTMLServerGolden(t *testing.T) {
 func TestHTMLServerAbsent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		server []ServerSeries
+		server []breakdown.ServerSeries
 	}{
 		{"nil", nil},
-		{"no snapshots", []ServerSeries{{Target: "server"}, {Target: "dcgm"}}},
-		{"one snapshot", []ServerSeries{{Target: "server", Snapshots: vllmSnapshots()[:1]}}},
+		{"no snapshots", []breakdown.ServerSeries{{Target: "server"}, {Target: "dcgm"}}},
+		{"one snapshot", []breakdown.ServerSeries{{Target: "server", Snapshots: vllmSnapshots()[:1]}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if page := string(serverPage(t, tc.server)); strings.Contains(page, "<h2>Server side</h2>") {
@@ -99,7 +100,7 @@ func TestHTMLServerAbsent(t *testing.T) {
 // TestHTMLServerOnlyWithData: a DCGM exporter alone draws the GPU charts
 // only, titled without the target's name.
 func TestHTMLServerOnlyWithData(t *testing.T) {
-	sec := string(section(t, serverPage(t, []ServerSeries{{Target: "dcgm", Snapshots: dcgmSnapshots()}}), "Server side"))
+	sec := string(section(t, serverPage(t, []breakdown.ServerSeries{{Target: "dcgm", Snapshots: dcgmSnapshots()}}), "Server side"))
 	if got := strings.Count(sec, "<figure>"); got != 2 {
 		t.Errorf("DCGM alone: %d charts; want 2", got)
 	}
@@ -192,8 +193,8 @@ func TestHTMLServerCap(t *testing.T) {
 	if got := len(gaugePoints(snaps, sm.Running, 1)); got > maxServerPoints {
 		t.Errorf("gaugePoints(86400 scrapes) has %d points; want at most %d", got, maxServerPoints)
 	}
-	small := serverPage(t, []ServerSeries{{Target: "server", Snapshots: snaps[:maxServerPoints]}})
-	big := serverPage(t, []ServerSeries{{Target: "server", Snapshots: snaps}})
+	small := serverPage(t, []breakdown.ServerSeries{{Target: "server", Snapshots: snaps[:maxServerPoints]}})
+	big := serverPage(t, []breakdown.ServerSeries{{Target: "server", Snapshots: snaps}})
 	// The day-long page is about the size of one at the cap, not 144 times it.
 	if len(big) > 2*len(small) {
 		t.Errorf("page with 86400 scrapes is %d bytes; want at most twice the %d of one with %d", len(big), len(small), maxServerPoints)

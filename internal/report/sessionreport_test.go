@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/compare"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
@@ -230,7 +231,7 @@ func TestSessionRows(t *testing.T) {
 func sessionsInput(t *testing.T, recs []runlog.Record, s *stats.SessionSummary) HTMLInput {
 	t.Helper()
 	meta := handMeta()
-	return HTMLInput{Meta: meta, Levels: SummarizeLevels(meta, recs, stats.Options{}), Records: Records(recs), Sessions: s}
+	return HTMLInput{Meta: meta, Levels: breakdown.SummarizeLevels(meta, recs, stats.Options{}), Records: Records(recs), Sessions: s}
 }
 
 func TestHTMLSessionsGolden(t *testing.T) {

@@ -8,27 +8,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/breakdown"
 )
-
-// ShardRow is one shard of a run split over several processes, as the
-// report shows it: what the merge found of it (runlog.ShardSummary), how
-// late its requests left and whether its client was the bottleneck.
-type ShardRow struct {
-	runlog.ShardSummary
-	// SendLag is Sent − Intended over the shard's measured requests, ms
-	// (N 0: none in the merge).
-	SendLag stats.MetricSummary
-	// ClientBound says the shard's client was a bottleneck (the
-	// client-bound rule on its own requests and CPU).
-	ClientBound bool
-}
 
 // worstClock is the shard whose clock is furthest from the target's, and
 // the spread between the shards' offsets (ns); ok is false when no shard
 // measured its clock.
-func worstClock(rows []ShardRow) (worst ShardRow, spread int64, ok bool) {
+func worstClock(rows []breakdown.ShardRow) (worst breakdown.ShardRow, spread int64, ok bool) {
 	var lo, hi int64
 	for _, r := range rows {
 		c := r.Clock
@@ -72,7 +58,7 @@ func signedMs(ns int64) string {
 // and a row per shard with its records against its share, whether it
 // ended, its send lag, its client's CPU and its clock; then a line for
 // each shard missing, short or client-bound. Nothing without rows.
-func ShardsTerminal(w io.Writer, rows []ShardRow) error {
+func ShardsTerminal(w io.Writer, rows []breakdown.ShardRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -173,7 +159,7 @@ func ShardsTerminal(w io.Writer, rows []ShardRow) error {
 // ShardsJSON is the shards for the result JSON: the count and shards
 // present, the shared start, the worst clock offset and each shard's row
 // (nil without rows).
-func ShardsJSON(rows []ShardRow) map[string]any {
+func ShardsJSON(rows []breakdown.ShardRow) map[string]any {
 	if len(rows) == 0 {
 		return nil
 	}

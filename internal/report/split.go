@@ -4,30 +4,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/stats"
 )
 
-// TTFTSplit is a level's client-observed TTFT split by the server's own
-// per-request timing (vLLM's per-request metrics, llama.cpp's timings, the
-// simulator's truth): the server's queue and prefill, and the rest —
-// network, HTTP and the client. All in ms over the N requests that carried
-// the timing.
-type TTFTSplit struct {
-	N int
-	// QueueKnown says the server reported its queue (llama.cpp does not:
-	// Queue is then empty and Rest includes it).
-	QueueKnown                   bool
-	Client, Queue, Prefill, Rest stats.MetricSummary
-	// E2E is the client's end-to-end latency of the same requests, Decode
-	// the server's decode time, RestE2E E2E minus the server's queue,
-	// prefill and decode: what the network and the client added to the
-	// whole answer (and the queue, when !QueueKnown).
-	E2E, Decode, RestE2E stats.MetricSummary
+func init() { RegisterSection("ttft_split", TTFTSplitTerminal, TTFTSplitJSON, exampleSplit) }
+
+// exampleSplit is a TTFT split of one request, at o's percentiles.
+func exampleSplit(o breakdown.Options) *breakdown.TTFTSplit {
+	one := stats.SummarizeValues("x", o.Percentiles, []float64{1})
+	return &breakdown.TTFTSplit{N: 1, QueueKnown: true, Client: one, Queue: one, Prefill: one, Rest: one, E2E: one, Decode: one, RestE2E: one}
 }
 
 // TTFTSplitTerminal writes the split as lines of the server block; nothing
 // for a nil split or one without requests.
-func TTFTSplitTerminal(w io.Writer, s *TTFTSplit) error {
+func TTFTSplitTerminal(w io.Writer, s *breakdown.TTFTSplit) error {
 	if s == nil || s.N == 0 {
 		return nil
 	}
@@ -60,7 +51,7 @@ func TTFTSplitTerminal(w io.Writer, s *TTFTSplit) error {
 
 // TTFTSplitJSON is the split for the result JSON (ms distributions); nil
 // without one.
-func TTFTSplitJSON(s *TTFTSplit) map[string]any {
+func TTFTSplitJSON(s *breakdown.TTFTSplit) map[string]any {
 	if s == nil || s.N == 0 {
 		return nil
 	}

@@ -4,9 +4,14 @@
 // file carrying vLLM's keys with ours beside them, plus a parser for that
 // file so later runs can be compared against it.
 //
+// A level's breakdowns (package breakdown) render through one Section
+// each, registered beside its renderers (RegisterSection), so a caller
+// loops over Sections instead of naming each block.
+//
 // The package is pure: it writes to the io.Writer it is given and reads no
 // flags, arguments or environment (the caller says whether colour is wanted).
-// Its functions are safe for concurrent use.
+// Its functions are safe for concurrent use; RegisterSection is for
+// package initialisation only.
 package report
 
 import (

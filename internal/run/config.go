@@ -1,16 +1,3 @@
-// Package run is a run's lifecycle, the floor between the command line and
-// the packages that measure: a target behind a Backend (a real server, the
-// embedded simulator over HTTP, or the engine in virtual time), the
-// workload, one or more load levels run by a level runner (wall clock over
-// loadgen, virtual time over simrun), every finished record fanned out once
-// to the Sinks (records file, per-level accumulators and findings trackers,
-// the saturation monitor, live metrics, progress), and the analysis into
-// one Result — per-level summaries, findings, the sweep's verdict — that
-// every output renders. Re-analysing a records file (Analyze over what a
-// run wrote) gives the same Result the run itself printed.
-//
-// Errors a user can cause come back typed (ConfigError, with the field),
-// never naming command-line flags; the CLI maps fields to its flags.
 package run
 
 import (
@@ -18,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/stats"
@@ -69,7 +59,7 @@ type Config struct {
 	// SessionSLO judges the run's sessions (session goodput).
 	SessionSLO stats.SessionSLO
 	// Sweep, when set, runs several levels and judges the curve.
-	Sweep *Sweep
+	Sweep *SweepConfig
 	// Sessions, when set, runs sessions (conversations) over HTTP instead
 	// of independent requests; Load then gives only its label.
 	Sessions *SessionLoad
@@ -91,7 +81,7 @@ type Config struct {
 	// Shard, when set, makes the run one shard of a run split over several
 	// processes: it sends only its share of the one global schedule (see
 	// Shard); nil for a whole run.
-	Shard *Shard
+	Shard *shard.Shard
 	// StartAt, when set, is the wall-clock instant the measured schedule
 	// starts from (its time zero), so that processes started apart send
 	// one schedule; zero starts once the run is ready.
@@ -234,4 +224,15 @@ type Cost struct {
 	// parallelism, else 1, and only when priced).
 	GPUCostPerHour float64
 	NumGPUs        int
+}
+
+// Check refuses a price or count no GPU has.
+func (c Cost) Check() error {
+	switch {
+	case !(c.GPUCostPerHour >= 0) || c.GPUCostPerHour > 1e9:
+		return setting.Errorf("GPUCostPerHour", fmt.Sprint(c.GPUCostPerHour), "want a cost ≥ 0")
+	case c.NumGPUs < 0 || c.NumGPUs > 1<<20:
+		return setting.Errorf("NumGPUs", strconv.Itoa(c.NumGPUs), "want ≥ 1 (0: the engine's, else 1)")
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -48,11 +49,11 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.SweepTerminal(w, &r.Sweep.Result, r.Sweep.Search, r.Sweep.Criteria); err != nil {
 			return err
 		}
-		if p, what := r.Sweep.operatingPoint(); p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost != nil {
+		if p, what := r.Sweep.operatingPoint(); p != nil && p.Index >= 0 && p.Index < len(r.Levels) && r.Levels[p.Index].Cost() != nil {
 			// What the operating point costs: the figure a capacity plan
 			// multiplies.
 			fmt.Fprintf(w, "At the %s (level %d, %s):\n", what, r.Levels[p.Index].Index, r.Levels[p.Index].Level.Label)
-			if err := report.CostTerminal(w, r.Levels[p.Index].Cost); err != nil {
+			if err := report.CostTerminal(w, r.Levels[p.Index].Cost()); err != nil {
 				return err
 			}
 		}
@@ -68,19 +69,7 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		if err := report.Terminal(w, &r.Levels[0].Summary, r.Meta, o.TermOptions); err != nil {
 			return err
 		}
-		if err := serverTerminal(w, r.Levels[0].Server, r.Levels[0].TTFTSplit); err != nil {
-			return err
-		}
-		if err := report.TTFTSplitTerminal(w, r.Levels[0].TTFTSplit); err != nil {
-			return err
-		}
-		if err := report.ReplicasTerminal(w, r.Levels[0].Replicas); err != nil {
-			return err
-		}
-		if err := report.ClassesTerminal(w, r.Levels[0].Classes); err != nil {
-			return err
-		}
-		if err := report.CostTerminal(w, r.Levels[0].Cost); err != nil {
+		if err := r.Levels[0].blocksTerminal(w); err != nil {
 			return err
 		}
 		if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
@@ -108,25 +97,13 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			ls := report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+			ls := breakdown.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 			fmt.Fprintf(w, "# level %d: %s\n", l.Index, report.LevelName(ls, len(r.Levels)))
 		}
 		if err := report.Terminal(w, &r.Levels[i].Summary, r.Meta, o); err != nil {
 			return err
 		}
-		if err := serverTerminal(w, l.Server, l.TTFTSplit); err != nil {
-			return err
-		}
-		if err := report.TTFTSplitTerminal(w, l.TTFTSplit); err != nil {
-			return err
-		}
-		if err := report.ReplicasTerminal(w, l.Replicas); err != nil {
-			return err
-		}
-		if err := report.ClassesTerminal(w, l.Classes); err != nil {
-			return err
-		}
-		if err := report.CostTerminal(w, l.Cost); err != nil {
+		if err := r.Levels[i].blocksTerminal(w); err != nil {
 			return err
 		}
 		if fs {
@@ -138,9 +115,23 @@ func (r *Result) levelBlocks(w io.Writer, o report.TermOptions, fs bool) error {
 	return nil
 }
 
+// blocksTerminal prints the level's blocks after its summary: what each
+// scraped endpoint saw, then each breakdown's section in turn.
+func (l *LevelResult) blocksTerminal(w io.Writer) error {
+	if err := serverTerminal(w, l.Server, l.TTFTSplit()); err != nil {
+		return err
+	}
+	for _, s := range report.Sections(l.Breakdowns) {
+		if err := s.Terminal(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // serverTerminal prints what each scraped endpoint saw during a level,
 // named when it is not the target itself.
-func serverTerminal(w io.Writer, ws []ServerWindow, split *report.TTFTSplit) error {
+func serverTerminal(w io.Writer, ws []ServerWindow, split *breakdown.TTFTSplit) error {
 	for i := range ws {
 		if ws[i].Target != "server" {
 			fmt.Fprintf(w, "(%s)\n", ws[i].Target)
@@ -155,7 +146,7 @@ func serverTerminal(w io.Writer, ws []ServerWindow, split *report.TTFTSplit) err
 // ownTiming is the requests' own server timing for the target's own
 // endpoint, which served them all; another endpoint (a second replica)
 // saw only some, so its histograms stand alone.
-func ownTiming(target string, split *report.TTFTSplit) *report.TTFTSplit {
+func ownTiming(target string, split *breakdown.TTFTSplit) *breakdown.TTFTSplit {
 	if target != "server" {
 		return nil
 	}
@@ -164,7 +155,7 @@ func ownTiming(target string, split *report.TTFTSplit) *report.TTFTSplit {
 
 // serverJSON is the levels' server side for the result JSON: the target's
 // own under "server", other endpoints under "server_<name>".
-func serverJSON(extra map[string]any, ws []ServerWindow, split *report.TTFTSplit) {
+func serverJSON(extra map[string]any, ws []ServerWindow, split *breakdown.TTFTSplit) {
 	for i := range ws {
 		key := "server"
 		if ws[i].Target != "server" {
@@ -228,12 +219,12 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 		doc["sweep"] = report.SweepJSON(&r.Sweep.Result, r.Sweep.Search)
 		doc["capacity_probe"] = r.Sweep.Probe
 		if p := r.Sweep.GoodputPeak; p != nil && p.Index >= 0 && p.Index < len(r.Levels) {
-			if m := report.CostJSON(r.Levels[p.Index].Cost); m != nil {
+			if m := report.CostJSON(r.Levels[p.Index].Cost()); m != nil {
 				doc["goodput_peak_cost"] = m
 			}
 		}
 		if p := r.Sweep.Recommended; p != nil && p.Index >= 0 && p.Index < len(r.Levels) {
-			if m := report.CostJSON(r.Levels[p.Index].Cost); m != nil {
+			if m := report.CostJSON(r.Levels[p.Index].Cost()); m != nil {
 				doc["recommendation_cost"] = m
 			}
 		}
@@ -256,22 +247,14 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// levelBlocks adds level l's blocks that exist (the server's side, the
-// TTFT split, the replicas, the gateway, the cost) to its JSON object extra, the same
-// for a single level as for each level of a sweep.
+// levelBlocks adds level l's blocks that exist (the server's side, then
+// each breakdown's section: the TTFT split, the replicas, the gateway,
+// the cost, ...) to its JSON object extra, the same for a single level as
+// for each level of a sweep.
 func levelBlocks(extra map[string]any, l *LevelResult) {
-	serverJSON(extra, l.Server, l.TTFTSplit)
-	if m := report.TTFTSplitJSON(l.TTFTSplit); m != nil {
-		extra["ttft_split"] = m
-	}
-	if m := report.ReplicasJSON(l.Replicas); m != nil {
-		extra["replicas"] = m
-	}
-	if m := report.ClassesJSON(l.Classes); m != nil {
-		extra["gateway"] = m
-	}
-	if m := report.CostJSON(l.Cost); m != nil {
-		extra["cost"] = m
+	serverJSON(extra, l.Server, l.TTFTSplit())
+	for _, s := range report.Sections(l.Breakdowns) {
+		s.JSON(extra)
 	}
 }
 
@@ -328,9 +311,9 @@ func nonNil(fs []findings.Finding) []findings.Finding {
 // for several levels that are not a sweep) and a sweep's knee and goodput
 // peak.
 func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
-	levels := make([]report.LevelSummary, len(r.Levels))
+	levels := make([]breakdown.LevelSummary, len(r.Levels))
 	for i, l := range r.Levels {
-		levels[i] = report.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
+		levels[i] = breakdown.LevelSummary{Index: l.Index, Level: l.Level, Summary: l.Summary}
 	}
 	in := report.HTMLInput{Title: title, Meta: r.Meta, Levels: levels, Records: report.Records(r.Records),
 		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server, Pareto: r.Pareto,
@@ -340,9 +323,9 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 		if r.Focus >= 0 && r.Focus < len(r.Levels) {
 			focus = r.Focus
 		}
-		in.Replicas = r.Levels[focus].Replicas
-		in.Classes = r.Levels[focus].Classes
-		in.TTFTSplit = r.Levels[focus].TTFTSplit
+		in.Replicas = r.Levels[focus].Replicas()
+		in.Classes = r.Levels[focus].Classes()
+		in.TTFTSplit = r.Levels[focus].TTFTSplit()
 		for i := range r.Levels[focus].Server {
 			w := &r.Levels[focus].Server[i]
 			in.ServerWindows = append(in.ServerWindows, report.ServerWindow{Target: w.Target, Window: &w.Window})

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/sweep"
 )
@@ -13,10 +13,10 @@ import (
 // highest level within SLO for its mark, and the focus level's server
 // windows and TTFT split for the page's server block.
 func TestResultHTMLSweepAndServer(t *testing.T) {
-	split := &report.TTFTSplit{N: 3}
+	split := &breakdown.TTFTSplit{N: 3}
 	r := &Result{Focus: 1, Levels: []LevelResult{
 		{Index: 0},
-		{Index: 1, TTFTSplit: split, Server: []ServerWindow{{Target: "server", Window: servermetrics.Window{Scrapes: 4}}}},
+		{Index: 1, Breakdowns: breakdown.Level{split}, Server: []ServerWindow{{Target: "server", Window: servermetrics.Window{Scrapes: 4}}}},
 		{Index: 2},
 	}, Sweep: &SweepResult{Result: sweep.Result{MaxWithinSLO: &sweep.Peak{Index: 1}, GoodputPeak: &sweep.Peak{Index: 2}}}}
 	in := r.HTML("t", time.Time{})

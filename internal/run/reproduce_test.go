@@ -151,7 +151,7 @@ func TestReportReproducesSweep(t *testing.T) {
 
 func TestReportReproducesSearch(t *testing.T) {
 	cfg := withRecords(t, simConfig(t, 400))
-	cfg.Sweep = &Sweep{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{4, 36}, cfg.Load),
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{4, 36}, cfg.Load),
 		Criteria: sweep.Criteria{Attainment: 0.99}, Search: true, Precision: 2}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {

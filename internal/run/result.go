@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
-	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
@@ -27,7 +27,7 @@ type Result struct {
 	// Pareto is a Pareto sweep's points (its levels placed by per-GPU
 	// throughput against interactivity, the frontier marked) over
 	// ParetoGPUs GPUs; nil for any other run.
-	Pareto     []report.ParetoPoint
+	Pareto     []breakdown.ParetoPoint
 	ParetoGPUs int
 	// Findings are the run's: a single level's, or a sweep's own followed
 	// by those of the level they speak for (Focus, an index in Levels; -1
@@ -38,7 +38,7 @@ type Result struct {
 	SLA string
 	// Server holds every scrape of each metrics endpoint, for the HTML
 	// report's time series (none when nothing was scraped).
-	Server []report.ServerSeries
+	Server []breakdown.ServerSeries
 	// Sweep is the sweep's verdict; nil for a single level.
 	Sweep *SweepResult
 	// Records are every record, when Output.KeepRecords (else nil).
@@ -60,7 +60,7 @@ type Result struct {
 	// Shards are the shards of a run split over several processes: every
 	// shard of a merge of their records, or a shard's own run; nil for a
 	// whole run.
-	Shards []report.ShardRow
+	Shards []breakdown.ShardRow
 }
 
 // LevelResult is one level measured.
@@ -85,18 +85,33 @@ type LevelResult struct {
 	// Server is what each scraped metrics endpoint saw during the level
 	// (none when nothing was scraped, or too little: two scrapes at least).
 	Server []ServerWindow
-	// TTFTSplit splits the client's TTFT by the server's per-request
-	// timing (nil when no request carried one).
-	TTFTSplit *report.TTFTSplit
-	// Replicas spreads the level over a simulated cluster's replicas (nil
-	// for one engine).
-	Replicas *report.Replicas
-	// Classes is a gateway's account of the level by priority class (nil
-	// for a run with no classes, refusals or degradations).
-	Classes *report.Classes
-	// Cost is the level per GPU and in money and energy (nil when the run
-	// asked for neither a price nor a GPU count).
-	Cost *report.LevelCost
+	// Breakdowns are the level's typed breakdowns, in the order their
+	// blocks render: the TTFT split by the server's own timing, a
+	// cluster's replicas, a gateway's classes, the cost per GPU, and any
+	// other kind registered (package breakdown). Each is there only when
+	// the level gave it something to say.
+	Breakdowns breakdown.Level
+}
+
+// TTFTSplit is the level's TTFT split by the server's own timing (nil
+// none), which the server's block also reads beside its own histograms.
+func (l *LevelResult) TTFTSplit() *breakdown.TTFTSplit {
+	return breakdown.Get[*breakdown.TTFTSplit](l.Breakdowns)
+}
+
+// Replicas is the level's spread over a cluster's replicas (nil none).
+func (l *LevelResult) Replicas() *breakdown.Replicas {
+	return breakdown.Get[*breakdown.Replicas](l.Breakdowns)
+}
+
+// Classes is a gateway's account of the level (nil none).
+func (l *LevelResult) Classes() *breakdown.Classes {
+	return breakdown.Get[*breakdown.Classes](l.Breakdowns)
+}
+
+// Cost is the level per GPU and in money and energy (nil none).
+func (l *LevelResult) Cost() *breakdown.LevelCost {
+	return breakdown.Get[*breakdown.LevelCost](l.Breakdowns)
 }
 
 // SweepResult is a sweep's verdict.
@@ -146,10 +161,9 @@ type levelData struct {
 	// longest time to a first token, ns (collector's).
 	longest, longestTTFT int64
 	// offered is the arrival rate delivered, req/s (0 unknown).
-	offered  float64
-	split    *report.TTFTSplit
-	replicas *report.Replicas
-	classes  *report.Classes
+	offered float64
+	// breakdowns are the level's record-fed breakdowns.
+	breakdowns breakdown.Level
 }
 
 // point is the level as the sweep logic sees it.
@@ -178,7 +192,7 @@ func planned(l runlog.Level) runlog.Level {
 func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so sessionOptions, srv serverData) *Result {
 	res := &Result{Meta: meta, Focus: -1, Shards: ownShard(meta, data)}
 	for _, t := range srv.order {
-		res.Server = append(res.Server, report.ServerSeries{Target: t, Snapshots: srv.snaps[t]})
+		res.Server = append(res.Server, breakdown.ServerSeries{Target: t, Snapshots: srv.snaps[t]})
 	}
 	points := make([]sweep.Point, len(data))
 	for i := range data {
@@ -191,13 +205,13 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 			lr.Server = serverWindows(srv.order, srv.snaps, d.start, d.end)
 			capDurations(lr.Server, d.longest, d.longestTTFT)
 		}
-		lr.TTFTSplit = d.split
-		lr.Replicas = d.replicas
+		lr.Breakdowns = slices.Clone(d.breakdowns)
 		if meta != nil {
-			lr.Replicas.SetPools(replicaPools(metaPools(meta.Simulated)))
+			lr.Replicas().SetPools(replicaPools(metaPools(meta.Simulated)))
 		}
-		lr.Classes = d.classes
-		lr.Cost = levelCost(meta, &d.summary, lr.Server)
+		if c := levelCost(meta, &d.summary, lr.Server); c != nil {
+			lr.Breakdowns.Put(c)
+		}
 		res.Levels = append(res.Levels, lr)
 	}
 	var spec *runlog.SweepSpec
@@ -508,7 +522,7 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 	return res, nil
 }
 
-// levelIndexes are the levels a run has, as report.SummarizeLevels counts
+// levelIndexes are the levels a run has, as breakdown.SummarizeLevels counts
 // them: every level its meta describes (even one without records) and every
 // other index its records carry, in order, then -1 for records of a
 // negative level; a run without any still has level 0.

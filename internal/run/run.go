@@ -8,16 +8,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sweep"
-	"github.com/goodput/goodput/internal/workload"
 )
 
-// Sweep is a run of several levels judged as a curve.
-type Sweep struct {
+// SweepConfig is a run of several levels judged as a curve (Config.Sweep).
+type SweepConfig struct {
 	// Axis is what the levels vary.
 	Axis sweep.Axis
 	// Levels are the loads to run, each the run's Load with its rate or
@@ -65,14 +62,19 @@ var errSaturated = errors.New("level saturated")
 
 // runner is one run in progress.
 type runner struct {
-	cfg  *Config
-	fan  *fanout
+	cfg *Config
+	fan *fanout
+	// lr runs the levels: on the wall clock or in virtual time.
+	lr levelRunner
+	// wall and virt are lr as its own type, for the session walk (one of
+	// them set).
 	wall *wall
 	virt *virtual
 	meta *runlog.Meta
 	file *recordsFile
 	keep *keeper
-	// srv polls the server's metrics during a wall-clock run (nil: not).
+	// srv keeps the server's samples: scraped during a wall-clock run, the
+	// engine's state in virtual time (nil: none).
 	srv  *serverScrapes
 	data []levelData
 	sent int
@@ -80,6 +82,48 @@ type runner struct {
 	resultPath, recordsPath string
 	// cancelled is set when a level was cut short by the caller.
 	cancelled bool
+}
+
+// levelRunner runs a run's levels on one clock: the wall clock (a Backend's
+// requests, paced by loadgen) or virtual time (the simulated engine). The
+// rest of the lifecycle (the sweep driver, the capacity probe, the fan-out,
+// the analysis) is the same over either; Run picks one from the Config.
+type levelRunner interface {
+	// describe states the target and dataset in the run's meta and
+	// returns the label the output files take when none is given.
+	describe(m *runlog.Meta) (label string)
+	// scrapes starts keeping the server's samples, each also written
+	// through file (nil: none kept).
+	scrapes(ctx context.Context, file func(*runlog.Scrape) error) (*serverScrapes, error)
+	// runLevel runs level idx, lv, sending every record through sink. A
+	// level its context ended early is no error: it says so in stopped.
+	runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (levelRun, error)
+	// probe runs the capacity probe's level lv through sink, on requests
+	// of its own (another seed), so a prefix cache warmed by the probe
+	// serves none of the sweep's.
+	probe(ctx context.Context, lv runlog.Level, sink Sink) error
+	// finish adds to the run's Result what only the runner knows.
+	finish(res *Result)
+	// close releases what the runner holds (connections, the embedded
+	// simulator).
+	close()
+}
+
+var (
+	_ levelRunner = (*wall)(nil)
+	_ levelRunner = (*virtual)(nil)
+)
+
+// levelRun is what one level did.
+type levelRun struct {
+	// level is the level as it ran: delayed arrivals, client CPU.
+	level runlog.Level
+	// sent counts the requests a wall-clock level sent (for the note an
+	// interrupted run prints; virtual time counts none).
+	sent int
+	// stopped says the level's context ended it early: the caller, a
+	// failed sink or the saturation monitor.
+	stopped bool
 }
 
 // Run runs cfg: resolves the target, runs the level (or the sweep's
@@ -108,9 +152,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var err error
 	if c.Virtual {
-		r.virt, err = openVirtual(c, c.Seed)
-	} else {
-		r.wall, err = openWall(ctx, c, levels, maxConc, c.logger())
+		if r.virt, err = openVirtual(c, c.Seed); err == nil {
+			r.lr = r.virt
+		}
+	} else if r.wall, err = openWall(ctx, c, levels, maxConc, c.logger()); err == nil {
+		r.lr = r.wall
 	}
 	if err != nil {
 		return nil, err
@@ -122,20 +168,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if r.file != nil {
 		scrapeFile = r.file.w.WriteScrape
 	}
-	switch {
-	case r.wall != nil:
-		if r.srv, err = startScrapes(ctx, c.Scrape, r.wall.base, r.wall.now, scrapeFile, func(s string) { c.note("%s", s) }); err != nil {
-			return nil, err
-		}
-		defer r.srv.close()
-	case c.Scrape != nil:
-		// Virtual time: the engine's state, sampled as a scraper would.
-		r.srv = newServerStore(scrapeFile)
-		r.virt.srv, r.virt.sampleEvery = r.srv, c.Scrape.Interval
-		if r.virt.sampleEvery <= 0 {
-			r.virt.sampleEvery = time.Second
-		}
+	if r.srv, err = r.lr.scrapes(ctx, scrapeFile); err != nil {
+		return nil, err
 	}
+	defer r.srv.close()
 	var runErr error
 	switch {
 	case c.Sessions != nil:
@@ -202,29 +238,8 @@ func (r *runner) open() error {
 			GPUCostPerHour: c.Cost.GPUCostPerHour, NumGPUs: c.Cost.NumGPUs, SharedPrefixTokens: sharedPrefixTokens(c)},
 	}
 	label := c.Output.Label
-	if r.virt != nil {
-		m.Target, m.Backend, m.Simulated = "virtual-time", "sim", r.virt.desc
-		if c.Sessions != nil {
-			m.Dataset = c.Sessions.Set.Name()
-		} else {
-			m.Dataset = r.virt.ds.Name()
-		}
-		m.Model = fmt.Sprint(r.virt.desc["model"])
-		if label == "" {
-			label = "sim"
-		}
-	} else {
-		w := r.wall
-		m.Target, m.Backend, m.Endpoint, m.Model = w.targetName, c.Target.API, c.Target.Endpoint, c.Target.Model
-		m.Tokenizer, m.Simulated, m.NoStream = w.tokenizer, w.simulated, c.Target.NoStream
-		if c.Sessions != nil {
-			m.Dataset = c.Sessions.Set.Name()
-		} else {
-			m.Dataset = w.ds.Name()
-		}
-		if label == "" {
-			label = c.Target.API
-		}
+	if l := r.lr.describe(m); label == "" {
+		label = l
 	}
 	if s := c.Sweep; s != nil {
 		// The criteria now, the levels chosen (after a probe) at the end.
@@ -272,34 +287,16 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 	col := newCollector(r.cfg.Stats, false, mon, func() { lcancel(errSaturated) })
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
-	if r.virt != nil {
-		ran, err := r.virt.runLevel(lctx, idx, lv, r.fan)
-		switch {
-		case err != nil && r.interrupted(ctx):
-			r.cancelled = true
-			ran.Stopped = sweep.Interrupted
-		case err != nil && r.fan.error() != nil:
-			// A sink failed (the records file): the level's records so far
-			// are still summarised; finish reports the failure.
-		case err != nil && !errors.Is(context.Cause(lctx), errSaturated):
-			return levelData{}, fmt.Errorf("simulation: %w", err)
-		}
-		return col.data(idx, ran), nil
-	}
-	ds, err := r.wall.dataset(lv)
+	ran, err := r.lr.runLevel(lctx, idx, lv, r.fan)
 	if err != nil {
 		return levelData{}, err
 	}
-	out, err := r.wall.runLevel(lctx, idx, lv, ds, r.fan)
-	if err != nil {
-		return levelData{}, err
-	}
-	r.sent += out.load.Sent
-	if out.load.Stopped == loadgen.StopCancelled && r.interrupted(ctx) {
+	r.sent += ran.sent
+	if ran.stopped && r.interrupted(ctx) {
 		r.cancelled = true
-		out.level.Stopped = sweep.Interrupted
+		ran.level.Stopped = sweep.Interrupted
 	}
-	return col.data(idx, out.level), nil
+	return col.data(idx, ran.level), nil
 }
 
 // interrupted says the caller cancelled the run (not a failed sink).
@@ -390,29 +387,7 @@ func (r *runner) probe(ctx context.Context) (*runlog.CapacityProbe, error) {
 	lv := c.Load
 	lv.RequestRate, lv.Label = 0, "capacity probe"
 	col := newCollector(c.Stats, false, nil, nil)
-	var err error
-	if c.Virtual {
-		var v *virtual
-		if v, err = openVirtual(c, c.Seed+1); err == nil {
-			lv.NumPrompts = c.Load.NumPrompts
-			_, err = v.runLevel(ctx, 0, lv, col)
-		}
-	} else {
-		var ds workload.Dataset
-		if ds, err = r.wall.probeDataset(); err == nil {
-			var out wallLevel
-			// Through a fan-out of its own: records finish concurrently.
-			// Its requests are its own dataset's: the sweep's levels still
-			// start at the sweep dataset's first request.
-			next := r.wall.next
-			out, err = r.wall.runLevel(ctx, -1, lv, ds, &fanout{run: []Sink{col}})
-			r.wall.next = next
-			if err == nil && out.load.Stopped == loadgen.StopCancelled {
-				err = context.Cause(ctx)
-			}
-		}
-	}
-	if err != nil {
+	if err := r.lr.probe(ctx, lv, col); err != nil {
 		return nil, fmt.Errorf("capacity probe: %w", err)
 	}
 	sum := col.acc.Summary()
@@ -465,14 +440,7 @@ func (r *runner) finish(ctx context.Context, runErr error) (*Result, error) {
 	if r.keep != nil {
 		res.Records = r.keep.recs
 	}
-	if r.wall != nil {
-		res.TokenizerID = r.wall.tokenizerID
-	}
-	if r.virt != nil {
-		st := r.virt.stats
-		res.Virtual = &st
-		r.virt.attachReplicas(res)
-	}
+	r.lr.finish(res)
 	if res.Interrupted && errors.Is(runErr, context.Canceled) {
 		runErr = nil // the Result says so
 	}
@@ -498,8 +466,8 @@ func (r *runner) close() {
 	if r.file != nil {
 		r.file.close()
 	}
-	if r.wall != nil {
-		r.wall.close()
+	if r.lr != nil {
+		r.lr.close()
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
@@ -451,7 +451,7 @@ func evidenceWindow(ws []ServerWindow) *servermetrics.Window {
 // levelCost is a level's per-GPU and cost figures, from the analysis
 // settings the run stored (nil when the run asked for none: no price and
 // no GPU count given, and nothing simulated to count its GPUs).
-func levelCost(meta *runlog.Meta, s *stats.Summary, ws []ServerWindow) *report.LevelCost {
+func levelCost(meta *runlog.Meta, s *stats.Summary, ws []ServerWindow) *breakdown.LevelCost {
 	if meta == nil || meta.Analysis == nil {
 		return nil
 	}
@@ -464,7 +464,7 @@ func levelCost(meta *runlog.Meta, s *stats.Summary, ws []ServerWindow) *report.L
 	if s.SLO.Set {
 		good = s.SLO.Goodput
 	}
-	c := &report.LevelCost{NumGPUs: n, GoodputPerGPU: good / float64(n), OutputPerGPU: s.OutputThroughput / float64(n),
+	c := &breakdown.LevelCost{NumGPUs: n, GoodputPerGPU: good / float64(n), OutputPerGPU: s.OutputThroughput / float64(n),
 		CostPerHour: a.GPUCostPerHour}
 	if a.GPUCostPerHour > 0 && s.OutputThroughput > 0 {
 		// n GPUs for an hour produce 3,600 × throughput tokens.

@@ -48,7 +48,7 @@ func TestServerSideVirtual(t *testing.T) {
 	}
 	// In virtual time the client is the engine: its TTFT is the server's
 	// queue plus prefill exactly, nothing left for a network.
-	sp := res.Levels[0].TTFTSplit
+	sp := res.Levels[0].TTFTSplit()
 	if sp == nil || sp.N != sum.Completed || !sp.QueueKnown || sp.Rest.Max != 0 || sp.Rest.N != sp.N || sp.RestE2E.N != sp.N || sp.RestE2E.Max != 0 {
 		t.Errorf("TTFT split %+v; want every request, no remainder before the first token or after", sp)
 	}
@@ -104,7 +104,7 @@ func TestServerSideBadEndpoint(t *testing.T) {
 	}
 	// Over loopback the remainder (network, HTTP, client) is never
 	// negative and small beside the server's part.
-	if sp := res.Levels[0].TTFTSplit; sp == nil || sp.N != 20 || sp.Rest.N != 20 || sp.Rest.Median < 0 || sp.Rest.Median > sp.Client.Median {
+	if sp := res.Levels[0].TTFTSplit(); sp == nil || sp.N != 20 || sp.Rest.N != 20 || sp.Rest.Median < 0 || sp.Rest.Median > sp.Client.Median {
 		t.Errorf("TTFT split %+v; want 20 requests, a remainder in [0, client TTFT]", sp)
 	}
 	// The embedded simulator's own /metrics was scraped all the same.
@@ -133,15 +133,15 @@ func TestServerSideSplitMatchesEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := res.Levels[0]
-	if len(l.Server) != 1 || l.TTFTSplit == nil || l.TTFTSplit.N != 60 {
-		t.Fatalf("server windows %d, split %+v; want the scraped server and 60 timed requests", len(l.Server), l.TTFTSplit)
+	if len(l.Server) != 1 || l.TTFTSplit() == nil || l.TTFTSplit().N != 60 {
+		t.Fatalf("server windows %d, split %+v; want the scraped server and 60 timed requests", len(l.Server), l.TTFTSplit())
 	}
 	w := l.Server[0].Window
 	for _, c := range []struct {
 		name  string
 		hist  servermetrics.Name
 		split float64
-	}{{"queue", servermetrics.QueueTime, l.TTFTSplit.Queue.Mean}, {"prefill", servermetrics.PrefillTime, l.TTFTSplit.Prefill.Mean}} {
+	}{{"queue", servermetrics.QueueTime, l.TTFTSplit().Queue.Mean}, {"prefill", servermetrics.PrefillTime, l.TTFTSplit().Prefill.Mean}} {
 		h, ok := w.Histograms[c.hist]
 		if !ok || h.Count != 60 {
 			t.Errorf("%s histogram %+v; want the 60 requests", c.name, h)
@@ -188,7 +188,7 @@ func TestParetoSweep(t *testing.T) {
 				Label: fmt.Sprintf("c=%d in=%d out=%d", c, pair[0], pair[1])})
 		}
 	}
-	cfg.Sweep = &Sweep{Axis: sweep.AxisConcurrency, Levels: levels, Pareto: true, Saturation: sweep.Saturation{Off: true},
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisConcurrency, Levels: levels, Pareto: true, Saturation: sweep.Saturation{Off: true},
 		Criteria: sweep.Criteria{Attainment: 0.9}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {

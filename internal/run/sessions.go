@@ -133,7 +133,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	}
 	var slots chan struct{}
 	if s.MaxConcurrent > 0 {
-		slots = make(chan struct{}, c.Shard.share(s.MaxConcurrent))
+		slots = make(chan struct{}, c.Shard.Share(s.MaxConcurrent))
 	}
 	if c.Hooks.Level != nil {
 		watch := c.Hooks.Level(ctx, 0, 0) // the turns to come are not known ahead
@@ -144,7 +144,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	if warmConns <= 0 {
 		warmConns = min(n, defaultWarm)
 	}
-	w.warm(ctx, c.Shard.share(warmConns))
+	w.warm(ctx, c.Shard.Share(warmConns))
 	t0 := w.now()
 	if at, on := w.sync.take(); on {
 		// The shards' sessions arrive on one schedule, from the start.
@@ -206,7 +206,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	lv.Label = s.label()
 	lv.ClientCPU, lv.DelayedArrivals = cpu.share(), delayed
 	if sh := c.Shard; sh != nil {
-		lv = shardLevel(lv, sh, sent)
+		lv = sh.Level(lv, sent)
 	}
 	if ctx.Err() != nil && r.fan.error() == nil {
 		r.cancelled = true

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
@@ -44,7 +43,7 @@ func startSim(t testing.TB) (string, string) {
 
 // shardRun is one run against the server at url: the whole load (sh nil)
 // or one shard of it, its records written to dir.
-func shardRun(t testing.TB, url, model, dir string, lv runlog.Level, sh *Shard, start time.Time) Config {
+func shardRun(t testing.TB, url, model, dir string, lv runlog.Level, sh *shard.Shard, start time.Time) Config {
 	t.Helper()
 	name := "whole.records.jsonl"
 	if sh != nil {
@@ -74,7 +73,7 @@ func runShards(t testing.TB, url, model, dir string, lv runlog.Level, n int) []s
 	paths := make([]string, n)
 	errs := make([]error, n)
 	for i := range n {
-		cfg := shardRun(t, url, model, dir, lv, &Shard{Index: i, Count: n, ClockSamples: 4}, start)
+		cfg := shardRun(t, url, model, dir, lv, &shard.Shard{Index: i, Count: n, ClockSamples: 4}, start)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -294,7 +293,7 @@ func TestShardSessions(t *testing.T) {
 		cfg := sessionConfig(t, srv.URL, set)
 		cfg.Sessions.MaxConcurrent = 3
 		cfg.Target.RequestIDPrefix = "x-"
-		cfg.Shard = &Shard{Index: i, Count: 3, ClockSamples: -1}
+		cfg.Shard = &shard.Shard{Index: i, Count: 3, ClockSamples: -1}
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -329,7 +328,7 @@ func TestShardSessions(t *testing.T) {
 // Bad shard settings are ConfigErrors naming their field.
 func TestShardConfigErrors(t *testing.T) {
 	base := func() Config {
-		return Config{Load: runlog.Level{NumPrompts: 10, Burstiness: 1, MaxConcurrency: 4}, Shard: &Shard{Index: 0, Count: 2}}
+		return Config{Load: runlog.Level{NumPrompts: 10, Burstiness: 1, MaxConcurrency: 4}, Shard: &shard.Shard{Index: 0, Count: 2}}
 	}
 	for _, tc := range []struct {
 		name, field string
@@ -339,7 +338,7 @@ func TestShardConfigErrors(t *testing.T) {
 		{"no shards", "Shard", func(c *Config) { c.Shard.Count = 0 }},
 		{"cap too small", "MaxConcurrency", func(c *Config) { c.Load.MaxConcurrency = 1 }},
 		{"virtual", "Shard", func(c *Config) { c.Virtual = true }},
-		{"auto sweep", "Shard", func(c *Config) { c.Sweep = &Sweep{} }},
+		{"auto sweep", "Shard", func(c *Config) { c.Sweep = &SweepConfig{} }},
 		{"start and rendezvous", "Rendezvous", func(c *Config) {
 			c.Shard.Rendezvous, c.StartAt = "127.0.0.1:1", time.Now().Add(time.Minute)
 		}},
@@ -357,81 +356,7 @@ func TestShardConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	if err := CheckStartAt(time.Now().Add(-time.Second), time.Now()); err != nil {
-		t.Errorf("a start 1 s past: %v; want it taken (grace %s)", err, StartAtGrace)
-	}
-}
-
-// The rendezvous sets one start once every shard has checked in, and every
-// shard learns the same start and run name.
-func TestRendezvous(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // the port, for shard 0 to listen on
-	const n = 4
-	starts := make([]time.Time, n)
-	runs := make([]string, n)
-	errs := make([]error, n)
-	var stops []func()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i > 0 {
-				time.Sleep(time.Duration(i) * 30 * time.Millisecond) // shard 0 may come up last or first
-			}
-			at, run, stop, err := rendezvous(context.Background(), &Shard{Index: i, Count: n, Rendezvous: addr, RendezvousTimeout: 20 * time.Second}, func(string) {})
-			starts[i], runs[i], errs[i] = at, run, err
-			mu.Lock()
-			stops = append(stops, stop)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	for _, stop := range stops {
-		if stop != nil {
-			stop()
-		}
-	}
-	for i := range n {
-		if errs[i] != nil {
-			t.Fatalf("shard %d: %v", i, errs[i])
-		}
-		if !starts[i].Equal(starts[0]) || runs[i] != runs[0] || runs[i] == "" {
-			t.Errorf("shard %d: start %v run %q; shard 0's %v %q", i, starts[i], runs[i], starts[0], runs[0])
-		}
-	}
-	if d := time.Until(starts[0]); d <= 0 || d > RendezvousLead {
-		t.Errorf("start in %v; want within the lead %v", d, RendezvousLead)
-	}
-	// A shard told another count is refused at once, not left waiting.
-	srv := httptest.NewServer(newRendezvous(3, time.Second, "r", time.Now))
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, _, err := joinRendezvous(ctx, srv.URL+rendezvousPath, 1, 2); err == nil || !strings.Contains(err.Error(), "runs 3 shards") {
-		t.Errorf("joining a rendezvous of 3 as one of 2: %v; want a refusal naming 3 shards", err)
-	}
-}
-
-// measureClock against a loopback server reads this machine's own clock:
-// an offset within its error, and an error well under a second.
-func TestMeasureClock(t *testing.T) {
-	url, _ := startSim(t)
-	c, err := measureClock(context.Background(), url, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("offset %v ± %v from %d samples", time.Duration(c.OffsetNs), time.Duration(c.ErrorNs), c.Samples)
-	if c.Samples != 8 || c.Source != "http-date" {
-		t.Errorf("%+v: want 8 samples of http-date", c)
-	}
-	if c.ErrorNs >= int64(time.Second/2) || math.Abs(float64(c.OffsetNs)) > float64(c.ErrorNs) {
-		t.Errorf("offset %v ± %v against its own clock; want 0 within an error under 500ms", time.Duration(c.OffsetNs), time.Duration(c.ErrorNs))
+	if err := shard.CheckStartAt(time.Now().Add(-time.Second), time.Now()); err != nil {
+		t.Errorf("a start 1 s past: %v; want it taken (grace %s)", err, shard.StartAtGrace)
 	}
 }

@@ -33,7 +33,7 @@ func simConfig(t testing.TB, n int) Config {
 // simSweep runs a virtual-time sweep of cfg over the rates.
 func simSweep(t testing.TB, cfg Config, rates []float64, sat sweep.Saturation) *Result {
 	t.Helper()
-	cfg.Sweep = &Sweep{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, rates, cfg.Load), Saturation: sat}
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, rates, cfg.Load), Saturation: sat}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestSimSearchMatchesBruteForce(t *testing.T) {
 	const lo, hi, prec = 4.0, 36.0, 2.0
 	crit := sweep.Criteria{Attainment: 0.99}
 	cfg := simConfig(t, 400)
-	cfg.Sweep = &Sweep{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{lo, hi}, cfg.Load),
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{lo, hi}, cfg.Load),
 		Criteria: crit, Search: true, Precision: prec}
 	out, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -165,7 +165,7 @@ func TestSimSweepInterrupted(t *testing.T) {
 	defer cancel()
 	// Long levels: the simulator checks for cancellation every 256 steps.
 	cfg := simConfig(t, 1500)
-	cfg.Sweep = &Sweep{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{5, 10, 40}, cfg.Load), Saturation: sweep.Saturation{Off: true}}
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, []float64{5, 10, 40}, cfg.Load), Saturation: sweep.Saturation{Off: true}}
 	seen := 0
 	cfg.Hooks.Start = func(*runlog.Meta) ([]Sink, error) {
 		return []Sink{SinkFunc(func(r *runlog.Record) error {

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/findings"
-	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
@@ -146,77 +146,18 @@ type collector struct {
 	// level's nominal rate.
 	arrivals    int
 	first, last int64
-	// split holds the TTFT of the requests the server timed, beside the
-	// server's queue and prefill (ms), summarised at percentiles.
-	split       ttftSplit
-	percentiles []float64
-	// replicas counts the records by the cluster replica that served them.
-	replicas report.ReplicaCounter
-	// classes counts the records by priority class, with a gateway's
-	// refusals and degradations.
-	classes report.ClassCounter
-}
-
-// ttftSplit collects a level's TTFTs against the server's own timing, in
-// bounded memory (stats.Values).
-type ttftSplit struct {
-	client, queue, prefill, rest stats.Values
-	e2e, decode, restE2E         stats.Values
-	queueUnknown                 bool
-}
-
-func (s *ttftSplit) add(r *runlog.Record) {
-	d, ok := r.TTFT()
-	if !ok || r.Server == nil || r.Server.PrefillNs <= 0 {
-		return
-	}
-	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-	server := r.Server.PrefillNs
-	if r.Server.QueueUnknown {
-		s.queueUnknown = true
-	} else {
-		server += r.Server.QueueNs
-		s.queue.Add(ms(r.Server.QueueNs))
-	}
-	s.client.Add(ms(int64(d)))
-	s.prefill.Add(ms(r.Server.PrefillNs))
-	s.rest.Add(ms(int64(d) - server))
-	// A server that reports no queue (llama.cpp) still times its decode:
-	// the E2E lines then count the queue outside the server, as the TTFT
-	// line does.
-	if e, ok := r.E2E(); ok && r.Server.DecodeNs > 0 {
-		s.e2e.Add(ms(int64(e)))
-		s.decode.Add(ms(r.Server.DecodeNs))
-		s.restE2E.Add(ms(int64(e) - server - r.Server.DecodeNs))
-	}
-}
-
-// summary is the split for the report (nil without timed requests).
-func (s *ttftSplit) summary(ps []float64) *report.TTFTSplit {
-	if s.client.Len() == 0 {
-		return nil
-	}
-	out := &report.TTFTSplit{N: s.client.Len(), QueueKnown: !s.queueUnknown,
-		Client:  s.client.Summarize(stats.MetricTTFT, ps),
-		Prefill: s.prefill.Summarize("server_prefill", ps),
-		Rest:    s.rest.Summarize("rest", ps)}
-	if out.QueueKnown {
-		out.Queue = s.queue.Summarize("server_queue", ps)
-	}
-	if s.e2e.Len() > 0 {
-		out.E2E = s.e2e.Summarize(stats.MetricE2E, ps)
-		out.Decode = s.decode.Summarize("server_decode", ps)
-		out.RestE2E = s.restE2E.Summarize("rest_e2e", ps)
-	}
-	return out
+	// breakdowns collect the level's typed breakdowns (the TTFT split,
+	// the replicas, the gateway's classes, ...), each reading the records
+	// it needs.
+	breakdowns breakdown.Set
 }
 
 // newCollector starts a level's collector; mon may be nil. The same
 // collector type serves a run as it goes and a report of its records, so
 // both reach the same verdict.
 func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func()) *collector {
-	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop, percentiles: so.Percentiles}
-	c.classes.SLO = so.SLO
+	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop,
+		breakdowns: breakdown.NewSet(breakdown.Options{SLO: so.SLO, Percentiles: so.Percentiles})}
 	if exact {
 		c.acc = stats.NewExactAccumulator(so)
 	} else {
@@ -257,13 +198,7 @@ func (c *collector) Record(r *runlog.Record) error {
 	if !r.Warmup && r.OK() && r.Server != nil && !r.Server.QueueUnknown {
 		c.queue.Add(float64(r.Server.QueueNs))
 	}
-	if !r.Warmup && r.OK() {
-		c.split.add(r)
-	}
-	if r.Replica > 0 {
-		c.replicas.Add(r)
-	}
-	c.classes.Add(r)
+	c.breakdowns.Add(r)
 	if r.SessionID != "" && !r.Warmup {
 		var k runlog.Record
 		r.CopyTo(&k)
@@ -328,8 +263,8 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 		lv.Stopped = c.stopped
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: &c.queue, sessions: c.sessions,
-		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, longestTTFT: c.longestTTFT, offered: c.offered(), split: c.split.summary(c.percentiles),
-		replicas: c.replicas.Summary(), classes: c.classes.Summary()}
+		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, longestTTFT: c.longestTTFT, offered: c.offered(),
+		breakdowns: c.breakdowns.Level()}
 }
 
 // filtered is w through the output filter, if any.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
@@ -16,13 +17,13 @@ import (
 // A llama.cpp answer times prefill and decode but not the queue: the
 // split still carries the E2E lines, their rest counting the queue.
 func TestTTFTSplitNoQueueKeepsE2E(t *testing.T) {
-	var s ttftSplit
+	s := breakdown.NewTTFTSplitter([]float64{50, 99})
 	for i := range 4 {
 		r := &runlog.Record{Sent: 0, End: 900e6, Chunks: []runlog.Chunk{{T: 100e6, Tokens: 1}, {T: 900e6, Tokens: 1}},
 			Server: &runlog.ServerTiming{PrefillNs: 60e6, DecodeNs: int64(700+i) * 1e6, QueueUnknown: true}}
-		s.add(r)
+		s.Add(r)
 	}
-	sp := s.summary([]float64{50, 99})
+	sp := s.Summary()
 	if sp == nil || sp.QueueKnown || sp.E2E.N != 4 || sp.Decode.N != 4 || sp.RestE2E.N != 4 {
 		t.Fatalf("split = %+v; want 4 requests with E2E, decode and rest, queue unknown", sp)
 	}

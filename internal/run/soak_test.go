@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 )
@@ -80,7 +81,8 @@ func TestCollectorSoakFlat(t *testing.T) {
 	if perReq > 2 {
 		t.Errorf("live heap grew %.2f B a request from %d to %d requests; want ≤ 2", perReq, n, 2*n)
 	}
-	if !d.summary.Approx || d.split == nil || !d.split.Client.Approx || !d.split.RestE2E.Approx {
-		t.Errorf("past the bounds: summary Approx %v, split %+v; want both, approximate", d.summary.Approx, d.split)
+	split := breakdown.Get[*breakdown.TTFTSplit](d.breakdowns)
+	if !d.summary.Approx || split == nil || !split.Client.Approx || !split.RestE2E.Approx {
+		t.Errorf("past the bounds: summary Approx %v, split %+v; want both, approximate", d.summary.Approx, split)
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // SweepOf is the sweep a checked plan describes; an automatic one sweeps
 // AutoFractions of the capacity its probe measures.
-func SweepOf(p sweep.Plan) *Sweep {
-	s := &Sweep{Axis: p.Axis, Levels: p.Levels, KneeK: p.KneeK, Criteria: p.Criteria, Saturation: p.Saturation,
+func SweepOf(p sweep.Plan) *SweepConfig {
+	s := &SweepConfig{Axis: p.Axis, Levels: p.Levels, KneeK: p.KneeK, Criteria: p.Criteria, Saturation: p.Saturation,
 		Search: p.Search, Precision: p.Precision, Pareto: p.Pareto}
 	if p.Auto {
 		s.Fractions = AutoFractions
@@ -25,7 +25,7 @@ func SweepOf(p sweep.Plan) *Sweep {
 // Lines are the hooks that print the sweep's progress to w: its plan
 // (after the capacity probe), then each level's line as it finishes. An
 // automatic sweep says so on w at once.
-func (s *Sweep) Lines(w io.Writer) (plan func(Plan), point func(sweep.Point, string, *Meets)) {
+func (s *SweepConfig) Lines(w io.Writer) (plan func(Plan), point func(sweep.Point, string, *Meets)) {
 	if s.Fractions != nil {
 		parts := make([]string, len(s.Fractions))
 		for i, f := range s.Fractions {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/goodput/goodput/internal/report"
+	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -222,17 +222,19 @@ func (v *virtual) attachReplicas(res *Result) {
 			peaks[k] = st[k].KVPeak
 		}
 		a, scaled := v.autoscale[l.Index]
-		if scaled && l.Replicas == nil {
+		reps := l.Replicas()
+		if scaled && reps == nil {
 			// The autoscaler never served from a second replica: the
 			// records alone make no block, so the run's counts do.
-			l.Replicas = &report.Replicas{}
+			reps = &breakdown.Replicas{}
 			for k := range st {
-				l.Replicas.Rows = append(l.Replicas.Rows, report.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
+				reps.Rows = append(reps.Rows, breakdown.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
 			}
+			l.Breakdowns.Put(reps)
 		}
-		l.Replicas.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
+		reps.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
 		if scaled {
-			l.Replicas.SetAutoscale(autoscaleBlock(a))
+			reps.SetAutoscale(autoscaleBlock(a))
 		}
 		if pd := v.cfg.Cluster.Disagg; pd != nil {
 			roles := make([]string, len(st))
@@ -242,7 +244,7 @@ func (v *virtual) attachReplicas(res *Result) {
 					roles[k] = cluster.RoleDecode
 				}
 			}
-			l.Replicas.SetRoles(roles)
+			reps.SetRoles(roles)
 		}
 	}
 }
@@ -271,20 +273,85 @@ func (v *virtual) keepAutoscale(idx int, c simrun.Fleet, end int64) {
 }
 
 // autoscaleBlock is the report's view of what the autoscaler did.
-func autoscaleBlock(a *cluster.AutoscaleReport) *report.Autoscale {
+func autoscaleBlock(a *cluster.AutoscaleReport) *breakdown.Autoscale {
 	c := a.Autoscale
-	out := &report.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
+	out := &breakdown.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
 		Min: c.Min, Max: c.Max, ProvisionDelay: c.ProvisionDelay, Cooldown: c.Cooldown,
 		Start: a.Start, Peak: a.Peak, Final: a.Final, Decisions: len(a.Decisions), GPUHours: a.GPUHours}
 	for _, p := range a.Timeline {
-		out.Timeline = append(out.Timeline, report.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
+		out.Timeline = append(out.Timeline, breakdown.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
 	}
 	return out
 }
 
+// describe states the simulated engine (or cluster) as the target.
+func (v *virtual) describe(m *runlog.Meta) string {
+	m.Target, m.Backend, m.Simulated = "virtual-time", "sim", v.desc
+	if v.cfg.Sessions != nil {
+		m.Dataset = v.cfg.Sessions.Set.Name()
+	} else {
+		m.Dataset = v.ds.Name()
+	}
+	m.Model = fmt.Sprint(v.desc["model"])
+	return "sim"
+}
+
+// scrapes keeps the engine's state, sampled as a scraper would every
+// Config.Scrape.Interval of virtual time (a second when unset).
+func (v *virtual) scrapes(_ context.Context, file func(*runlog.Scrape) error) (*serverScrapes, error) {
+	sc := v.cfg.Scrape
+	if sc == nil {
+		return nil, nil
+	}
+	v.srv, v.sampleEvery = newServerStore(file), sc.Interval
+	if v.sampleEvery <= 0 {
+		v.sampleEvery = time.Second
+	}
+	return v.srv, nil
+}
+
 // runLevel runs level idx on a fresh engine (or cluster), every record
 // through sink.
-func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (runlog.Level, error) {
+func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (levelRun, error) {
+	ran, err := v.simulateLevel(ctx, idx, lv, sink)
+	if err != nil && ctx.Err() != nil {
+		// Cut short (by the caller, a failed sink or saturation): the
+		// level's records so far are still summarised.
+		return levelRun{level: ran, stopped: true}, nil
+	}
+	if err != nil {
+		return levelRun{}, fmt.Errorf("simulation: %w", err)
+	}
+	return levelRun{level: ran}, nil
+}
+
+// probe runs the capacity probe's level on a workload of its own (the
+// next seed) on a fresh engine.
+func (v *virtual) probe(ctx context.Context, lv runlog.Level, sink Sink) error {
+	p, err := openVirtual(v.cfg, v.cfg.Seed+1)
+	if err != nil {
+		return err
+	}
+	// The run's NumPrompts as the workload settled it (each row once).
+	lv.NumPrompts = v.cfg.Load.NumPrompts
+	_, err = p.simulateLevel(ctx, 0, lv, sink)
+	return err
+}
+
+// finish adds how long the simulation took and what the cluster's
+// replicas did that the records cannot say.
+func (v *virtual) finish(res *Result) {
+	st := v.stats
+	res.Virtual = &st
+	v.attachReplicas(res)
+}
+
+// close has nothing to release: the engines live one level each.
+func (v *virtual) close() {}
+
+// simulateLevel runs level idx on a fresh engine (or cluster), every
+// record through sink, and returns the level as it ran.
+func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (runlog.Level, error) {
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
@@ -400,4 +467,20 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 // of one pair send the same requests).
 func (v *virtual) dataset(lv runlog.Level) (workload.Dataset, error) {
 	return v.byLengths.dataset(v.cfg, v.wo, lv, v.ds)
+}
+
+// VirtualLines are what a run in virtual time says of itself once done:
+// the time simulated, and the work wasted on requests whose clients left.
+func (r *Result) VirtualLines() []string {
+	v := r.Virtual
+	if v == nil {
+		return nil
+	}
+	lines := []string{fmt.Sprintf("simulated %.1f s of %s in %.2f s (%d engine steps)",
+		v.Simulated.Seconds(), DescribeEngine(r.Meta.Simulated), v.Wall.Seconds(), v.Steps)}
+	if v.Abandoned > 0 {
+		lines = append(lines, fmt.Sprintf("the engine ran on %d timed-out requests whose clients had left (%d tokens wasted)",
+			v.Abandoned, v.AbandonedTokens))
+	}
+	return lines
 }

@@ -293,20 +293,65 @@ func (w *wall) close() {
 	w.stopEmb()
 }
 
-// wallLevel is what one wall-clock level did.
-type wallLevel struct {
-	level runlog.Level // as run: delayed arrivals, client CPU
-	load  loadgen.Result
+// describe states the target: its name, wire and model, how the prompts
+// were sized, and the embedded simulator's engine when it is the target.
+func (w *wall) describe(m *runlog.Meta) string {
+	c := w.cfg
+	m.Target, m.Backend, m.Endpoint, m.Model = w.targetName, c.Target.API, c.Target.Endpoint, c.Target.Model
+	m.Tokenizer, m.Simulated, m.NoStream = w.tokenizer, w.simulated, c.Target.NoStream
+	if c.Sessions != nil {
+		m.Dataset = c.Sessions.Set.Name()
+	} else {
+		m.Dataset = w.ds.Name()
+	}
+	return c.Target.API
 }
 
-// runLevel sends one level's requests through sink. ds is the level's
+// scrapes starts polling the server's metrics (Config.Scrape) on the run
+// clock.
+func (w *wall) scrapes(ctx context.Context, file func(*runlog.Scrape) error) (*serverScrapes, error) {
+	c := w.cfg
+	return startScrapes(ctx, c.Scrape, w.base, w.now, file, func(s string) { c.note("%s", s) })
+}
+
+// runLevel sends level idx's requests (its own dataset's, for a level with
+// lengths of its own) through sink.
+func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (levelRun, error) {
+	ds, err := w.dataset(lv)
+	if err != nil {
+		return levelRun{}, err
+	}
+	return w.send(ctx, idx, lv, ds, sink)
+}
+
+// probe sends the capacity probe's level: the probe dataset's requests,
+// while the sweep's levels still start at the sweep dataset's first.
+func (w *wall) probe(ctx context.Context, lv runlog.Level, sink Sink) error {
+	ds, err := w.probeDataset()
+	if err != nil {
+		return err
+	}
+	// Through a fan-out of its own: records finish concurrently.
+	next := w.next
+	out, err := w.send(ctx, -1, lv, ds, &fanout{run: []Sink{sink}})
+	w.next = next
+	if err == nil && out.stopped {
+		err = context.Cause(ctx)
+	}
+	return err
+}
+
+// finish names the tokenizer the prompts were sized with.
+func (w *wall) finish(res *Result) { res.TokenizerID = w.tokenizerID }
+
+// send sends one level's requests through sink. ds is the level's
 // dataset (the run's, or the probe's).
-func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink) (wallLevel, error) {
+func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink) (levelRun, error) {
 	cfg := w.cfg
 	sh := cfg.Shard
-	total := sh.share(lv.NumPrompts)
+	total := sh.Share(lv.NumPrompts)
 	if total > 0 {
-		total += sh.share(lv.NumWarmups)
+		total += sh.Share(lv.NumWarmups)
 	}
 	var watch Watch
 	if cfg.Hooks.Level != nil {
@@ -322,7 +367,7 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 	case lv.Ramp != nil:
 		ramp, err := workload.NewRamp(workload.RampStrategy(lv.Ramp.Strategy), lv.Ramp.StartRPS, lv.Ramp.EndRPS, lv.Burstiness, lv.NumPrompts, cfg.Seed)
 		if err != nil {
-			return wallLevel{}, &ConfigError{Field: "Ramp", Err: err}
+			return levelRun{}, &ConfigError{Field: "Ramp", Err: err}
 		}
 		sched = ramp
 	case lv.RequestRate > 0:
@@ -357,10 +402,10 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 	if warmConns <= 0 {
 		warmConns = min(lv.NumPrompts, defaultWarm)
 	}
-	w.warm(ctx, sh.share(warmConns))
+	w.warm(ctx, sh.Share(warmConns))
 	cpu := startCPU(w.embedded)
 	lc := loadgen.Config{
-		Schedule: sched, MaxConcurrency: sh.share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
+		Schedule: sched, MaxConcurrency: sh.Share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
 		Duration: lv.Duration(), NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: w.prefix,
 		FirstIndex: w.next, Now: w.now, OnRecord: func(r *runlog.Record) { _ = onRecord(r) },
 	}
@@ -390,14 +435,14 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, ds worklo
 		w.next += res.Sent
 	}
 	if err != nil {
-		return wallLevel{}, &ConfigError{Field: "DatasetName", Err: fmt.Errorf("workload: %w", err)}
+		return levelRun{}, &ConfigError{Field: "DatasetName", Err: fmt.Errorf("workload: %w", err)}
 	}
 	lv.DelayedArrivals = res.Delayed
 	lv.ClientCPU = cpu.share()
 	if sh != nil {
-		lv = shardLevel(lv, sh, res.Sent)
+		lv = sh.Level(lv, res.Sent)
 	}
-	return wallLevel{level: lv, load: res}, nil
+	return levelRun{level: lv, sent: res.Sent, stopped: res.Stopped == loadgen.StopCancelled}, nil
 }
 
 // retryNotes says what the bounds on a level's retries cut: a wait the

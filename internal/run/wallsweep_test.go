@@ -23,7 +23,7 @@ func TestWallSweepCommonArrivals(t *testing.T) {
 		return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", MaxConns: conns, Now: now, AutoUsage: true})
 	}}
 	rates := []float64{300, 400}
-	cfg.Sweep = &Sweep{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, rates, cfg.Load), Saturation: sweep.Saturation{Off: true}}
+	cfg.Sweep = &SweepConfig{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, rates, cfg.Load), Saturation: sweep.Saturation{Off: true}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,9 @@
 // tensor-parallel collectives as latency + bytes/bandwidth over the link,
 // and the engine's fixed costs by step kind. It also holds the GPU and
 // model profiles (YAML, built in and user files; Hugging Face config.json
-// files), and a measured profile table or fit that can replace the formula.
+// files), measured kernel tables that price the kernels they cover in
+// place of the formula (KernelTables; built in for some GPUs), and a
+// measured step table or fit that can replace the whole formula.
 //
 // Values of Deployment are immutable after NewDeployment and safe for
 // concurrent use; Batch is a small accumulator owned by its caller.
@@ -227,6 +229,8 @@ type Deployment struct {
 	// stack's measured steps (see LinearProfile).
 	Fit *LinearProfile
 
+	plan *kernelPlan // the GPU's kernel tables at this deployment's shapes
+
 	weightBytes float64 // bytes per element of linear weights
 	kvBytes     float64 // bytes per KV element
 	gemmRate    float64 // sustained FLOP/s of the weight GEMMs (bf16, or fp8 for W8A8)
@@ -257,6 +261,7 @@ type gemm struct {
 	act     float64 // input + output bytes per row: (K + N) × 2
 	weights float64 // K·N × weight bytes
 	count   float64 // layers with this GEMM
+	k, n    float64 // the weight's input and output widths
 }
 
 // KVDTypeError is NewDeployment's refusal of the KV cache dtype (not the
@@ -321,6 +326,13 @@ func NewDeployment(m Model, g GPU, tp int, weightDType, kvDType string) (*Deploy
 	d.bw = s.BandwidthGBs * 1e9 * eff.Memory
 	d.kvBW = s.BandwidthGBs * 1e9 * eff.KVMemory
 	d.build()
+	kt, err := g.kernelTables()
+	if err != nil {
+		return nil, err
+	}
+	if kt != nil {
+		d.plan = newKernelPlan(d, kt)
+	}
 	return d, nil
 }
 
@@ -338,7 +350,7 @@ func (d *Deployment) build() {
 	denseL := layers - moeL
 	add := func(k, n, count float64) {
 		if count > 0 && k > 0 && n > 0 {
-			d.dense = append(d.dense, gemm{flops: 2 * k * n, act: 2 * (k + n), weights: k * n * d.weightBytes, count: count})
+			d.dense = append(d.dense, gemm{flops: 2 * k * n, act: 2 * (k + n), weights: k * n * d.weightBytes, count: count, k: k, n: n})
 		}
 	}
 	// Attention projections, every layer.
@@ -375,7 +387,7 @@ func (d *Deployment) build() {
 	// The LM head stays 16-bit even for quantized checkpoints; one logit
 	// row per sequence.
 	v := float64(m.Vocab) / t
-	d.head = gemm{flops: 2 * h * v, act: 2 * (h + v), weights: h * v * 2, count: 1}
+	d.head = gemm{flops: 2 * h * v, act: 2 * (h + v), weights: h * v * 2, count: 1, k: h, n: v}
 	d.headBytes = d.head.weights
 	d.embBytes = float64(m.Vocab) * h * 2 / t
 	var w float64
@@ -464,6 +476,8 @@ type Batch struct {
 	// DecodeContext is Σ (c + 1) over the decode sequences (one new token,
 	// not prefill): the keys their single query rows attend to.
 	DecodeContext int64
+	// DecodeSeqs is the number of decode sequences among Seqs.
+	DecodeSeqs int
 }
 
 // Reset empties the batch.
@@ -482,6 +496,7 @@ func (b *Batch) Add(newTokens, cached int, prefill bool) {
 	b.ContextTokens += int64(cached + newTokens)
 	if !prefill {
 		b.DecodeContext += int64(cached + newTokens)
+		b.DecodeSeqs++
 	}
 }
 
@@ -498,6 +513,9 @@ type Breakdown struct {
 	GEMM float64
 	// AttnCompute and AttnMemory are attention's FLOP and KV-cache times;
 	// Attn is their per-layer max with the kernel floor, over the layers.
+	// Where kernel tables price attention, Attn is their time and the two
+	// parts are 0. GEMMCompute and GEMMMemory likewise count only the
+	// GEMMs the formula prices.
 	AttnCompute, AttnMemory, Attn float64
 	// Elementwise is the memory-bound kernels between the GEMMs (norms,
 	// rotary embedding, activation) and the sampler's pass over the logits.
@@ -536,8 +554,15 @@ func (d *Deployment) Breakdown(b *Batch) Breakdown {
 		r.GEMMMemory += mem * g.count
 		r.GEMM += t * g.count
 	}
+	p := d.plan
 	for i := range d.dense {
+		if p != nil && p.denseIn[i] {
+			continue
+		}
 		kernel(&d.dense[i], tok, 1, d.dense[i].weights)
+	}
+	if p != nil && p.dense != nil {
+		r.GEMM += p.dense.at(tok)
 	}
 	if d.moeLayer > 0 {
 		// Each token goes to k of E experts: with T tokens, E·(1−(1−k/E)^T)
@@ -549,27 +574,65 @@ func (d *Deployment) Breakdown(b *Batch) Breakdown {
 		rows := tok * k
 		kernel(&d.experts, rows, touched, touched*d.expertBytes)
 	}
-	kernel(&d.head, seqs, 1, d.head.weights)
-
-	pairs := b.AttnPairs
-	if b.PrefillTokens > 0 {
-		// The varlen kernel pads each decode's query row to a tile.
-		pairs += float64(b.DecodeContext) * (e.DecodeTileRows - 1)
+	if p != nil && p.head != nil {
+		r.GEMM += p.head.at(seqs)
+	} else {
+		kernel(&d.head, seqs, 1, d.head.weights)
 	}
-	r.AttnCompute = pairs * d.attnFlops / d.attnRate
-	r.AttnMemory = (float64(b.ContextTokens) + tok) * d.kvPerToken / d.kvBW
-	r.Attn = math.Max(math.Max(r.AttnCompute, r.AttnMemory)/layers, floor) * layers
+
+	if p != nil && p.prefill != nil {
+		// Measured kernels. The prefill chunks are looked up as one call
+		// over their sequences at the causal length whose pairs per
+		// sequence equal theirs (a chunk after cached tokens does that
+		// much more work); decodes at their mean context in the decode
+		// kernel. Beside prefill, a decode's query row is padded to a tile
+		// of the varlen kernel (as below): its extra rows cost their
+		// pairs at the kernel's long-prompt rate. (Against vLLM's mixed
+		// batches on the RTX PRO 6000, TestKernelsAgainstVLLM.)
+		if b.PrefillTokens > 0 {
+			var per float64
+			if np := float64(b.Seqs - b.DecodeSeqs); np > 0 {
+				pp := math.Max(b.AttnPairs-float64(b.DecodeContext), 1) / np
+				per = p.prefill.at(np, (math.Sqrt(1+8*pp)-1)/2)
+			}
+			if nd := float64(b.DecodeSeqs); nd > 0 {
+				// The decodes: what the decode kernel takes for them, plus
+				// their padded rows' work at the kernel's long-prompt rate.
+				per += p.decode.at(nd, float64(b.DecodeContext)/nd) + float64(b.DecodeContext)*(e.DecodeTileRows-1)/p.pairRate
+			}
+			r.Attn = per * layers
+		} else {
+			r.Attn = p.decode.at(seqs, float64(b.DecodeContext)/seqs) * layers
+		}
+	} else {
+		pairs := b.AttnPairs
+		if b.PrefillTokens > 0 {
+			// The varlen kernel pads each decode's query row to a tile.
+			pairs += float64(b.DecodeContext) * (e.DecodeTileRows - 1)
+		}
+		r.AttnCompute = pairs * d.attnFlops / d.attnRate
+		r.AttnMemory = (float64(b.ContextTokens) + tok) * d.kvPerToken / d.kvBW
+		r.Attn = math.Max(math.Max(r.AttnCompute, r.AttnMemory)/layers, floor) * layers
+	}
 
 	// Four elementwise kernels per layer; the sampler writes the fp32
 	// logits and reads them twice (softmax, then the sampling pass).
 	r.Elementwise = math.Max(tok*d.elemPerToken/d.bw/4, floor)*4*layers + seqs*d.logitBytes*3/d.bw
 
-	if d.TP > 1 {
-		ar := d.Link.AllReduceSeconds(tok*d.arBytes, d.TP)
-		r.Comm = (2*layers+1)*ar + d.Link.GatherSeconds(seqs*float64(m.Vocab)*2, d.TP)
-	}
 	r.Decode = b.PrefillTokens == 0
 	r.Eager = tok > e.GraphMaxTokens
+	if d.TP > 1 {
+		var ar float64
+		switch {
+		case p != nil && p.ar != nil && r.Eager:
+			ar = p.arEager.at(tok)
+		case p != nil && p.ar != nil:
+			ar = p.ar.at(tok)
+		default:
+			ar = d.Link.AllReduceSeconds(tok*d.arBytes, d.TP)
+		}
+		r.Comm = (2*layers+1)*ar + d.Link.GatherSeconds(seqs*float64(m.Vocab)*2, d.TP)
+	}
 	r.Overhead = (e.IterationUs + seqs*e.RequestUs) * 1e-6
 	switch {
 	case r.Eager:

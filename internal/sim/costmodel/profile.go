@@ -8,12 +8,13 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-//go:embed profiles/*.yaml
+//go:embed profiles/*.yaml profiles/kernels/*.csv
 var builtin embed.FS
 
 // GPU describes one accelerator: its datasheet peaks, what public
@@ -58,6 +59,15 @@ type GPU struct {
 	// Efficiency overrides the model's physical constants; zero fields
 	// keep DefaultEfficiency.
 	Efficiency *Efficiency `yaml:"efficiency,omitempty"`
+	// Kernels names measured kernel tables of this GPU that price the
+	// kernels they cover instead of the formula (see KernelTables): a
+	// built-in table (a name in profiles/kernels/, e.g. h200.csv), a
+	// kernel table CSV file (relative to the profile's own file), or a
+	// directory of aiconfigurator's CSV tables (optionally with the GPU's
+	// file prefix: DIR/h200_sxm). "" means none.
+	Kernels string `yaml:"kernels,omitempty"`
+	// KernelTables, when set, is used instead of loading Kernels.
+	KernelTables *KernelTables `yaml:"-"`
 }
 
 // Sources of a sustained figure.
@@ -487,7 +497,18 @@ func LookupGPU(name string) (GPU, error) {
 		if len(gs) == 0 {
 			return GPU{}, fmt.Errorf("%s: no gpu profile", name)
 		}
-		return gs[0], nil
+		g := gs[0]
+		// A kernel table named by a relative path is beside the profile
+		// (unless it is a built-in table's name).
+		if k := g.Kernels; k != "" && !filepath.IsAbs(k) {
+			if _, err := builtin.ReadFile("profiles/kernels/" + k); err != nil {
+				g.Kernels = filepath.Join(filepath.Dir(name), k)
+			}
+		}
+		if _, err := g.kernelTables(); err != nil {
+			return GPU{}, fmt.Errorf("%s: %w", name, err)
+		}
+		return g, nil
 	}
 	n := normName(name)
 	var names []string
