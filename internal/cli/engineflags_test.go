@@ -68,8 +68,8 @@ func TestEngineFlagsDescribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := e.Describe()
-	got := map[string]any{"gpu": d["gpu"], "tp": d["tensor_parallel_size"], "pc": d["enable_prefix_caching"],
-		"seqs": d["max_num_seqs"], "tokens": d["max_num_batched_tokens"], "qt": d["max_queue_time_s"]}
+	got := map[string]any{"gpu": d.GPU, "tp": d.TensorParallelSize, "pc": d.EnablePrefixCaching,
+		"seqs": d.MaxNumSeqs, "tokens": d.MaxNumBatchedTokens, "qt": d.MaxQueueTimeS}
 	want := map[string]any{"gpu": "a100-80gb", "tp": 2, "pc": false, "seqs": 256, "tokens": 2048, "qt": 2.0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Describe() after flags (-want +got):\n%s", diff)

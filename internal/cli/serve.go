@@ -14,6 +14,7 @@ import (
 	"github.com/goodput/goodput/internal/proxy"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runspec"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/watch"
@@ -94,7 +95,7 @@ func watchCmd(env Env, o *WatchOptions) *cobra.Command {
 			ctx := cmd.Context()
 			failed, err := o.Run(ctx, watch.Host{Dir: env.Dir, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv,
 				Secrets: env.secrets, Version: Version, ReadyPoll: readyPoll, Served: o.served}, cmd.Flags().Changed("listen"))
-			switch ce := (*watch.ConfigError)(nil); {
+			switch ce := (*setting.FileError)(nil); {
 			case errors.As(err, &ce):
 				return usageError{err}
 			case o.Once && ctx.Err() != nil:

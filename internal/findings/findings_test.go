@@ -560,7 +560,7 @@ func TestPrefillStallsChunkedEngine(t *testing.T) {
 	for i := range recs {
 		tr.Add(&recs[i])
 	}
-	meta := &runlog.Meta{Levels: []runlog.Level{{}}, Simulated: map[string]any{"enable_chunked_prefill": true, "max_num_batched_tokens": 8192.0}}
+	meta := &runlog.Meta{Levels: []runlog.Level{{}}, Simulated: runlog.Engine{EnableChunkedPrefill: true, MaxNumBatchedTokens: 8192}}
 	f, ok := find(Analyze(Input{Summary: summarize(recs, ""), Meta: meta, Requests: tr}), "prefill-stalls-decode")
 	if !ok {
 		t.Fatal("prefill-stalls-decode missing")

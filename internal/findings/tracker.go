@@ -299,14 +299,8 @@ func chunkedPrefill(m *runlog.Meta) (budget int, ok bool) {
 	if m == nil {
 		return 0, false
 	}
-	if on, _ := m.Simulated["enable_chunked_prefill"].(bool); !on {
+	if !m.Simulated.EnableChunkedPrefill {
 		return 0, false
 	}
-	switch b := m.Simulated["max_num_batched_tokens"].(type) {
-	case int:
-		return b, true
-	case float64: // read back from JSON
-		return int(b), true
-	}
-	return 0, true
+	return m.Simulated.MaxNumBatchedTokens, true
 }

@@ -23,7 +23,7 @@ var floors = [][]string{
 	// Pure building blocks over the data model.
 	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield", "internal/wire"},
 	// Engines composed: replicas behind a router, one virtual clock.
-	{"internal/sim/cluster"},
+	{"internal/sim/cluster", "internal/session"},
 	// Per-level breakdowns of a run's records: typed figures, no rendering.
 	{"internal/breakdown"},
 	// The wire, the drivers of the engine, and the judgements of one run.

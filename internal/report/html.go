@@ -511,31 +511,33 @@ func joinSorted(m map[string]any, kv, sep string, val func(any) string) string {
 	return strings.Join(parts, sep)
 }
 
-// settingsText shows a free-form map (the simulated engine's settings) as
-// "key value" pairs in key order, joined by " · " so the browser can wrap
-// it: one JSON line ran off the page. Empty strings are left out.
-func settingsText(m map[string]any) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if s, ok := m[k].(string); ok && s == "" {
-			continue
-		}
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		v := m[k]
+// settingsText shows the simulated engine's settings as "key value"
+// pairs in key order, joined by " · " so the browser can wrap it: one
+// JSON line ran off the page. Empty strings are left out.
+func settingsText(e *runlog.Engine) string {
+	var parts []string
+	for _, f := range e.Fields() {
+		v := f.Value
 		switch x := v.(type) {
+		case string:
+			if x == "" {
+				continue
+			}
 		case float64:
 			v = strconv.FormatFloat(x, 'g', 6, 64)
-		case map[string]any, []any:
+		case map[string]any, []any: // read back
 			b, err := json.Marshal(x)
 			if err == nil {
 				v = string(b)
 			}
+		case []runlog.EnginePool: // in memory, as its pools have always read
+			ps := make([]string, len(x))
+			for i, p := range x {
+				ps[i] = fmt.Sprintf("map[gpu:%s model:%s name:%s replicas:%d tensor_parallel_size:%d]", p.GPU, p.Model, p.Name, p.Replicas, p.TensorParallelSize)
+			}
+			v = "[" + strings.Join(ps, " ") + "]"
 		}
-		parts[i] = fmt.Sprintf("%s %v", k, v)
+		parts = append(parts, fmt.Sprintf("%s %v", f.Key, v))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -646,9 +648,9 @@ func conditionRows(meta *runlog.Meta, levels []breakdown.LevelSummary) [][2]stri
 		addRow("Dataset", meta.Dataset)
 		addRow("Command", meta.Command)
 		addRow("Seed", strconv.FormatInt(meta.Seed, 10))
-		if len(meta.Simulated) > 0 {
-			addRow("Simulated engine", settingsText(meta.Simulated))
-			addRow("Speculative decoding", specDecText(meta.Simulated))
+		if !meta.Simulated.IsZero() {
+			addRow("Simulated engine", settingsText(&meta.Simulated))
+			addRow("Speculative decoding", specDecText(&meta.Simulated))
 		}
 		keys := make([]string, 0, len(meta.Metadata))
 		for k := range meta.Metadata {
@@ -885,31 +887,13 @@ footer{margin-top:2rem;color:#888;font-size:.8rem}
 // read it, e.g. "4 draft tokens per step (ngram draft), acceptance rate
 // 0.7 per draft token (simulated)"; "off" when the settings name none (the
 // simulator writes them only when it drafts).
-func specDecText(sim map[string]any) string {
-	n, ok := number(sim["num_speculative_tokens"])
-	if !ok || n <= 0 {
+func specDecText(e *runlog.Engine) string {
+	if e.NumSpeculativeTokens <= 0 {
 		return "off"
 	}
-	s := strconv.FormatFloat(n, 'f', -1, 64) + " draft tokens per step"
-	if d, ok := sim["spec_draft"].(string); ok && d != "" {
-		s += " (" + d + " draft)"
+	s := strconv.Itoa(e.NumSpeculativeTokens) + " draft tokens per step"
+	if e.SpecDraft != "" {
+		s += " (" + e.SpecDraft + " draft)"
 	}
-	if a, ok := number(sim["spec_acceptance"]); ok {
-		s += ", acceptance rate " + strconv.FormatFloat(a, 'g', 4, 64) + " per draft token (simulated)"
-	}
-	return s
-}
-
-// number reads a settings value that is a number in memory (int, float64)
-// or read back from JSON (float64).
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
+	return s + ", acceptance rate " + strconv.FormatFloat(e.SpecAcceptance, 'g', 4, 64) + " per draft token (simulated)"
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -50,14 +51,14 @@ func TestEvidenceText(t *testing.T) {
 func TestConditionsSimulatedEngine(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		sim  map[string]any
+		sim  runlog.Engine
 		spec string
 	}{
-		{"in memory", map[string]any{"gpu": "h100-sxm", "num_speculative_tokens": 4, "spec_acceptance": 0.7, "spec_draft": "ngram", "profile_table": ""},
+		{"in memory", runlog.Engine{GPU: "h100-sxm", NumSpeculativeTokens: 4, SpecAcceptance: 0.7, SpecDraft: "ngram", ProfileTable: ""},
 			"4 draft tokens per step (ngram draft), acceptance rate 0.7 per draft token (simulated)"},
-		{"read back", map[string]any{"gpu": "h100-sxm", "num_speculative_tokens": 2.0, "spec_acceptance": 0.5},
+		{"read back", readEngine(t, `{"gpu": "h100-sxm", "num_speculative_tokens": 2.0, "spec_acceptance": 0.5}`),
 			"2 draft tokens per step, acceptance rate 0.5 per draft token (simulated)"},
-		{"off", map[string]any{"gpu": "h100-sxm"}, "off"},
+		{"off", runlog.Engine{GPU: "h100-sxm"}, "off"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			meta := &runlog.Meta{Model: "m", Simulated: tt.sim}
@@ -74,6 +75,16 @@ func TestConditionsSimulatedEngine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readEngine is an engine description as read back from a records file.
+func readEngine(t *testing.T, js string) runlog.Engine {
+	t.Helper()
+	var e runlog.Engine
+	if err := json.Unmarshal([]byte(js), &e); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // TestTimelineLegendCoversShades: every colour a timeline bar is filled

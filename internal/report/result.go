@@ -235,7 +235,7 @@ func conditionsJSON(s *stats.Summary, meta *runlog.Meta, lv *runlog.Level) *obje
 		set("usage", s.TokenSources[runlog.TokensUsage]).
 		set("counted", s.TokenSources[runlog.TokensCounted]).
 		set("unknown", s.TokenSources[""]))
-	if len(meta.Simulated) > 0 {
+	if !meta.Simulated.IsZero() {
 		o.set("simulated", meta.Simulated)
 	}
 	return o

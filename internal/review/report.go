@@ -128,9 +128,9 @@ func (s *ReportSpec) Check() error {
 }
 
 // Reanalysis is what a report judges saved records with: the settings
-// given again (Given), the price and the session SLO where given.
+// given again (Overrides), the price and the session SLO where given.
 type Reanalysis struct {
-	runspec.Given
+	runspec.Overrides
 	Cost       *run.Cost
 	SessionSLO *stats.SessionSLO
 }
@@ -143,7 +143,7 @@ func (s *ReportSpec) Reanalysis(given setting.Given) (Reanalysis, error) {
 	if err != nil {
 		return Reanalysis{}, setting.Within("Summary", err)
 	}
-	a := Reanalysis{Given: runspec.Given{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
+	a := Reanalysis{Overrides: runspec.Overrides{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
 		SLOSet:     given.Has("Summary.Goodput") || given.Has("Summary.SLOPreset") || len(s.SLOWords) > 0,
 		MetricsSet: given.Has("Summary.PercentileMetrics"), PercentilesSet: given.Has("Summary.MetricPercentiles"),
 		BucketsSet: given.Has("Summary.Buckets"), ReadingSpeedSet: given.Has("ReadingSpeedMs")}}

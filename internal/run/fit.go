@@ -37,8 +37,7 @@ func FitSetup(engine sim.Config) (fit.Setup, error) {
 		return fit.Setup{}, &sim.ConfigError{Field: "GPU", Err: err}
 	}
 	d := eng.Describe()
-	seqs, _ := d["max_num_seqs"].(int)
-	budget, _ := d["max_num_batched_tokens"].(int)
+	seqs, budget := d.MaxNumSeqs, d.MaxNumBatchedTokens
 	graph := costmodel.GraphCaptureTokens(seqs)
 	if g.Efficiency != nil && g.Efficiency.GraphMaxTokens > 0 {
 		graph = g.Efficiency.GraphMaxTokens

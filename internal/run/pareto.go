@@ -32,29 +32,16 @@ func servingGPUs(meta *runlog.Meta) int {
 		return a.NumGPUs
 	}
 	// A cluster of pools counts its GPUs over its pools' own.
-	if _, ok := meta.Simulated["gpus"]; ok {
-		return simulatedCount(meta, "gpus")
+	if n := meta.Simulated.GPUs; n != 0 {
+		return atLeastOne(n)
 	}
 	// A simulated cluster's replicas each have their tensor parallelism.
-	return simulatedCount(meta, "tensor_parallel_size") * simulatedCount(meta, "replicas")
+	return atLeastOne(meta.Simulated.TensorParallelSize) * atLeastOne(meta.Simulated.Replicas)
 }
 
-// simulatedCount is a count ≥ 1 of the simulated engine's description, 1
-// when it gives none. A number read back from a records file is a
-// float64; a live run's an int.
-func simulatedCount(meta *runlog.Meta, key string) int {
-	switch n := meta.Simulated[key].(type) {
-	case float64:
-		if n >= 1 {
-			return int(n)
-		}
-	case int:
-		if n >= 1 {
-			return n
-		}
-	}
-	return 1
-}
+// atLeastOne is a count of the simulated engine's description, 1 when it
+// gives none.
+func atLeastOne(n int) int { return max(n, 1) }
 
 // lengthDatasets builds, once each, the datasets of levels with request
 // lengths of their own (a Pareto sweep), by (input, output).

@@ -25,21 +25,20 @@ func TestPoolsDescribedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	const text = "big: 1 × llama-3.1-8b on h100-sxm tp=2, small: 2 × llama-3.1-8b on l4 tp=1"
-	// As read back from a records file: JSON's []any, map[string]any and
-	// float64.
+	// As read back from a records file.
 	js, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back map[string]any
+	var back runlog.Engine
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []map[string]any{d, back} {
-		if got := poolsText(metaPools(m)); got != text {
+	for _, m := range []runlog.Engine{d, back} {
+		if got := poolsText(metaPools(&m)); got != text {
 			t.Errorf("pools = %q; want %q", got, text)
 		}
-		if got := replicaPools(metaPools(m)); !slices.Equal(got, []string{"big", "small", "small"}) {
+		if got := replicaPools(metaPools(&m)); !slices.Equal(got, []string{"big", "small", "small"}) {
 			t.Errorf("replica pools = %q; want big, small, small", got)
 		}
 		if got := servingGPUs(&runlog.Meta{Simulated: m}); got != 4 {
@@ -49,12 +48,15 @@ func TestPoolsDescribedAndCounted(t *testing.T) {
 			t.Errorf("DescribeEngine = %q; want the pools", got)
 		}
 	}
-	if metaPools(map[string]any{"pools": "not a list"}) != nil || metaPools(map[string]any{"pools": []any{1}}) != nil {
-		t.Error("metaPools of a shape not understood is not nil")
+	for _, js := range []string{`{"pools":"not a list"}`, `{"pools":[1]}`} {
+		var e runlog.Engine
+		if err := json.Unmarshal([]byte(js), &e); err != nil || metaPools(&e) != nil {
+			t.Errorf("metaPools of a shape not understood (%s) is not nil (err %v)", js, err)
+		}
 	}
 	// --replicas N: no pools, the meta as before.
 	cfg.Cluster.Pools = nil
-	if d, err = describeVirtual(cfg); err != nil || d["pools"] != nil || d["gpus"] != nil {
+	if d, err = describeVirtual(cfg); err != nil || d.Pools != nil || d.GPUs != 0 {
 		t.Errorf("describeVirtual without pools = %v, %v; want no pools, no gpus", d, err)
 	}
 }

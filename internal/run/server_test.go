@@ -158,7 +158,7 @@ func TestServerSideSplitMatchesEngine(t *testing.T) {
 // 1.3889; 800 W of DCGM power over 1,200 tok/s is 0.6667 J a token; no SLO,
 // so goodput per GPU is the request throughput (10 req/s) over 2.
 func TestLevelCostByHand(t *testing.T) {
-	meta := &runlog.Meta{Simulated: map[string]any{"tensor_parallel_size": 2.0}, Analysis: &runlog.Analysis{GPUCostPerHour: 3}}
+	meta := &runlog.Meta{Simulated: runlog.Engine{TensorParallelSize: 2}, Analysis: &runlog.Analysis{GPUCostPerHour: 3}}
 	s := &stats.Summary{OutputThroughput: 1200, RequestThroughput: 10}
 	dcgm := ServerWindow{Target: "dcgm", Window: servermetrics.Window{Kind: servermetrics.KindDCGM,
 		Gauges: map[servermetrics.Name]servermetrics.GaugeStats{servermetrics.GPUPowerWatts: {N: 5, Mean: 800}}}}

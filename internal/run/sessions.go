@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/session"
 	"github.com/goodput/goodput/internal/simrun"
 	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/goodput/goodput/internal/workload"
@@ -234,7 +235,7 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		maxRounds = DefaultMaxToolRounds
 	}
 	sent := 0
-	prevSend, prevEnd := start, start
+	walk := session.New(sess, idx, start, maxRounds, session.FromLastSend)
 	// With a chained history the server holds the conversation: a request
 	// names the last answer (chainID) and carries only what came after it
 	// (pending). An answer without an id falls back to resending it all.
@@ -244,7 +245,9 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 	if h.system != nil {
 		pending = append(pending, h.system.msgs...)
 	}
-	for ti, turn := range sess.Turns {
+	for !walk.Done() {
+		ti := walk.Turn()
+		turn := &sess.Turns[ti]
 		content := turn.Content
 		if content == "" {
 			content = sr.text(idx, ti, turn.InputTokens)
@@ -255,25 +258,17 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 		}
 		h.cur = histTurn{msgs: []workload.Message{{Role: "user", Content: content}}, size: size}
 		pending = append(pending, h.cur.msgs...)
-		intended := prevEnd + int64(turn.ThinkTime)
-		if sess.ThinkFromSend && ti > 0 {
-			intended = max(prevEnd, prevSend+int64(turn.ThinkTime))
-		}
-		if ti == 0 {
-			intended = start + int64(turn.ThinkTime)
-		}
 		rounds := turn.ToolRounds()
-		for round := 0; ; round++ {
+		for {
+			round := walk.Round()
 			if load.MaxContext > 0 {
 				h.fit(load.MaxContext - turn.OutputTokens)
 			}
+			intended := walk.Due()
 			if !loadgen.SleepUntil(ctx, w.now, intended) {
 				return sent
 			}
-			id := w.prefix + "s" + strconv.Itoa(idx) + "-t" + strconv.Itoa(ti+1)
-			if round > 0 {
-				id += "-r" + strconv.Itoa(round)
-			}
+			id := walk.ID(w.prefix)
 			req := workload.Request{Messages: h.messages(), OutputTokens: turn.OutputTokens, Tools: tools, Session: sess.ID}
 			if chained && chainID != "" {
 				req.Messages, req.PreviousResponseID = pending, chainID
@@ -327,10 +322,10 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			if sr.watch != nil {
 				_ = sr.watch.Record(rec)
 			}
-			if !rec.OK() {
+			walk.Sent(rec.Sent)
+			if walk.Ended(rec.OK(), rec.End, len(calls) > 0, wait); !rec.OK() {
 				return sent
 			}
-			prevSend, prevEnd = rec.Sent, rec.End
 			if chained {
 				chainID, pending = rec.ResponseID, nil
 				if chainID == "" {
@@ -354,10 +349,9 @@ func (r *runner) session(ctx context.Context, idx int, sess workload.Session, st
 			h.cur.add(assistantCalls(calls), rec.CompletionTokens)
 			h.cur.msgs = append(h.cur.msgs, results...)
 			h.cur.size += resultSize
-			if round >= maxRounds {
-				break // the cap: the turn ends without a visible answer
+			if walk.Round() == 0 {
+				break // the cap (the walk moved to the next turn): the turn ends without a visible answer
 			}
-			intended = rec.End + int64(wait)
 		}
 		h.past = append(h.past, h.cur)
 	}

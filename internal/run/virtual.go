@@ -25,7 +25,7 @@ import (
 type virtual struct {
 	cfg  *Config
 	ds   workload.Dataset
-	desc map[string]any
+	desc runlog.Engine
 	// off is the shift of the current level's records; lastEnd the latest
 	// end written so far; cur the level being shifted.
 	off, lastEnd int64
@@ -88,32 +88,32 @@ func engineError(err error) error {
 }
 
 // describeVirtual checks the engine, or the cluster, and describes it for
-// the run's meta: a cluster as its first replica, with "replicas" and
-// "router" added.
-func describeVirtual(cfg *Config) (map[string]any, error) {
+// the run's meta: a cluster as its first replica, with its replicas and
+// router added.
+func describeVirtual(cfg *Config) (runlog.Engine, error) {
 	if cfg.Cluster == nil {
 		eng, err := sim.New(cfg.Engine)
 		if err != nil {
-			return nil, engineError(err)
+			return runlog.Engine{}, engineError(err)
 		}
 		return eng.Describe(), nil
 	}
 	c, err := newFleet(cfg.Cluster)
 	if err != nil {
-		return nil, err
+		return runlog.Engine{}, err
 	}
 	d := c.Describe(0)
-	d["replicas"], d["router"] = c.Len(), cfg.Cluster.Router.String()
+	d.Replicas, d.Router = c.Len(), cfg.Cluster.Router.String()
 	if len(cfg.Cluster.Pools) > 0 {
 		// Pools of their own engines: the first replica's description is
 		// not the cluster's; say each pool's, and the GPUs of all.
-		d["pools"], d["gpus"] = describePools(c, cfg.Cluster.Pools)
+		d.Pools, d.GPUs = describePools(c, cfg.Cluster.Pools)
 	}
 	if pd := cfg.Cluster.Disagg; pd != nil {
-		describeDisagg(d, c, pd)
+		describeDisagg(&d, c, pd)
 	}
 	if gw := cfg.Cluster.Gateway; gw != nil {
-		d["gateway"] = gw.String()
+		d.Gateway = gw.String()
 	}
 	return d, nil
 }
@@ -121,33 +121,33 @@ func describeVirtual(cfg *Config) (map[string]any, error) {
 // describeDisagg adds a prefill/decode split's pools and link to its
 // description (replica 1's, a prefill replica): the pools' sizes, the
 // link, and the first decode replica's engine where it differs.
-func describeDisagg(d map[string]any, c fleet, pd *cluster.Disaggregation) {
+func describeDisagg(d *runlog.Engine, c cluster.Fleet, pd *cluster.Disaggregation) {
 	link := pd.Link
 	if link == "" {
 		link = "gpu"
 	}
-	d["prefill_replicas"], d["decode_replicas"], d["kv_link"] = pd.Prefill, c.Len()-pd.Prefill, link
+	d.PrefillReplicas, d.DecodeReplicas, d.KVLink = pd.Prefill, c.Len()-pd.Prefill, link
 	dec := c.Describe(pd.Prefill)
-	for _, k := range []string{"gpu", "tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "num_gpu_blocks"} {
-		if dec[k] != d[k] {
-			d["decode_"+k] = dec[k]
-		}
+	if dec.GPU != d.GPU {
+		d.DecodeGPU = dec.GPU
 	}
-}
-
-// fleet is what a virtual run builds from Config.Cluster: the fleet
-// simrun drives, and what the run's meta says of it.
-type fleet interface {
-	simrun.Fleet
-	// Len is the number of replicas.
-	Len() int
-	// Describe is replica i's engine description.
-	Describe(i int) map[string]any
+	if dec.TensorParallelSize != d.TensorParallelSize {
+		d.DecodeTensorParallelSize = dec.TensorParallelSize
+	}
+	if dec.MaxNumSeqs != d.MaxNumSeqs {
+		d.DecodeMaxNumSeqs = dec.MaxNumSeqs
+	}
+	if dec.MaxNumBatchedTokens != d.MaxNumBatchedTokens {
+		d.DecodeMaxNumBatchedTokens = dec.MaxNumBatchedTokens
+	}
+	if dec.NumGPUBlocks != d.NumGPUBlocks {
+		d.DecodeNumGPUBlocks = dec.NumGPUBlocks
+	}
 }
 
 // newFleet builds the fleet cfg describes, fresh; a bad setting is a
 // *ConfigError (Field "Cluster.<field>").
-func newFleet(cfg *cluster.Config) (fleet, error) {
+func newFleet(cfg *cluster.Config) (cluster.Fleet, error) {
 	if cfg.Gateway != nil {
 		// Before the split: a gateway refuses one it cannot front.
 		g, err := cluster.NewGateway(*cfg)
@@ -257,7 +257,7 @@ type autoscaled interface {
 
 // keepAutoscale keeps what fleet c's autoscaler did over level idx,
 // which ended at end (ns), if it has one.
-func (v *virtual) keepAutoscale(idx int, c simrun.Fleet, end int64) {
+func (v *virtual) keepAutoscale(idx int, c cluster.Fleet, end int64) {
 	as, ok := c.(autoscaled)
 	if !ok {
 		return
@@ -292,7 +292,7 @@ func (v *virtual) describe(m *runlog.Meta) string {
 	} else {
 		m.Dataset = v.ds.Name()
 	}
-	m.Model = fmt.Sprint(v.desc["model"])
+	m.Model = v.desc.Model
 	return "sim"
 }
 
@@ -404,7 +404,7 @@ func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, s
 func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (simrun.SessionResult, error) {
 	var (
 		eng *sim.Engine
-		c   fleet
+		c   cluster.Fleet
 		err error
 	)
 	if v.cfg.Cluster == nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,7 @@ type wall struct {
 	stopEmb   func()
 	// tokenizer and tokenizerID say how the prompts were sized.
 	tokenizer, tokenizerID string
-	simulated              map[string]any
+	simulated              runlog.Engine
 	targetName             string
 	// base is the target's root URL (the embedded simulator's when none
 	// was given).
@@ -58,7 +59,7 @@ func (w *wall) dataset(lv runlog.Level) (workload.Dataset, error) {
 // embeddedInfo describes the embedded simulator once it is up.
 type embeddedInfo struct {
 	url, summary string
-	desc         map[string]any
+	desc         runlog.Engine
 }
 
 // startEmbedded starts the simulated engine on an ephemeral loopback port.
@@ -81,15 +82,17 @@ func startEmbedded(ctx context.Context, cfg *Config, log *slog.Logger) (*embedde
 
 // DescribeEngine is a one-line "model on GPU" of an engine's description
 // (or a cluster file's pools, as its "pools" says them).
-func DescribeEngine(d map[string]any) string {
-	if p := poolsText(metaPools(d)); p != "" {
+func DescribeEngine(d runlog.Engine) string {
+	if p := poolsText(metaPools(&d)); p != "" {
 		// A cluster file's pools, each of its own engine.
 		return "simulated pools " + p
 	}
+	fields := d.Fields()
 	var parts []string
 	for _, k := range []string{"model", "gpu", "tensor_parallel_size", "dtype", "scheduler"} {
-		if v, ok := d[k]; ok && fmt.Sprint(v) != "" {
-			parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+		i := slices.IndexFunc(fields, func(f runlog.EngineField) bool { return f.Key == k })
+		if i >= 0 && fmt.Sprint(fields[i].Value) != "" {
+			parts = append(parts, fmt.Sprintf("%s=%v", k, fields[i].Value))
 		}
 	}
 	if len(parts) == 0 {

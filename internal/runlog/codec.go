@@ -911,7 +911,7 @@ func RunDiff(a, b *Meta) string {
 		{"dataset", a.Dataset, b.Dataset},
 		{"seed", strconv.FormatInt(a.Seed, 10), strconv.FormatInt(b.Seed, 10)},
 		{"no_stream", strconv.FormatBool(a.NoStream), strconv.FormatBool(b.NoStream)},
-		{"simulated", canonicalJSON(a.Simulated), canonicalJSON(b.Simulated)},
+		{"simulated", a.Simulated.canonical(), b.Simulated.canonical()},
 		{"metadata", canonicalJSON(a.Metadata), canonicalJSON(b.Metadata)},
 	} {
 		if f.a != f.b {

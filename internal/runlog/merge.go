@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -117,9 +116,9 @@ var compatFields = []compatField{
 	{"backend", func(m *Meta) any { return m.Backend }},
 	{"endpoint", func(m *Meta) any { return m.Endpoint }},
 	{"dataset", func(m *Meta) any { return m.Dataset }},
-	// As JSON, so maps decoded from different files compare equal when
-	// their content is (numbers decode as float64 on both sides).
-	{"simulated", func(m *Meta) any { return canonicalJSON(m.Simulated) }},
+	// As JSON, so descriptions decoded from different files compare
+	// equal when their content is.
+	{"simulated", func(m *Meta) any { return m.Simulated.canonical() }},
 }
 
 // Merge combines records files (or the runs of one file, see
@@ -184,7 +183,7 @@ func Merge(files []RecordsFile, force bool) (*Meta, []Record, []string, error) {
 			}
 			what := fmt.Sprintf("%s (%v vs %v)", cf.name, show(a), show(b))
 			if cf.name == "simulated" {
-				what = mapDiff("simulated", base.Simulated, f.Meta.Simulated)
+				what = engineDiff("simulated", &base.Simulated, &f.Meta.Simulated)
 			}
 			msg := fmt.Sprintf("%s and %s differ in %s", baseName, f.Name, what)
 			if !force {
@@ -452,26 +451,28 @@ func sameLoad(a, b Level) bool {
 		a.MaxConcurrency == b.MaxConcurrency && a.Label == b.Label && a.DurationS == b.DurationS
 }
 
-// mapDiff names the keys whose values differ between a and b, with both
-// values, at most three of them, so a refusal stays one readable line.
-func mapDiff(name string, a, b map[string]any) string {
-	keys := slices.Sorted(maps.Keys(a))
-	for k := range b {
-		if _, ok := a[k]; !ok {
+// engineDiff names the keys whose values differ between a and b, with
+// both values, at most three of them, so a refusal stays one readable
+// line.
+func engineDiff(name string, a, b *Engine) string {
+	va, vb := a.values(), b.values()
+	keys := slices.Sorted(maps.Keys(va))
+	for _, k := range slices.Sorted(maps.Keys(vb)) {
+		if _, ok := va[k]; !ok {
 			keys = append(keys, k)
 		}
 	}
 	var parts []string
 	for _, k := range keys {
-		va, vb := canonicalValue(a[k]), canonicalValue(b[k])
-		if va == vb {
+		x, y := va[k], vb[k]
+		if x == y {
 			continue
 		}
 		if len(parts) == 3 {
 			parts = append(parts, "…")
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s.%s (%s vs %s)", name, k, show(unquote(va)), show(unquote(vb))))
+		parts = append(parts, fmt.Sprintf("%s.%s (%s vs %s)", name, k, show(unquote(x)), show(unquote(y))))
 	}
 	if len(parts) == 0 {
 		return name
@@ -485,18 +486,6 @@ func unquote(s string) string {
 		return u
 	}
 	return s
-}
-
-// canonicalValue renders one value as JSON for comparison.
-func canonicalValue(v any) string {
-	if v == nil {
-		return ""
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 func show(v any) string {

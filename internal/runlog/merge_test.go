@@ -2,6 +2,7 @@ package runlog_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -146,7 +147,10 @@ func TestMerge(t *testing.T) {
 	otherModel := *meta
 	otherModel.Model = "qwen-7b"
 	otherSim := *meta
-	otherSim.Simulated = map[string]any{"gpu": "a100"}
+	// As a file holding only the GPU reads back.
+	if err := json.Unmarshal([]byte(`{"gpu":"a100"}`), &otherSim.Simulated); err != nil {
+		t.Fatal(err)
+	}
 
 	f := func(name string, m *runlog.Meta) runlog.RecordsFile {
 		return runlog.RecordsFile{Name: name, Meta: m, Records: handRecords()}

@@ -39,8 +39,9 @@ type Meta struct {
 	// one chunk is the whole answer, so only E2E and response time mean
 	// anything.
 	NoStream bool `json:"no_stream,omitempty"`
-	// Simulated describes the simulated engine (model, GPU, flags), when any.
-	Simulated map[string]any `json:"simulated,omitempty"`
+	// Simulated describes the simulated engine (model, GPU, flags), when
+	// any (zero: none).
+	Simulated Engine `json:"simulated,omitzero"`
 	// Analysis is how the run judged itself (SLO, sweep criteria), so a
 	// report of the records reaches the same verdict; nil in older files.
 	Analysis *Analysis `json:"analysis,omitempty"`

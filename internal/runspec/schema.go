@@ -33,7 +33,7 @@ func schemaMeta(metadata map[string]string) *runlog.Meta {
 	return &runlog.Meta{
 		Started:   time.Unix(0, 0).UTC(),
 		Levels:    []runlog.Level{{RequestRate: 1, Burstiness: 1, MaxConcurrency: 1, NumPrompts: 1, Label: "x"}},
-		Simulated: map[string]any{"engine": ""},
+		Simulated: runlog.Engine{Model: "engine"},
 		Metadata:  metadata,
 	}
 }

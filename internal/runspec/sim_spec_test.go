@@ -1,6 +1,7 @@
 package runspec
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -30,7 +31,11 @@ func TestVirtualSpecErrors(t *testing.T) {
 }
 
 func TestVirtualLines(t *testing.T) {
-	r := &run.Result{Meta: &runlog.Meta{Simulated: map[string]any{"gpu": "h100"}}, Virtual: &run.VirtualStats{Simulated: 2 * time.Second, Steps: 3, Abandoned: 1, AbandonedTokens: 7}}
+	var gpuOnly runlog.Engine // as read back from a file that names only the GPU
+	if err := json.Unmarshal([]byte(`{"gpu":"h100"}`), &gpuOnly); err != nil {
+		t.Fatal(err)
+	}
+	r := &run.Result{Meta: &runlog.Meta{Simulated: gpuOnly}, Virtual: &run.VirtualStats{Simulated: 2 * time.Second, Steps: 3, Abandoned: 1, AbandonedTokens: 7}}
 	if l := r.VirtualLines(); len(l) != 2 || l[0] != "simulated 2.0 s of simulated gpu=h100 in 0.00 s (3 engine steps)" || l[1] != "the engine ran on 1 timed-out requests whose clients had left (7 tokens wasted)" {
 		t.Errorf("VirtualLines = %q", l)
 	}

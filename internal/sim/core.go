@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim/costmodel"
 	"github.com/goodput/goodput/internal/sim/kvcache"
 )
@@ -282,41 +283,42 @@ func (e *Engine) Snapshot() Snapshot {
 // Describe returns the simulated setup for reports: model, GPU, TP, dtypes,
 // scheduler and the resolved limits (KV capacity in blocks and tokens,
 // max_num_seqs, max_num_batched_tokens, max_model_len, ...).
-func (e *Engine) Describe() map[string]any {
+func (e *Engine) Describe() runlog.Engine {
 	c := e.cfg
-	d := map[string]any{
-		"model":                   c.dep.Model.Name,
-		"hf_id":                   c.dep.Model.HFID,
-		"gpu":                     c.dep.GPU.Name,
-		"tensor_parallel_size":    c.TP,
-		"dtype":                   c.DType,
-		"kv_cache_dtype":          c.dep.KVDType,
-		"scheduler":               c.Scheduler,
-		"max_num_seqs":            c.MaxNumSeqs,
-		"max_num_batched_tokens":  c.MaxNumBatchedTokens,
-		"block_size":              c.BlockSize,
-		"gpu_memory_utilization":  c.GPUMemoryUtilization,
-		"enable_prefix_caching":   c.EnablePrefixCaching,
-		"enable_chunked_prefill":  c.chunked(),
-		"max_model_len":           c.MaxModelLen,
-		"num_gpu_blocks":          c.numBlocks,
-		"kv_capacity_tokens":      c.numBlocks * c.BlockSize,
-		"kv_cache_gib_per_gpu":    round3(c.kvBytesTotal / costmodel.GiB),
-		"weights_gib_per_gpu":     round3(c.dep.WeightBytesPerGPU() / costmodel.GiB),
-		"params_b":                round3(float64(c.dep.Model.Params()) / 1e9),
-		"active_params_b":         round3(float64(c.dep.Model.ActiveParams()) / 1e9),
-		"max_waiting":             c.MaxWaiting,
-		"max_queue_time_s":        c.MaxQueueTime.Seconds(),
-		"reasoning_tokens":        c.ReasoningTokens,
-		"priority_scheduling":     c.Priority,
-		"profile_table":           c.ProfileTable,
-		"max_model_len_kv_capped": c.modelLenCap,
+	d := runlog.Engine{
+		Model:                c.dep.Model.Name,
+		HFID:                 c.dep.Model.HFID,
+		GPU:                  c.dep.GPU.Name,
+		TensorParallelSize:   c.TP,
+		DType:                c.DType,
+		KVCacheDType:         c.dep.KVDType,
+		Scheduler:            c.Scheduler,
+		MaxNumSeqs:           c.MaxNumSeqs,
+		MaxNumBatchedTokens:  c.MaxNumBatchedTokens,
+		BlockSize:            c.BlockSize,
+		GPUMemoryUtilization: c.GPUMemoryUtilization,
+		EnablePrefixCaching:  c.EnablePrefixCaching,
+		EnableChunkedPrefill: c.chunked(),
+		MaxModelLen:          c.MaxModelLen,
+		NumGPUBlocks:         c.numBlocks,
+		KVCapacityTokens:     c.numBlocks * c.BlockSize,
+		KVCacheGiBPerGPU:     round3(c.kvBytesTotal / costmodel.GiB),
+		WeightsGiBPerGPU:     round3(c.dep.WeightBytesPerGPU() / costmodel.GiB),
+		ParamsB:              round3(float64(c.dep.Model.Params()) / 1e9),
+		ActiveParamsB:        round3(float64(c.dep.Model.ActiveParams()) / 1e9),
+		MaxWaiting:           c.MaxWaiting,
+		MaxQueueTimeS:        c.MaxQueueTime.Seconds(),
+		ReasoningTokens:      c.ReasoningTokens,
+		PriorityScheduling:   c.Priority,
+		ProfileTable:         c.ProfileTable,
+		MaxModelLenKVCapped:  c.modelLenCap,
 	}
 	if c.spec != nil {
-		// Only when on, so reports of runs without it are unchanged.
-		d["num_speculative_tokens"] = c.SpecTokens
-		d["spec_acceptance"] = c.SpecAcceptance
-		d["spec_draft"] = c.SpecDraft
+		// Only when on (runlog.Engine writes these keys only then), so
+		// reports of runs without it are unchanged.
+		d.NumSpeculativeTokens = c.SpecTokens
+		d.SpecAcceptance = c.SpecAcceptance
+		d.SpecDraft = c.SpecDraft
 	}
 	return d
 }

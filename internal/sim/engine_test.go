@@ -60,15 +60,15 @@ func TestDefaultsAndSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := e.Describe()
-	got := map[string]any{"gpu": d["gpu"], "tp": d["tensor_parallel_size"], "pc": d["enable_prefix_caching"],
-		"seqs": d["max_num_seqs"], "tokens": d["max_num_batched_tokens"], "qt": d["max_queue_time_s"]}
+	got := map[string]any{"gpu": d.GPU, "tp": d.TensorParallelSize, "pc": d.EnablePrefixCaching,
+		"seqs": d.MaxNumSeqs, "tokens": d.MaxNumBatchedTokens, "qt": d.MaxQueueTimeS}
 	// A100 keeps vLLM's smaller server defaults (256 seqs, 2048 tokens).
 	want := map[string]any{"gpu": "a100-80gb", "tp": 2, "pc": false, "seqs": 256, "tokens": 2048, "qt": 2.0}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Describe() after settings (-want +got):\n%s", diff)
 	}
 	h, _ := New(DefaultConfig())
-	if s, n := h.Describe()["max_num_seqs"], h.Describe()["max_num_batched_tokens"]; s != 1024 || n != 8192 {
+	if s, n := h.Describe().MaxNumSeqs, h.Describe().MaxNumBatchedTokens; s != 1024 || n != 8192 {
 		t.Errorf("H100 defaults = %v seqs, %v tokens; want 1024, 8192", s, n)
 	}
 }
@@ -286,9 +286,9 @@ func TestConfigResolved(t *testing.T) {
 		got.MaxNumSeqs != 1024 || got.MaxNumBatchedTokens != 8192 || got.Scheduler != SchedVLLMV1 || got.MaxModelLen == 0 {
 		t.Errorf("Config() = %+v; want the settings with their defaults resolved", got)
 	}
-	if d := e.Describe(); d["max_model_len"] != got.MaxModelLen || d["block_size"] != got.BlockSize {
+	if d := e.Describe(); d.MaxModelLen != got.MaxModelLen || d.BlockSize != got.BlockSize {
 		t.Errorf("Config() disagrees with Describe(): max_model_len %d vs %v, block_size %d vs %v",
-			got.MaxModelLen, d["max_model_len"], got.BlockSize, d["block_size"])
+			got.MaxModelLen, d.MaxModelLen, got.BlockSize, d.BlockSize)
 	}
 }
 

@@ -32,7 +32,7 @@ func TestKVReady(t *testing.T) {
 	if end1 != cost(1000) || len(evs) != 1 || evs[0].Kind != EventTokens || evs[0].Tokens != 1 || evs[0].Cached != 0 {
 		t.Fatalf("step 1 = %d %+v; want %d and one token", end1, evs, cost(1000))
 	}
-	blocks := e.Describe()["num_gpu_blocks"].(int)
+	blocks := e.Describe().NumGPUBlocks
 	if got, want := e.Snapshot().KVUsage, 63/float64(blocks); got != want {
 		t.Errorf("KV usage %v; want 63/%d = %v", got, blocks, want)
 	}

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -228,10 +230,10 @@ func TestSpecDraftModel(t *testing.T) {
 	if on.cfg.numBlocks >= off.cfg.numBlocks {
 		t.Errorf("KV blocks with a draft model %d; want fewer than %d", on.cfg.numBlocks, off.cfg.numBlocks)
 	}
-	if d := on.Describe(); d["spec_draft"] != "Llama-3.1-8B" || d["num_speculative_tokens"] != 3 {
+	if d := on.Describe(); d.SpecDraft != "Llama-3.1-8B" || d.NumSpeculativeTokens != 3 {
 		t.Errorf("Describe() = %v; want the draft and k", d)
 	}
-	if _, ok := off.Describe()["spec_draft"]; ok {
+	if js, _ := json.Marshal(off.Describe()); strings.Contains(string(js), `"spec_draft"`) {
 		t.Error("Describe() without speculative decoding names a draft")
 	}
 }

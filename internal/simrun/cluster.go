@@ -55,33 +55,10 @@ func (s *single) step(now int64, _ feed) (int64, []cluster.Batch) {
 	return end, s.batch[:]
 }
 
-// Fleet is the simulated fleet a cluster run drives: a *cluster.Cluster
-// (replicas behind a router) or anything composed of clusters — a
-// prefill/decode split, an autoscaled pool, a gateway in front — that
-// keeps its contract: one virtual clock, Step returning the moment
-// something happened and each replica's events then, Add routing a
-// request and returning its replica (from 0).
-type Fleet interface {
-	Add(now int64, r cluster.Request) (int, error)
-	Step(now, until int64) (int64, []cluster.Batch)
-	Abort(now int64, id string)
-	Busy() bool
-	// Snapshot is the fleet's gauges and counters summed.
-	Snapshot() sim.Snapshot
-	// Stats is each replica's share of the run, by index.
-	Stats() []cluster.ReplicaStats
-	// Steps counts the iterations of every replica.
-	Steps() int64
-	// Config is replica i's engine configuration.
-	Config(i int) sim.Config
-}
-
-var _ Fleet = (*cluster.Cluster)(nil)
-
 // replicas is a fleet (the records know each request's replica from its
 // send).
 type replicas struct {
-	c Fleet
+	c cluster.Fleet
 }
 
 var _ engine = (*replicas)(nil)
@@ -147,7 +124,7 @@ func (r *runner) applyBatch(b cluster.Batch, end int64) error {
 // on its own schedule, and every Record says which replica served it
 // (Record.Replica, from 1). Result.Replicas gives each replica's share and
 // Result.Steps counts the iterations of every replica. c should be fresh.
-func RunCluster(ctx context.Context, c Fleet, ds workload.Dataset, load Load, emit func(*runlog.Record) error) (Result, error) {
+func RunCluster(ctx context.Context, c cluster.Fleet, ds workload.Dataset, load Load, emit func(*runlog.Record) error) (Result, error) {
 	return run(ctx, &replicas{c: c}, ds, load, emit)
 }
 
@@ -155,6 +132,6 @@ func RunCluster(ctx context.Context, c Fleet, ds workload.Dataset, load Load, em
 // it is sent, with its session's ID for session-affinity routing. The
 // settings that shape the requests (tool calls, reasoning, the block size
 // of the hashes) are replica 1's.
-func RunSessionsCluster(ctx context.Context, c Fleet, load SessionLoad, emit func(*runlog.Record) error) (SessionResult, error) {
+func RunSessionsCluster(ctx context.Context, c cluster.Fleet, load SessionLoad, emit func(*runlog.Record) error) (SessionResult, error) {
 	return runSessions(ctx, &replicas{c: c}, load, emit)
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
-var _ Fleet = (*cluster.Disagg)(nil)
+var _ cluster.Fleet = (*cluster.Disagg)(nil)
 
 // TestDisaggRecords: a run on a 2:2 split gives each record its prefill
 // replica (1 or 2), its decode replica (3 or 4) and its KV transfer; the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/session"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/goodput/goodput/internal/workload"
@@ -211,12 +212,11 @@ type convo struct {
 	// one, so only its new blocks are hashed.
 	hashes []uint64
 
-	turn      int // index into sess.Turns
-	round     int // tool rounds answered so far in this turn
-	rounds    [][]plannedCall
-	firstSent int64 // send of the turn's first request
-	intended  int64 // of the request due next or in flight
-	latency   int64 // tool wait after the tool-call answer in flight
+	// w is where the session is in its turns and tool rounds.
+	w        *session.Walk
+	rounds   [][]plannedCall
+	intended int64 // of the request due next or in flight
+	latency  int64 // tool wait after the tool-call answer in flight
 	// attempt is the retries sent of the request due next or in flight
 	// (0: its first attempt), orig the first attempt's id and retryDue
 	// when the next retry is due (set by runner.retryLater).
@@ -382,22 +382,23 @@ func (f *sessionFeed) start(at int64) {
 		c.system = c.total
 	}
 	f.active++
+	c.w = session.New(sess, i, intended, f.maxRounds, session.FromTurnSend)
 	f.beginTurn(c)
-	c.intended = intended + int64(sess.Turns[0].ThinkTime)
+	c.intended = c.w.Due()
 	f.schedule(c, max(c.intended, at))
 }
 
-// beginTurn adds turn c.turn's message to the prompt and plans its tool
+// beginTurn adds the walk's turn's message to the prompt and plans its tool
 // rounds.
 func (f *sessionFeed) beginTurn(c *convo) {
-	t := &c.sess.Turns[c.turn]
+	turn := c.w.Turn()
+	t := &c.sess.Turns[turn]
 	c.turns = append(c.turns, len(c.segs))
-	c.round = 0
 	n := t.InputTokens
 	if n <= 0 {
 		n = tokenize.Approx{}.Count(t.Content)
 	}
-	key := f.key(kindUser, c.idx, c.turn, 0, 0)
+	key := f.key(kindUser, c.idx, turn, 0, 0)
 	if t.Content != "" {
 		// The same text is the same tokens to the server, as when a cycled
 		// session resends its recorded message.
@@ -417,10 +418,10 @@ func (f *sessionFeed) beginTurn(c *convo) {
 		for j, tc := range round {
 			p[j] = plannedCall{name: tc.Name, latency: int64(tc.Latency), result: tc.ResultTokens}
 			if p[j].latency == 0 && f.load.ToolLatency != nil {
-				p[j].latency = int64(max(f.load.ToolLatency(c.idx, c.turn, call), 0))
+				p[j].latency = int64(max(f.load.ToolLatency(c.idx, turn, call), 0))
 			}
 			if p[j].result == 0 && f.load.ToolResultTokens != nil {
-				p[j].result = max(f.load.ToolResultTokens(c.idx, c.turn, call), 0)
+				p[j].result = max(f.load.ToolResultTokens(c.idx, turn, call), 0)
 			}
 			call++
 		}
@@ -429,35 +430,33 @@ func (f *sessionFeed) beginTurn(c *convo) {
 	if len(t.ToolCalls) > 0 || len(c.sess.Tools) == 0 || f.cfg.ToolCallShare <= 0 {
 		return
 	}
-	h := f.key(kindShare, c.idx, c.turn, 0, 0)
+	h := f.key(kindShare, c.idx, turn, 0, 0)
 	if float64(h>>11)/(1<<53) >= f.cfg.ToolCallShare {
 		return
 	}
 	p := plannedCall{name: c.sess.Tools[sim.Mix64(h)%uint64(len(c.sess.Tools))], result: DefaultToolResultTokens}
 	if f.load.ToolLatency != nil {
-		p.latency = int64(max(f.load.ToolLatency(c.idx, c.turn, 0), 0))
+		p.latency = int64(max(f.load.ToolLatency(c.idx, turn, 0), 0))
 	}
 	if f.load.ToolResultTokens != nil {
-		p.result = max(f.load.ToolResultTokens(c.idx, c.turn, 0), 0)
+		p.result = max(f.load.ToolResultTokens(c.idx, turn, 0), 0)
 	}
 	c.rounds = append(c.rounds, []plannedCall{p})
 }
 
 // send adds c's next request to the engine at `at`.
 func (f *sessionFeed) send(c *convo, at int64) error {
-	t := &c.sess.Turns[c.turn]
-	if c.round == 0 && c.attempt == 0 {
-		c.firstSent = at
+	turn, round := c.w.Turn(), c.w.Round()
+	t := &c.sess.Turns[turn]
+	if c.attempt == 0 {
+		c.w.Sent(at) // a retry's send is not the one a later turn counts from
 	}
 	if m := f.load.MaxContext; m > 0 {
 		for c.total+t.OutputTokens > m && len(c.turns) > 1 {
 			c.dropTurn(f.block)
 		}
 	}
-	id := "s" + strconv.Itoa(c.idx) + "-t" + strconv.Itoa(c.turn+1)
-	if c.round > 0 {
-		id += "-r" + strconv.Itoa(c.round)
-	}
+	id := c.w.ID("")
 	rec := &runlog.Record{
 		ID:                    id,
 		Level:                 f.load.Index,
@@ -466,8 +465,8 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 		RequestedPromptTokens: c.total,
 		MaxTokens:             t.OutputTokens,
 		SessionID:             c.id,
-		Turn:                  c.turn + 1,
-		ToolRound:             c.round,
+		Turn:                  turn + 1,
+		ToolRound:             round,
 		History:               runlog.HistoryServer,
 		HistoryDropped:        c.dropped,
 	}
@@ -476,10 +475,10 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 		rec.Attempt, rec.RetryOf = c.attempt+1, c.orig
 	}
 	var out, hidden int
-	if c.round < len(c.rounds) {
+	if round < len(c.rounds) {
 		// A tool-call answer: the calls' names and arguments are hidden
 		// tokens, as a streaming client sees tool-call deltas.
-		calls := c.rounds[c.round]
+		calls := c.rounds[round]
 		out = len(calls) * f.cfg.ToolCallTokens
 		hidden = out
 		rec.FinishReason = "tool_calls"
@@ -491,7 +490,7 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 		}
 	} else {
 		out, rec.FinishReason = t.OutputTokens, "length"
-		natural := sim.NaturalLength(uint64(f.load.Seed)^f.key(kindAnswer, c.idx, c.turn, 0, 1), sim.DefaultNaturalMedian)
+		natural := sim.NaturalLength(uint64(f.load.Seed)^f.key(kindAnswer, c.idx, turn, 0, 1), sim.DefaultNaturalMedian)
 		if out <= 0 || (f.load.NaturalStop && natural < out) {
 			out, rec.FinishReason = natural, "stop"
 		}
@@ -511,7 +510,7 @@ func (f *sessionFeed) send(c *convo, at int64) error {
 			reply = out - think
 		}
 		q.BlockHashes = c.blockHashes(f.block,
-			seg{key: f.key(kindThink, c.idx, c.turn, c.round, 0), tokens: think},
+			seg{key: f.key(kindThink, c.idx, turn, round, 0), tokens: think},
 			seg{key: f.replyKey(c), tokens: reply})
 		q.HashBlockTokens = f.block
 	}
@@ -530,35 +529,33 @@ func (f *sessionFeed) ended(c *convo, rec *runlog.Record) {
 	}
 	c.attempt = 0
 	if !rec.OK() {
+		c.w.Ended(false, rec.End, false, 0)
 		f.active--
 		f.res.SessionsFailed++
 		return
 	}
-	if c.round < len(c.rounds) {
+	if turn, round := c.w.Turn(), c.w.Round(); round < len(c.rounds) {
 		rec.ToolLatencyNs = c.latency
 		c.push(seg{key: f.replyKey(c), tokens: rec.CompletionTokens})
-		for j, p := range c.rounds[c.round] {
-			c.push(seg{key: f.key(kindResult, c.idx, c.turn, c.round, j), tokens: p.result})
+		for j, p := range c.rounds[round] {
+			c.push(seg{key: f.key(kindResult, c.idx, turn, round, j), tokens: p.result})
 		}
-		c.round++
-		c.intended = rec.End + c.latency
+		// The rounds planned are within the cap: the walk goes on to the
+		// next round after the tools' wait.
+		c.w.Ended(true, rec.End, true, time.Duration(c.latency))
+		c.intended = c.w.Due()
 		f.schedule(c, c.intended)
 		return
 	}
 	// The history carries what the user saw: reasoning is not resent.
 	c.push(seg{key: f.replyKey(c), tokens: rec.CompletionTokens - rec.ReasoningTokens})
-	c.turn++
-	if c.turn == len(c.sess.Turns) {
+	if c.w.Ended(true, rec.End, false, 0); c.w.Done() {
 		f.active--
 		f.res.SessionsCompleted++
 		return
 	}
 	f.beginTurn(c)
-	think := int64(c.sess.Turns[c.turn].ThinkTime)
-	c.intended = rec.End + think
-	if c.sess.ThinkFromSend {
-		c.intended = max(rec.End, c.firstSent+think)
-	}
+	c.intended = c.w.Due()
 	f.schedule(c, c.intended)
 }
 
@@ -662,14 +659,15 @@ const (
 	kindThink // an answer's reasoning, which no later prompt resends
 )
 
-// replyKey is the key of the output of c's request in flight, c.round of
-// turn c.turn: a tool call or the turn's answer. The request's hashes and
+// replyKey is the key of the output of c's request in flight, the walk's
+// round of its turn: a tool call or the turn's answer. The request's hashes and
 // the next prompt, which resends it, both take it from here, so they agree.
 func (f *sessionFeed) replyKey(c *convo) uint64 {
-	if c.round < len(c.rounds) {
-		return f.key(kindCall, c.idx, c.turn, c.round, 0)
+	turn, round := c.w.Turn(), c.w.Round()
+	if round < len(c.rounds) {
+		return f.key(kindCall, c.idx, turn, round, 0)
 	}
-	return f.key(kindAnswer, c.idx, c.turn, c.round, 0)
+	return f.key(kindAnswer, c.idx, turn, round, 0)
 }
 
 // key identifies a segment of session idx's run (or a draw for it): the

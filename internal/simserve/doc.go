@@ -75,7 +75,7 @@
 // # A fleet
 //
 // [NewFleet] serves a cluster (package sim/cluster: N engines behind a
-// router, one virtual clock) behind the same port, through the [Fleet]
+// router, one virtual clock) behind the same port, through the [cluster.Fleet]
 // interface: every vLLM series once per replica, labelled engine="1" to
 // "N" (replicas are numbered from 1, as the client's reports number them); the
 // replica named in each answer's [ReplicaHeader]; a request's session for

@@ -8,42 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
-)
-
-// Fleet is what the server drives to serve several replicas behind one
-// port: a router and its engines on one virtual clock, with the contract
-// of cluster.Cluster (which see). It is owned by the Run goroutine.
-type Fleet interface {
-	// Add routes r, arriving at now (ns), and returns its replica.
-	Add(now int64, r cluster.Request) (int, error)
-	// Step starts every replica given work at now and returns the next
-	// moment something happens, but not past until, with the batches of
-	// the iterations that ended then; returning until with no batches, it
-	// consumed nothing: a later Step may start from any moment up to until.
-	Step(now, until int64) (int64, []cluster.Batch)
-	// Abort drops request id on its replica.
-	Abort(now int64, id string)
-	// Busy reports whether any replica has work.
-	Busy() bool
-	// NextEnd is the earliest end of an iteration in flight (MaxInt64:
-	// none), read without delivering it.
-	NextEnd() int64
-	// Len is the number of replicas.
-	Len() int
-	// Stats is each replica's share of the run, its engine's state included.
-	Stats() []cluster.ReplicaStats
-	// Config is replica i's engine configuration, resolved.
-	Config(i int) sim.Config
-	// Describe is replica i's engine description.
-	Describe(i int) map[string]any
-}
-
-var (
-	_ Fleet = (*cluster.Cluster)(nil)
-	_ Fleet = (*cluster.Gateway)(nil)
-	_ Fleet = (*cluster.Disagg)(nil)
 )
 
 // split is a fleet of a prefill pool and a decode pool (cluster.Disagg):
@@ -175,7 +142,7 @@ func NewFleet(cfg cluster.Config, opt Options) (*Server, error) {
 	if opt.Slowdown != 0 {
 		return nil, errSlowdownFleet
 	}
-	var f Fleet
+	var f cluster.Fleet
 	var err error
 	switch {
 	case cfg.Gateway != nil:
@@ -208,12 +175,12 @@ var errSlowdownFleet = errors.New("simserve: a slowdown is not supported with se
 // configuration as given, as (nil: none) its autoscaler, whose Max sizes
 // the per-replica state from the start (a replica it adds later is a
 // copy of replica 0).
-func serveFleet(f Fleet, cfg sim.Config, lockstep bool, as *cluster.Autoscale, opt Options) (*Server, error) {
+func serveFleet(f cluster.Fleet, cfg sim.Config, lockstep bool, as *cluster.Autoscale, opt Options) (*Server, error) {
 	n := f.Len()
 	if as != nil {
 		n = max(n, as.Max)
 	}
-	ds := make([]map[string]any, n)
+	ds := make([]runlog.Engine, n)
 	for i := range ds {
 		if i < f.Len() {
 			ds[i] = f.Describe(i)
@@ -226,11 +193,8 @@ func serveFleet(f Fleet, cfg sim.Config, lockstep bool, as *cluster.Autoscale, o
 		return nil, err
 	}
 	// The banner and reports see the fleet's size beside the engine's.
-	d := make(map[string]any, len(ds[0])+1)
-	for k, v := range ds[0] {
-		d[k] = v
-	}
-	d["replicas"] = f.Len()
+	d := ds[0]
+	d.Replicas = f.Len()
 	s.describe = d
 	s.fleet = f
 	s.fl = fleetState{outstanding: make([]int, n), lockstep: lockstep}

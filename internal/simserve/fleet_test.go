@@ -327,7 +327,7 @@ func TestFleetSlowdownRefused(t *testing.T) {
 	if got := s.Replicas(); got != 2 {
 		t.Errorf("Replicas() = %d; want 2", got)
 	}
-	if got := s.Describe()["replicas"]; got != 2 {
+	if got := s.Describe().Replicas; got != 2 {
 		t.Errorf(`Describe()["replicas"] = %v; want 2`, got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/sim"
 )
@@ -131,7 +132,7 @@ func newMetrics(reg prometheus.Registerer, model, engine string) (*metrics, erro
 // up to maxModelLen) and vllm:cache_config_info. A registration error (the
 // names already taken on a shared registry) is logged, not fatal: serving
 // goes on without them.
-func (m *metrics) bindEngine(log *slog.Logger, maxModelLen, blockSize int, describe map[string]any) {
+func (m *metrics) bindEngine(log *slog.Logger, maxModelLen, blockSize int, describe runlog.Engine) {
 	m.bind.Do(func() {
 		b := buckets125(maxModelLen)
 		pt := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "vllm:request_prompt_tokens",
@@ -155,7 +156,7 @@ func (m *metrics) bindEngine(log *slog.Logger, maxModelLen, blockSize int, descr
 // 0.9) plus engine, and no model_name; the simulator gives the fields it
 // models, in vLLM's spelling: cache_dtype is "fp8" for an fp8 KV cache and
 // vLLM's default "auto" (the model's dtype) otherwise.
-func cacheConfigInfo(blockSize int, d map[string]any, engine string) prometheus.Collector {
+func cacheConfigInfo(blockSize int, d runlog.Engine, engine string) prometheus.Collector {
 	pyBool := func(b bool) string {
 		if b {
 			return "True"
@@ -170,12 +171,10 @@ func cacheConfigInfo(blockSize int, d map[string]any, engine string) prometheus.
 		return s
 	}
 	dtype := "auto"
-	if kv, _ := d["kv_cache_dtype"].(string); kv == "fp8" {
+	if d.KVCacheDType == "fp8" {
 		dtype = "fp8"
 	}
-	prefix, _ := d["enable_prefix_caching"].(bool)
-	util, _ := d["gpu_memory_utilization"].(float64)
-	blocks, _ := d["num_gpu_blocks"].(int)
+	prefix, util, blocks := d.EnablePrefixCaching, d.GPUMemoryUtilization, d.NumGPUBlocks
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "vllm:cache_config_info", Help: "Information of the LLMEngine CacheConfig",
 		ConstLabels: prometheus.Labels{

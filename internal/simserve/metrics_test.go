@@ -86,7 +86,7 @@ vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 0
 # HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
 # TYPE vllm:cache_config_info gauge
 vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",num_gpu_blocks="%d"} 1
-`, d["num_gpu_blocks"])
+`, d.NumGPUBlocks)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantInfo), "vllm:cache_config_info"); err != nil {
 		t.Error(err)
 	}
@@ -144,7 +144,7 @@ vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching=
 	// Bucket bounds as vLLM V1 declares them (vllm/v1/metrics/loggers.py).
 	latency := []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 	// build_1_2_5_buckets(max_model_len): Llama 3.1's 131072 ends at 1e5.
-	if mml := d["max_model_len"]; mml != 131072 {
+	if mml := d.MaxModelLen; mml != 131072 {
 		t.Fatalf("max_model_len = %v; the test's buckets assume 131072", mml)
 	}
 	tokens := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
+	"github.com/goodput/goodput/internal/sim/cluster"
 )
 
 // Options tunes the server around the engine. The zero value is usable.
@@ -86,19 +87,19 @@ const DefaultIdleTimeout = 2 * time.Minute
 // Server is safe for concurrent use by any number of HTTP handlers.
 type Server struct {
 	opt         Options
-	eng         *sim.Engine // the one engine; nil when fleet drives several
-	fleet       Fleet       // the replicas behind a router (NewFleet); nil: eng
-	engCfg      sim.Config  // the (first) engine's configuration, resolved
+	eng         *sim.Engine   // the one engine; nil when fleet drives several
+	fleet       cluster.Fleet // the replicas behind a router (NewFleet); nil: eng
+	engCfg      sim.Config    // the (first) engine's configuration, resolved
 	model       string
 	aliases     []string
 	maxModelLen int
 	blockTokens int
 	toolShare   float64 // sim.Config.ToolCallShare
 	toolTokens  int     // tokens per tool call
-	describe    map[string]any
+	describe    runlog.Engine
 	m           *metrics   // replica 0's series (the one engine's)
 	ms          []*metrics // each replica's series, engine="i+1" in a fleet; ms[0] is m
-	repDescribe []map[string]any
+	repDescribe []runlog.Engine
 	gatherer    prometheus.Gatherer
 	log         *slog.Logger
 
@@ -194,7 +195,7 @@ func New(cfg sim.Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(opt, cfg, eng.Config(), []map[string]any{eng.Describe()}, false)
+	s, err := newServer(opt, cfg, eng.Config(), []runlog.Engine{eng.Describe()}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ func checkOptions(opt Options) error {
 // fleet says the engines are a fleet's replicas, whose engine labels are
 // their numbers from 1, as the client's records and reports number them;
 // a lone engine is engine="0", as vLLM's is.
-func newServer(opt Options, cfg, resolved sim.Config, describes []map[string]any, fleet bool) (*Server, error) {
+func newServer(opt Options, cfg, resolved sim.Config, describes []runlog.Engine, fleet bool) (*Server, error) {
 	s := &Server{
 		opt:         opt,
 		engCfg:      resolved,
@@ -300,7 +301,7 @@ func (s *Server) Model() string { return s.model }
 // Describe returns the engine's description (model, GPU, TP, limits), for
 // reports and the startup banner; a fleet's is its first replica's plus
 // "replicas", their number.
-func (s *Server) Describe() map[string]any { return s.describe }
+func (s *Server) Describe() runlog.Engine { return s.describe }
 
 // clock returns the server clock: ns since the server was built, on the
 // monotonic clock.

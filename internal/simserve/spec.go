@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -73,7 +74,7 @@ func (s Spec) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Por
 // Describe does): a split's pools, an autoscaled fleet (its replicas at
 // the start, of at most Replicas), several replicas, or the engine alone.
 func (s *Server) Fleet(engine string) string {
-	switch start, _ := s.describe["replicas"].(int); {
+	switch start := s.describe.Replicas; {
 	case s.fl.roles != nil:
 		return fmt.Sprintf("%d prefill + %d decode replicas of %s", s.fl.prefill, len(s.fl.roles)-s.fl.prefill, engine)
 	case s.fl.tick != 0:
@@ -86,9 +87,9 @@ func (s *Server) Fleet(engine string) string {
 
 // Serve serves as s says, over the fleet c and the gateway g give (given:
 // which of c's settings were), until ctx is done, logging to stderr and
-// noting there what it serves (describe names the engine from Describe's
-// map). Errors of c's and g's settings are *setting.Error of their fields.
-func (s Spec) Serve(ctx context.Context, c cluster.Spec, g cluster.GatewaySpec, given setting.Given, stderr io.Writer, describe func(map[string]any) string) error {
+// noting there what it serves (describe names the engine from its
+// Describe). Errors of c's and g's settings are *setting.Error of their fields.
+func (s Spec) Serve(ctx context.Context, c cluster.Spec, g cluster.GatewaySpec, given setting.Given, stderr io.Writer, describe func(runlog.Engine) string) error {
 	switch {
 	case c.Ratios != "":
 		return setting.Errorf("Ratios", "", "the search over prefill/decode splits runs in virtual time (goodput sim); goodput serve serves one fleet")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sse"
 	"github.com/goodput/goodput/internal/tokenize"
@@ -574,7 +575,7 @@ func TestToolCallConversation(t *testing.T) {
 	}
 	c1, c2, c3 := r1.Usage.PromptDetails.CachedTokens, r2.Usage.PromptDetails.CachedTokens, r3.Usage.PromptDetails.CachedTokens
 	t.Logf("prompt_tokens %d, %d, %d; cached_tokens %d, %d, %d", p1, p2, p3, c1, c2, c3)
-	block := engineBlockSize(cfg, nil)
+	block := engineBlockSize(cfg, runlog.Engine{})
 	if c1 != 0 || c2 < p1/block*block-block || c3 < p2/block*block-block || !(c1 < c2 && c2 < c3) {
 		t.Errorf("cached_tokens = %d, %d, %d (prompts %d, %d, %d); want 0, then each turn's previous prompt's full blocks, growing",
 			c1, c2, c3, p1, p2, p3)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/sim/validate"
@@ -126,7 +127,7 @@ func (s *Spec) deployment(file string) (cluster.Config, error) {
 		return cluster.Config{Replicas: []sim.Config{s.Base}}, nil
 	}
 	c, err := cluster.ParseFile(s.path(file), s.Base)
-	var fe *cluster.FileError
+	var fe *setting.FileError
 	if errors.As(err, &fe) {
 		fe.File = file // as the user named it, not resolved
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/sim/validate"
 	"github.com/goodput/goodput/internal/workload"
@@ -327,9 +328,9 @@ func (s *Spec) stated(order []string, keys map[string]string, file string) (*clu
 	}
 	c, err := cluster.Parse([]byte(b.String()), file, s.Base)
 	if err != nil {
-		var fe *cluster.FileError
+		var fe *setting.FileError
 		if errors.As(err, &fe) {
-			col := fe.Field
+			col := fe.Key
 			if col == "replicas" {
 				col = "dp"
 			} else if col == "enable_expert_parallel" {

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/sim/validate"
@@ -107,7 +108,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 // file, a deployment, a workload, a profile) rather than a failed replay.
 func IsInputError(err error) bool {
 	var ie *InputError
-	var fe *cluster.FileError
+	var fe *setting.FileError
 	var be *runlog.BadLineError
 	return errors.As(err, &ie) || errors.As(err, &fe) || errors.As(err, &be)
 }
@@ -115,7 +116,7 @@ func IsInputError(err error) bool {
 // Validate reads every input, replays each run on its deployment and
 // returns the matrix: the uncalibrated section, then the calibrated one
 // when Spec.Profile is set. An input's mistake is an *InputError (or a
-// *cluster.FileError of its deployment), found before anything runs.
+// *setting.FileError of its deployment), found before anything runs.
 func Validate(ctx context.Context, s Spec) (*validate.Matrix, error) {
 	var runs []*Run
 	for _, in := range s.Inputs {
@@ -204,7 +205,7 @@ func Replay(ctx context.Context, r *Run, c cluster.Config) (*validate.Samples, e
 		}
 		_, err = simrun.Run(ctx, eng, r.Workload, r.Load, emit)
 	default:
-		var f simrun.Fleet
+		var f cluster.Fleet
 		if f, err = newFleet(c); err != nil {
 			return nil, err
 		}
@@ -217,7 +218,7 @@ func Replay(ctx context.Context, r *Run, c cluster.Config) (*validate.Samples, e
 }
 
 // newFleet builds the fleet c describes, fresh.
-func newFleet(c cluster.Config) (simrun.Fleet, error) {
+func newFleet(c cluster.Config) (cluster.Fleet, error) {
 	switch {
 	case c.Gateway != nil:
 		return cluster.NewGateway(c)

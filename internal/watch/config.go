@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/goodput/goodput/internal/redact"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -129,43 +129,17 @@ func (p Probe) Body() map[string]any {
 	return m
 }
 
-// ConfigError is a mistake in a watch config: the file, the line (0 when
-// unknown) and the field, e.g. targets[1].interval.
-type ConfigError struct {
-	File  string
-	Line  int
-	Field string
-	Err   error
-}
-
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
-	}
-	// One line, whatever the cause says.
-	b.WriteString(strings.Join(strings.Fields(e.Err.Error()), " "))
-	return b.String()
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
-
 // FieldError is err as a mistake in the target's field (a key of its
 // mapping, e.g. "backend" or "api_key_env"), naming the file, the field's
 // line (the target's when the field was not written) and its path, so a
 // check made outside this package (an unknown backend, a variable not
 // set) reads like the parser's own.
-func (t *Target) FieldError(field string, err error) *ConfigError {
+func (t *Target) FieldError(field string, err error) *setting.FileError {
 	line := t.line
 	if l, ok := t.lines[field]; ok {
 		line = l
 	}
-	return &ConfigError{File: t.file, Line: line, Field: fmt.Sprintf("targets[%d].%s", t.index, field), Err: err}
+	return &setting.FileError{File: t.file, Line: line, Key: fmt.Sprintf("targets[%d].%s", t.index, field), Err: err}
 }
 
 // LoadConfig reads and parses the config file at path (see ParseConfig);
@@ -180,7 +154,7 @@ func LoadConfig(path, name string) (*Config, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, &ConfigError{File: name, Err: err}
+		return nil, &setting.FileError{File: name, Err: err}
 	}
 	return ParseConfig(data, name)
 }
@@ -188,8 +162,8 @@ func LoadConfig(path, name string) (*Config, error) {
 // ParseConfig parses a watch config (YAML). Top-level interval, timeout,
 // slo, objective and probe are defaults for every target; a target's own
 // keys override them (probe field by field). Unknown keys, duplicate keys
-// and bad values are a *ConfigError naming file, line and field. file
-// names the config in messages.
+// and bad values are a *setting.FileError naming file, line and field.
+// file names the config in messages.
 //
 //	interval: 30s
 //	slo: "ttft:2000 tpot:50"
@@ -204,16 +178,16 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 	p := &parser{file: file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, p.syntaxError(err, data)
+		return nil, setting.YAMLSyntaxError(p.file, err, data)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, &ConfigError{File: file, Field: "targets", Err: errors.New("the file is empty: want a mapping with a list of targets")}
+		return nil, &setting.FileError{File: file, Key: "targets", Err: errors.New("the file is empty: want a mapping with a list of targets")}
 	}
 	return p.config(doc.Content[0])
 }
 
 // parser walks a YAML node tree, turning every problem into a
-// *ConfigError at the node's line.
+// *setting.FileError at the node's line.
 type parser struct {
 	file   string
 	merges int // mappings merged in so far, bounded against alias bombs
@@ -223,50 +197,8 @@ type parser struct {
 // aliases let a few lines merge a mapping exponentially many times.
 const maxMerges = 1000
 
-// yamlLine is the "line N: " yaml.v3 starts a syntax error with.
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
-
-// syntaxError is yaml.v3's error for data as a ConfigError. yaml.v3 names
-// the line where the enclosing block began, not the line at fault; the
-// first line whose addition makes the text fail to parse is that one.
-func (p *parser) syntaxError(err error, data []byte) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	if l := firstBadLine(data); l > line {
-		line = l
-	}
-	return &ConfigError{File: p.file, Line: line, Err: fmt.Errorf("not valid YAML: %s", msg)}
-}
-
-// firstBadLine is the number of the first line that the text up to it
-// does not parse with (0 when unknown, or the file is too long to look).
-func firstBadLine(data []byte) int {
-	if len(data) > 16<<10 {
-		return 0
-	}
-	var doc yaml.Node
-	end, line := 0, 0
-	for end < len(data) && line < 500 {
-		nl := bytes.IndexByte(data[end:], '\n')
-		if nl < 0 {
-			end = len(data)
-		} else {
-			end += nl + 1
-		}
-		line++
-		if yaml.Unmarshal(data[:end], &doc) != nil {
-			return line
-		}
-	}
-	return 0
-}
-
-func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) *ConfigError {
-	return &ConfigError{File: p.file, Line: n.Line, Field: field, Err: fmt.Errorf(format, args...)}
+func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) *setting.FileError {
+	return &setting.FileError{File: p.file, Line: n.Line, Key: field, Err: fmt.Errorf(format, args...)}
 }
 
 // deref follows aliases (*name) to the node they name.
@@ -320,7 +252,7 @@ func (p *parser) collect(n *yaml.Node, path string, known []string, out map[stri
 			} else {
 				msg += " (want one of " + strings.Join(known, ", ") + ")"
 			}
-			return &ConfigError{File: p.file, Line: k.Line, Field: strings.TrimSuffix(path, "."), Err: errors.New(msg)}
+			return &setting.FileError{File: p.file, Line: k.Line, Key: strings.TrimSuffix(path, "."), Err: errors.New(msg)}
 		}
 		if _, dup := out[k.Value]; dup {
 			if merged {
@@ -616,7 +548,7 @@ func (p *parser) config(root *yaml.Node) (*Config, error) {
 	}
 	te, ok := top["targets"]
 	if !ok {
-		return nil, &ConfigError{File: p.file, Line: deref(root).Line, Field: "targets", Err: errors.New("missing: want a list of targets to probe")}
+		return nil, &setting.FileError{File: p.file, Line: deref(root).Line, Key: "targets", Err: errors.New("missing: want a list of targets to probe")}
 	}
 	list := deref(te.val)
 	if list.Kind != yaml.SequenceNode || len(list.Content) == 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/stats"
 )
 
@@ -158,9 +159,9 @@ func TestParseConfigErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.src), "w.yaml")
-			var ce *ConfigError
+			var ce *setting.FileError
 			if !errors.As(err, &ce) {
-				t.Fatalf("ParseConfig = %v; want a *ConfigError", err)
+				t.Fatalf("ParseConfig = %v; want a *setting.FileError", err)
 			}
 			got := err.Error()
 			if !strings.HasPrefix(got, tc.want) {
@@ -179,7 +180,7 @@ func TestParseConfigErrors(t *testing.T) {
 }
 
 // FuzzParseConfig checks that no input crashes the parser, that every
-// error is one *ConfigError line, and that a config it accepts holds what
+// error is one *setting.FileError line, and that a config it accepts holds what
 // the rest of the package relies on.
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(goodConfig))
@@ -190,9 +191,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfig(data, "f.yaml")
 		if err != nil {
-			var ce *ConfigError
+			var ce *setting.FileError
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %v is not a *ConfigError", err)
+				t.Fatalf("error %v is not a *setting.FileError", err)
 			}
 			if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || !strings.HasPrefix(msg, "f.yaml") {
 				t.Fatalf("error %q: want one line starting with the file", msg)

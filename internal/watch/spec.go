@@ -69,7 +69,7 @@ func (s Spec) Check() error {
 // writes the summary; with s.Once it probes each target once and writes
 // the results, and failed names the targets whose probe was not ok. listen
 // says whether Listen was given: Once serves /metrics only then. A
-// mistake in the config or a target is a *ConfigError, in s a
+// mistake in the config or a target is a *setting.FileError, in s a
 // *setting.Error; a Listen not served is a *run.OutputError.
 func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, err error) {
 	if err := s.Check(); err != nil {

@@ -50,9 +50,9 @@ func TestTargetRequest(t *testing.T) {
 
 func TestHostTarget(t *testing.T) {
 	h := Host{Getenv: func(string) string { return "sk-LEAK" }, Secrets: &redact.Secrets{}}
-	var ce *ConfigError
-	if _, err := h.target(&Target{Backend: "nope"}, "http://x", nil, ""); !errors.As(err, &ce) || !strings.HasSuffix(ce.Field, ".backend") {
-		t.Errorf("unknown backend: %v; want a ConfigError of backend", err)
+	var ce *setting.FileError
+	if _, err := h.target(&Target{Backend: "nope"}, "http://x", nil, ""); !errors.As(err, &ce) || !strings.HasSuffix(ce.Key, ".backend") {
+		t.Errorf("unknown backend: %v; want a FileError of backend", err)
 	}
 	rt, err := h.target(&Target{Backend: "openai-chat", Model: "m", APIKeyEnv: "K", Timeout: time.Second}, "http://u:pass-LEAK@x", []string{"X-Auth=hdr-LEAK"}, "")
 	if err != nil || rt.Endpoint != "/v1/chat/completions" {

@@ -256,12 +256,7 @@ func errDense(i int, model string) error {
 }
 
 // kvTokens is the engine's KV capacity in tokens.
-func kvTokens(e *sim.Engine) int {
-	if n, ok := e.Describe()["kv_capacity_tokens"].(int); ok {
-		return n
-	}
-	return 0
-}
+func kvTokens(e *sim.Engine) int { return e.Describe().KVCapacityTokens }
 
 // Len is the number of replicas.
 func (c *Cluster) Len() int { return len(c.reps) }
@@ -271,7 +266,7 @@ func (c *Cluster) Len() int { return len(c.reps) }
 func (c *Cluster) Config(i int) sim.Config { return c.reps[i].eng.Config() }
 
 // Describe returns replica i's engine description (sim.Engine.Describe).
-func (c *Cluster) Describe(i int) map[string]any { return c.reps[i].eng.Describe() }
+func (c *Cluster) Describe(i int) runlog.Engine { return c.reps[i].eng.Describe() }
 
 // Add routes r, arriving at now (ns), to a replica and submits it there.
 // It returns the replica's index (from 0; -1 for a duplicate id) and the

@@ -213,7 +213,7 @@ func (g *Disagg) Config(i int) sim.Config {
 }
 
 // Describe returns replica i's engine description.
-func (g *Disagg) Describe(i int) map[string]any {
+func (g *Disagg) Describe(i int) runlog.Engine {
 	if i < g.np {
 		return g.prefill.Describe(i)
 	}

@@ -1,12 +1,10 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,44 +14,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 )
-
-// FileError is a mistake in a cluster file: the file, the line (0 when
-// not known), the pool (its name, "" outside the pools) and the key at
-// fault, then what is wrong, on one line.
-type FileError struct {
-	File string
-	Line int
-	// Pool is the pool's name ("" for a top-level key).
-	Pool string
-	// Field is the key as the file spells it canonically
-	// ("tensor_parallel_size", "router", "pools"); "" for the file as a
-	// whole (bad YAML, an empty file).
-	Field string
-	Err   error
-}
-
-// Error reads "FILE:LINE: pool "NAME": FIELD: problem", one line.
-func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
-	}
-	b.WriteString(": ")
-	if e.Pool != "" {
-		fmt.Fprintf(&b, "pool %q: ", e.Pool)
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
-	}
-	// One line, whatever the cause says (a YAML error may span several).
-	b.WriteString(strings.Join(strings.Fields(e.Err.Error()), " "))
-	return b.String()
-}
-
-func (e *FileError) Unwrap() error { return e.Err }
 
 // ParseFile reads the cluster file at path and parses it (see Parse),
 // naming it path in messages.
@@ -64,7 +27,7 @@ func ParseFile(path string, base sim.Config) (Config, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return Config{}, &FileError{File: path, Err: err}
+		return Config{}, &setting.FileError{File: path, Err: err}
 	}
 	return Parse(data, path, base)
 }
@@ -92,8 +55,8 @@ func ParseFile(path string, base sim.Config) (Config, error) {
 // anchor and merge key (<<: *common) share settings between pools.
 //
 // Every pool is checked as the engine would check it (a model that does
-// not fit its GPUs, an unknown GPU): any mistake is a *FileError naming
-// the file, the line, the pool and the key. Unknown keys are refused with
+// not fit its GPUs, an unknown GPU): any mistake is a *setting.FileError
+// naming the file, the line, the pool and the key. Unknown keys are refused with
 // the nearest known one suggested; the sections later builds read
 // (autoscale, gateway, a pool's class) are refused as not supported in
 // this build. Pools with a role (prefill, decode) split the cluster into
@@ -103,10 +66,10 @@ func Parse(data []byte, name string, base sim.Config) (Config, error) {
 	p := &fileParser{file: name}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Config{}, p.syntaxError(err, data)
+		return Config{}, setting.YAMLSyntaxError(p.file, err, data)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return Config{}, &FileError{File: name, Err: errors.New("the file is empty: want a mapping with a list of pools")}
+		return Config{}, &setting.FileError{File: name, Err: errors.New("the file is empty: want a mapping with a list of pools")}
 	}
 	return p.config(doc.Content[0], base)
 }
@@ -184,8 +147,8 @@ func PoolKeys() []string {
 	return out
 }
 
-// fileParser walks a cluster file's node tree, each problem a *FileError
-// at its node's line.
+// fileParser walks a cluster file's node tree, each problem a
+// *setting.FileError at its node's line.
 type fileParser struct {
 	file string
 	// checked holds the engine settings built so far and whether their
@@ -194,44 +157,17 @@ type fileParser struct {
 	checked map[sim.Config]bool
 }
 
-func (p *fileParser) errorf(line int, pool, field, format string, args ...any) *FileError {
-	return &FileError{File: p.file, Line: line, Pool: pool, Field: field, Err: fmt.Errorf(format, args...)}
+func (p *fileParser) errorf(line int, pool, field, format string, args ...any) *setting.FileError {
+	return &setting.FileError{File: p.file, Line: line, Part: poolPart(pool), Key: field, Err: fmt.Errorf(format, args...)}
 }
 
-// yamlErrLine is the "line N: " a yaml.v3 syntax error starts with.
-var yamlErrLine = regexp.MustCompile(`^line (\d+): `)
-
-// syntaxError is yaml.v3's error as a *FileError. yaml.v3 names the line
-// its enclosing block began on, which may be well above the mistake; the
-// first line whose text up to it no longer parses is nearer.
-func (p *fileParser) syntaxError(err error, data []byte) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
+// poolPart is the part of the file a pool's key belongs to, as messages
+// name it: pool "NAME"; "" outside the pools.
+func poolPart(name string) string {
+	if name == "" {
+		return ""
 	}
-	return &FileError{File: p.file, Line: max(line, failingLine(data)), Err: fmt.Errorf("not valid YAML: %s", msg)}
-}
-
-// failingLine is the first line up to which data does not parse; 0 when
-// none does or the file is too long to look (a parse per line).
-func failingLine(data []byte) int {
-	if len(data) > 16<<10 {
-		return 0
-	}
-	var doc yaml.Node
-	for line, end := 1, 0; end < len(data) && line <= 500; line++ {
-		if nl := bytes.IndexByte(data[end:], '\n'); nl >= 0 {
-			end += nl + 1
-		} else {
-			end = len(data)
-		}
-		if yaml.Unmarshal(data[:end], &doc) != nil {
-			return line
-		}
-	}
-	return 0
+	return fmt.Sprintf("pool %q", name)
 }
 
 // resolve follows an alias (*name) to the node it names.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 )
 
@@ -147,9 +148,9 @@ func TestParseErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.data), "c.yaml", tt.base)
-			var fe *FileError
+			var fe *setting.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("Parse = %v; want a *FileError", err)
+				t.Fatalf("Parse = %v; want a *setting.FileError", err)
 			}
 			if err.Error() != tt.want {
 				t.Errorf("Parse error\n got %s\nwant %s", err, tt.want)
@@ -234,7 +235,7 @@ func TestParseSplit(t *testing.T) {
 }
 
 // FuzzParse: no input panics the parser or makes it hang; every error is
-// a *FileError of one line naming the file, and every config it returns
+// a *setting.FileError of one line naming the file, and every config it returns
 // the cluster builds, with a pool name for each replica.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
@@ -260,9 +261,9 @@ func FuzzParse(f *testing.F) {
 		}
 		cfg, err := Parse(data, "f.yaml", sim.DefaultConfig())
 		if err != nil {
-			var fe *FileError
+			var fe *setting.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("Parse error %v (%T); want a *FileError", err, err)
+				t.Fatalf("Parse error %v (%T); want a *setting.FileError", err, err)
 			}
 			if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || !strings.HasPrefix(msg, "f.yaml") {
 				t.Fatalf("Parse error %q: want one line starting with the file's name", msg)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 )
 
@@ -131,7 +132,7 @@ func ClassOf(mix []float64, seed int64, idx int) int {
 
 // Gateway is a cluster behind a gateway: it admits, degrades and routes
 // each request to its pool's cluster, and steps the pools in one virtual
-// time. It keeps the cluster's contract (simrun.Fleet): replicas are
+// time. It keeps the cluster's contract (Fleet): replicas are
 // numbered over all pools as in Config.Replicas, and a request the gateway
 // refuses comes back as an EventRejected at the next Step, in a batch of
 // Replica Len() (one past the last replica: no replica saw it), Add
@@ -639,7 +640,7 @@ func (g *Gateway) Config(i int) sim.Config {
 }
 
 // Describe is replica i's engine description (global index).
-func (g *Gateway) Describe(i int) map[string]any {
+func (g *Gateway) Describe(i int) runlog.Engine {
 	if c := g.single(); c != nil {
 		return c.Describe(i)
 	}

@@ -6,11 +6,13 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
-// Given are the analysis settings given again for a run read back from
-// its records (goodput report): each replaces the setting the run stored
-// where its Set field says it was given, the others keep the run's; a run
-// that stored no settings is judged with Stats and ReadingSpeedMs whole.
-type Given struct {
+// Overrides are the analysis settings given again for a run read back
+// from its records (goodput report): each replaces the setting the run
+// stored where its Set field says it was given, the others keep the run's;
+// a run that stored no settings is judged with Stats and ReadingSpeedMs
+// whole. (Named apart from setting.Given, which fields a user set, and
+// a Timing's Given, what a server reported.)
+type Overrides struct {
 	Stats          stats.Options
 	ReadingSpeedMs float64
 	// SLOSet, MetricsSet, PercentilesSet, BucketsSet and ReadingSpeedSet
@@ -22,7 +24,7 @@ type Given struct {
 // run of meta as it judged itself, but for the settings given. A run of
 // whole answers keeps the metrics they measure (WholeAnswers: a streaming
 // one given is a *NoStreamError).
-func (g Given) Settle(meta *runlog.Meta) (stats.Options, float64, error) {
+func (g Overrides) Settle(meta *runlog.Meta) (stats.Options, float64, error) {
 	so, speed := g.Stats, g.ReadingSpeedMs
 	if meta != nil && meta.Analysis != nil {
 		stored, storedSpeed, err := run.StoredOptions(meta)

@@ -10,13 +10,13 @@ import (
 	"github.com/goodput/goodput/internal/stats"
 )
 
-// TestGivenSettle: the stored SLO (ttft 2 s), percentiles (50, 99) and
+// TestOverridesSettle: the stored SLO (ttft 2 s), percentiles (50, 99) and
 // reading speed (40 ms) stand unless given; a given SLO (ttft 500 ms)
 // replaces only the SLO; a run that stored nothing takes what is given
 // whole; a given TPOT metric of whole answers is refused.
-func TestGivenSettle(t *testing.T) {
+func TestOverridesSettle(t *testing.T) {
 	meta := &runlog.Meta{Analysis: &runlog.Analysis{SLO: "ttft:2000", Percentiles: []float64{50, 99}, ReadingSpeedMs: 40}}
-	given := Given{Stats: stats.Options{SLO: stats.SLO{TTFT: 500 * time.Millisecond}, Percentiles: []float64{90}}, ReadingSpeedMs: 25}
+	given := Overrides{Stats: stats.Options{SLO: stats.SLO{TTFT: 500 * time.Millisecond}, Percentiles: []float64{90}}, ReadingSpeedMs: 25}
 	so, speed, err := given.Settle(meta)
 	if err != nil || so.SLO.TTFT != 2*time.Second || !slices.Equal(so.Percentiles, []float64{50, 99}) || speed != 40 {
 		t.Errorf("nothing set: %+v, %v, %v", so, speed, err)
@@ -30,7 +30,7 @@ func TestGivenSettle(t *testing.T) {
 	if err != nil || !slices.Equal(so.Percentiles, []float64{90}) || speed != 25 {
 		t.Errorf("nothing stored: %+v, %v, %v", so, speed, err)
 	}
-	whole := Given{Stats: stats.Options{Metrics: []string{stats.MetricTPOT}}, MetricsSet: true}
+	whole := Overrides{Stats: stats.Options{Metrics: []string{stats.MetricTPOT}}, MetricsSet: true}
 	var ne *NoStreamError
 	if _, _, err := whole.Settle(&runlog.Meta{NoStream: true}); !errors.As(err, &ne) || ne.Metric != stats.MetricTPOT {
 		t.Errorf("tpot of whole answers: %v", err)
