@@ -17,11 +17,12 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/loadgen"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 
 	"github.com/goodput/goodput/internal/perfgoal"
@@ -101,7 +102,7 @@ func drive(b testing.TB, url string, n, conc int, sched loadgen.Schedule, keep b
 	// The server ignores max_tokens, but the client abandons a stream
 	// that runs far past it as a runaway, so it covers the longest shape
 	// here (BenchmarkChunkThroughput's 2,000 chunks).
-	req := &openai.Request{Prompt: "hello world", MaxTokens: 2000}
+	req := &wire.Request{Prompt: "hello world", MaxTokens: 2000}
 	body, _ := c.Body(req)
 	t0 := time.Now()
 	res, err := loadgen.Run(context.Background(), loadgen.Config{

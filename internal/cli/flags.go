@@ -11,10 +11,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/flagfield"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runspec"
+	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire/protocols"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -35,12 +36,12 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.BaseURL, "base-url", "", "server root URL, e.g. http://127.0.0.1:8000 (none: start the embedded simulator)")
 	fs.StringVar(&t.Host, "host", "", "server host (with --port, instead of --base-url)")
 	fs.IntVar(&t.Port, "port", 8000, "server port (with --host)")
-	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+backendNames+"; any OpenAI-compatible server speaks openai or openai-chat")
-	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default the backend's: /v1/completions, /v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings)")
+	fs.StringVar(&t.Backend, "backend", "openai", "wire API: "+protocols.Help()+"; any OpenAI-compatible server speaks openai or openai-chat")
+	fs.StringVar(&t.Endpoint, "endpoint", "", "request path (default the backend's: "+backendRoutes()+")")
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
 	fs.StringVar(&t.ExtraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.StringVar(&t.APIKeyEnv, "api-key-env", run.DefaultKeyEnv, "environment variable holding the API key, never printed or saved (ANTHROPIC_API_KEY when left at its default with --backend anthropic-messages)")
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", run.DefaultKeyEnv, "environment variable holding the API key, never printed or saved"+otherKeyEnvs())
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
 	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
@@ -70,8 +71,30 @@ func (t *targetFlags) registerScrape(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.ScrapeInterval, "scrape-interval", time.Second, "time between scrapes of the server's metrics")
 }
 
-// backendNames lists the accepted --backend values.
-const backendNames = run.BackendNames
+// backendRoutes lists the protocols' request paths, for --endpoint's help.
+func backendRoutes() string {
+	var routes []string
+	for _, p := range protocols.All() {
+		routes = append(routes, p.Route())
+	}
+	return strings.Join(routes, ", ")
+}
+
+// otherKeyEnvs says, for --api-key-env's help, which protocols read their
+// key from another variable than the default: " (ANTHROPIC_API_KEY when
+// left at its default with --backend anthropic-messages)".
+func otherKeyEnvs() string {
+	var others []string
+	for _, p := range protocols.All() {
+		if p.KeyEnv != "" && p.KeyEnv != run.DefaultKeyEnv {
+			others = append(others, p.KeyEnv+" when left at its default with --backend "+p.Name())
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(others, "; ") + ")"
+}
 
 // value is a flag value of ours filling the field at ptr: set parses the
 // text given, show is the field's value ("" for none).

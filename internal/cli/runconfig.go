@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/flagfield"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runspec"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // This file turns the flags into a run.Config, and the run's typed errors

@@ -10,9 +10,9 @@ import (
 
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/gate"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // settingError is err as the line a user reads, a usage error (exit 2)

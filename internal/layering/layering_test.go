@@ -21,15 +21,20 @@ var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
 	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
-	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield"},
+	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield", "internal/wire"},
 	// Engines composed: replicas behind a router, one virtual clock.
 	{"internal/sim/cluster", "internal/session"},
 	// Per-level breakdowns of a run's records: typed figures, no rendering.
 	{"internal/breakdown", "internal/publish"},
 	// The wire, the drivers of the engine, and the judgements of one run.
-	{"internal/openai", "internal/scrape", "internal/simrun", "internal/simserve", "internal/findings", "internal/compare", "internal/promexport"},
+	{"internal/wire/openai", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
 	// Further wire protocols, each over the openai client's machinery.
-	{"internal/anthropic"},
+	{"internal/wire/anthropic"},
+	// The one table of wire protocols.
+	{"internal/wire/protocols"},
+	// What serves or labels every protocol of the table: the simulator's
+	// HTTP server, the Prometheus exporter.
+	{"internal/simserve", "internal/promexport"},
 	// Judging a curve; watching live traffic; test servers.
 	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.

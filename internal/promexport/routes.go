@@ -1,33 +1,37 @@
 package promexport
 
-import "strings"
+import "github.com/goodput/goodput/internal/wire/protocols"
 
-// Route labels: the streamed LLM routes, embeddings, and everything else.
-const (
-	RouteCompletions = "/v1/completions"
-	RouteChat        = "/v1/chat/completions"
-	RouteResponses   = "/v1/responses"
-	RouteMessages    = "/v1/messages"
-	RouteEmbeddings  = "/v1/embeddings"
-	RouteOther       = "other"
+// Route labels: each wire protocol's route, as the protocols table has it,
+// and everything else. They are variables only because the table is; they
+// never change.
+var (
+	RouteCompletions = route("openai")
+	RouteChat        = route("openai-chat")
+	RouteResponses   = route("openai-responses")
+	RouteMessages    = route("anthropic-messages")
+	RouteEmbeddings  = route("openai-embeddings")
 )
 
-// RouteOf maps a request path to its route label. A path ending in one of
-// the routes counts as that route whatever prefix a gateway puts in front
-// (e.g. /openai/v1/chat/completions), so the label set stays fixed.
+// RouteOther labels every request of no protocol.
+const RouteOther = "other"
+
+// route is the route label of the protocol named.
+func route(name string) string {
+	p, ok := protocols.Lookup(name)
+	if !ok {
+		panic("promexport: no protocol " + name) // the table lost one the exporter names
+	}
+	return p.Route()
+}
+
+// RouteOf maps a request path to its route label: its protocol's route
+// (protocols.OfPath). A path ending in a protocol's route counts as that
+// route whatever prefix a gateway puts in front (e.g.
+// /openai/v1/chat/completions), so the label set stays fixed.
 func RouteOf(path string) string {
-	path = strings.TrimRight(path, "/")
-	switch {
-	case strings.HasSuffix(path, "/chat/completions"):
-		return RouteChat
-	case strings.HasSuffix(path, "/completions"):
-		return RouteCompletions
-	case strings.HasSuffix(path, "/responses"):
-		return RouteResponses
-	case strings.HasSuffix(path, "/messages"):
-		return RouteMessages
-	case strings.HasSuffix(path, "/embeddings"):
-		return RouteEmbeddings
+	if p, ok := protocols.OfPath(path); ok {
+		return p.Route()
 	}
 	return RouteOther
 }

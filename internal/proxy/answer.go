@@ -8,8 +8,8 @@ import (
 	"mime"
 	"strings"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // notStreamQuote is how many bytes of an answer that is no event stream

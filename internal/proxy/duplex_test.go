@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestShortStreamsAfterUpload: an upstream that answers as soon as it has
@@ -46,7 +47,7 @@ func TestShortStreamsAfterUpload(t *testing.T) {
 			if _, err := c.Models(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			req := &openai.Request{ID: fmt.Sprint(round), Prompt: "hello there", MaxTokens: 12}
+			req := &wire.Request{ID: fmt.Sprint(round), Prompt: "hello there", MaxTokens: 12}
 			body, _ := c.Body(req)
 			var rec runlog.Record
 			c.Stream(context.Background(), req, body, &rec)

@@ -23,12 +23,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/goodput/goodput/internal/anthropic"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
 // DefaultMaxInspectBytes is how much of a request body the proxy keeps to
@@ -505,17 +506,20 @@ func openaiChunks(route string) bool {
 	return route == promexport.RouteChat || route == promexport.RouteCompletions
 }
 
-// decoderFor makes the decoder of a route's answers.
-func decoderFor(route string) openai.EventDecoder {
-	switch route {
-	case promexport.RouteMessages:
-		return anthropic.Messages.NewDecoder()
-	case promexport.RouteResponses:
-		return openai.Responses.NewDecoder()
-	case promexport.RouteEmbeddings:
-		return openai.Embeddings.NewDecoder()
+// decoderFor makes the decoder of a route's answers: its protocol's (the
+// protocols table), or OpenAI's chunk decoder for a route of none.
+func decoderFor(route string) wire.EventDecoder {
+	if p, ok := protocols.OfPath(route); ok {
+		return p.Wire.NewDecoder()
 	}
-	return &openai.ChunkDecoder{}
+	return protocols.Default().Wire.NewDecoder()
+}
+
+// neverStreamed reports whether a route's protocol answers whole, never
+// streamed (embeddings).
+func neverStreamed(route string) bool {
+	p, ok := protocols.OfPath(route)
+	return ok && !p.Wire.Streams()
 }
 
 // identityEncoded reports whether a response body is not compressed.
@@ -554,7 +558,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		}
 		return nil
 	}
-	measured := ex.info().stream || ex.route == promexport.RouteEmbeddings // embeddings are never streamed
+	measured := ex.info().stream || neverStreamed(ex.route)
 	if resp.StatusCode == http.StatusOK && measured && identityEncoded(resp.Header) {
 		// A streamed request answered with a whole JSON body (a server
 		// that ignores "stream") or with something else entirely (an

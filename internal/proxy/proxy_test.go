@@ -21,9 +21,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // shape is the part of a record that does not depend on whose clock
@@ -56,9 +57,9 @@ func shapeOf(r *runlog.Record) shape {
 // through the proxy with goodput's own client and checks the proxy's record
 // has the same chunks, visibility, token counts and error as the client's.
 func TestMeasuresLikeBench(t *testing.T) {
-	files, err := filepath.Glob("../openai/testdata/streams/*.sse")
+	files, err := filepath.Glob("../wire/openai/testdata/streams/*.sse")
 	if err != nil || len(files) == 0 {
-		t.Skip("no recorded-shape streams in ../openai/testdata/streams")
+		t.Skip("no recorded-shape streams in ../wire/openai/testdata/streams")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -76,7 +77,7 @@ func TestMeasuresLikeBench(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			req := &openai.Request{ID: "r1", Prompt: "hello"}
+			req := &wire.Request{ID: "r1", Prompt: "hello"}
 			b, err := c.Body(req)
 			if err != nil {
 				t.Fatal(err)

@@ -8,12 +8,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/goodput/goodput/internal/anthropic"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/anthropic"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestThroughSimulator measures requests to the embedded simulated server
@@ -31,7 +32,7 @@ func TestThroughSimulator(t *testing.T) {
 		}
 	}()
 	h := newHarness(t, nil, func(o *Options) { o.Upstream = upURL })
-	for _, proto := range []openai.Protocol{openai.Completions, openai.ChatCompletions, openai.Responses, anthropic.Messages, openai.Embeddings} {
+	for _, proto := range []wire.Protocol{openai.Completions, openai.ChatCompletions, openai.Responses, anthropic.Messages, openai.Embeddings} {
 		endpoint := proto.Path()
 		t.Run(endpoint, func(t *testing.T) {
 			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Protocol: proto, ContinuousUsage: true, IgnoreEOS: true})
@@ -45,7 +46,7 @@ func TestThroughSimulator(t *testing.T) {
 			}
 			c.SetModel(models[0].ID)
 			before := len(h.records())
-			req := &openai.Request{ID: "sim-" + endpoint, Prompt: "hello there general kenobi", MaxTokens: 12}
+			req := &wire.Request{ID: "sim-" + endpoint, Prompt: "hello there general kenobi", MaxTokens: 12}
 			body, err := c.Body(req)
 			if err != nil {
 				t.Fatal(err)
@@ -100,7 +101,7 @@ func TestThroughFleet(t *testing.T) {
 	defer c.Close()
 	var proxied, direct []int
 	for i := range 4 {
-		req := &openai.Request{ID: fmt.Sprintf("f%d", i), Prompt: "hello there", MaxTokens: 4}
+		req := &wire.Request{ID: fmt.Sprintf("f%d", i), Prompt: "hello there", MaxTokens: 4}
 		body, err := c.Body(req)
 		if err != nil {
 			t.Fatal(err)

@@ -6,8 +6,9 @@ import (
 	"io"
 	"math"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // tap wraps the body of a streamed completion response on its way to the
@@ -35,7 +36,7 @@ type tap struct {
 	fr   framer
 	m    openai.StreamMeter
 	// decs are the tap's decoders by route, made on first use.
-	decs map[string]openai.EventDecoder
+	decs map[string]wire.EventDecoder
 
 	// pending are bytes handed out but not yet parsed, and their arrival.
 	pending   []byte
@@ -83,7 +84,7 @@ func (t *tap) reset(p *Proxy, ex *exchange, body io.ReadCloser, strip bool) {
 	dec := t.decs[ex.route]
 	if dec == nil {
 		if t.decs == nil {
-			t.decs = map[string]openai.EventDecoder{}
+			t.decs = map[string]wire.EventDecoder{}
 		}
 		dec = decoderFor(ex.route)
 		t.decs[ex.route] = dec

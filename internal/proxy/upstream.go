@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // maxReplays bounds how often one request is sent again after meeting a

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/tokenize"
+	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 )
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run/runtest"
 	"github.com/goodput/goodput/internal/tokenize"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 func newTestClient(t *testing.T, url string, chat bool) *openai.Client {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/llamafake"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 )
 

@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/goodput/goodput/internal/findings"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sweep"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // A report of a run's records reaches what the run printed: the same

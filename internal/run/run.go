@@ -65,11 +65,7 @@ type runner struct {
 	cfg *Config
 	fan *fanout
 	// lr runs the levels: on the wall clock or in virtual time.
-	lr levelRunner
-	// wall and virt are lr as its own type, for the session walk (one of
-	// them set).
-	wall *wall
-	virt *virtual
+	lr   levelRunner
 	meta *runlog.Meta
 	file *recordsFile
 	keep *keeper
@@ -102,6 +98,9 @@ type levelRunner interface {
 	// of its own (another seed), so a prefix cache warmed by the probe
 	// serves none of the sweep's.
 	probe(ctx context.Context, lv runlog.Level, sink Sink) error
+	// sessions runs the sessions of s as level 0, sending every record
+	// through r's sinks.
+	sessions(ctx context.Context, r *runner, s *SessionLoad) (levelData, error)
 	// finish adds to the run's Result what only the runner knows.
 	finish(res *Result)
 	// close releases what the runner holds (connections, the embedded
@@ -152,11 +151,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var err error
 	if c.Virtual {
-		if r.virt, err = openVirtual(c, c.Seed); err == nil {
-			r.lr = r.virt
+		var v *virtual
+		if v, err = openVirtual(c, c.Seed); err == nil {
+			r.lr = v
 		}
-	} else if r.wall, err = openWall(ctx, c, levels, maxConc, c.logger()); err == nil {
-		r.lr = r.wall
+	} else {
+		var w *wall
+		if w, err = openWall(ctx, c, levels, maxConc, c.logger()); err == nil {
+			r.lr = w
+		}
 	}
 	if err != nil {
 		return nil, err

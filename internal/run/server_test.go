@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/sweep"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // A virtual-time run sampled every second: the level's server side is the

@@ -75,6 +75,7 @@ func (s *SessionLoad) label() string {
 // runs before), token counting, the progress watch and a note given once.
 type sessionsRun struct {
 	seed  int64
+	w     *wall // the target the sessions' requests go to
 	synth *tokenize.Synthesizer
 	tok   tokenize.Tokenizer
 	// watch is the caller's view of the run's requests (a progress line).
@@ -86,28 +87,36 @@ func (sr *sessionsRun) text(session, turn, n int) string {
 	return sr.synth.Text(n, rng)
 }
 
-// runSessions runs the sessions of s over the wall target as level 0.
+// runSessions runs the sessions of s as level 0, on the run's level runner.
 func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, error) {
-	c, w := r.cfg, r.wall
-	if r.virt != nil {
-		col := newCollector(c.Stats, false, nil, nil)
-		r.fan.setLevel(col)
-		defer r.fan.setLevel()
-		res, err := r.virt.runSessions(ctx, s, r.fan)
-		switch {
-		case err != nil && r.interrupted(ctx):
-			r.cancelled = true
-		case err != nil && r.fan.error() != nil:
-			// A sink failed: finish reports it; the records so far count.
-		case err != nil:
-			return levelData{}, fmt.Errorf("simulation: %w", err)
-		}
-		r.sent += res.Sent
-		lv := c.Load
-		lv.Label = s.label()
-		lv.DelayedArrivals = res.DelayedArrivals
-		return col.data(0, lv), nil
+	return r.lr.sessions(ctx, r, s)
+}
+
+// sessions runs the sessions of s in virtual time as level 0.
+func (v *virtual) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelData, error) {
+	c := r.cfg
+	col := newCollector(c.Stats, false, nil, nil)
+	r.fan.setLevel(col)
+	defer r.fan.setLevel()
+	res, err := v.runSessions(ctx, s, r.fan)
+	switch {
+	case err != nil && r.interrupted(ctx):
+		r.cancelled = true
+	case err != nil && r.fan.error() != nil:
+		// A sink failed: finish reports it; the records so far count.
+	case err != nil:
+		return levelData{}, fmt.Errorf("simulation: %w", err)
 	}
+	r.sent += res.Sent
+	lv := c.Load
+	lv.Label = s.label()
+	lv.DelayedArrivals = res.DelayedArrivals
+	return col.data(0, lv), nil
+}
+
+// sessions runs the sessions of s over the wall target as level 0.
+func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelData, error) {
+	c := r.cfg
 	n := s.NumSessions
 	if n <= 0 {
 		n = s.Set.Len()
@@ -120,7 +129,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 	if err != nil {
 		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
 	}
-	sr := &sessionsRun{seed: c.Seed, synth: synth, tok: tok}
+	sr := &sessionsRun{seed: c.Seed, synth: synth, tok: tok, w: w}
 	col := newCollector(c.Stats, false, nil, nil)
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
@@ -220,7 +229,7 @@ func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, er
 // session counts as failed), and every request sent has its record.
 func (r *runner) session(ctx context.Context, idx int, sess workload.Session, start int64, load *SessionLoad,
 	sr *sessionsRun) int {
-	w, c := r.wall, r.cfg
+	w, c := sr.w, r.cfg
 	history := load.History
 	if history == "" {
 		history = runlog.HistoryServer
@@ -381,14 +390,14 @@ func (r *runner) retryTurn(ctx context.Context, rec *runlog.Record, id string, r
 		if rng == nil {
 			rng = rand.New(rand.NewPCG(uint64(r.cfg.Seed), loadgen.HashID(id)))
 		}
-		due := r.wall.now() + int64(p.Wait(k, rec, rng))
+		due := sr.w.now() + int64(p.Wait(k, rec, rng))
 		rec.Retried = true
 		_ = r.fan.Record(rec)
 		if sr.watch != nil {
 			_ = sr.watch.Record(rec)
 		}
-		if !loadgen.SleepUntil(ctx, r.wall.now, due) {
-			now := r.wall.now()
+		if !loadgen.SleepUntil(ctx, sr.w.now, due) {
+			now := sr.w.now()
 			next := &runlog.Record{ID: id + "-a" + strconv.Itoa(k+1), Attempt: k + 1, RetryOf: id, Intended: due, Sent: now, End: now,
 				ErrorClass: runlog.ErrCancelled, Error: "cancelled while backing off before a retry"}
 			stamp(next)
@@ -404,7 +413,7 @@ func (r *runner) retryTurn(ctx context.Context, rec *runlog.Record, id string, r
 
 // sessionRequest sends one request of a session and returns its record.
 func (r *runner) sessionRequest(ctx context.Context, id string, req workload.Request, intended int64, sr *sessionsRun) *runlog.Record {
-	w := r.wall
+	w := sr.w
 	call, err := w.backend.Prepare(id, req)
 	rec := &runlog.Record{Intended: intended} // the backend keeps it, and resets the rest
 	if err != nil {

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -25,7 +26,7 @@ import (
 // messages.
 type chatServer struct {
 	mu   sync.Mutex
-	seen [][]openai.Message
+	seen [][]wire.Message
 	// sessions is each request's openai.HeaderSession, by its last user
 	// message.
 	sessions map[string]string
@@ -37,7 +38,7 @@ func (cs *chatServer) start(t *testing.T) *httptest.Server {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","owned_by":"test"}]}`)
 			return
 		}
-		var body struct{ Messages []openai.Message }
+		var body struct{ Messages []wire.Message }
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		cs.mu.Lock()
 		cs.seen = append(cs.seen, body.Messages)
@@ -45,7 +46,7 @@ func (cs *chatServer) start(t *testing.T) *httptest.Server {
 			if cs.sessions == nil {
 				cs.sessions = map[string]string{}
 			}
-			cs.sessions[body.Messages[n-1].Content] = r.Header.Get(openai.HeaderSession)
+			cs.sessions[body.Messages[n-1].Content] = r.Header.Get(wire.HeaderSession)
 		}
 		cs.mu.Unlock()
 		users := 0
@@ -123,13 +124,13 @@ func TestSessionsOverHTTP(t *testing.T) {
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	var third []openai.Message
+	var third []wire.Message
 	for _, m := range cs.seen {
 		if len(m) > 0 && m[len(m)-1].Content == "last" {
 			third = m
 		}
 	}
-	want := []openai.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hello"}, {Role: "assistant", Content: "reply-1"},
+	want := []wire.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hello"}, {Role: "assistant", Content: "reply-1"},
 		{Role: "user", Content: "more"}, {Role: "assistant", Content: "reply-2"}, {Role: "user", Content: "last"}}
 	if fmt.Sprint(third) != fmt.Sprint(want) {
 		t.Errorf("turn 3 sent %v; want the history with the server's answers %v", third, want)
@@ -193,7 +194,7 @@ func TestSessionsMaxContext(t *testing.T) {
 type toolServer struct {
 	always string // when set, every answer is a call of this tool
 	mu     sync.Mutex
-	seen   [][]openai.Message
+	seen   [][]wire.Message
 	bad    []string
 }
 
@@ -205,7 +206,7 @@ func (ts *toolServer) start(t *testing.T) *httptest.Server {
 			return
 		}
 		var body struct {
-			Messages []openai.Message
+			Messages []wire.Message
 			Tools    []struct{ Function struct{ Name string } }
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
@@ -229,7 +230,7 @@ func (ts *toolServer) start(t *testing.T) *httptest.Server {
 		ts.mu.Unlock()
 		var names []string
 		last := body.Messages[len(body.Messages)-1]
-		if h := r.Header.Get(openai.HeaderToolCalls); h != "" && last.Role != "assistant" {
+		if h := r.Header.Get(wire.HeaderToolCalls); h != "" && last.Role != "assistant" {
 			names = strings.Split(h, ",")
 		}
 		if ts.always != "" {

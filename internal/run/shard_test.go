@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 )
 

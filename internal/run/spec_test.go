@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -32,7 +33,7 @@ func TestTargetSpecErrors(t *testing.T) {
 		{"header", func(s *TargetSpec) { s.Headers = []string{"X-A"} }, `Headers "X-A": want KEY=VALUE`},
 		{"extra body", func(s *TargetSpec) { s.ExtraBody = "{nope" }, "ExtraBody: not a JSON object: invalid character 'n' looking for beginning of object key string"},
 		{"max tokens field", func(s *TargetSpec) { s.MaxTokensField = "n" }, `MaxTokensField "n": want max_tokens or max_completion_tokens`},
-		{"backend", func(s *TargetSpec) { s.Backend = "tgi" }, `Backend "tgi": want ` + BackendNames},
+		{"backend", func(s *TargetSpec) { s.Backend = "tgi" }, `Backend "tgi": want ` + protocols.Help()},
 		{"usage", func(s *TargetSpec) { s.ContinuousUsage = "maybe" }, `ContinuousUsage "maybe": want auto, on or off`},
 	}
 	for _, c := range cases {
@@ -81,7 +82,7 @@ func TestTargetSpecBuild(t *testing.T) {
 		t.Errorf("KeyEnv %q, RequestModel %q", s.KeyEnv(), s.RequestModel())
 	}
 	s.Backend = "anthropic-messages"
-	if s.KeyEnv() != anthropicKeyEnv {
+	if s.KeyEnv() != "ANTHROPIC_API_KEY" {
 		t.Errorf("anthropic's KeyEnv = %q", s.KeyEnv())
 	}
 }
@@ -98,7 +99,7 @@ func TestTargetSpecForSessions(t *testing.T) {
 		{"openai", true, nil, "openai-responses"},
 		{"anthropic-messages", false, backend, "anthropic-messages"},
 		{"openai", false, backend, "Backend openai: sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages"},
-		{"grpc", false, backend, `Backend "grpc": want ` + BackendNames},
+		{"grpc", false, backend, `Backend "grpc": want ` + protocols.Help()},
 	}
 	for _, c := range cases {
 		s := TargetSpec{Backend: c.backend}

@@ -6,16 +6,16 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goodput/goodput/internal/anthropic"
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
 // TargetSpec is the target of a run as a user gives it: where requests
@@ -27,7 +27,7 @@ type TargetSpec struct {
 	// the embedded simulator.
 	BaseURL, Host string
 	Port          int
-	// Backend names the wire API (backends, or an alias); Endpoint
+	// Backend names the wire API (a protocols name or alias); Endpoint
 	// replaces its default path.
 	Backend, Endpoint string
 	// Model names the model (and tokenizer) in the records and is the id
@@ -66,51 +66,27 @@ type TargetSpec struct {
 	ScrapeInterval time.Duration
 }
 
-// backends are the wire APIs by canonical name. Every OpenAI-compatible
-// server (vLLM, SGLang, TGI, llama.cpp, Ollama) speaks openai or
-// openai-chat; a server's name would say nothing more than its API, so it
-// is not one.
-var backends = map[string]openai.Protocol{
-	"openai": openai.Completions, "openai-chat": openai.ChatCompletions, "openai-responses": openai.Responses,
-	"anthropic-messages": anthropic.Messages, "openai-embeddings": openai.Embeddings,
-}
+// DefaultKeyEnv is APIKeyEnv's default; a protocol whose key is read
+// from another variable (protocols.Protocol.KeyEnv) stands in for it.
+const DefaultKeyEnv = "OPENAI_API_KEY"
 
-// backendAliases are other names for a backend: vLLM's for openai.
-var backendAliases = map[string]string{"vllm": "openai"}
-
-// BackendNames lists the accepted backends, for help and errors.
-const BackendNames = "openai (completions; vllm is its alias), openai-chat, openai-responses, anthropic-messages or openai-embeddings"
-
-// DefaultKeyEnv is APIKeyEnv's default; anthropicKeyEnv stands in for it
-// with anthropic-messages, as Anthropic's own tools read it.
-const (
-	DefaultKeyEnv   = "OPENAI_API_KEY"
-	anthropicKeyEnv = "ANTHROPIC_API_KEY"
-)
-
-// Protocol is the backend's canonical name and protocol.
-func (t *TargetSpec) Protocol() (string, openai.Protocol, error) {
-	name := strings.ToLower(strings.TrimSpace(t.Backend))
-	if a, ok := backendAliases[name]; ok {
-		name = a
-	}
-	proto, ok := backends[name]
+// Protocol is the backend's canonical name and protocol, as the
+// protocols table has them.
+func (t *TargetSpec) Protocol() (string, wire.Protocol, error) {
+	p, ok := protocols.Lookup(t.Backend)
 	if !ok {
-		known := slices.Collect(maps.Keys(backends))
-		for a := range backendAliases {
-			known = append(known, a)
-		}
-		slices.Sort(known) // a tie goes the same way every time
-		return "", nil, setting.Errorf("Backend", strconv.Quote(t.Backend), "want %s%s", BackendNames, setting.DidYouMean(name, known))
+		name := strings.ToLower(strings.TrimSpace(t.Backend))
+		return "", nil, setting.Errorf("Backend", strconv.Quote(t.Backend), "want %s%s", protocols.Help(), setting.DidYouMean(name, protocols.Names()))
 	}
-	return name, proto, nil
+	return p.Name(), p.Wire, nil
 }
 
-// KeyEnv is the environment variable the API key is read from.
+// KeyEnv is the environment variable the API key is read from: the
+// protocol's own while APIKeyEnv is left at its default.
 func (t *TargetSpec) KeyEnv() string {
 	if t.APIKeyEnv == DefaultKeyEnv {
-		if _, proto, err := t.Protocol(); err == nil && proto == anthropic.Messages {
-			return anthropicKeyEnv
+		if p, ok := protocols.Lookup(t.Backend); ok && p.KeyEnv != "" {
+			return p.KeyEnv
 		}
 	}
 	return t.APIKeyEnv
@@ -282,7 +258,7 @@ func (t *TargetSpec) Scrape() (*ScrapeConfig, error) {
 // conversation: openai-chat unless Backend was given (openai-responses
 // when the answers are chained), else one that carries a conversation.
 // It returns the protocol.
-func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (openai.Protocol, error) {
+func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (wire.Protocol, error) {
 	switch _, proto, err := t.Protocol(); {
 	case err != nil:
 		return nil, err

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/sweep"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestWallSweepCommonArrivals: a wall-clock sweep's levels share one

@@ -6,11 +6,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
+	wirepkg "github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestFleetReplicaOnRecords sends requests one after the other through
@@ -36,7 +37,7 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 		}
 		var got []int
 		for _, id := range []string{"a", "b", "c", "d"} {
-			req := &openai.Request{ID: id, MaxTokens: 3, Prompt: "hello there"}
+			req := &wirepkg.Request{ID: id, MaxTokens: 3, Prompt: "hello there"}
 			body, err := c.Body(req)
 			if err != nil {
 				t.Fatal(err)
@@ -59,7 +60,7 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 	if openai.ReplicaHeader != simserve.ReplicaHeader {
 		t.Errorf("client reads %q, server sends %q", openai.ReplicaHeader, simserve.ReplicaHeader)
 	}
-	if openai.HeaderSession != simserve.SessionHeader {
-		t.Errorf("client sends the session as %q, the server's router reads %q", openai.HeaderSession, simserve.SessionHeader)
+	if wirepkg.HeaderSession != simserve.SessionHeader {
+		t.Errorf("client sends the session as %q, the server's router reads %q", wirepkg.HeaderSession, simserve.SessionHeader)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sse"
+	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
 // Handler returns the HTTP API: POST /v1/completions,
@@ -25,11 +26,16 @@ import (
 // answered only while Run is running.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, false) })
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, true) })
-	mux.HandleFunc("POST /v1/messages", s.serveMessages)
-	mux.HandleFunc("POST /v1/responses", s.serveResponses)
-	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
+	// Each wire protocol at its route, as the protocols table has it.
+	served := map[string]wire{}
+	for _, p := range protocols.All() {
+		side, ok := serverSides[p.Name()]
+		if !ok {
+			continue // a protocol the simulator does not speak
+		}
+		mux.HandleFunc("POST "+p.Route(), side.serve(s))
+		served[p.Route()] = side.errors
+	}
 	mux.HandleFunc("GET /goodput/slowdown", s.serveSlowdown)
 	mux.HandleFunc("POST /goodput/slowdown", s.serveSlowdown)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
@@ -44,15 +50,13 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		notAllowed := &apiError{status: http.StatusMethodNotAllowed, message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)}
+		if wr, ok := served[r.URL.Path]; ok {
+			wr.errorAnswer(w, notAllowed) // in the protocol's own shape
+			return
+		}
 		switch r.URL.Path {
-		case "/v1/completions", "/v1/chat/completions", "/v1/embeddings", "/tokenize", "/v1/models", "/health", "/metrics", "/goodput/slowdown":
+		case "/tokenize", "/v1/models", "/health", "/metrics", "/goodput/slowdown":
 			writeError(w, notAllowed)
-			return
-		case "/v1/messages":
-			(&messagesWire{}).errorAnswer(w, notAllowed)
-			return
-		case "/v1/responses":
-			(&responsesWire{}).errorAnswer(w, notAllowed)
 			return
 		}
 		writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
@@ -61,6 +65,27 @@ func (s *Server) Handler() http.Handler {
 		return withSession(mux)
 	}
 	return mux
+}
+
+// serverSide is the simulator's side of one wire protocol: its handler,
+// and how an error is answered in the protocol's shape.
+type serverSide struct {
+	serve  func(s *Server) http.HandlerFunc
+	errors wire
+}
+
+// serverSides are the simulator's side of the wire protocols, by the
+// protocols table's name; Handler mounts each at its protocol's route.
+var serverSides = map[string]serverSide{
+	"openai": {errors: &openaiWire{}, serve: func(s *Server) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, false) }
+	}},
+	"openai-chat": {errors: &openaiWire{}, serve: func(s *Server) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, true) }
+	}},
+	"anthropic-messages": {errors: &messagesWire{}, serve: func(s *Server) http.HandlerFunc { return s.serveMessages }},
+	"openai-responses":   {errors: &responsesWire{}, serve: func(s *Server) http.HandlerFunc { return s.serveResponses }},
+	"openai-embeddings":  {errors: &openaiWire{}, serve: func(s *Server) http.HandlerFunc { return s.serveEmbeddings }},
 }
 
 // writeError answers with an OpenAI error object.

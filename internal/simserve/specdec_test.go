@@ -8,11 +8,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
+	wirepkg "github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestSpecDecodeChunks serves a speculative-decoding engine to goodput's
@@ -37,9 +38,9 @@ func TestSpecDecodeChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			req := &openai.Request{ID: "s", MaxTokens: maxTokens}
+			req := &wirepkg.Request{ID: "s", MaxTokens: maxTokens}
 			if strings.Contains(endpoint, "chat") {
-				req.Messages = []openai.Message{{Role: "user", Content: "speculate about the weather"}}
+				req.Messages = []wirepkg.Message{{Role: "user", Content: "speculate about the weather"}}
 			} else {
 				req.Prompt = "speculate about the weather"
 			}

@@ -10,10 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	wirepkg "github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestServerTimingMeasuredByClient sends requests through goodput's own
@@ -65,9 +66,9 @@ func TestServerTimingMeasuredByClient(t *testing.T) {
 			defer c.Close()
 			send := func(id, prompt string, maxTokens int) runlog.Record {
 				t.Helper()
-				req := &openai.Request{ID: id, MaxTokens: maxTokens}
+				req := &wirepkg.Request{ID: id, MaxTokens: maxTokens}
 				if strings.Contains(tc.endpoint, "chat") {
-					req.Messages = []openai.Message{{Role: "user", Content: prompt}}
+					req.Messages = []wirepkg.Message{{Role: "user", Content: prompt}}
 				} else {
 					req.Prompt = prompt
 				}

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	wirepkg "github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestToolCallsMeasuredByClient sends an agent's tool round through
@@ -17,8 +18,8 @@ import (
 // their ids and JSON arguments, every token hidden and counted, one chunk
 // per token with continuous usage, finish_reason tool_calls.
 func TestToolCallsMeasuredByClient(t *testing.T) {
-	if openai.HeaderToolCalls != simserve.ToolCallsHeader {
-		t.Fatalf("the client sends %q, the server reads %q", openai.HeaderToolCalls, simserve.ToolCallsHeader)
+	if wirepkg.HeaderToolCalls != simserve.ToolCallsHeader {
+		t.Fatalf("the client sends %q, the server reads %q", wirepkg.HeaderToolCalls, simserve.ToolCallsHeader)
 	}
 	const perCall = 6
 	cfg := sim.DefaultConfig()
@@ -33,7 +34,7 @@ func TestToolCallsMeasuredByClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := &openai.Request{ID: "s1-t1", Messages: []openai.Message{{Role: "user", Content: "look both up"}},
+		req := &wirepkg.Request{ID: "s1-t1", Messages: []wirepkg.Message{{Role: "user", Content: "look both up"}},
 			MaxTokens: 256, Tools: []string{"search", "read"}, ExpectedToolCalls: []string{"read", "search"}}
 		body, err := c.Body(req)
 		if err != nil {

@@ -7,8 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/runlog"
+	wirepkg "github.com/goodput/goodput/internal/wire"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // TestUsageChunkMetrics pins the per-request timing the usage chunk
@@ -30,11 +31,11 @@ func TestUsageChunkMetrics(t *testing.T) {
 		t.Fatalf("usage chunk is not JSON: %s", got)
 	}
 	var d openai.ChunkDecoder
-	var c openai.Chunk
+	var c wirepkg.Chunk
 	if err := d.Decode([]byte(got), &c); err != nil {
 		t.Fatal(err)
 	}
-	wantTiming := openai.Timing{Present: true, QueueNs: 12_345_678, PrefillNs: 85_200_001, DecodeNs: 40_000_000, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
+	wantTiming := wirepkg.Timing{Present: true, QueueNs: 12_345_678, PrefillNs: 85_200_001, DecodeNs: 40_000_000, CachedTokens: -1, KVTransferNs: -1, DecodeEngine: -1}
 	if diff := cmp.Diff(wantTiming, c.Timing); diff != "" {
 		t.Errorf("decoded timing (-want +got):\n%s", diff)
 	}

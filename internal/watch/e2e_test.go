@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // simVendor starts goodput's simulated engine on 127.0.0.1 and returns

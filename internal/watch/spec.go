@@ -16,12 +16,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
 // Spec is "goodput watch" as a user gives it: the config file, the
@@ -206,7 +207,7 @@ func (h Host) target(t *Target, base string, headers []string, body string) (run
 		MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
 		MaxResponseTokens: openai.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body}
 	if _, _, err := spec.Protocol(); err != nil {
-		return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, run.BackendNames))
+		return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, protocols.Help()))
 	}
 	key := ""
 	if k := spec.KeyEnv(); k != "" && h.Getenv != nil {

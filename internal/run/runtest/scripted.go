@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/goodput/goodput/internal/openai"
 	"github.com/goodput/goodput/internal/tokenize"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // Scripted is a server to calibrate against, as real ones behave. Its
@@ -68,10 +68,10 @@ func (sc Scripted) Start(t testing.TB) (srv *httptest.Server, tokenizeForms func
 	forms := map[string]int{}
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
-			Prompt     *string          `json:"prompt"`
-			Content    *string          `json:"content"`
-			Messages   []openai.Message `json:"messages"`
-			AddSpecial bool             `json:"add_special"`
+			Prompt     *string        `json:"prompt"`
+			Content    *string        `json:"content"`
+			Messages   []wire.Message `json:"messages"`
+			AddSpecial bool           `json:"add_special"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		user := ""
