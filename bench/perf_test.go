@@ -92,7 +92,7 @@ func drive(b testing.TB, url string, n, conc int, sched loadgen.Schedule, keep b
 	b.Helper()
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
-	c, err := openai.NewClient(openai.Config{BaseURL: url, Endpoint: "/v1/completions", Model: "m", MaxConns: max(conc, n), Now: now, IdleTimeout: time.Minute})
+	c, err := openai.NewClient(wire.Config{BaseURL: url, Endpoint: "/v1/completions", Model: "m", MaxConns: max(conc, n), Now: now, IdleTimeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runspec"
-	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -50,7 +51,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.Timeout, "timeout", time.Hour, "limit on a whole request, so a server that trickles keep-alives forever cannot hang the run (0: none)")
 	fs.DurationVar(&t.IdleTimeout, "idle-timeout", 2*time.Minute, "limit on silence from the server, from the send to the first byte and between bytes (0: none); raise it for queues longer than this")
 	fs.BoolVar(&t.FollowRedirects, "follow-redirects", false, "follow a server's 307/308 redirects to the same scheme, host and port (counted in the records); a redirect to another origin is never followed, so credentials never leave for it")
-	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", openai.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
+	fs.IntVar(&t.MaxResponseTokens, "max-response-tokens", wire.DefaultMaxResponseTokens, "stop reading a response past this many tokens when the request sets no max_tokens (class runaway); with max_tokens N the cap is max(4N, N+1024)")
 	fs.Var(seconds(&t.ReadyCheckTimeout), "ready-check-timeout-sec", "--ready-check-timeout in seconds (vLLM's spelling)")
 	fs.StringVar(&t.ServedModelName, "served-model-name", "", "model id sent in requests and looked up in GET /v1/models, when it is not --model (which then names the model and tokenizer in the records and result, as in vLLM)")
 	fs.Var(optional(&t.Temperature), "temperature", "temperature sent in every request (default: none sent, the server's own)")

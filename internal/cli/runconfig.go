@@ -65,7 +65,7 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 }
 
 // runConfig is the run.Config of bench's flags (sweep's too): the shared
-// flags' over the wire, to the target behind an openai.Client.
+// flags' over the wire, to the target behind an wire.Client.
 func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err error) {
 	base := o.target.Base()
 	seed, fresh := runSeed(o.fs, base, o.load.Seed, env.Now())
@@ -134,7 +134,7 @@ func runSeed(fs *pflag.FlagSet, base string, seed int64, now time.Time) (int64, 
 	return s, true
 }
 
-// runTarget is the target the flags name, behind an openai.Client; base
+// runTarget is the target the flags name, behind an wire.Client; base
 // "" starts the embedded simulator.
 func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target, error) {
 	key := ""

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
-	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // settingError is err as the line a user reads, a usage error (exit 2)
@@ -28,7 +29,7 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 		ce *run.ConfigError
 		fl failure
 		fe *run.FileExistsError
-		re *openai.ResolveError
+		re *wire.ResolveError
 		ee *gate.ExprError
 		ke *gate.KeyError
 	)

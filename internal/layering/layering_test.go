@@ -21,15 +21,15 @@ var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
 	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
-	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield", "internal/wire"},
-	// Engines composed: replicas behind a router, one virtual clock.
-	{"internal/sim/cluster", "internal/session"},
+	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield"},
+	// Engines composed: replicas behind a router, one virtual clock; the
+	// protocol-neutral wire client.
+	{"internal/sim/cluster", "internal/session", "internal/wire"},
 	// Per-level breakdowns of a run's records: typed figures, no rendering.
 	{"internal/breakdown", "internal/publish"},
-	// The wire, the drivers of the engine, and the judgements of one run.
-	{"internal/wire/openai", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
-	// Further wire protocols, each over the openai client's machinery.
-	{"internal/wire/anthropic"},
+	// The wire protocols, the drivers of the engine, and the judgements of
+	// one run.
+	{"internal/wire/openai", "internal/wire/anthropic", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
 	// The one table of wire protocols.
 	{"internal/wire/protocols"},
 	// What serves or labels every protocol of the table: the simulator's

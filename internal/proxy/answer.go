@@ -8,8 +8,9 @@ import (
 	"mime"
 	"strings"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // notStreamQuote is how many bytes of an answer that is no event stream
@@ -108,7 +109,7 @@ func (a *answerBody) Close() error {
 		rec.ErrorClass, rec.Error = runlog.ErrMalformed, fmt.Sprintf("JSON answer over %d bytes not measured", a.keep)
 	default:
 		a.ex.whole = true
-		openai.MeasureWholeWith(decoderFor(a.ex.route), rec, a.buf, rec.End, ri.promptTokens)
+		wire.MeasureWhole(decoderFor(a.ex.route), rec, a.buf, rec.End, ri.promptTokens)
 	}
 	a.p.finish(a.ex, rec)
 	if errors.Is(err, io.EOF) {
@@ -121,5 +122,5 @@ func (a *answerBody) Close() error {
 // type and first bytes, scrubbed of anything credential-like.
 func (a *answerBody) notStream() string {
 	q := a.buf[:min(len(a.buf), notStreamQuote)]
-	return openai.NotEventStream(a.ctype, q, len(a.buf) > len(q) || a.over)
+	return wire.NotEventStream(a.ctype, q, len(a.buf) > len(q) || a.over)
 }

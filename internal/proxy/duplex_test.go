@@ -38,7 +38,7 @@ func TestShortStreamsAfterUpload(t *testing.T) {
 		}))
 		h := newHarness(t, nil, func(o *Options) { o.Upstream = up.URL })
 		for _, endpoint := range []string{"/v1/completions", "/v1/chat/completions"} {
-			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Endpoint: endpoint, Model: "m", ContinuousUsage: true})
+			c, err := openai.NewClient(wire.Config{BaseURL: h.front.URL, Endpoint: endpoint, Model: "m", ContinuousUsage: true})
 			if err != nil {
 				t.Fatal(err)
 			}

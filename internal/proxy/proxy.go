@@ -28,7 +28,6 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/wire"
-	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
@@ -279,7 +278,7 @@ type exchange struct {
 	arrived int64
 	sent    int64
 	// replica is the simulated fleet's replica that answered (from 1, as
-	// openai.ReplicaOf reads it); 0 for any other server.
+	// wire.ReplicaOf reads it); 0 for any other server.
 	replica int
 	secrets *redact.Secrets
 
@@ -545,7 +544,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		p.unmeasured.WithLabelValues(ex.route, promexport.StatusClass(resp.StatusCode)).Inc()
 		return nil
 	}
-	ex.replica = openai.ReplicaOf(resp.Header)
+	ex.replica = wire.ReplicaOf(resp.Header)
 	if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
 		t := p.taps.Get().(*tap)
 		t.reset(p, ex, resp.Body, ex.injected)
@@ -569,7 +568,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode != http.StatusOK && measured {
 		rec := &runlog.Record{Status: resp.StatusCode, End: p.now(), TokenSource: runlog.TokensCounted}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			rec.RetryAfterNs = int64(openai.RetryAfter(resp.Header, time.Now()))
+			rec.RetryAfterNs = int64(wire.RetryAfter(resp.Header, time.Now()))
 		}
 		class := runlog.StatusClass(resp.StatusCode)
 		// The status only: an upstream's error text may quote the request
@@ -616,7 +615,7 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 				class, rmsg = runlog.ErrCancelled, "client disconnected"
 			case timeout:
 				class = runlog.ErrTimeout
-			case openai.IsReset(err):
+			case wire.IsReset(err):
 				class = runlog.ErrConnectReset
 			}
 			rec := &runlog.Record{End: p.now(), ErrorClass: class, Error: rmsg, TokenSource: runlog.TokensCounted}
@@ -649,7 +648,7 @@ func proxyError(msg string, status int) []byte {
 	}
 	b, _ := json.Marshal(struct {
 		Error detail `json:"error"`
-	}{detail{Message: "goodput proxy: " + openai.OneLine(msg), Type: "upstream_error", Code: status}})
+	}{detail{Message: "goodput proxy: " + wire.OneLine(msg), Type: "upstream_error", Code: status}})
 	return append(b, '\n')
 }
 
@@ -725,7 +724,7 @@ func (p *Proxy) putTap(t *tap) {
 	t.fr.shrink(maxPooledBytes)
 	if t.maxEvent > maxPooledBytes {
 		// The decoder's buffer grew with the event: start afresh.
-		t.m = openai.StreamMeter{}
+		t.m = wire.StreamMeter{}
 		clear(t.decs)
 	}
 	t.maxEvent = 0

@@ -72,7 +72,7 @@ func TestMeasuresLikeBench(t *testing.T) {
 			if strings.Contains(f, "completions") {
 				endpoint = "/v1/completions"
 			}
-			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Endpoint: endpoint, Model: "m"})
+			c, err := openai.NewClient(wire.Config{BaseURL: h.front.URL, Endpoint: endpoint, Model: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,7 @@ func TestThroughSimulator(t *testing.T) {
 	for _, proto := range []wire.Protocol{openai.Completions, openai.ChatCompletions, openai.Responses, anthropic.Messages, openai.Embeddings} {
 		endpoint := proto.Path()
 		t.Run(endpoint, func(t *testing.T) {
-			c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Protocol: proto, ContinuousUsage: true, IgnoreEOS: true})
+			c, err := openai.NewClient(wire.Config{BaseURL: h.front.URL, Protocol: proto, ContinuousUsage: true, IgnoreEOS: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestThroughSimulator(t *testing.T) {
 }
 
 // Through a simulated fleet the proxy's records name the replica that
-// answered (openai.ReplicaHeader), as the client's do: round-robin over
+// answered (wire.ReplicaHeader), as the client's do: round-robin over
 // two replicas serves four requests on 1, 2, 1, 2.
 func TestThroughFleet(t *testing.T) {
 	srv, err := simserve.NewFleet(cluster.Config{Replicas: []sim.Config{sim.DefaultConfig(), sim.DefaultConfig()}}, simserve.Options{})
@@ -94,7 +94,7 @@ func TestThroughFleet(t *testing.T) {
 	}
 	defer func() { _ = stop() }()
 	h := newHarness(t, nil, func(o *Options) { o.Upstream = upURL })
-	c, err := openai.NewClient(openai.Config{BaseURL: h.front.URL, Protocol: openai.Completions, Model: srv.Model(), IgnoreEOS: true})
+	c, err := openai.NewClient(wire.Config{BaseURL: h.front.URL, Protocol: openai.Completions, Model: srv.Model(), IgnoreEOS: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/wire"
-	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // tap wraps the body of a streamed completion response on its way to the
@@ -34,7 +33,7 @@ type tap struct {
 	body io.ReadCloser
 	rec  runlog.Record
 	fr   framer
-	m    openai.StreamMeter
+	m    wire.StreamMeter
 	// decs are the tap's decoders by route, made on first use.
 	decs map[string]wire.EventDecoder
 

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/goodput/goodput/internal/wire/openai"
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // maxReplays bounds how often one request is sent again after meeting a
@@ -151,7 +151,7 @@ func (at *attemptTrace) deadIdle(err error) bool {
 	}
 	// net.ErrClosed: the transport closed the connection itself, having
 	// read the upstream's end of it, just as the request was written.
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || openai.IsReset(err) ||
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || wire.IsReset(err) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) ||
 		strings.Contains(err.Error(), "server closed idle connection")
 }

@@ -11,8 +11,8 @@ import (
 // Backend is what a run needs of a target served over the wire: settle the
 // model, then prepare each request ahead of its send time (so building a
 // body never delays a send) as a call that streams it into a Record.
-// openai.Client is one; a new wire protocol is one more implementation and
-// nothing else.
+// wire.Client is one (over every protocol of the table); a transport other
+// than HTTP+SSE is one more implementation and nothing else.
 type Backend interface {
 	// Resolve settles the model against the server, giving a starting
 	// server up to wait to answer; notes are for the user.

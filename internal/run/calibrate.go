@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"golang.org/x/sync/errgroup"
 
 	"github.com/goodput/goodput/internal/tokenize"
-	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -179,7 +180,7 @@ func calibrate(ctx context.Context, c Counting, tokName string) (calibration, er
 	}
 	out.cal, out.method = cal, calProbes
 	switch {
-	case errors.Is(terr, openai.ErrNoTokenize):
+	case errors.Is(terr, wire.ErrNoTokenize):
 	case errors.Is(terr, context.DeadlineExceeded):
 		out.notes = append(out.notes, fmt.Sprintf("/tokenize not used: no answer within %v", tokenizeWait))
 	default:

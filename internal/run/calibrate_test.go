@@ -8,18 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/run/runtest"
 	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
-func newTestClient(t *testing.T, url string, chat bool) *openai.Client {
+func newTestClient(t *testing.T, url string, chat bool) *wire.Client {
 	t.Helper()
 	endpoint := "/v1/completions"
 	if chat {
 		endpoint = "/v1/chat/completions"
 	}
-	c, err := openai.NewClient(openai.Config{BaseURL: url, Endpoint: endpoint, Model: "scripted"})
+	c, err := openai.NewClient(wire.Config{BaseURL: url, Endpoint: endpoint, Model: "scripted"})
 	if err != nil {
 		t.Fatal(err)
 	}

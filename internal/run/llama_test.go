@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/llamafake"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/wire/openai"
@@ -24,7 +26,7 @@ func llamaConfig(t testing.TB, url string, n, conc int) Config {
 	cfg.Output.KeepRecords = true
 	cfg.Target = Target{BaseURL: url, API: "openai", Endpoint: "/v1/completions", Model: "llamafake",
 		Open: func(base string, conns int, now func() int64) (Backend, error) {
-			return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "llamafake", MaxConns: conns, Now: now})
+			return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "llamafake", MaxConns: conns, Now: now})
 		}}
 	return cfg
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
@@ -172,7 +174,7 @@ func TestReportReproducesBench(t *testing.T) {
 	cfg.Command, cfg.Virtual = "bench", false
 	cfg.Load.RequestRate, cfg.Load.MaxConcurrency = 40, 8
 	cfg.Target = Target{API: "openai", Endpoint: "/v1/completions", Open: func(base string, conns int, now func() int64) (Backend, error) {
-		return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", MaxConns: conns, Now: now, AutoUsage: true})
+		return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/completions", MaxConns: conns, Now: now, AutoUsage: true})
 	}}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/servermetrics"
@@ -79,7 +81,7 @@ func TestServerSideBadEndpoint(t *testing.T) {
 	cfg.Workload.Options.RandomInputLen, cfg.Workload.Options.RandomOutputLen = 64, 16
 	cfg.Target = Target{API: "openai", Endpoint: "/v1/completions",
 		Open: func(base string, conns int, now func() int64) (Backend, error) {
-			return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "meta-llama/Llama-3.1-8B", MaxConns: conns, Now: now})
+			return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "meta-llama/Llama-3.1-8B", MaxConns: conns, Now: now})
 		}}
 	var notes []string
 	cfg.Hooks.Note = func(s string) { notes = append(notes, s) }
@@ -125,7 +127,7 @@ func TestServerSideSplitMatchesEngine(t *testing.T) {
 	cfg.Workload.Options.RandomInputLen, cfg.Workload.Options.RandomOutputLen = 256, 16
 	cfg.Target = Target{API: "openai", Endpoint: "/v1/completions",
 		Open: func(base string, conns int, now func() int64) (Backend, error) {
-			return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "meta-llama/Llama-3.1-8B", MaxConns: conns, Now: now})
+			return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/completions", Model: "meta-llama/Llama-3.1-8B", MaxConns: conns, Now: now})
 		}}
 	cfg.Scrape = &ScrapeConfig{Auto: true, Interval: 100 * time.Millisecond}
 	res, err := Run(context.Background(), cfg)

@@ -75,7 +75,7 @@ func sessionConfig(t testing.TB, url string, set workload.SessionSet) Config {
 	cfg.Sessions = &SessionLoad{Set: set, MaxConcurrent: 2}
 	cfg.Target = Target{BaseURL: url, API: "openai-chat", Endpoint: "/v1/chat/completions",
 		Open: func(base string, conns int, now func() int64) (Backend, error) {
-			return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/chat/completions", Model: "m", MaxConns: conns, Now: now, KeepText: true})
+			return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/chat/completions", Model: "m", MaxConns: conns, Now: now, KeepText: true})
 		}}
 	cfg.Output.KeepRecords = true
 	return cfg

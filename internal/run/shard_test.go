@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/sim"
@@ -57,7 +59,7 @@ func shardRun(t testing.TB, url, model, dir string, lv runlog.Level, sh *shard.S
 		Shard:  sh, StartAt: start,
 		Target: Target{BaseURL: url, API: "openai", Endpoint: "/v1/completions", RequestIDPrefix: "eq-",
 			Open: func(base string, conns int, now func() int64) (Backend, error) {
-				return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", Model: model, MaxConns: conns, Now: now, IgnoreEOS: true})
+				return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/completions", Model: model, MaxConns: conns, Now: now, IgnoreEOS: true})
 			}},
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // TargetSpec is the target of a run as a user gives it: where requests
 // go and how they look on the wire. Build checks it and makes the Target
-// behind an openai.Client; a bad value is a *setting.Error naming the
+// behind an wire.Client; a bad value is a *setting.Error naming the
 // field.
 type TargetSpec struct {
 	// BaseURL is the server root, or Host and Port make it; none starts
@@ -163,7 +163,7 @@ type Conn struct {
 }
 
 // Build checks the spec and makes the target at base ("" starts the
-// embedded simulator) behind an openai.Client.
+// embedded simulator) behind an wire.Client.
 func (t *TargetSpec) Build(base string, c Conn) (Target, error) {
 	hdr, err := t.Header()
 	if err != nil {
@@ -205,7 +205,7 @@ func (t *TargetSpec) Build(base string, c Conn) (Target, error) {
 	if model == "" {
 		model = t.ServedModelName // it names the model in the records too
 	}
-	cfg := openai.Config{
+	cfg := wire.Config{
 		Protocol: proto, Endpoint: endpoint, Model: t.RequestModel(), APIKey: c.APIKey, Headers: hdr,
 		ExtraBody: extra, IgnoreEOS: t.IgnoreEOS, MaxTokensField: t.MaxTokensField, Timeout: t.Timeout,
 		IdleTimeout: t.IdleTimeout, ContinuousUsage: usageOn, AutoUsage: usageAuto,

@@ -470,7 +470,7 @@ const (
 )
 
 // warm opens n kept-alive connections before a measured window when the
-// backend can (see openai.Client.Warm): the requests then go out on
+// backend can (see wire.Client.Warm): the requests then go out on
 // connections in hand, as a real client's do. A failure is a note: the
 // requests open their own, with the connect time kept apart.
 func (w *wall) warm(ctx context.Context, n int) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/sweep"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -20,7 +22,7 @@ func TestWallSweepCommonArrivals(t *testing.T) {
 	cfg.Virtual = false
 	cfg.Workload.Options.RandomInputLen, cfg.Workload.Options.RandomOutputLen = 16, 2
 	cfg.Target = Target{API: "openai", Endpoint: "/v1/completions", Open: func(base string, conns int, now func() int64) (Backend, error) {
-		return openai.NewClient(openai.Config{BaseURL: base, Endpoint: "/v1/completions", MaxConns: conns, Now: now, AutoUsage: true})
+		return openai.NewClient(wire.Config{BaseURL: base, Endpoint: "/v1/completions", MaxConns: conns, Now: now, AutoUsage: true})
 	}}
 	rates := []float64{300, 400}
 	cfg.Sweep = &SweepConfig{Axis: sweep.AxisRate, Levels: sweep.Levels(sweep.AxisRate, rates, cfg.Load), Saturation: sweep.Saturation{Off: true}}

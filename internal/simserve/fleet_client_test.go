@@ -10,6 +10,7 @@ import (
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
 	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -31,7 +32,7 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := openai.NewClient(openai.Config{BaseURL: url, Endpoint: "/v1/completions", IgnoreEOS: true, NoStream: noStream})
+		c, err := openai.NewClient(wire.Config{BaseURL: url, Endpoint: "/v1/completions", IgnoreEOS: true, NoStream: noStream})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +58,8 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 			t.Errorf("no-stream %v: records' replicas (-want +got):\n%s", noStream, diff)
 		}
 	}
-	if openai.ReplicaHeader != simserve.ReplicaHeader {
-		t.Errorf("client reads %q, server sends %q", openai.ReplicaHeader, simserve.ReplicaHeader)
+	if wire.ReplicaHeader != simserve.ReplicaHeader {
+		t.Errorf("client reads %q, server sends %q", wire.ReplicaHeader, simserve.ReplicaHeader)
 	}
 	if wirepkg.HeaderSession != simserve.SessionHeader {
 		t.Errorf("client sends the session as %q, the server's router reads %q", wirepkg.HeaderSession, simserve.SessionHeader)

@@ -12,6 +12,7 @@ import (
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
+	"github.com/goodput/goodput/internal/wire"
 	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -33,7 +34,7 @@ func TestSpecDecodeChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer stop()
-			c, err := openai.NewClient(openai.Config{BaseURL: url, Endpoint: endpoint, IgnoreEOS: true, ContinuousUsage: true})
+			c, err := openai.NewClient(wire.Config{BaseURL: url, Endpoint: endpoint, IgnoreEOS: true, ContinuousUsage: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
 	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -59,7 +60,7 @@ func TestServerTimingMeasuredByClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer stop()
-			c, err := openai.NewClient(openai.Config{BaseURL: url, Endpoint: tc.endpoint, IgnoreEOS: true, NoStream: tc.noStream})
+			c, err := openai.NewClient(wire.Config{BaseURL: url, Endpoint: tc.endpoint, IgnoreEOS: true, NoStream: tc.noStream})
 			if err != nil {
 				t.Fatal(err)
 			}

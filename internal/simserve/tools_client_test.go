@@ -8,6 +8,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/wire"
 	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -30,7 +31,7 @@ func TestToolCallsMeasuredByClient(t *testing.T) {
 	}
 	defer stop()
 	for _, cont := range []bool{false, true} {
-		c, err := openai.NewClient(openai.Config{BaseURL: url, Endpoint: "/v1/chat/completions", ContinuousUsage: cont})
+		c, err := openai.NewClient(wire.Config{BaseURL: url, Endpoint: "/v1/chat/completions", ContinuousUsage: cont})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -55,7 +57,7 @@ func TestEndToEndDegradation(t *testing.T) {
 		})
 	}
 	open := func(t Target, now func() int64) (run.Backend, error) {
-		return openai.NewClient(openai.Config{BaseURL: t.BaseURL, Endpoint: "/v1/chat/completions", Now: now, Timeout: t.Timeout, MaxConns: 2})
+		return openai.NewClient(wire.Config{BaseURL: t.BaseURL, Endpoint: "/v1/chat/completions", Now: now, Timeout: t.Timeout, MaxConns: 2})
 	}
 
 	// Probes are counted as they finish; the test moves on at counts, not

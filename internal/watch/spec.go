@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goodput/goodput/internal/redact"
@@ -21,7 +23,6 @@ import (
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
-	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
@@ -205,7 +206,7 @@ func (t *Target) request() (headers []string, body string, err error) {
 func (h Host) target(t *Target, base string, headers []string, body string) (run.Target, error) {
 	spec := run.TargetSpec{Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
 		MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
-		MaxResponseTokens: openai.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body}
+		MaxResponseTokens: wire.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body}
 	if _, _, err := spec.Protocol(); err != nil {
 		return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, protocols.Help()))
 	}

@@ -1,10 +1,18 @@
-// Package wire is the protocol-neutral half of goodput's wire client: what
-// a request carries (Request, Message), what a protocol is (Protocol,
-// BodyOptions) and what its decoder reads out of one event (Chunk, Usage,
-// Timing, through an EventDecoder). Each protocol is a package under it
-// (wire/openai, wire/anthropic), and wire/protocols is their one table.
+// Package wire is goodput's protocol-neutral wire client. Its vocabulary
+// says what a request carries (Request, Message), what a protocol is
+// (Protocol, BodyOptions) and what a protocol's decoder reads out of one
+// event (Chunk, Usage, Timing, through an EventDecoder). Its Client sends
+// requests of any Protocol over HTTP and fills a runlog.Record with every
+// token-carrying chunk's arrival time: the connection pool and warm-up, the
+// timing, the idle watch, redirects, runaway caps, rate-limit waits and the
+// failure classes are the same for every protocol, and StreamMeter turns
+// decoded chunks into a record for the client and the proxy alike. Each
+// protocol is a package under it (wire/openai, wire/anthropic), and
+// wire/protocols is their one table.
 //
-// Its values are plain data; it keeps no state.
+// A Client is safe for concurrent use once set up (SetModel and
+// SetContinuousUsage, which Resolve calls, come before any request); one
+// Stream call measures one request.
 package wire
 
 import "github.com/goodput/goodput/internal/jsonscan"
@@ -150,6 +158,15 @@ type EventDecoder interface {
 	Decode(data []byte, c *Chunk) error
 	DecodeResponse(data []byte, c *Chunk) error
 	Reset()
+}
+
+// PerTokenChunks is implemented by an EventDecoder whose protocol cuts its
+// stream at token boundaries, so every token-carrying chunk carries at
+// least one whole token (OpenAI's chunks: one token each, or several under
+// speculative decoding). A decoder without it (Anthropic's text deltas may
+// split a token) has its per-chunk counts checked less strictly.
+type PerTokenChunks interface {
+	PerTokenChunks() bool
 }
 
 // ToolCallDelta is one element of a delta's "tool_calls": a streamed call

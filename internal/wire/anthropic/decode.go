@@ -6,7 +6,7 @@ import (
 )
 
 // Decoder reads the Messages API's answers into wire.Chunks, for
-// openai.StreamMeter (SetDecoder) and openai.MeasureWholeWith. It is
+// wire.StreamMeter (SetDecoder) and wire.MeasureWhole. It is
 // written on jsonscan: one pass over an event that validates it as JSON,
 // skips what goodput does not need and unescapes only the strings it keeps,
 // so a stream is decoded without allocating once its buffers have grown.

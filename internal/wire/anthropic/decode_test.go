@@ -18,7 +18,6 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sse"
 	"github.com/goodput/goodput/internal/wire"
-	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // The recorded streams answer with the same sentence as the OpenAI ones
@@ -59,7 +58,7 @@ func ms(k int) int64 { return int64(k) * int64(time.Millisecond) }
 // the k-th (1-based) arriving at ms(k); the last is marked truncated when
 // cut is set. It ends with EOF one ms after the last event.
 func meter(events [][]byte, cut bool) *runlog.Record {
-	var m openai.StreamMeter
+	var m wire.StreamMeter
 	m.SetDecoder(Messages.NewDecoder())
 	rec := &runlog.Record{}
 	m.Reset(rec)
@@ -404,11 +403,11 @@ func TestDecodeResponse(t *testing.T) {
 	}
 }
 
-// TestMeasureWhole checks a whole answer through openai.MeasureWholeWith.
+// TestMeasureWhole checks a whole answer through wire.MeasureWhole.
 func TestMeasureWhole(t *testing.T) {
 	body := `{"type":"message","content":[{"type":"thinking","thinking":"Hm."},{"type":"text","text":"Yes."},{"type":"tool_use","id":"toolu_1","name":"search","input":{"query":"x"}}],"stop_reason":"tool_use","usage":{"input_tokens":2,"cache_read_input_tokens":40,"output_tokens":17}}`
 	rec := &runlog.Record{}
-	text := openai.MeasureWholeWith(&Decoder{}, rec, []byte(body), ms(9), 0)
+	text := wire.MeasureWhole(&Decoder{}, rec, []byte(body), ms(9), 0)
 	want := runlog.Record{
 		End: ms(9), WholeAnswer: true, TokenSource: runlog.TokensUsage, FinishReason: "tool_calls",
 		PromptTokens: 42, CachedTokens: 40, CompletionTokens: 17,

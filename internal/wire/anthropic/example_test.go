@@ -3,9 +3,10 @@ package anthropic_test
 import (
 	"fmt"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/wire/anthropic"
-	"github.com/goodput/goodput/internal/wire/openai"
 )
 
 // Example measures a short Messages stream: the thinking block's token is
@@ -22,7 +23,7 @@ func Example() {
 		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
 		`{"type":"message_stop"}`,
 	}
-	var m openai.StreamMeter
+	var m wire.StreamMeter
 	m.SetDecoder(anthropic.Messages.NewDecoder())
 	rec := &runlog.Record{}
 	m.Reset(rec)

@@ -1,7 +1,7 @@
 // Package anthropic speaks Anthropic's Messages API (POST /v1/messages)
-// over the openai package's client: Messages is the wire.Protocol that
+// over package wire's client: Messages is the wire.Protocol that
 // frames a request's body and key, and Decoder reads the API's streamed
-// events (and whole answers) into the wire.Chunks that openai.StreamMeter
+// events (and whole answers) into the wire.Chunks that wire.StreamMeter
 // turns into records, so a Messages stream is measured exactly as an OpenAI
 // one is: thinking is hidden output, text is visible, tool_use input is
 // hidden tool-call text.

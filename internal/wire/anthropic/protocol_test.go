@@ -204,7 +204,7 @@ func TestToolInputKept(t *testing.T) {
 	}
 }
 
-// TestClient runs the recorded streams through openai.Client against a
+// TestClient runs the recorded streams through wire.Client against a
 // real HTTP server: the request it sends and the record it makes.
 func TestClient(t *testing.T) {
 	stream, err := os.ReadFile(filepath.Join("testdata", "streams", "tool-use.sse"))
@@ -224,7 +224,7 @@ func TestClient(t *testing.T) {
 	}))
 	defer srv.Close()
 	var clock atomic.Int64
-	c, err := openai.NewClient(openai.Config{BaseURL: srv.URL, Protocol: Messages, Model: "claude-test", APIKey: "sk-ant-test",
+	c, err := openai.NewClient(wire.Config{BaseURL: srv.URL, Protocol: Messages, Model: "claude-test", APIKey: "sk-ant-test",
 		KeepText: true, Timeout: 10 * time.Second, Now: func() int64 { return clock.Add(1000) }})
 	if err != nil {
 		t.Fatal(err)

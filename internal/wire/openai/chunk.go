@@ -373,10 +373,10 @@ func (p *parser) timing(keys timingKeys) (wire.Timing, error) {
 		case keys.decode:
 			t.DecodeNs, err = p.millis()
 		case keys.cached:
-			t.CachedTokens, err = p.count(maxUsageTokens)
+			t.CachedTokens, err = p.count(wire.MaxUsageTokens)
 		case keys.processed:
 			var n int
-			n, err = p.count(maxUsageTokens)
+			n, err = p.count(wire.MaxUsageTokens)
 			t.PromptN = max(n, 0)
 		case "kv_transfer_time_ms":
 			t.KVTransferNs, err = p.millis()
@@ -456,3 +456,7 @@ func (p *parser) errorValue() (isErr bool, msg jsonscan.Span, err error) {
 	}
 	return false, jsonscan.Span{}, p.Skip()
 }
+
+// PerTokenChunks reports that OpenAI's chunks carry whole tokens (see
+// wire.PerTokenChunks).
+func (*ChunkDecoder) PerTokenChunks() bool { return true }

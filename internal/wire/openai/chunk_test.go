@@ -467,10 +467,10 @@ func refDecode(data []byte) (flatChunk, error) {
 			return int64(math.Round(f * 1e6))
 		}
 		t.QueueNs, t.PrefillNs, t.DecodeNs = ms(queue), ms(prefill), ms(decode)
-		if i, ok := integer(m[cached]); cached != "" && ok && i >= 0 && i <= maxUsageTokens {
+		if i, ok := integer(m[cached]); cached != "" && ok && i >= 0 && i <= wire.MaxUsageTokens {
 			t.CachedTokens = int(i)
 		}
-		if i, ok := integer(m["prompt_n"]); cached != "" && ok && i > 0 && i <= maxUsageTokens {
+		if i, ok := integer(m["prompt_n"]); cached != "" && ok && i > 0 && i <= wire.MaxUsageTokens {
 			t.PromptN = int(i) // llama.cpp's, beside its cache_n
 		}
 		// The simulated split's keys, read in either object.
@@ -879,7 +879,7 @@ type streamTotals struct {
 	ReasoningChunks int
 	Content         string
 	ReasoningBytes  int
-	Visible, Hidden int // content bytes after ThinkSplitter
+	Visible, Hidden int // content bytes after wire.ThinkSplitter
 	Finish          string
 	Usage           wire.Usage
 	UsageEvents     int
@@ -899,7 +899,7 @@ func readStream(t testing.TB, path string) streamTotals {
 		d     ChunkDecoder
 		c     wire.Chunk
 		tot   streamTotals
-		think ThinkSplitter
+		think wire.ThinkSplitter
 	)
 	for {
 		ev, err := r.Next()

@@ -10,13 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -63,9 +61,9 @@ func scripted(t *testing.T, status int, steps ...step) *httptest.Server {
 	return srv
 }
 
-func newTestClient(t *testing.T, url, endpoint string, mod func(*Config)) *Client {
+func newTestClient(t *testing.T, url, endpoint string, mod func(*wire.Config)) *wire.Client {
 	t.Helper()
-	cfg := Config{BaseURL: url, Endpoint: endpoint, Model: "m", IdleTimeout: 5 * time.Second, Timeout: 10 * time.Second}
+	cfg := wire.Config{BaseURL: url, Endpoint: endpoint, Model: "m", IdleTimeout: 5 * time.Second, Timeout: 10 * time.Second}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -77,7 +75,7 @@ func newTestClient(t *testing.T, url, endpoint string, mod func(*Config)) *Clien
 	return c
 }
 
-func run(t *testing.T, c *Client, req *wire.Request) *runlog.Record {
+func run(t *testing.T, c *wire.Client, req *wire.Request) *runlog.Record {
 	t.Helper()
 	body, err := c.Body(req)
 	if err != nil {
@@ -251,7 +249,7 @@ func TestFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := scripted(t, tc.status, tc.steps...)
-			c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) {
+			c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *wire.Config) {
 				if tc.idle > 0 {
 					c.IdleTimeout = tc.idle
 				}
@@ -293,7 +291,7 @@ func TestFailures(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		srv := scripted(t, 200, data(content("a")), after(time.Minute, content("b")))
-		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) { c.Timeout = 100 * time.Millisecond })
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *wire.Config) { c.Timeout = 100 * time.Millisecond })
 		rec := run(t, c, &wire.Request{ID: "r", Prompt: "x"})
 		if rec.ErrorClass != runlog.ErrTimeout {
 			t.Errorf("class %q (%s); want timeout", rec.ErrorClass, rec.Error)
@@ -313,7 +311,7 @@ func TestRequestBodyAndHeaders(t *testing.T) {
 		fmt.Fprint(w, "data: "+finish("x")+"\n\ndata: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) {
+	c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *wire.Config) {
 		c.APIKey = "sk-secret"
 		c.IgnoreEOS = true
 		c.ContinuousUsage = true
@@ -431,7 +429,7 @@ func TestModels(t *testing.T) {
 
 func TestNewClientBadURL(t *testing.T) {
 	for _, u := range []string{"", "localhost:8000", "ftp://x", "http://"} {
-		_, err := NewClient(Config{BaseURL: u})
+		_, err := NewClient(wire.Config{BaseURL: u})
 		var se *setting.Error
 		if !errors.As(err, &se) || se.Field != "BaseURL" || se.Value != strconv.Quote(u) {
 			t.Errorf("NewClient(%q) error = %v; want a setting.Error on BaseURL", u, err)
@@ -475,7 +473,7 @@ func TestConnectReset(t *testing.T) {
 
 func TestMaxTokensField(t *testing.T) {
 	for _, tc := range []struct{ field, want string }{{"", "max_tokens"}, {"max_completion_tokens", "max_completion_tokens"}} {
-		c := newTestClient(t, "http://127.0.0.1:1", "/v1/chat/completions", func(c *Config) { c.MaxTokensField = tc.field })
+		c := newTestClient(t, "http://127.0.0.1:1", "/v1/chat/completions", func(c *wire.Config) { c.MaxTokensField = tc.field })
 		b, err := c.Body(&wire.Request{ID: "r", Prompt: "x", MaxTokens: 7})
 		if err != nil {
 			t.Fatal(err)
@@ -533,7 +531,7 @@ func TestNoStream(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, last := wholeServer(t, 200, 40*time.Millisecond, tt.answer)
-			c := newTestClient(t, srv.URL, tt.endpoint, func(c *Config) {
+			c := newTestClient(t, srv.URL, tt.endpoint, func(c *wire.Config) {
 				c.NoStream, c.KeepText, c.ContinuousUsage = true, true, true
 			})
 			rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi", MaxTokens: 7, PromptTokens: 10})
@@ -587,7 +585,7 @@ func TestNoStreamOddAnswers(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := wholeServer(t, tt.status, 0, tt.answer)
-			c := newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.NoStream = true })
+			c := newTestClient(t, srv.URL, "/v1/completions", func(c *wire.Config) { c.NoStream = true })
 			rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi", PromptTokens: 3})
 			if rec.ErrorClass != tt.wantClass || len(rec.Chunks) != tt.wantChunks || rec.CompletionTokens != tt.wantTokens {
 				t.Errorf("class %q (%s), chunks %d, completion %d; want %q, %d, %d",
@@ -607,7 +605,7 @@ func TestKeepText(t *testing.T) {
 		data(content("Hello")), data(content(` "world"`)), data(finish("!")), data(usageChunk), data("[DONE]")}
 	srv := scripted(t, 200, steps...)
 	for _, keep := range []bool{true, false} {
-		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *Config) { c.KeepText = keep })
+		c := newTestClient(t, srv.URL, "/v1/chat/completions", func(c *wire.Config) { c.KeepText = keep })
 		rec := run(t, c, &wire.Request{ID: "r1", Prompt: "hi"})
 		want := ""
 		if keep {
@@ -662,8 +660,8 @@ func TestModelMissing(t *testing.T) {
 			if tt.status != 200 {
 				rec.ErrorClass = runlog.StatusClass(tt.status)
 			}
-			if got := ModelMissing(rec); got != tt.want {
-				t.Errorf("ModelMissing(%d %q) = %v; want %v", tt.status, tt.msg, got, tt.want)
+			if got := wire.ModelMissing(rec); got != tt.want {
+				t.Errorf("wire.ModelMissing(%d %q) = %v; want %v", tt.status, tt.msg, got, tt.want)
 			}
 		})
 	}
@@ -673,7 +671,7 @@ func TestTry(t *testing.T) {
 	srv, last := wholeServer(t, 404, 0, `{"object":"error","message":"The model `+"`m`"+` does not exist.","type":"NotFoundError","code":404}`)
 	c := newTestClient(t, srv.URL, "/v1/completions", nil)
 	rec := c.Try(t.Context(), "probe-1")
-	if !ModelMissing(&rec) || rec.ID != "probe-1" {
+	if !wire.ModelMissing(&rec) || rec.ID != "probe-1" {
 		t.Errorf("Try against a server without the model = %+v; want a model-missing record with id probe-1", rec)
 	}
 	if body, _ := last(); body["max_tokens"] != 1.0 || body["model"] != "m" {
@@ -691,81 +689,9 @@ func TestInsecure(t *testing.T) {
 	if rec.ErrorClass != runlog.ErrConnect {
 		t.Errorf("without Insecure: class %q (%s); want %q (the certificate is not trusted)", rec.ErrorClass, rec.Error, runlog.ErrConnect)
 	}
-	rec = run(t, newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.Insecure = true }), &wire.Request{ID: "r2", Prompt: "hi"})
+	rec = run(t, newTestClient(t, srv.URL, "/v1/completions", func(c *wire.Config) { c.Insecure = true }), &wire.Request{ID: "r2", Prompt: "hi"})
 	if !rec.OK() {
 		t.Errorf("with Insecure: %s %s; want success", rec.ErrorClass, rec.Error)
-	}
-}
-
-func TestSniff(t *testing.T) {
-	cases := []struct {
-		name, ctype, body string
-		want              int
-	}{
-		{"event stream believed unread", "text/event-stream; charset=utf-8", "<html>", bodyEvents},
-		{"JSON", "application/json", `{"choices":[]}`, bodyJSON},
-		{"JSON after white space and a BOM", "", "\ufeff \r\n\t{}", bodyJSON},
-		{"JSON labelled text/plain", "text/plain; charset=utf-8", `{"choices":[]}`, bodyJSON},
-		{"stream labelled application/json", "application/json", "data: {}\n\n", bodyEvents},
-		{"stream labelled text/plain", "text/plain", "data: {}\n\n", bodyEvents},
-		{"stream opening with a comment", "", ": ping\n\n", bodyEvents},
-		{"stream opening with an event field", "application/octet-stream", "event: message\ndata: {}\n\n", bodyEvents},
-		{"bare data line", "", "data\n\n", bodyEvents},
-		{"empty body", "", "", bodyEvents},
-		{"empty JSON body", "application/json", "", bodyJSON},
-		{"HTML", "text/html", "<!DOCTYPE html><html>", bodyOther},
-		{"HTML whatever it opens with", "text/html; charset=utf-8", "{}", bodyOther},
-		{"HTML without a type", "", "<html>", bodyOther},
-		{"plain text", "text/plain", "Internal error", bodyOther},
-		{"plain text that opens like a field name", "text/plain", "identity theft", bodyOther},
-		{"short plain text", "", "OK", bodyOther},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			// One byte per read: sniff must read on until it can tell.
-			kind, rd := sniff(tc.ctype, iotest.OneByteReader(strings.NewReader(tc.body)))
-			if kind != tc.want {
-				t.Errorf("sniff(%q, %q) = %d; want %d", tc.ctype, tc.body, kind, tc.want)
-			}
-			if got, err := io.ReadAll(rd); string(got) != tc.body || err != nil {
-				t.Errorf("sniff(%q, %q) left %q, %v; want every byte, nil", tc.ctype, tc.body, got, err)
-			}
-		})
-	}
-	t.Run("read error kept", func(t *testing.T) {
-		boom := errors.New("boom")
-		_, rd := sniff("", io.MultiReader(strings.NewReader("  "), iotest.ErrReader(boom)))
-		if got, err := io.ReadAll(rd); string(got) != "  " || !errors.Is(err, boom) {
-			t.Errorf("after a read error: %q, %v; want the bytes read, then boom", got, err)
-		}
-	})
-}
-
-func TestOrigin(t *testing.T) {
-	same := [][2]string{
-		{"http://h:80/a", "http://H/b?x=1"},
-		{"https://h/a", "HTTPS://h:443/"},
-		{"http://[::1]:8000/a", "http://[::1]:8000/b"},
-	}
-	differ := [][2]string{
-		{"http://h:8000/", "http://h:8001/"},
-		{"http://h/", "https://h/"},
-		{"http://h/", "http://h.example/"},
-		{"http://127.0.0.1:8000/", "http://localhost:8000/"},
-	}
-	for _, p := range same {
-		a, _ := url.Parse(p[0])
-		b, _ := url.Parse(p[1])
-		if origin(a) != origin(b) {
-			t.Errorf("origin(%s) = %s, origin(%s) = %s; want equal", p[0], origin(a), p[1], origin(b))
-		}
-	}
-	for _, p := range differ {
-		a, _ := url.Parse(p[0])
-		b, _ := url.Parse(p[1])
-		if origin(a) == origin(b) {
-			t.Errorf("origin(%s) = origin(%s) = %s; want different", p[0], p[1], origin(a))
-		}
 	}
 }
 
@@ -782,29 +708,9 @@ func TestModelsRedirectToAnotherOrigin(t *testing.T) {
 		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
 	}))
 	t.Cleanup(srv.Close)
-	c := newTestClient(t, srv.URL, "/v1/completions", func(c *Config) { c.APIKey = "sk-models-key"; c.FollowRedirects = true })
+	c := newTestClient(t, srv.URL, "/v1/completions", func(c *wire.Config) { c.APIKey = "sk-models-key"; c.FollowRedirects = true })
 	_, err := c.Models(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "another origin") || hits.Load() != 0 {
 		t.Errorf("Models() = %v with %d requests to the other origin; want an error naming another origin, none", err, hits.Load())
-	}
-}
-
-func TestJoinURL(t *testing.T) {
-	for _, tc := range []struct{ base, path, want string }{
-		{"http://127.0.0.1:8000", "/v1/completions", "http://127.0.0.1:8000/v1/completions"},
-		{"http://127.0.0.1:8000/", "/v1/models", "http://127.0.0.1:8000/v1/models"},
-		{"https://gw.example.com/openai/", "/v1/chat/completions", "https://gw.example.com/openai/v1/chat/completions"},
-		// A query in the base URL (Azure's api-version) stays a query, after the path.
-		{"https://x.openai.azure.com/openai/deployments/d?api-version=2024-10-21", "/chat/completions",
-			"https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"},
-		{"http://h?a=1", "/tokenize?b=2", "http://h/tokenize?a=1&b=2"},
-	} {
-		u, err := url.Parse(tc.base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := joinURL(u, tc.path); got != tc.want {
-			t.Errorf("joinURL(%q, %q) = %q; want %q", tc.base, tc.path, got, tc.want)
-		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/goodput/goodput/internal/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goodput/goodput/internal/wire"
 )
 
 // countServer answers the counting endpoints the way one kind of server
@@ -131,11 +132,11 @@ func TestCounterFindsTheServersForm(t *testing.T) {
 			if tc.chat {
 				endpoint = "/v1/chat/completions"
 			}
-			c, err := NewClient(Config{BaseURL: srv.URL, Endpoint: endpoint, Model: "m"})
+			c, err := NewClient(wire.Config{BaseURL: srv.URL, Endpoint: endpoint, Model: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			k := NewCounter(c)
+			k := wire.NewCounter(c)
 			for round, want := range [][]string{tc.first, tc.then, tc.then} {
 				srv.reset()
 				n, err := k.Count(t.Context(), text)
@@ -156,16 +157,16 @@ func TestCounterFindsTheServersForm(t *testing.T) {
 func TestCounterErrors(t *testing.T) {
 	t.Run("no tokenize", func(t *testing.T) {
 		srv := newCountServer(t, "none")
-		c, _ := NewClient(Config{BaseURL: srv.URL, Model: "m"})
-		if _, err := NewCounter(c).Count(t.Context(), "a b"); !errors.Is(err, ErrNoTokenize) {
-			t.Errorf("Count = %v; want ErrNoTokenize", err)
+		c, _ := NewClient(wire.Config{BaseURL: srv.URL, Model: "m"})
+		if _, err := wire.NewCounter(c).Count(t.Context(), "a b"); !errors.Is(err, wire.ErrNoTokenize) {
+			t.Errorf("Count = %v; want wire.ErrNoTokenize", err)
 		}
 	})
 	t.Run("broken", func(t *testing.T) {
 		srv := newCountServer(t, "broken")
-		c, _ := NewClient(Config{BaseURL: srv.URL, Model: "m"})
-		_, err := NewCounter(c).Count(t.Context(), "a b")
-		if err == nil || errors.Is(err, ErrNoTokenize) || !strings.Contains(err.Error(), `{"prompt"}: HTTP 500`) {
+		c, _ := NewClient(wire.Config{BaseURL: srv.URL, Model: "m"})
+		_, err := wire.NewCounter(c).Count(t.Context(), "a b")
+		if err == nil || errors.Is(err, wire.ErrNoTokenize) || !strings.Contains(err.Error(), `{"prompt"}: HTTP 500`) {
 			t.Errorf("Count = %v; want each form's failure, HTTP 500 among them", err)
 		}
 	})
@@ -182,11 +183,11 @@ func TestCounterErrors(t *testing.T) {
 			<-r.Context().Done()
 		}))
 		defer srv.Close()
-		c, _ := NewClient(Config{BaseURL: srv.URL, Model: "m"})
+		c, _ := NewClient(wire.Config{BaseURL: srv.URL, Model: "m"})
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err := NewCounter(c).Count(ctx, "a b")
+		_, err := wire.NewCounter(c).Count(ctx, "a b")
 		// A minute is a sanity limit: the server never answers, so a
 		// Count that ignored the deadline would hang.
 		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Minute {
@@ -225,44 +226,11 @@ func TestContextLength(t *testing.T) {
 				fmt.Fprint(w, body)
 			}))
 			defer srv.Close()
-			c, _ := NewClient(Config{BaseURL: srv.URL, Model: "m"})
+			c, _ := NewClient(wire.Config{BaseURL: srv.URL, Model: "m"})
 			n, from := c.ContextLength(t.Context())
 			if n != tc.want || from != tc.from {
 				t.Errorf("ContextLength() = %d, %q; want %d, %q", n, from, tc.want, tc.from)
 			}
 		})
 	}
-}
-
-func TestParseCount(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{`{"count":12,"max_model_len":4096,"tokens":[1,2]}`, 12, true},
-		{`{"tokens":[1,2,3]}`, 3, true},
-		{`{"tokens":[{"id":1,"piece":"a"},{"id":2,"piece":"b"}]}`, 2, true},
-		{`{"tokens":[]}`, 0, true},
-		{`[{"id":1,"text":"a","start":0,"stop":1}]`, 1, true},
-		{`{"count":-1}`, 0, false},
-		{`{"error":"no"}`, 0, false},
-		{`<html>`, 0, false},
-	} {
-		n, err := parseCount([]byte(tc.in))
-		if n != tc.want || (err == nil) != tc.ok {
-			t.Errorf("parseCount(%s) = %d, %v; want %d, ok %v", tc.in, n, err, tc.want, tc.ok)
-		}
-	}
-}
-
-func FuzzParseCount(f *testing.F) {
-	for _, s := range []string{`{"count":3}`, `{"tokens":[1]}`, `[{"id":1}]`, `{"count":null,"tokens":null}`, `x`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if n, err := parseCount(b); n < 0 || (err != nil && n != 0) {
-			t.Errorf("parseCount(%q) = %d, %v; want a count ≥ 0, or 0 and an error", b, n, err)
-		}
-	})
 }

@@ -75,7 +75,7 @@ func (d *EmbeddingsDecoder) DecodeResponse(data []byte, c *wire.Chunk) error {
 		case "usage":
 			c.Usage.Present, err = p.Members(func(k []byte) (err error) {
 				if string(k) == "prompt_tokens" {
-					c.Usage.PromptTokens, err = p.Count(maxUsageTokens)
+					c.Usage.PromptTokens, err = p.Count(wire.MaxUsageTokens)
 					return err
 				}
 				return p.Skip()

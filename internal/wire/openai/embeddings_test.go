@@ -74,7 +74,7 @@ func TestEmbeddingsClient(t *testing.T) {
 		_, _ = io.WriteString(w, `{"data":[{"embedding":[0.5,0.5]}],"usage":{"prompt_tokens":7,"total_tokens":7}}`)
 	}))
 	defer srv.Close()
-	c, err := NewClient(Config{BaseURL: srv.URL, Protocol: Embeddings, Model: "e5", APIKey: "k"})
+	c, err := NewClient(wire.Config{BaseURL: srv.URL, Protocol: Embeddings, Model: "e5", APIKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestRateLimitedRecord(t *testing.T) {
 		_, _ = io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit_error"}}`)
 	}))
 	defer srv.Close()
-	c, err := NewClient(Config{BaseURL: srv.URL, Protocol: ChatCompletions, Model: "m"})
+	c, err := NewClient(wire.Config{BaseURL: srv.URL, Protocol: ChatCompletions, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}

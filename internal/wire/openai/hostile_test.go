@@ -31,11 +31,11 @@ const hostileN = 3
 // hostileRun sends hostileN requests (max_tokens maxTokens; 0 sends none)
 // to url's /v1/completions with a client configured by mod, and returns
 // their records after checking there is one per request.
-func hostileRun(t *testing.T, url string, maxTokens int, mod func(*Config)) []runlog.Record {
+func hostileRun(t *testing.T, url string, maxTokens int, mod func(*wire.Config)) []runlog.Record {
 	t.Helper()
 	start := time.Now()
 	now := func() int64 { return int64(time.Since(start)) }
-	cfg := Config{BaseURL: url, Endpoint: "/v1/completions", Model: "m", Now: now,
+	cfg := wire.Config{BaseURL: url, Endpoint: "/v1/completions", Model: "m", Now: now,
 		IdleTimeout: time.Second, Timeout: 2 * time.Second}
 	if mod != nil {
 		mod(&cfg)
@@ -218,7 +218,7 @@ func TestHostileHuge(t *testing.T) {
 	// Nothing here is about time: the timeouts are sanity limits, a minute,
 	// because moving and scanning megabytes under -race on a loaded
 	// machine can outlast the 2 s hostileRun gives by default.
-	slow := func(cfg *Config) { cfg.IdleTimeout, cfg.Timeout = time.Minute, time.Minute }
+	slow := func(cfg *wire.Config) { cfg.IdleTimeout, cfg.Timeout = time.Minute, time.Minute }
 	t.Run("10 MB line", func(t *testing.T) {
 		url := rawServer(t, func(c net.Conn) { write(c, line, 0, 0) })
 		wantOK(t, hostileRun(t, url, 0, slow), 2, 2, runlog.TokensCounted)
@@ -310,7 +310,7 @@ func TestHostileWire(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			url := rawServer(t, tc.answer)
-			tc.check(t, hostileRun(t, url, 0, func(c *Config) {
+			tc.check(t, hostileRun(t, url, 0, func(c *wire.Config) {
 				// The whole-request timeout is a sanity limit here, so
 				// that on a loaded machine the idle timeout under test
 				// (or none) decides, never the 2 s default.
@@ -343,23 +343,23 @@ func TestHostileRunaway(t *testing.T) {
 		name      string
 		event     string // repeated without end
 		maxTokens int
-		mod       func(*Config)
+		mod       func(*wire.Config)
 		chunks    int // recorded before the client stopped reading
 		inMsg     string
 	}{
 		// max(4 × 8, 8 + 1024) = 1032 tokens allowed; the 1033rd stops it.
 		{"tokens past max_tokens", "data: " + text("t") + "\n\n", 8, nil, 1033, "1033 tokens streamed, over the cap of 1032 for max_tokens 8"},
 		{"tokens past 4 × max_tokens", "data: " + text("t") + "\n\n", 400, nil, 1601, "over the cap of 1600 for max_tokens 400"},
-		{"tokens without max_tokens", "data: " + text("t") + "\n\n", 0, func(c *Config) { c.MaxResponseTokens = 500 }, 501, "over the cap of 500 for no max_tokens"},
+		{"tokens without max_tokens", "data: " + text("t") + "\n\n", 0, func(c *wire.Config) { c.MaxResponseTokens = 500 }, 501, "over the cap of 500 for no max_tokens"},
 		// Events without a token (4 KiB of padding each), without end:
 		// the byte cap, 1032 × 4 KiB + 64 KiB.
-		{"empty events", `data: {"choices":[{"index":0,"text":"","pad":"` + strings.Repeat("p", 4<<10) + "\"}]}\n\n", 8, func(c *Config) { c.MaxEventBytes = 64 << 10 }, 0, "over 4292608 bytes streamed with 0 tokens (cap 1032)"},
+		{"empty events", `data: {"choices":[{"index":0,"text":"","pad":"` + strings.Repeat("p", 4<<10) + "\"}]}\n\n", 8, func(c *wire.Config) { c.MaxEventBytes = 64 << 10 }, 0, "over 4292608 bytes streamed with 0 tokens (cap 1032)"},
 		// Comments only: no event at all.
-		{"keep-alive flood", ": keep-alive\n\n", 8, func(c *Config) { c.MaxEventBytes = 64 << 10 }, 0, "over 65536 bytes without a complete event"},
+		{"keep-alive flood", ": keep-alive\n\n", 8, func(c *wire.Config) { c.MaxEventBytes = 64 << 10 }, 0, "over 65536 bytes without a complete event"},
 		// One event whose data lines never end: the event reader's
 		// buffer is not what grows, its joined data is.
-		{"endless data lines", "data: x\n", 8, func(c *Config) { c.MaxEventBytes = 64 << 10 }, 0, "over 65536 bytes without a complete event"},
-		{"one endless line", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 8, func(c *Config) { c.MaxEventBytes = 64 << 10 }, 0, "an event over 65536 bytes"},
+		{"endless data lines", "data: x\n", 8, func(c *wire.Config) { c.MaxEventBytes = 64 << 10 }, 0, "over 65536 bytes without a complete event"},
+		{"one endless line", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 8, func(c *wire.Config) { c.MaxEventBytes = 64 << 10 }, 0, "an event over 65536 bytes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -377,21 +377,6 @@ func TestHostileRunaway(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestRunawayCap pins the cap: max(4 × max_tokens, max_tokens + 1024), or
-// the configured (else default) cap without max_tokens.
-func TestRunawayCap(t *testing.T) {
-	c := &Client{}
-	for _, tc := range []struct{ max, cfg, want int }{
-		{1, 0, 1025}, {256, 0, 1280}, {341, 0, 1365}, {342, 0, 1368}, {4096, 0, 16384},
-		{0, 0, DefaultMaxResponseTokens}, {0, 77, 77}, {10, 77, 1034},
-	} {
-		c.cfg.MaxResponseTokens = tc.cfg
-		if got := c.tokenCap(tc.max); got != int64(tc.want) {
-			t.Errorf("tokenCap(max_tokens %d, MaxResponseTokens %d) = %d; want %d", tc.max, tc.cfg, got, tc.want)
-		}
 	}
 }
 
@@ -597,7 +582,7 @@ func TestHostileRedirects(t *testing.T) {
 				_, _ = io.WriteString(w, okEvents)
 			}))
 			t.Cleanup(srv.Close)
-			recs := hostileRun(t, srv.URL, 0, func(c *Config) {
+			recs := hostileRun(t, srv.URL, 0, func(c *wire.Config) {
 				c.APIKey = key
 				c.Headers = http.Header{"X-Api-Key": {hdrKey}}
 				c.FollowRedirects = tc.follow

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -28,7 +30,8 @@ func FuzzStreamMeter(f *testing.F) {
 	f.Add([]byte(content("a") + "\n" + `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1},"metrics":{"queue_time_ms":1.5,"time_to_first_token_ms":-2}}` +
 		"\n" + `{"choices":[],"timings":{"prompt_ms":1e308,"predicted_ms":3,"cache_n":-4}}` + "\n[DONE]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var m StreamMeter
+		var m wire.StreamMeter
+		m.SetDecoder(&ChunkDecoder{})
 		var rec runlog.Record
 		m.Reset(&rec)
 		at := int64(0)
@@ -48,7 +51,7 @@ func FuzzStreamMeter(f *testing.F) {
 		if rec.CompletionTokens < 0 || rec.PromptTokens < 0 || rec.CachedTokens < 0 || rec.ReasoningTokens < 0 {
 			t.Fatalf("negative counts: %+v", rec)
 		}
-		if rec.CompletionTokens > maxUsageTokens || rec.PromptTokens > maxUsageTokens || rec.ReasoningTokens > rec.CompletionTokens {
+		if rec.CompletionTokens > wire.MaxUsageTokens || rec.PromptTokens > wire.MaxUsageTokens || rec.ReasoningTokens > rec.CompletionTokens {
 			t.Fatalf("unbelievable counts kept: %+v", rec)
 		}
 		if s := rec.Server; s != nil && (s.QueueNs < 0 || s.PrefillNs < 0 || s.DecodeNs < 0 || s.CachedTokens < 0 || s.ArrivalNs != 0) {
@@ -101,7 +104,8 @@ func TestUsageNotBelieved(t *testing.T) {
 		{"continuous decreasing", []string{chunk("a", 5), chunk("b", 3), chunk("c", 6)}, 0, runlog.TokensCounted, 7, 10, []int32{5, 1, 1}, "fell from 5 to 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var m StreamMeter
+			var m wire.StreamMeter
+			m.SetDecoder(&ChunkDecoder{})
 			rec := runlog.Record{ID: "r", MaxTokens: tc.maxTokens}
 			m.Reset(&rec)
 			for i, e := range tc.events {
@@ -162,7 +166,8 @@ func TestServerTiming(t *testing.T) {
 			&runlog.ServerTiming{PrefillNs: 1_000_000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var m StreamMeter
+			var m wire.StreamMeter
+			m.SetDecoder(&ChunkDecoder{})
 			rec := runlog.Record{ID: "r"}
 			m.Reset(&rec)
 			for i, e := range tc.events {
@@ -190,9 +195,9 @@ func TestServerTiming(t *testing.T) {
 	for _, tc := range whole {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := runlog.Record{ID: "w", Status: 200}
-			MeasureWhole(&rec, []byte(tc.body), 500, 9)
+			wire.MeasureWhole(&ChunkDecoder{}, &rec, []byte(tc.body), 500, 9)
 			if diff := cmp.Diff(tc.want, rec.Server); diff != "" {
-				t.Errorf("MeasureWhole: rec.Server mismatch (-want +got):\n%s", diff)
+				t.Errorf("wire.MeasureWhole: rec.Server mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -217,7 +222,8 @@ func TestLlamaCachedTokens(t *testing.T) {
 		{"cache_n beyond the prompt", final(`{"prompt_tokens":12,"completion_tokens":1}`, `{"cache_n":40,"prompt_n":1}`), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var m StreamMeter
+			var m wire.StreamMeter
+			m.SetDecoder(&ChunkDecoder{})
 			rec := runlog.Record{ID: "r"}
 			m.Reset(&rec)
 			m.Event([]byte(`{"choices":[{"index":0,"delta":{"content":"a"}}]}`), 1000, false)

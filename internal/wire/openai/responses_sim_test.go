@@ -29,7 +29,7 @@ func TestResponsesSimulator(t *testing.T) {
 	}
 	defer func() { _ = stop() }()
 	start := time.Now()
-	c, err := openai.NewClient(openai.Config{BaseURL: url, Protocol: openai.Responses, Model: srv.Model(), KeepText: true,
+	c, err := openai.NewClient(wire.Config{BaseURL: url, Protocol: openai.Responses, Model: srv.Model(), KeepText: true,
 		Timeout: 30 * time.Second, Now: func() int64 { return int64(time.Since(start)) }})
 	if err != nil {
 		t.Fatal(err)

@@ -49,10 +49,10 @@ func respEvents(t testing.TB, name string) [][]byte {
 // respMs is event k's arrival time: k ms after the send (at 0).
 func respMs(k int) int64 { return int64(k) * int64(time.Millisecond) }
 
-// respMeter runs events through a StreamMeter reading Responses events,
+// respMeter runs events through a wire.StreamMeter reading Responses events,
 // the k-th (1-based) arriving at respMs(k), then EOF a ms later.
 func respMeter(events [][]byte) *runlog.Record {
-	var m StreamMeter
+	var m wire.StreamMeter
 	m.SetDecoder(Responses.NewDecoder())
 	rec := &runlog.Record{}
 	m.Reset(rec)
@@ -475,7 +475,7 @@ func TestResponsesBody(t *testing.T) {
 	}
 }
 
-// TestResponsesClient streams a recorded answer through a Client against
+// TestResponsesClient streams a recorded answer through a wire.Client against
 // a real HTTP server, then chains a second turn from its response id.
 func TestResponsesClient(t *testing.T) {
 	stream, err := os.ReadFile(filepath.Join("testdata", "streams", "responses-function-call.sse"))
@@ -495,7 +495,7 @@ func TestResponsesClient(t *testing.T) {
 	}))
 	defer srv.Close()
 	var clock atomic.Int64
-	c, err := NewClient(Config{BaseURL: srv.URL, Protocol: Responses, Model: "gpt-test", APIKey: "sk-test",
+	c, err := NewClient(wire.Config{BaseURL: srv.URL, Protocol: Responses, Model: "gpt-test", APIKey: "sk-test",
 		Timeout: 10 * time.Second, Now: func() int64 { return clock.Add(1000) }})
 	if err != nil {
 		t.Fatal(err)

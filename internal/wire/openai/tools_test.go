@@ -56,11 +56,12 @@ func TestStreamedToolCalls(t *testing.T) {
 
 // A call streamed without an id still gets one a result can name.
 func TestToolCallWithoutID(t *testing.T) {
-	var m StreamMeter
+	var m wire.StreamMeter
+	m.SetDecoder(&ChunkDecoder{})
 	rec := &runlog.Record{}
 	m.Reset(rec)
 	m.Event([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`), 1, false)
-	m.Event(doneMarker, 2, false)
+	m.Event([]byte("[DONE]"), 2, false)
 	m.Close(0)
 	if want := []runlog.ToolCall{{ID: "call_3", Name: "f", Arguments: "{}"}}; !cmp.Equal(want, rec.ToolCalls) {
 		t.Errorf("ToolCalls = %v; want %v", rec.ToolCalls, want)
@@ -71,7 +72,7 @@ func TestToolCallWithoutID(t *testing.T) {
 func TestWholeAnswerToolCalls(t *testing.T) {
 	rec := &runlog.Record{}
 	body := `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"search","arguments":"{\"query\":\"x\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`
-	MeasureWhole(rec, []byte(body), 10, 0)
+	wire.MeasureWhole(&ChunkDecoder{}, rec, []byte(body), 10, 0)
 	if want := []runlog.ToolCall{{ID: "c1", Name: "search", Arguments: `{"query":"x"}`}}; !cmp.Equal(want, rec.ToolCalls) {
 		t.Errorf("ToolCalls = %v; want %v", rec.ToolCalls, want)
 	}

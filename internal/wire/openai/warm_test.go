@@ -2,6 +2,7 @@ package openai
 
 import (
 	"testing"
+	"time"
 
 	"github.com/goodput/goodput/internal/llamafake"
 	"github.com/goodput/goodput/internal/runlog"
@@ -17,7 +18,9 @@ func TestConnectOutsideTTFTAndWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c, err := NewClient(Config{BaseURL: s.URL, Model: "llamafake", MaxConns: 2})
+	start := time.Now()
+	now := func() int64 { return int64(time.Since(start)) }
+	c, err := NewClient(wire.Config{BaseURL: s.URL, Model: "llamafake", MaxConns: 2, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +32,7 @@ func TestConnectOutsideTTFTAndWarm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := runlog.Record{Intended: c.cfg.Now()}
+		rec := runlog.Record{Intended: now()}
 		c.Stream(t.Context(), r, body, &rec)
 		if !rec.OK() {
 			t.Fatalf("%s: %s %s", id, rec.ErrorClass, rec.Error)
@@ -79,7 +82,7 @@ func TestWarmCappedAtPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c, err := NewClient(Config{BaseURL: s.URL, Model: "llamafake", MaxConns: 1})
+	c, err := NewClient(wire.Config{BaseURL: s.URL, Model: "llamafake", MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

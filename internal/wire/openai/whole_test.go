@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goodput/goodput/internal/wire"
+
 	"github.com/goodput/goodput/internal/runlog"
 )
 
@@ -28,7 +30,7 @@ func TestMeasureWhole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := runlog.Record{ID: "w", Sent: 10, Status: 200, MaxTokens: tc.maxTokens}
-			MeasureWhole(&rec, []byte(tc.body), 500, 9)
+			wire.MeasureWhole(&ChunkDecoder{}, &rec, []byte(tc.body), 500, 9)
 			if rec.ErrorClass != tc.wantClass || rec.TokenSource != tc.wantSource || rec.CompletionTokens != tc.wantCompl || rec.PromptTokens != tc.wantPromp {
 				t.Errorf("class %q source %s completion %d prompt %d; want %q %s %d %d",
 					rec.ErrorClass, rec.TokenSource, rec.CompletionTokens, rec.PromptTokens, tc.wantClass, tc.wantSource, tc.wantCompl, tc.wantPromp)

@@ -1,4 +1,4 @@
-package openai
+package wire
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/goodput/goodput/internal/redact"
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/wire"
 )
 
 // MeasureWhole fills rec from a whole (non-streamed) completion body that
@@ -21,16 +20,11 @@ import (
 // "metrics", llama.cpp's "timings"), goes to rec.Server, as a stream's does.
 // It returns the answer's visible text (a copy), for callers that keep it.
 // The bench client (--no-stream, or a server ignoring "stream") and the
-// proxy both measure whole answers with it.
-func MeasureWhole(rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
-	return MeasureWholeWith(&ChunkDecoder{}, rec, body, at, estPrompt)
-}
-
-// MeasureWholeWith is MeasureWhole for another protocol's answer, read by
-// dec. An embeddings answer (Chunk.Inputs > 0) carries no token: the record
-// counts its inputs (Record.Embeddings) and its prompt tokens, and its
-// latency is the whole answer's.
-func MeasureWholeWith(dec wire.EventDecoder, rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
+// proxy both measure whole answers with it. dec reads the protocol's
+// answer. An embeddings answer (Chunk.Inputs > 0) carries no token: the
+// record counts its inputs (Record.Embeddings) and its prompt tokens, and
+// its latency is the whole answer's.
+func MeasureWhole(dec EventDecoder, rec *runlog.Record, body []byte, at int64, estPrompt int) (content string) {
 	rec.End = at
 	rec.Chunks = rec.Chunks[:0]
 	rec.WholeAnswer = true
@@ -40,7 +34,7 @@ func MeasureWholeWith(dec wire.EventDecoder, rec *runlog.Record, body []byte, at
 			rec.PromptTokens = max(estPrompt, 0)
 		}
 	}()
-	var ch wire.Chunk
+	var ch Chunk
 	if err := dec.DecodeResponse(body, &ch); err != nil {
 		failRecord(rec, runlog.ErrMalformed, "response: "+err.Error())
 		return ""
@@ -55,7 +49,7 @@ func MeasureWholeWith(dec wire.EventDecoder, rec *runlog.Record, body []byte, at
 	}
 	if ch.Inputs > 0 {
 		rec.Embeddings = ch.Inputs
-		if u := ch.Usage; u.Present && u.PromptTokens > 0 && u.PromptTokens <= maxUsageTokens {
+		if u := ch.Usage; u.Present && u.PromptTokens > 0 && u.PromptTokens <= MaxUsageTokens {
 			rec.PromptTokens, rec.TokenSource = u.PromptTokens, runlog.TokensUsage
 		}
 		return ""
@@ -90,7 +84,7 @@ func MeasureWholeWith(dec wire.EventDecoder, rec *runlog.Record, body []byte, at
 		rec.CompletionTokens = n
 	}
 	if n > 0 {
-		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(min(n, maxUsageTokens)), Visible: vis > 0})
+		rec.Chunks = append(rec.Chunks, runlog.Chunk{T: at, Tokens: int32(min(n, MaxUsageTokens)), Visible: vis > 0})
 	}
 	setServer(rec, ch.Timing)
 	return string(ch.Content)
@@ -101,11 +95,11 @@ func MeasureWholeWith(dec wire.EventDecoder, rec *runlog.Record, body []byte, at
 // far above the max_tokens asked (0: none asked). A whole answer is checked
 // with it alone; a stream also against what it carried
 // (StreamMeter.checkUsage).
-func checkCounts(u wire.Usage, maxTokens int) (completion, prompt string) {
+func checkCounts(u Usage, maxTokens int) (completion, prompt string) {
 	switch {
 	case u.CompletionTokens < 0:
 		completion = fmt.Sprintf("completion_tokens %d is negative", u.CompletionTokens)
-	case u.CompletionTokens > maxUsageTokens:
+	case u.CompletionTokens > MaxUsageTokens:
 		completion = fmt.Sprintf("completion_tokens %d is beyond any model's", u.CompletionTokens)
 	case maxTokens > 0 && u.CompletionTokens > max(4*maxTokens, maxTokens+1024):
 		completion = fmt.Sprintf("completion_tokens %d is far above the max_tokens %d asked", u.CompletionTokens, maxTokens)
@@ -115,7 +109,7 @@ func checkCounts(u wire.Usage, maxTokens int) (completion, prompt string) {
 	switch {
 	case u.PromptTokens < 0:
 		prompt = fmt.Sprintf("prompt_tokens %d is negative", u.PromptTokens)
-	case u.PromptTokens > maxUsageTokens:
+	case u.PromptTokens > MaxUsageTokens:
 		prompt = fmt.Sprintf("prompt_tokens %d is beyond any model's", u.PromptTokens)
 	case u.CachedTokens < 0 || u.CachedTokens > u.PromptTokens:
 		prompt = fmt.Sprintf("cached_tokens %d is outside 0..prompt_tokens %d", u.CachedTokens, u.PromptTokens)

@@ -1,4 +1,4 @@
-package openai
+package wire
 
 import (
 	"net/http"

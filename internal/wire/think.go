@@ -1,4 +1,4 @@
-package openai
+package wire
 
 // ThinkSplitter classifies the bytes of a streamed response's content as
 // visible or hidden when a server puts reasoning inline as

@@ -1,4 +1,4 @@
-package openai
+package wire
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/wire"
 )
 
 // doneMarker is the data of the event that ends an OpenAI stream.
@@ -27,22 +26,22 @@ var doneMarker = []byte("[DONE]")
 type StreamMeter struct {
 	rec *runlog.Record
 
-	dec   wire.EventDecoder // nil: an OpenAI ChunkDecoder, made on first use
-	ch    wire.Chunk
+	dec   EventDecoder // set by SetDecoder before the first Event
+	ch    Chunk
 	think ThinkSplitter
 
 	stopped    bool // [DONE], an error event or a bad chunk ended the stream's meaning
 	done       bool // [DONE] seen
-	usage      wire.Usage
+	usage      Usage
 	sawUsage   bool
 	contUsage  bool // usage came on the first token chunk: per-chunk exact counts
 	prevCompl  int
 	counted    int
 	finish     []byte
 	firstToken bool
-	events     int         // data events seen, for error messages
-	distrust   string      // why continuous usage stopped being believed ("" while it is)
-	timing     wire.Timing // the last per-request timing the server reported
+	events     int    // data events seen, for error messages
+	distrust   string // why continuous usage stopped being believed ("" while it is)
+	timing     Timing // the last per-request timing the server reported
 	// calls are the tool calls streamed so far, merged by index; their
 	// buffers are kept across Reset.
 	calls []callBuf
@@ -59,9 +58,9 @@ type callBuf struct {
 // merged deltas carry a handful), far below what would overflow a count.
 const maxChunkTokens = 1 << 16
 
-// maxUsageTokens bounds a believable usage count (a prompt or a completion):
+// MaxUsageTokens bounds a believable usage count (a prompt or a completion):
 // no model has a context near it, and sums of many stay far from overflow.
-const maxUsageTokens = 1 << 30
+const MaxUsageTokens = 1 << 30
 
 // Reset readies m to measure into rec (its chunks are cleared).
 func (m *StreamMeter) Reset(rec *runlog.Record) {
@@ -75,9 +74,9 @@ func (m *StreamMeter) Reset(rec *runlog.Record) {
 	}
 }
 
-// SetDecoder makes m read another protocol's events (nil: OpenAI's). It
-// holds across Reset.
-func (m *StreamMeter) SetDecoder(d wire.EventDecoder) { m.dec = d }
+// SetDecoder makes m read d's protocol's events; it must come before the
+// first Event, and it holds across Reset.
+func (m *StreamMeter) SetDecoder(d EventDecoder) { m.dec = d }
 
 // Event handles one dispatched event whose data arrived at at (ns);
 // truncated marks an event cut off by the end of the stream. It reports
@@ -95,9 +94,6 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 		return false
 	}
 	ch := &m.ch
-	if m.dec == nil {
-		m.dec = &ChunkDecoder{}
-	}
 	if err := m.dec.Decode(data, ch); err != nil {
 		m.stopped = true
 		rec.End = at
@@ -195,7 +191,7 @@ func (m *StreamMeter) usageOnly(compl int) {
 // mergeCall adds one tool_calls fragment to the call of its index: the id
 // and name arrive once (a server that repeats them in every fragment is not
 // doubled), the arguments in pieces.
-func (m *StreamMeter) mergeCall(d wire.ToolCallDelta) {
+func (m *StreamMeter) mergeCall(d ToolCallDelta) {
 	k := slices.IndexFunc(m.calls, func(c callBuf) bool { return c.index == d.Index })
 	if k < 0 {
 		if len(m.calls) >= maxCalls {
@@ -316,11 +312,10 @@ func (m *StreamMeter) checkUsage() (completion, prompt string) {
 }
 
 // chunkPerToken reports whether every token-carrying chunk of the protocol
-// carries at least one whole token: OpenAI's chunks are cut per token (or
-// several); other protocols' deltas (Anthropic's text) may split one.
+// carries at least one whole token (see PerTokenChunks).
 func (m *StreamMeter) chunkPerToken() bool {
-	_, ok := m.dec.(*ChunkDecoder)
-	return ok || m.dec == nil
+	p, ok := m.dec.(PerTokenChunks)
+	return ok && p.PerTokenChunks()
 }
 
 // Close fills the token counts once the stream is over. estPrompt is the
@@ -369,7 +364,7 @@ func (m *StreamMeter) Close(estPrompt int) {
 // whose usage says none (llama.cpp's has no prompt_tokens_details): its
 // cache_n, else prompt tokens − prompt_n (the tokens it did not process
 // were its cache's); 0 when it says nothing believable.
-func timedCache(prompt int, t wire.Timing) int {
+func timedCache(prompt int, t Timing) int {
 	switch {
 	case t.CachedTokens > 0 && t.CachedTokens <= prompt:
 		return t.CachedTokens
@@ -385,7 +380,7 @@ func timedCache(prompt int, t wire.Timing) int {
 // cached_tokens (rec.CachedTokens, once believed) stands in; llama.cpp gives
 // no queue time. Servers report durations only, never a time on a clock
 // goodput could map to its own, so ArrivalNs stays 0.
-func setServer(rec *runlog.Record, t wire.Timing) {
+func setServer(rec *runlog.Record, t Timing) {
 	if !t.Given() {
 		return
 	}

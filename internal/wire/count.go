@@ -1,4 +1,4 @@
-package openai
+package wire
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/wire"
 )
 
 // countTimeout bounds one request to a counting endpoint (/tokenize,
@@ -64,13 +63,13 @@ var completionForms = []tokenizeForm{
 // llama.cpp's template rendered by /apply-template and counted by /tokenize.
 var chatForms = []tokenizeForm{
 	{`{"messages"}`, func(ctx context.Context, c *Client, text string) (int, error) {
-		return c.tokenize(ctx, "/tokenize", map[string]any{"model": c.cfg.Model, "messages": []wire.Message{{Role: "user", Content: text}}})
+		return c.tokenize(ctx, "/tokenize", map[string]any{"model": c.cfg.Model, "messages": []Message{{Role: "user", Content: text}}})
 	}},
 	{`/apply-template, then {"content"} (llama.cpp)`, func(ctx context.Context, c *Client, text string) (int, error) {
 		var out struct {
 			Prompt *string `json:"prompt"`
 		}
-		if err := c.postJSON(ctx, "/apply-template", map[string]any{"messages": []wire.Message{{Role: "user", Content: text}}}, &out); err != nil {
+		if err := c.postJSON(ctx, "/apply-template", map[string]any{"messages": []Message{{Role: "user", Content: text}}}, &out); err != nil {
 			return 0, err
 		}
 		if out.Prompt == nil || *out.Prompt == "" {
@@ -329,7 +328,7 @@ func (c *Client) CloseIdle() {
 // ProbePrompt sends text as a one-token streaming request and returns the
 // prompt tokens the server's usage reports (0 when it reports none).
 func (c *Client) ProbePrompt(ctx context.Context, id, text string) (int, error) {
-	r := &wire.Request{ID: id, Prompt: text, MaxTokens: 1}
+	r := &Request{ID: id, Prompt: text, MaxTokens: 1}
 	body, err := c.Body(r)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package openai
+package wire
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
-	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -22,13 +21,13 @@ import (
 // its send time so that building never delays a send, and returns the call
 // that streams it into a record.
 func (c *Client) Prepare(id string, wr workload.Request) (func(context.Context, *runlog.Record), error) {
-	req := &wire.Request{ID: id, Prompt: wr.Prompt, MaxTokens: wr.OutputTokens, PromptTokens: wr.PromptTokens,
+	req := &Request{ID: id, Prompt: wr.Prompt, MaxTokens: wr.OutputTokens, PromptTokens: wr.PromptTokens,
 		Tools: wr.Tools, ExpectedToolCalls: wr.ExpectedToolCalls, PreviousResponseID: wr.PreviousResponseID,
 		Session: wr.Session}
 	for _, m := range wr.Messages {
-		msg := wire.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {
-			msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{ID: tc.ID, Type: "function", Function: wire.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
 		}
 		req.Messages = append(req.Messages, msg)
 	}
