@@ -21,7 +21,7 @@ var floors = [][]string{
 	// The data model and the leaf codecs: no project imports at all.
 	{"internal/sse", "internal/runlog", "internal/shareddata", "internal/perfgoal", "internal/redact", "internal/tokenize", "internal/gate", "internal/sim/costmodel", "internal/sim/kvcache", "internal/layering", "internal/servermetrics", "internal/jsonscan", "internal/k8s", "internal/setting", "internal/llamafake"},
 	// Pure building blocks over the data model.
-	{"internal/workload", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield"},
+	{"internal/workload", "internal/jobgraph", "internal/stats", "internal/loadgen", "internal/sim", "internal/sim/fit", "internal/sim/validate", "internal/runlog/runlogtest", "internal/flagfield"},
 	// Engines composed: replicas behind a router, one virtual clock; the
 	// protocol-neutral wire client.
 	{"internal/sim/cluster", "internal/session", "internal/wire"},
