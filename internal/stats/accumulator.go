@@ -278,8 +278,11 @@ func (a *Accumulator) Add(r *runlog.Record) {
 	}
 	a.widen(r.Sent, end)
 	a.requests++
-	if a.rateB != nil && a.rateB.width == 0 {
-		a.rateB.reach(r.Sent) // the windows start at the first send
+	if a.rateB != nil {
+		if a.rateB.width == 0 {
+			a.rateB.reach(r.Sent) // the windows start at the first send
+		}
+		a.rateB.reach(end) // and span every request, failed ones too
 	}
 	a.flight.add(r.Sent, end)
 	a.sendLag.addInt(int64(r.SendLag()))
