@@ -84,6 +84,14 @@ type Accumulator struct {
 	good    int
 	met     [4]int
 	buckets []bucketAcc
+
+	// Batches for confidence intervals, nil unless Options.Confidence is
+	// set: the ITL and per-token ITL gaps in order (their samples are
+	// stored split two ways), SLO indicators per request, and counts over
+	// time windows for the rates.
+	itlB, tokB *batchMeans
+	sloB       *countBatches
+	rateB      *rateWindows
 }
 
 type bucketAcc struct {
@@ -166,7 +174,33 @@ func newAccumulator(o Options, bd bounds) *Accumulator {
 			}
 		}
 	}
+	if o.Confidence > 0 {
+		a.batchForIntervals()
+	}
 	return a
+}
+
+// batchForIntervals gives every latency series (per bucket too) and the
+// ITL, SLO and rate figures the batches their confidence intervals come
+// from.
+func (a *Accumulator) batchForIntervals() {
+	for i := range a.lat {
+		if a.lat[i] != nil {
+			a.lat[i].bt = new(batchMeans)
+		}
+		for b := range a.buckets {
+			if s := a.buckets[b].lat[i]; s != nil {
+				s.bt = new(batchMeans)
+			}
+		}
+	}
+	if a.itlSame != nil {
+		a.itlB, a.tokB = new(batchMeans), new(batchMeans)
+	}
+	if !a.opt.SLO.IsZero() {
+		a.sloB = new(countBatches)
+	}
+	a.rateB = new(rateWindows)
 }
 
 // Summarize is NewExactAccumulator(o), Add for each record, then Summary:
@@ -244,6 +278,12 @@ func (a *Accumulator) Add(r *runlog.Record) {
 	}
 	a.widen(r.Sent, end)
 	a.requests++
+	if a.rateB != nil {
+		if a.rateB.width == 0 {
+			a.rateB.reach(r.Sent) // the windows start at the first send
+		}
+		a.rateB.reach(end) // and span every request, failed ones too
+	}
 	a.flight.add(r.Sent, end)
 	a.sendLag.addInt(int64(r.SendLag()))
 	pl := promptLen(r)
@@ -265,6 +305,9 @@ func (a *Accumulator) Add(r *runlog.Record) {
 		}
 		if bk != nil {
 			bk.failed++
+		}
+		if a.sloB != nil {
+			a.sloB.add(false, [len(sloNames)]bool{})
 		}
 		return
 	}
@@ -318,6 +361,7 @@ func (a *Accumulator) Add(r *runlog.Record) {
 		}
 	}
 
+	good := false
 	if !a.opt.SLO.IsZero() {
 		per, all := a.opt.SLO.check(r)
 		for i, ok := range per {
@@ -330,6 +374,18 @@ func (a *Accumulator) Add(r *runlog.Record) {
 			if bk != nil {
 				bk.good++
 			}
+		}
+		if a.sloB != nil {
+			a.sloB.add(all, per)
+		}
+		good = all
+	}
+	if a.rateB != nil {
+		w := &a.rateB.c[a.rateB.reach(end)]
+		w[rateCompleted]++
+		w[rateOutput] += float64(out)
+		if good {
+			w[rateGood]++
 		}
 	}
 }
@@ -357,6 +413,14 @@ func (a *Accumulator) addITLs(r *runlog.Record) {
 		for _, d := range ds {
 			ms := float64(d) * nsPerMs
 			s.add(float32(ms), ms)
+		}
+	}
+	if a.itlB != nil {
+		for _, d := range a.scratch {
+			a.itlB.add(float64(d) * nsPerMs)
+		}
+		for _, d := range a.scratch2 {
+			a.tokB.add(float64(d) * nsPerMs)
 		}
 	}
 	if same {
@@ -429,13 +493,13 @@ func (a *Accumulator) Summary() Summary {
 
 	for i, m := range perRequest {
 		if a.lat[i] != nil {
-			s.Metrics = append(s.Metrics, summarize(m.name, o.Percentiles, a.lat[i], nil))
+			s.Metrics = append(s.Metrics, summarizeCI(m.name, o.Percentiles, a.lat[i], nil, a.lat[i].bt, o.Confidence))
 		}
 		// ITL goes after TPOT (or where TPOT would be), as in vLLM's report.
 		if m.name == MetricTPOT && a.itlSame != nil {
 			s.Metrics = append(s.Metrics,
-				summarize(MetricITL, o.Percentiles, a.itlSame, a.itlMulti),
-				summarize(MetricITLToken, o.Percentiles, a.itlSame, a.tokMulti))
+				summarizeCI(MetricITL, o.Percentiles, a.itlSame, a.itlMulti, a.itlB, o.Confidence),
+				summarizeCI(MetricITLToken, o.Percentiles, a.itlSame, a.tokMulti, a.tokB, o.Confidence))
 		}
 	}
 
@@ -456,6 +520,7 @@ func (a *Accumulator) Summary() Summary {
 			})
 		}
 	}
+	a.rateIntervals(&s)
 
 	bps := slices.Clone(o.Percentiles)
 	for _, p := range []float64{50, 99} {
@@ -482,7 +547,7 @@ func (a *Accumulator) Summary() Summary {
 		}
 		for i, m := range perRequest {
 			if bk.lat[i] != nil {
-				bs.Metrics = append(bs.Metrics, summarize(m.name, bps, bk.lat[i], nil))
+				bs.Metrics = append(bs.Metrics, summarizeCI(m.name, bps, bk.lat[i], nil, bk.lat[i].bt, o.Confidence))
 			}
 		}
 		s.Buckets = append(s.Buckets, bs)
@@ -498,6 +563,32 @@ func (a *Accumulator) Summary() Summary {
 	s.Approx = s.approx()
 	s.Warnings = warnings(&s)
 	return s
+}
+
+// rateIntervals fills s's throughput, goodput and attainment intervals
+// when Options.Confidence asks for them.
+func (a *Accumulator) rateIntervals(s *Summary) {
+	lv := a.opt.Confidence
+	if a.rateB == nil || s.DurationS <= 0 {
+		return
+	}
+	s.RequestThroughputCI = a.rateB.interval(rateCompleted, s.RequestThroughput, a.lastEnd, lv)
+	s.OutputThroughputCI = a.rateB.interval(rateOutput, s.OutputThroughput, a.lastEnd, lv)
+	if a.sloB == nil || !s.SLO.Set {
+		return
+	}
+	s.SLO.GoodputCI = a.rateB.interval(rateGood, s.SLO.Goodput, a.lastEnd, lv)
+	s.SLO.AttainmentCI = a.sloB.attainment(0, a.good, a.requests, lv)
+	for i, l := range a.opt.SLO.limits() {
+		if l == 0 {
+			continue
+		}
+		for j := range s.SLO.Constraints {
+			if c := &s.SLO.Constraints[j]; c.Name == sloNames[i] {
+				c.AttainmentCI = a.sloB.attainment(1+i, a.met[i], a.requests, lv)
+			}
+		}
+	}
 }
 
 func frac(n, d int) float64 {

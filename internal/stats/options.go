@@ -47,11 +47,19 @@ type Options struct {
 	// summaries; nil means DefaultBuckets, an empty non-nil slice means no
 	// per-bucket summaries. Non-positive edges are dropped, the rest sorted.
 	Buckets []int
+	// Confidence is the level, in (0, 1), of the confidence intervals a
+	// Summary gives its means, percentiles, throughputs, goodput and
+	// attainment (DefaultConfidence is 0.95); 0, or any value outside
+	// (0, 1), means none, and then nothing is spent on them.
+	Confidence float64
 }
 
 // normalized returns o with defaults filled in and invalid entries dropped.
 func (o Options) normalized() Options {
 	n := Options{SLO: o.SLO}
+	if o.Confidence > 0 && o.Confidence < 1 {
+		n.Confidence = o.Confidence
+	}
 	ps := o.Percentiles
 	if ps == nil {
 		ps = DefaultPercentiles

@@ -69,6 +69,9 @@ type series[T sample] struct {
 	scale float64
 	limit int
 	sk    *ddsketch.DDSketch // non-nil once past limit; vals is then nil
+	// bt batches the samples in order for confidence intervals; nil (the
+	// per-sample cost one test) unless Options.Confidence asks for them.
+	bt *batchMeans
 }
 
 func newSeries[T sample](scale float64, limit int) *series[T] {
@@ -78,6 +81,9 @@ func newSeries[T sample](scale float64, limit int) *series[T] {
 // add stores v (in stored units) whose exact reported value is x.
 func (s *series[T]) add(v T, x float64) {
 	s.mom.add(x)
+	if s.bt != nil {
+		s.bt.add(x)
+	}
 	if s.sk == nil {
 		if s.limit <= 0 || len(s.vals) < s.limit {
 			s.vals = append(s.vals, v)
@@ -113,12 +119,20 @@ func (s *series[T]) spill() {
 // good (the union could not be exact anyway) and the percentiles are the
 // merged sketch's, marked Approx.
 func summarize[T sample](name string, ps []float64, a, b *series[T]) MetricSummary {
+	return summarizeCI(name, ps, a, b, nil, 0)
+}
+
+// summarizeCI is summarize that also gives the mean and percentiles
+// confidence intervals at level from bt, the union's samples in the order
+// they were added (see intervals); with bt nil or level 0 it is summarize.
+func summarizeCI[T sample](name string, ps []float64, a, b *series[T], bt *batchMeans, level float64) MetricSummary {
 	mom := a.mom
 	if b != nil {
 		mom = mom.merge(b.mom)
 	}
 	if a.sk != nil || (b != nil && b.sk != nil) {
-		return summarizeSketch(name, ps, a, b, mom)
+		m, at := summarizeSketchAt(name, ps, a, b, mom)
+		return intervals(m, at, bt, level)
 	}
 	var bv []T
 	if b != nil {
@@ -129,7 +143,7 @@ func summarize[T sample](name string, ps []float64, a, b *series[T]) MetricSumma
 	n := len(a.vals) + len(bv)
 	m := MetricSummary{Name: name, N: n}
 	at := func(k int) float64 { return float64(kth(a.vals, bv, k)) * a.scale }
-	return fillSummary(m, ps, at, mom)
+	return intervals(fillSummary(m, ps, at, mom), at, bt, level)
 }
 
 // summarizeSketch is summarize's sketch path. The k-th value is the
@@ -139,6 +153,13 @@ func summarize[T sample](name string, ps []float64, a, b *series[T]) MetricSumma
 // SketchRelErr of the exact percentile: a convex combination of two values
 // each within SketchRelErr of its exact counterpart.
 func summarizeSketch[T sample](name string, ps []float64, a, b *series[T], mom moments) MetricSummary {
+	m, _ := summarizeSketchAt(name, ps, a, b, mom)
+	return m
+}
+
+// summarizeSketchAt is summarizeSketch that also returns its k-th value
+// function, for intervals.
+func summarizeSketchAt[T sample](name string, ps []float64, a, b *series[T], mom moments) (MetricSummary, func(int) float64) {
 	a.spill()
 	sk := a.sk
 	if b != nil {
@@ -149,7 +170,7 @@ func summarizeSketch[T sample](name string, ps []float64, a, b *series[T], mom m
 	n := mom.n
 	m := MetricSummary{Name: name, N: n, Approx: true, RelErr: SketchRelErr}
 	at := func(k int) float64 { return min(max(sketchAt(sk, k), mom.min), mom.max) }
-	return fillSummary(m, ps, at, mom)
+	return fillSummary(m, ps, at, mom), at
 }
 
 // fillSummary completes m (Name and N set) from at, the k-th smallest of

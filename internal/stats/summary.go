@@ -73,6 +73,12 @@ type Summary struct {
 	OutputThroughput float64
 	// TotalTokenThroughput is (InputTokens + OutputTokens) / DurationS.
 	TotalTokenThroughput float64
+	// RequestThroughputCI and OutputThroughputCI are the confidence
+	// intervals of RequestThroughput and OutputThroughput at
+	// Options.Confidence (zero when not asked for): batch means over
+	// consecutive time windows of the run, each event counted at its
+	// record's end.
+	RequestThroughputCI, OutputThroughputCI Interval
 	// PeakOutputTokensPerS is vLLM's max_output_tokens_per_s: output tokens
 	// of completed records bucketed into 1-second windows from the first
 	// successful send by chunk arrival time, the fullest window's count.
@@ -198,6 +204,12 @@ type MetricSummary struct {
 	// Approx: |reported − exact| ≤ RelErr·|exact| (SketchRelErr, 0.001);
 	// 0 when they are exact.
 	RelErr float64
+	// MeanCI and MedianCI are confidence intervals for the mean and the
+	// median of the distribution the samples came from, at
+	// Options.Confidence (the zero Interval when that is 0 or the sample
+	// is too small; see docs/metrics.md for the methods). Intervals on a
+	// sketch's percentiles carry its RelErr too.
+	MeanCI, MedianCI Interval
 }
 
 // PercentileValue is one percentile of a distribution.
@@ -206,6 +218,16 @@ type PercentileValue struct {
 	P float64
 	// Value is the percentile's value, in the distribution's unit.
 	Value float64
+	// CI is Value's confidence interval at Options.Confidence: order
+	// statistics chosen for the effective sample size. It is the zero
+	// Interval when intervals were not asked for or EffectiveN is below
+	// MinSamplesForInterval(P, level) (and for P 0 and 100).
+	CI Interval
+	// EffectiveN is the number of independent samples the correlated ones
+	// are worth for this percentile (N divided by the variance inflation
+	// batch means measure; at most N), 0 when intervals were not asked
+	// for.
+	EffectiveN float64
 }
 
 // P returns the p-th percentile if it was computed; the 50th is always
@@ -246,6 +268,11 @@ type SLOSummary struct {
 	Goodput float64
 	// Attainment is Good / Requests, 0–1.
 	Attainment float64
+	// GoodputCI and AttainmentCI are their confidence intervals at
+	// Options.Confidence (zero when not asked for): batch means over time
+	// windows for the rate, Wilson's interval with the effective request
+	// count for the proportion.
+	GoodputCI, AttainmentCI Interval
 	// Constraints breaks attainment down per set constraint.
 	Constraints []ConstraintSummary
 }
@@ -260,6 +287,9 @@ type ConstraintSummary struct {
 	Met int
 	// Attainment is Met / Requests, 0–1.
 	Attainment float64
+	// AttainmentCI is Attainment's confidence interval at
+	// Options.Confidence (zero when not asked for).
+	AttainmentCI Interval
 }
 
 // BucketSummary holds the latency summaries of requests whose input length
