@@ -45,6 +45,7 @@ func registerSummary(fs *pflag.FlagSet, s *review.SummarySpec) {
 	fs.StringVar(&s.PercentileMetrics, "percentile-metrics", defaultPercentileMetrics, "metrics to report percentiles for (response: E2E from the intended send, the backlog included)")
 	fs.StringVar(&s.MetricPercentiles, "metric-percentiles", "50,90,95,99", "percentiles to report")
 	fs.StringVar(&s.Buckets, "buckets", "1024,8192", "input-length bucket edges in tokens (none for no buckets)")
+	fs.Float64Var(&s.Confidence, "confidence", stats.DefaultConfidence, "confidence level of the intervals on every mean, percentile, throughput, goodput and attainment, in (0, 1); 0 for none")
 }
 
 // resolve makes a relative path relative to env.Dir.

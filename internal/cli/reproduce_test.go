@@ -26,7 +26,12 @@ func TestReportReproducesTheRun(t *testing.T) {
 		{"sweep search", []string{"sweep", "--sim", "--search", "--request-rate", "4,40", "--num-prompts", "200", "--precision", "4"},
 			[]string{"sweep", "findings"}},
 		{"sim", []string{"sim", "--request-rate", "30", "--num-prompts", "300", "--goodput", "ttft:300", "--reading-speed-ms", "40"},
-			[]string{"findings", "p99_ttft_ms", "request_goodput"}},
+			[]string{"findings", "p99_ttft_ms", "request_goodput", "p50_ttft_ms_ci", "p90_tpot_ms_ci", "mean_e2el_ms_ci",
+				"request_throughput_ci", "request_goodput_ci", "slo_attainment_ci", "confidence_level"}},
+		// A level asked for at the run is the one report uses unless told
+		// otherwise: 90 % intervals, not report's default 95 %.
+		{"sim at 90 %", []string{"sim", "--request-rate", "30", "--num-prompts", "300", "--goodput", "ttft:300", "--confidence", "0.9"},
+			[]string{"p50_ttft_ms_ci", "request_goodput_ci", "confidence_level"}},
 		{"bench", []string{"bench", "--request-rate", "50", "--num-prompts", "40", "--goodput", "ttft:1000", "tpot:50", "--quiet"},
 			[]string{"findings", "request_goodput", "completed"}},
 	} {
@@ -45,6 +50,9 @@ func TestReportReproducesTheRun(t *testing.T) {
 			for _, k := range tc.keys {
 				if run[k] == nil {
 					t.Errorf("the run's result has no %q: nothing compared", k)
+				}
+				if ci, ok := run[k].([]any); strings.HasSuffix(k, "_ci") && (!ok || len(ci) != 2) {
+					t.Errorf("the run's %s is %v, not an interval", k, run[k])
 				}
 				if !reflect.DeepEqual(run[k], rep[k]) {
 					a, _ := json.Marshal(run[k])

@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // Charts are drawn with gonum/plot on its SVG canvas and inlined in the
@@ -167,6 +169,46 @@ type series struct {
 	// hline, when above zero, makes the series a horizontal line at that
 	// y across the plot (an SLO limit); xys is unused.
 	hline float64
+	// errs, when set, are the points' confidence intervals, index for
+	// index with xys, drawn as error bars (points without one get none).
+	errs []stats.Interval
+}
+
+// errorBars are a series' points that have an interval, as gonum's
+// plotter.XYer and YErrorer: the error below and above each value.
+type errorBars struct {
+	plotter.XYs
+	low, high []float64
+}
+
+func (e errorBars) YError(i int) (float64, float64) { return e.low[i], e.high[i] }
+
+// addErrorBars draws s's intervals on p, in the series' colour.
+func addErrorBars(p *plot.Plot, s series) error {
+	var e errorBars
+	for i, iv := range s.errs {
+		if i >= len(s.xys) || !iv.OK() {
+			continue
+		}
+		pt := s.xys[i]
+		lo, hi := pt.Y-iv.Lo, iv.Hi-pt.Y
+		if len(finite(plotter.XYs{pt, {X: lo, Y: hi}})) == 0 {
+			continue
+		}
+		e.XYs = append(e.XYs, pt)
+		e.low, e.high = append(e.low, max(lo, 0)), append(e.high, max(hi, 0))
+	}
+	if len(e.XYs) == 0 {
+		return nil
+	}
+	b, err := plotter.NewYErrorBars(e)
+	if err != nil {
+		return err
+	}
+	b.LineStyle.Color = s.color
+	b.CapWidth = vg.Points(4)
+	p.Add(b)
+	return nil
 }
 
 // lineChart draws named series on one plot; its legend goes beside the
@@ -221,6 +263,9 @@ func lineChart(title, xLabel, yLabel string, ss []series, yFromZero bool, marks 
 		p.Add(l)
 		if s.name != "" {
 			p.Legend.Add(s.name, l)
+		}
+		if err := addErrorBars(p, s); err != nil {
+			return "", fmt.Errorf("chart %q: %w", title, err)
 		}
 	}
 	if !any {

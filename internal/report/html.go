@@ -115,6 +115,8 @@ type chartBlock struct {
 type cell struct {
 	Text  string
 	Class string
+	// CI, when set, is the figure's confidence interval, shown under it.
+	CI string
 }
 
 type table struct {
@@ -549,21 +551,33 @@ func summaryTable(levels []breakdown.LevelSummary) table {
 		"goodput (req/s)", "SLO met", "TTFT P50", "TTFT P99", "TPOT P50", "TPOT P99", "E2E P99"}}
 	for _, l := range levels {
 		s := &l.Summary
-		good, att := "–", "–"
+		lvl := s.Options.Confidence
+		good, att := cell{Text: "–"}, cell{Text: "–"}
 		if s.SLO.Set {
-			good, att = fmtMs(s.SLO.Goodput), pctText(s.SLO.Attainment)
+			good = cell{Text: fmtMs(s.SLO.Goodput), CI: ciText(s.SLO.GoodputCI, lvl, fmtMs)}
+			att = cell{Text: pctText(s.SLO.Attainment), CI: ciText(s.SLO.AttainmentCI, lvl, func(v float64) string {
+				return strings.TrimSuffix(pctText(v), " %")
+			})}
 		}
 		failed := cell{Text: strconv.Itoa(s.Failed)}
 		if s.Failed > 0 {
 			failed.Class = "bad"
 		}
+		p := func(name string, q float64) cell {
+			c := cell{Text: pOf(s, name, q)}
+			if c.Text != "–" {
+				c.CI = ciText(s.MetricPCI(name, q), lvl, fmtMs)
+			}
+			return c
+		}
 		t.Rows = append(t.Rows, []cell{
 			{Text: LevelName(l, len(levels))}, {Text: strconv.Itoa(s.Requests)}, failed,
-			{Text: fmtMs(s.DurationS)}, {Text: fmtMs(s.RequestThroughput)}, {Text: fmtMs(s.OutputThroughput)},
-			{Text: good}, {Text: att},
-			{Text: pOf(s, stats.MetricTTFT, 50)}, {Text: pOf(s, stats.MetricTTFT, 99)},
-			{Text: pOf(s, stats.MetricTPOT, 50)}, {Text: pOf(s, stats.MetricTPOT, 99)},
-			{Text: pOf(s, stats.MetricE2E, 99)},
+			{Text: fmtMs(s.DurationS)}, {Text: fmtMs(s.RequestThroughput), CI: ciText(s.RequestThroughputCI, lvl, fmtMs)},
+			{Text: fmtMs(s.OutputThroughput), CI: ciText(s.OutputThroughputCI, lvl, fmtMs)},
+			good, att,
+			p(stats.MetricTTFT, 50), p(stats.MetricTTFT, 99),
+			p(stats.MetricTPOT, 50), p(stats.MetricTPOT, 99),
+			p(stats.MetricE2E, 99),
 		})
 	}
 	return t
@@ -578,6 +592,19 @@ func pOf(s *stats.Summary, name string, p float64) string {
 		return "–"
 	}
 	return fmtMs(v)
+}
+
+// ciText is an interval for a table cell, "[lo, hi]" formatted by f; "no
+// interval" where the sample cannot support one; "" when none was asked
+// for (level 0), so the cell shows the figure alone.
+func ciText(iv stats.Interval, level float64, f func(float64) string) string {
+	if level <= 0 {
+		return ""
+	}
+	if !iv.OK() {
+		return "no interval (too few)"
+	}
+	return "[" + f(iv.Lo) + ", " + f(iv.Hi) + "]"
 }
 
 func metricsTable(l breakdown.LevelSummary, n int) table {
@@ -595,10 +622,12 @@ func metricsTable(l breakdown.LevelSummary, n int) table {
 		if m.Name == stats.MetricITLToken && l.Summary.MultiTokenRecords == 0 {
 			continue
 		}
-		row := []cell{{Text: metricLabel(m.Name)}, {Text: strconv.Itoa(m.N)}, {Text: fmtMs(m.Mean)}, {Text: fmtMs(m.Median)}, {Text: fmtMs(m.Std)}}
+		lvl := l.Summary.Options.Confidence
+		row := []cell{{Text: metricLabel(m.Name)}, {Text: strconv.Itoa(m.N)}, {Text: fmtMs(m.Mean), CI: ciText(m.MeanCI, lvl, fmtMs)},
+			{Text: fmtMs(m.Median), CI: ciText(m.MedianCI, lvl, fmtMs)}, {Text: fmtMs(m.Std)}}
 		for _, p := range ps {
 			v, _ := m.P(p)
-			row = append(row, cell{Text: fmtMs(v)})
+			row = append(row, cell{Text: fmtMs(v), CI: ciText(m.PCI(p), lvl, fmtMs)})
 		}
 		row = append(row, cell{Text: fmtMs(m.Max)})
 		t.Rows = append(t.Rows, row)
@@ -718,8 +747,21 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 		}
 		return xys
 	}
+	// errs are the intervals of the points pts(f) gives, index for index.
+	errs := func(f func(*stats.Summary) (float64, bool), ci func(*stats.Summary) stats.Interval) []stats.Interval {
+		var out []stats.Interval
+		for _, l := range in.Levels {
+			if _, ok := f(&l.Summary); ok {
+				out = append(out, ci(&l.Summary))
+			}
+		}
+		return out
+	}
 	pct := func(name string, p float64) func(*stats.Summary) (float64, bool) {
 		return func(s *stats.Summary) (float64, bool) { return s.MetricP(name, p) }
+	}
+	pctCI := func(name string, p float64) []stats.Interval {
+		return errs(pct(name, p), func(s *stats.Summary) stats.Interval { return s.MetricPCI(name, p) })
 	}
 	marks := SweepMarks{Knee: -1, GoodputPeak: -1, WithinSLO: -1}
 	if in.Sweep != nil {
@@ -750,12 +792,18 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 	} else if in.Levels[0].Summary.SLO.Set {
 		d.SweepLead = "No level kept the SLO."
 	}
+	// The bars say how far each point could move on a rerun; said once
+	// per chart so a reader knows they are intervals, not spreads.
+	barsCaption := ""
+	if lv := in.Levels[0].Summary.Options.Confidence; lv > 0 {
+		barsCaption = "Bars are " + levelText(lv) + " % confidence intervals."
+	}
 	limits := map[string]time.Duration{stats.MetricTTFT: slo.TTFT, stats.MetricTPOT: slo.TPOT}
 	for _, m := range []string{stats.MetricTTFT, stats.MetricTPOT} {
 		title := metricLabel(m) + " vs load"
 		ss := []series{
-			{name: "P50", xys: pts(pct(m, 50)), color: seriesColor(0), points: true},
-			{name: "P99", xys: pts(pct(m, 99)), color: seriesColor(1), points: true, dashed: true},
+			{name: "P50", xys: pts(pct(m, 50)), errs: pctCI(m, 50), color: seriesColor(0), points: true},
+			{name: "P99", xys: pts(pct(m, 99)), errs: pctCI(m, 99), color: seriesColor(1), points: true, dashed: true},
 		}
 		caption := ""
 		if lim := limits[m]; lim > 0 {
@@ -763,17 +811,20 @@ func sweepCharts(d *pageData, in HTMLInput, add func(*[]chartBlock, string, temp
 			ss = append(ss, series{name: "SLO " + trimFloat(ms) + " ms", hline: ms, color: sloRed})
 			caption = "The red line is the SLO's " + metricLabel(m) + " limit."
 		}
+		caption = joinSentences(caption, barsCaption)
 		svg, err := lineChart(title, xLabel, metricLabel(m)+" (ms)", ss, true, vm)
 		add(&d.Sweep, title, svg, caption, err)
 	}
-	ss := []series{{name: "throughput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.RequestThroughput, true }),
+	thr := func(s *stats.Summary) (float64, bool) { return s.RequestThroughput, true }
+	ss := []series{{name: "throughput", xys: pts(thr), errs: errs(thr, func(s *stats.Summary) stats.Interval { return s.RequestThroughputCI }),
 		color: seriesColor(0), points: true}}
 	if in.Levels[0].Summary.SLO.Set {
-		ss = append(ss, series{name: "goodput", xys: pts(func(s *stats.Summary) (float64, bool) { return s.SLO.Goodput, s.SLO.Set }),
+		good := func(s *stats.Summary) (float64, bool) { return s.SLO.Goodput, s.SLO.Set }
+		ss = append(ss, series{name: "goodput", xys: pts(good), errs: errs(good, func(s *stats.Summary) stats.Interval { return s.SLO.GoodputCI }),
 			color: seriesColor(2), points: true})
 	}
 	svg, err := lineChart("Throughput and goodput vs load", xLabel, "requests/s", ss, true, vm)
-	add(&d.Sweep, "Throughput and goodput vs load", svg, "", err)
+	add(&d.Sweep, "Throughput and goodput vs load", svg, barsCaption, err)
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
@@ -846,7 +897,7 @@ const pageHTML = `<!DOCTYPE html>
 </html>
 {{define "table"}}<table>{{if .Caption}}<caption>{{.Caption}}</caption>{{end}}
 <tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}{{if .CI}}<br><span class="ci">{{.CI}}</span>{{end}}</td>{{end}}</tr>
 {{end}}</table>
 {{end}}{{define "css"}}body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",Arial,sans-serif;margin:0;color:#1b1b1b;background:#fff}
 main{max-width:1360px;box-sizing:border-box;margin:0 auto;padding:16px 24px 40px}
@@ -864,6 +915,7 @@ th:first-child,td:first-child{text-align:left}
 th{background:#f6f6f6}
 caption{text-align:left;font-weight:600;padding:.2rem 0}
 td.bad{color:#b00}
+.ci{font-size:.72rem;color:#666;white-space:nowrap}
 table.cond td{text-align:left;white-space:normal}
 td.msg{white-space:normal;text-align:left;font-family:ui-monospace,monospace;font-size:.8rem;max-width:60rem}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px 20px}
@@ -896,4 +948,12 @@ func specDecText(e *runlog.Engine) string {
 		s += " (" + e.SpecDraft + " draft)"
 	}
 	return s + ", acceptance rate " + strconv.FormatFloat(e.SpecAcceptance, 'g', 4, 64) + " per draft token (simulated)"
+}
+
+// joinSentences joins two captions with a space, either may be empty.
+func joinSentences(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + " " + b
 }

@@ -23,14 +23,35 @@ const DateFormat = "20060102-150405"
 var vllmMetrics = []string{stats.MetricTTFT, stats.MetricTPOT, stats.MetricITL, stats.MetricE2E}
 
 // metricKeys adds {mean,median,std,pNN}_<name>_ms keys for m to o, in
-// vLLM's order (mean, median, std, then the percentiles as asked).
-func metricKeys(o *object, m stats.MetricSummary) {
+// vLLM's order (mean, median, std, then the percentiles as asked). With
+// intervals asked for (level > 0) each mean, median and percentile key is
+// followed by its interval, "<key>_ci": [lo, hi], or null where the sample
+// cannot support one.
+func metricKeys(o *object, m stats.MetricSummary, level float64) {
 	o.set("mean_"+m.Name+"_ms", pyFloat(m.Mean))
+	ciKey(o, "mean_"+m.Name+"_ms_ci", m.MeanCI, level)
 	o.set("median_"+m.Name+"_ms", pyFloat(m.Median))
+	ciKey(o, "median_"+m.Name+"_ms_ci", m.MedianCI, level)
 	o.set("std_"+m.Name+"_ms", pyFloat(m.Std))
 	for _, p := range m.Percentiles {
-		o.set("p"+stats.PercentileName(p.P)+"_"+m.Name+"_ms", pyFloat(p.Value))
+		k := "p" + stats.PercentileName(p.P) + "_" + m.Name + "_ms"
+		o.set(k, pyFloat(p.Value))
+		ciKey(o, k+"_ci", p.CI, level)
 	}
+}
+
+// ciKey sets key to iv as [lo, hi], or null when there is none, but only
+// when intervals were asked for (level > 0): a run without them keeps
+// vLLM's keys alone.
+func ciKey(o *object, key string, iv stats.Interval, level float64) {
+	if level <= 0 {
+		return
+	}
+	if !iv.OK() {
+		o.set(key, nil)
+		return
+	}
+	o.set(key, []pyFloat{pyFloat(iv.Lo), pyFloat(iv.Hi)})
 }
 
 // ResultJSON renders the --save-result file: vLLM's keys with vLLM's types
@@ -99,34 +120,48 @@ func ResultJSON(s *stats.Summary, meta *runlog.Meta, extra map[string]any) ([]by
 	o.set("failed", s.Failed)
 	o.set("total_input_tokens", s.InputTokens)
 	o.set("total_output_tokens", s.OutputTokens)
+	lvl := s.Options.Confidence
 	o.set("request_throughput", pyFloat(s.RequestThroughput))
+	ciKey(o, "request_throughput_ci", s.RequestThroughputCI, lvl)
 	var goodput, attain any
 	if s.SLO.Set {
 		goodput, attain = pyFloat(s.SLO.Goodput), pyFloat(s.SLO.Attainment)
 	}
 	o.set("request_goodput", goodput)
+	if s.SLO.Set {
+		ciKey(o, "request_goodput_ci", s.SLO.GoodputCI, lvl)
+	}
 	o.set("output_throughput", pyFloat(s.OutputThroughput))
+	ciKey(o, "output_throughput_ci", s.OutputThroughputCI, lvl)
 	o.set("total_token_throughput", pyFloat(s.TotalTokenThroughput))
 	o.set("max_output_tokens_per_s", pyFloat(s.PeakOutputTokensPerS))
 	o.set("max_concurrent_requests", s.PeakConcurrency)
 
 	for _, name := range vllmMetrics {
 		if m, ok := s.Metric(name); ok {
-			metricKeys(o, m)
+			metricKeys(o, m, lvl)
 		}
 	}
 	for _, m := range s.Metrics {
 		if !slices.Contains(vllmMetrics, m.Name) {
-			metricKeys(o, m)
+			metricKeys(o, m, lvl)
 		}
 	}
 
 	o.set("slo_attainment", attain)
 	if s.SLO.Set {
+		ciKey(o, "slo_attainment_ci", s.SLO.AttainmentCI, lvl)
+	}
+	if lvl > 0 {
+		o.set("confidence_level", pyFloat(lvl))
+	}
+	if s.SLO.Set {
 		cs := make([]any, len(s.SLO.Constraints))
 		for i, c := range s.SLO.Constraints {
-			cs[i] = newObject().set("name", c.Name).set("limit_ms", pyFloat(c.LimitMs)).
+			co := newObject().set("name", c.Name).set("limit_ms", pyFloat(c.LimitMs)).
 				set("met", c.Met).set("attainment", pyFloat(c.Attainment))
+			ciKey(co, "attainment_ci", c.AttainmentCI, lvl)
+			cs[i] = co
 		}
 		o.set("slo", newObject().set("spec", s.Options.SLO.String()).set("good", s.SLO.Good).set("constraints", cs))
 	}
@@ -143,7 +178,7 @@ func ResultJSON(s *stats.Summary, meta *runlog.Meta, extra map[string]any) ([]by
 			bo.set("good", b.Good).set("slo_attainment", pyFloat(b.Attainment))
 		}
 		for _, m := range b.Metrics {
-			metricKeys(bo, m)
+			metricKeys(bo, m, lvl)
 		}
 		buckets[i] = bo
 	}

@@ -103,6 +103,23 @@ func (t *term) line(label, value string) {
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
+// withCI is value followed by its interval, "[lo, hi]" formatted by f,
+// the value padded to vLLM's ten columns so the intervals line up; a
+// figure the sample cannot bracket says so. With no intervals asked for
+// (level 0) it is value alone, as vLLM prints it.
+func withCI(value string, iv stats.Interval, level float64, f func(float64) string) string {
+	if level <= 0 {
+		return value
+	}
+	if !iv.OK() {
+		return fmt.Sprintf("%-10s (too few samples for a %s%% interval)", value, levelText(level))
+	}
+	return fmt.Sprintf("%-10s [%s, %s]", value, f(iv.Lo), f(iv.Hi))
+}
+
+// levelText is a confidence level as a percentage: 0.95 → "95".
+func levelText(level float64) string { return strconv.FormatFloat(100*level, 'g', 4, 64) }
+
 // tok formats a token figure to one decimal, dropping ".0" so whole counts
 // read as counts (7600.000000000001 from interpolation reads 7600).
 func tok(v float64) string {
@@ -165,20 +182,24 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 	t.line("Benchmark duration (s):", f2(s.DurationS))
 	t.line("Total input tokens:", strconv.FormatInt(s.InputTokens, 10))
 	t.line("Total generated tokens:", strconv.FormatInt(s.OutputTokens, 10))
-	t.line("Request throughput (req/s):", f2(s.RequestThroughput))
+	lvl := s.Options.Confidence
+	t.line("Request throughput (req/s):", withCI(f2(s.RequestThroughput), s.RequestThroughputCI, lvl, f2))
 	if s.Embeddings > 0 {
 		t.line("Embedding throughput (inputs/s):", f2(s.EmbeddingThroughput))
 	}
 	if s.SLO.Set {
-		t.line("Request goodput (req/s):", f2(s.SLO.Goodput))
+		t.line("Request goodput (req/s):", withCI(f2(s.SLO.Goodput), s.SLO.GoodputCI, lvl, f2))
 	}
-	t.line("Output token throughput (tok/s):", f2(s.OutputThroughput))
+	t.line("Output token throughput (tok/s):", withCI(f2(s.OutputThroughput), s.OutputThroughputCI, lvl, f2))
 	t.line("Peak output token throughput (tok/s):", f2(s.PeakOutputTokensPerS))
 	// vLLM prints this count with two decimals too.
 	t.line("Peak concurrent requests:", f2(float64(s.PeakConcurrency)))
 	// vLLM releases that print the peak lines spell this label with a capital
 	// T (newer main lowercases it); scripts parsing it exist, so keep it.
 	t.line("Total Token throughput (tok/s):", f2(s.TotalTokenThroughput))
+	if lvl > 0 {
+		t.line("Intervals [low, high]:", levelText(lvl)+"% confidence")
+	}
 
 	for _, m := range s.Metrics {
 		// Per-token ITL equals ITL unless some chunk carried several tokens;
@@ -191,17 +212,21 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 			info = metricInfo{m.Name, m.Name}
 		}
 		t.header(info.header, '-')
-		t.line("Mean "+info.label+" (ms):", f2(m.Mean))
-		t.line("Median "+info.label+" (ms):", f2(m.Median))
+		t.line("Mean "+info.label+" (ms):", withCI(f2(m.Mean), m.MeanCI, lvl, f2))
+		t.line("Median "+info.label+" (ms):", withCI(f2(m.Median), m.MedianCI, lvl, f2))
 		for _, p := range m.Percentiles {
-			t.line("P"+stats.PercentileName(p.P)+" "+info.label+" (ms):", f2(p.Value))
+			t.line("P"+stats.PercentileName(p.P)+" "+info.label+" (ms):", withCI(f2(p.Value), p.CI, lvl, f2))
 		}
 	}
 
 	if s.SLO.Set {
 		t.header("SLO Attainment", '-')
 		t.line("SLO (ms):", s.Options.SLO.String())
-		t.line("Requests meeting SLO:", pct(s.SLO.Good, s.Requests))
+		att := pct(s.SLO.Good, s.Requests)
+		if iv := s.SLO.AttainmentCI; lvl > 0 && iv.OK() {
+			att += fmt.Sprintf(" [%s%%, %s%%]", f2(100*iv.Lo), f2(100*iv.Hi))
+		}
+		t.line("Requests meeting SLO:", att)
 		for _, c := range s.SLO.Constraints {
 			t.line(fmt.Sprintf("  %s <= %s ms:", c.Name, strconv.FormatFloat(c.LimitMs, 'f', -1, 64)), pct(c.Met, s.Requests))
 		}

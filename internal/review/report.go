@@ -146,7 +146,7 @@ func (s *ReportSpec) Reanalysis(given setting.Given) (Reanalysis, error) {
 	a := Reanalysis{Overrides: runspec.Overrides{Stats: so, ReadingSpeedMs: s.ReadingSpeedMs,
 		SLOSet:     given.Has("Summary.Goodput") || given.Has("Summary.SLOPreset") || len(s.SLOWords) > 0,
 		MetricsSet: given.Has("Summary.PercentileMetrics"), PercentilesSet: given.Has("Summary.MetricPercentiles"),
-		BucketsSet: given.Has("Summary.Buckets"), ReadingSpeedSet: given.Has("ReadingSpeedMs")}}
+		BucketsSet: given.Has("Summary.Buckets"), ConfidenceSet: given.Has("Summary.Confidence"), ReadingSpeedSet: given.Has("ReadingSpeedMs")}}
 	if given.Has("Summary.GPUCostPerHour") || given.Has("Summary.NumGPUs") {
 		if err := sum.Cost.Check(); err != nil {
 			return a, setting.Within("Summary", err)

@@ -455,7 +455,7 @@ func StoredOptions(meta *runlog.Meta) (stats.Options, float64, error) {
 		return stats.Options{}, 0, nil
 	}
 	a := meta.Analysis
-	so := stats.Options{Percentiles: a.Percentiles, Metrics: a.Metrics, Buckets: a.Buckets}
+	so := stats.Options{Percentiles: a.Percentiles, Metrics: a.Metrics, Buckets: a.Buckets, Confidence: a.Confidence}
 	if a.SLO != "" {
 		slo, err := stats.ParseSLO(a.SLO)
 		if err != nil {

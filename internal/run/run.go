@@ -237,7 +237,7 @@ func (r *runner) open() error {
 		Tool: "goodput", Version: c.Version, Command: c.Command, Started: c.Started.UTC(),
 		Seed: c.Seed, Metadata: c.Metadata,
 		Analysis: &runlog.Analysis{SLO: c.Stats.SLO.String(), Percentiles: c.Stats.Percentiles, Metrics: c.Stats.Metrics,
-			Buckets: c.Stats.Buckets, ReadingSpeedMs: c.ReadingSpeedMs, SessionSLO: c.SessionSLO.String(),
+			Buckets: c.Stats.Buckets, Confidence: c.Stats.Confidence, ReadingSpeedMs: c.ReadingSpeedMs, SessionSLO: c.SessionSLO.String(),
 			GPUCostPerHour: c.Cost.GPUCostPerHour, NumGPUs: c.Cost.NumGPUs, SharedPrefixTokens: sharedPrefixTokens(c)},
 	}
 	label := c.Output.Label

@@ -121,6 +121,9 @@ type Analysis struct {
 	Percentiles []float64 `json:"percentiles,omitempty"`
 	Metrics     []string  `json:"metrics,omitempty"`
 	Buckets     []int     `json:"buckets"`
+	// Confidence is the level of the intervals the run put on its figures
+	// (0: none asked for, or a run from before intervals).
+	Confidence float64 `json:"confidence,omitempty"`
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64 `json:"reading_speed_ms,omitempty"`
 	// SessionSLO is the session SLO, as --session-goodput writes it.

@@ -15,9 +15,9 @@ import (
 type Overrides struct {
 	Stats          stats.Options
 	ReadingSpeedMs float64
-	// SLOSet, MetricsSet, PercentilesSet, BucketsSet and ReadingSpeedSet
-	// say which settings were given.
-	SLOSet, MetricsSet, PercentilesSet, BucketsSet, ReadingSpeedSet bool
+	// SLOSet, MetricsSet, PercentilesSet, BucketsSet, ConfidenceSet and
+	// ReadingSpeedSet say which settings were given.
+	SLOSet, MetricsSet, PercentilesSet, BucketsSet, ConfidenceSet, ReadingSpeedSet bool
 }
 
 // Settle returns the summary options and reading speed that judge the
@@ -43,6 +43,11 @@ func (g Overrides) Settle(meta *runlog.Meta) (stats.Options, float64, error) {
 		}
 		if g.BucketsSet {
 			so.Buckets = g.Stats.Buckets
+		}
+		// A run from before intervals stored no level: it gets the one
+		// given, the default included, like a run measured today.
+		if g.ConfidenceSet || stored.Confidence == 0 {
+			so.Confidence = g.Stats.Confidence
 		}
 		if storedSpeed > 0 && !g.ReadingSpeedSet {
 			speed = storedSpeed

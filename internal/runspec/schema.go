@@ -39,12 +39,34 @@ func schemaMeta(metadata map[string]string) *runlog.Meta {
 }
 
 // schemaSummary is an empty run summarised with so, with a failure of
-// every class, so every key a result can hold is there.
+// every class and, when so asks for intervals, an interval on every figure
+// that can carry one, so every key a result can hold is there with its
+// shape ("p99_ttft_ms_ci.1" is a key).
 func schemaSummary(so stats.Options) stats.Summary {
 	s := stats.Summarize(nil, so)
 	s.Level = 0
 	for _, c := range runlog.ErrorClasses {
 		s.Failures[c] = 1
+	}
+	if lv := s.Options.Confidence; lv > 0 {
+		iv := stats.Interval{Level: lv}
+		ms := func(m []stats.MetricSummary) {
+			for i := range m {
+				m[i].MeanCI, m[i].MedianCI = iv, iv
+				for j := range m[i].Percentiles {
+					m[i].Percentiles[j].CI = iv
+				}
+			}
+		}
+		ms(s.Metrics)
+		for i := range s.Buckets {
+			ms(s.Buckets[i].Metrics)
+		}
+		s.RequestThroughputCI, s.OutputThroughputCI = iv, iv
+		s.SLO.GoodputCI, s.SLO.AttainmentCI = iv, iv
+		for i := range s.SLO.Constraints {
+			s.SLO.Constraints[i].AttainmentCI = iv
+		}
 	}
 	return s
 }

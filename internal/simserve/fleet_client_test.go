@@ -11,7 +11,6 @@ import (
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/wire"
-	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -38,7 +37,7 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 		}
 		var got []int
 		for _, id := range []string{"a", "b", "c", "d"} {
-			req := &wirepkg.Request{ID: id, MaxTokens: 3, Prompt: "hello there"}
+			req := &wire.Request{ID: id, MaxTokens: 3, Prompt: "hello there"}
 			body, err := c.Body(req)
 			if err != nil {
 				t.Fatal(err)
@@ -61,7 +60,7 @@ func TestFleetReplicaOnRecords(t *testing.T) {
 	if wire.ReplicaHeader != simserve.ReplicaHeader {
 		t.Errorf("client reads %q, server sends %q", wire.ReplicaHeader, simserve.ReplicaHeader)
 	}
-	if wirepkg.HeaderSession != simserve.SessionHeader {
-		t.Errorf("client sends the session as %q, the server's router reads %q", wirepkg.HeaderSession, simserve.SessionHeader)
+	if wire.HeaderSession != simserve.SessionHeader {
+		t.Errorf("client sends the session as %q, the server's router reads %q", wire.HeaderSession, simserve.SessionHeader)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/wire"
-	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -39,9 +38,9 @@ func TestSpecDecodeChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			req := &wirepkg.Request{ID: "s", MaxTokens: maxTokens}
+			req := &wire.Request{ID: "s", MaxTokens: maxTokens}
 			if strings.Contains(endpoint, "chat") {
-				req.Messages = []wirepkg.Message{{Role: "user", Content: "speculate about the weather"}}
+				req.Messages = []wire.Message{{Role: "user", Content: "speculate about the weather"}}
 			} else {
 				req.Prompt = "speculate about the weather"
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/wire"
-	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -67,9 +66,9 @@ func TestServerTimingMeasuredByClient(t *testing.T) {
 			defer c.Close()
 			send := func(id, prompt string, maxTokens int) runlog.Record {
 				t.Helper()
-				req := &wirepkg.Request{ID: id, MaxTokens: maxTokens}
+				req := &wire.Request{ID: id, MaxTokens: maxTokens}
 				if strings.Contains(tc.endpoint, "chat") {
-					req.Messages = []wirepkg.Message{{Role: "user", Content: prompt}}
+					req.Messages = []wire.Message{{Role: "user", Content: prompt}}
 				} else {
 					req.Prompt = prompt
 				}

@@ -9,7 +9,6 @@ import (
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/wire"
-	wirepkg "github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -19,8 +18,8 @@ import (
 // their ids and JSON arguments, every token hidden and counted, one chunk
 // per token with continuous usage, finish_reason tool_calls.
 func TestToolCallsMeasuredByClient(t *testing.T) {
-	if wirepkg.HeaderToolCalls != simserve.ToolCallsHeader {
-		t.Fatalf("the client sends %q, the server reads %q", wirepkg.HeaderToolCalls, simserve.ToolCallsHeader)
+	if wire.HeaderToolCalls != simserve.ToolCallsHeader {
+		t.Fatalf("the client sends %q, the server reads %q", wire.HeaderToolCalls, simserve.ToolCallsHeader)
 	}
 	const perCall = 6
 	cfg := sim.DefaultConfig()
@@ -35,7 +34,7 @@ func TestToolCallsMeasuredByClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := &wirepkg.Request{ID: "s1-t1", Messages: []wirepkg.Message{{Role: "user", Content: "look both up"}},
+		req := &wire.Request{ID: "s1-t1", Messages: []wire.Message{{Role: "user", Content: "look both up"}},
 			MaxTokens: 256, Tools: []string{"search", "read"}, ExpectedToolCalls: []string{"read", "search"}}
 		body, err := c.Body(req)
 		if err != nil {

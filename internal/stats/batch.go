@@ -1,6 +1,10 @@
 package stats
 
-import "math"
+import (
+	"math"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
 
 // Requests in a run are not independent: a request that queued behind a
 // long one makes its neighbours queue too, so n latencies carry less
@@ -309,7 +313,33 @@ func (rw *rateWindows) interval(kind int, rate float64, end int64, level float64
 		m += d / float64(j+1)
 		m2 += d * (x - m)
 	}
+	if m2 == 0 {
+		// Every window saw the same count (none at all, typically: no
+		// request met the SLO). The windows then say nothing about the
+		// spread and a zero-width interval would claim certainty; the
+		// exact Poisson interval of the count over the run is honest.
+		dur := float64(end-rw.origin) / 1e9
+		return PoissonRateInterval(math.Round(rate*dur), dur, level)
+	}
 	iv, _ := MeanInterval(rate, math.Sqrt(m2/float64(k-1)), k, level)
 	iv.Lo = max(iv.Lo, 0)
 	return iv
+}
+
+// PoissonRateInterval is the exact (Garwood) interval for the rate of a
+// Poisson process that produced count events in dur seconds: the
+// chi-square quantiles χ²(α/2; 2k)/2 and χ²(1−α/2; 2k+2)/2, over dur.
+// With no events it is [0, −ln(α/2)/dur] (3.69/dur at 95 %). The zero
+// Interval for a non-positive duration or a level outside (0, 1).
+func PoissonRateInterval(count, dur, level float64) Interval {
+	if !(dur > 0) || !(level > 0 && level < 1) || count < 0 {
+		return Interval{}
+	}
+	a2 := (1 - level) / 2
+	lo := 0.0
+	if count > 0 {
+		lo = distuv.ChiSquared{K: 2 * count}.Quantile(a2) / 2
+	}
+	hi := distuv.ChiSquared{K: 2*count + 2}.Quantile(1-a2) / 2
+	return Interval{Lo: lo / dur, Hi: hi / dur, Level: level}
 }

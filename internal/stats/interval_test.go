@@ -344,3 +344,44 @@ func TestSummaryIntervalsOffByDefault(t *testing.T) {
 		t.Errorf("Accumulator and Summarize differ (-Summarize +Accumulator):\n%s", d)
 	}
 }
+
+// TestPoissonRateInterval checks the exact Poisson interval against values
+// worked out by hand: no events in 20 s bound the rate by −ln(0.025)/20 =
+// 3.6889/20 = 0.18444/s; 10 events in 10 s give Garwood's [0.4795, 1.8390]
+// (the textbook bounds for k = 10, over 10 s).
+func TestPoissonRateInterval(t *testing.T) {
+	iv := PoissonRateInterval(0, 20, 0.95)
+	if iv.Lo != 0 || math.Abs(iv.Hi-math.Log(40)/20) > 1e-9 {
+		t.Errorf("0 events in 20 s: got [%g, %g], want [0, %g]", iv.Lo, iv.Hi, math.Log(40)/20)
+	}
+	iv = PoissonRateInterval(10, 10, 0.95)
+	if math.Abs(iv.Lo-0.4795) > 5e-4 || math.Abs(iv.Hi-1.8390) > 5e-4 {
+		t.Errorf("10 events in 10 s: got [%.4f, %.4f], want [0.4795, 1.8390]", iv.Lo, iv.Hi)
+	}
+	if PoissonRateInterval(3, 0, 0.95).OK() || PoissonRateInterval(3, 1, 1).OK() {
+		t.Error("a zero duration or a level of 1 gave an interval")
+	}
+}
+
+// TestNoGoodRequestsRateInterval: a run in which no request met the SLO
+// has goodput 0, and its interval must still have width (every window's
+// count is the same zero, so batch means alone would claim [0, 0]).
+func TestNoGoodRequestsRateInterval(t *testing.T) {
+	recs := intervalRecords(40, rand.New(rand.NewPCG(3, 4)))
+	for i := range recs {
+		// 40 requests 0.5 s apart, over ~20 s, each answered in 300 ms.
+		recs[i].Sent = int64(i) * 500 * ms
+		recs[i].Intended = recs[i].Sent
+		recs[i].Chunks = []runlog.Chunk{{T: recs[i].Sent + 300*ms, Tokens: 1, Visible: true}}
+		recs[i].CompletionTokens = 1
+		recs[i].End = recs[i].Sent + 300*ms
+	}
+	s := Summarize(recs, Options{SLO: SLO{TTFT: 100 * time.Millisecond}, Confidence: 0.95})
+	if s.SLO.Goodput != 0 {
+		t.Fatalf("goodput %g, want 0", s.SLO.Goodput)
+	}
+	iv := s.SLO.GoodputCI
+	if !iv.OK() || iv.Lo != 0 || !(iv.Hi > 0.1 && iv.Hi < 0.3) {
+		t.Errorf("goodput 0 over ~20 s: interval %+v, want [0, ~0.19]", iv)
+	}
+}

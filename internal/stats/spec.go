@@ -2,6 +2,7 @@ package stats
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/goodput/goodput/internal/setting"
@@ -23,6 +24,9 @@ type Spec struct {
 	PercentileMetrics string
 	MetricPercentiles string
 	Buckets           string
+	// Confidence is the level of the intervals put on every figure, in
+	// (0, 1); 0 asks for none.
+	Confidence float64
 }
 
 // Preset is SLOPreset's preset; nil when none is named.
@@ -99,5 +103,9 @@ func (s Spec) Options(extra []string) (Options, error) {
 	if o.Buckets, err = ParseBuckets(s.Buckets); err != nil {
 		return o, setting.Errorf("Buckets", "", "%v", err)
 	}
+	if c := s.Confidence; c != 0 && !(c > 0 && c < 1) {
+		return o, setting.Errorf("Confidence", strconv.FormatFloat(c, 'g', -1, 64), "must be a level between 0 and 1, such as 0.95 (0 for no intervals)")
+	}
+	o.Confidence = s.Confidence
 	return o, nil
 }

@@ -244,6 +244,30 @@ func (m MetricSummary) P(p float64) (float64, bool) {
 	return 0, false
 }
 
+// PCI is the confidence interval of the p-th percentile (the median's
+// when p is 50 and not listed); the zero Interval when there is none.
+func (m MetricSummary) PCI(p float64) Interval {
+	for _, pv := range m.Percentiles {
+		if pv.P == p {
+			return pv.CI
+		}
+	}
+	if p == 50 {
+		return m.MedianCI
+	}
+	return Interval{}
+}
+
+// MetricPCI is PCI of the named metric; the zero Interval when the metric
+// was not summarised.
+func (s *Summary) MetricPCI(name string, p float64) Interval {
+	m, ok := s.Metric(name)
+	if !ok {
+		return Interval{}
+	}
+	return m.PCI(p)
+}
+
 // MetricP returns the p-th percentile of the named metric, or false when
 // the metric was not selected, has no sample, or p was not computed.
 func (s *Summary) MetricP(name string, p float64) (float64, bool) {
