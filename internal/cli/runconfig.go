@@ -56,10 +56,17 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 	if err := r.out.Cost.Check(); err != nil {
 		return run.Config{}, err
 	}
+	prec, err := load.Precision(so)
+	if err != nil {
+		return run.Config{}, err
+	}
 	sessions, sessionSLO, err := r.sessions.sessionLoad(env, &r.work, &r.out, r.load.Seed)
+	if err == nil && sessions != nil && prec != nil {
+		err = usagef("--target-precision stops a level of requests; a session workload runs its sessions whole")
+	}
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: r.work.o}, Retry: retry,
-		Load: lv, Seed: r.load.Seed, Stats: so, Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
+		Load: lv, Seed: r.load.Seed, Stats: so, Precision: prec, Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
 		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs, Sessions: sessions, SessionSLO: sessionSLO,
 	}, err
 }

@@ -97,6 +97,9 @@ type Config struct {
 	// (so it must be safe for concurrent use). The record is reused after
 	// OnRecord returns: copy what you keep.
 	OnRecord func(*runlog.Record)
+	// Halt, when closed, ends the sending as Duration does: no further
+	// request is sent and those in flight finish (nil: never).
+	Halt <-chan struct{}
 }
 
 // Result describes what the level did.
@@ -124,6 +127,7 @@ type StopReason string
 const (
 	StopCancelled StopReason = "cancelled" // ctx was cancelled (Ctrl-C, a saturation stop)
 	StopDuration  StopReason = "duration"  // the time limit was reached
+	StopHalted    StopReason = "halted"    // Config.Halt was closed
 )
 
 var recPool = sync.Pool{New: func() any { return new(runlog.Record) }}
@@ -237,6 +241,9 @@ loop:
 				case <-deadline:
 					res.Stopped = StopDuration
 					break loop
+				case <-cfg.Halt:
+					res.Stopped = StopHalted
+					break loop
 				case <-ctx.Done():
 					res.Stopped = StopCancelled
 					break loop
@@ -260,6 +267,9 @@ loop:
 				case <-deadline:
 					res.Stopped = StopDuration
 					break loop
+				case <-cfg.Halt:
+					res.Stopped = StopHalted
+					break loop
 				case <-ctx.Done():
 					res.Stopped = StopCancelled
 					break loop
@@ -272,6 +282,12 @@ loop:
 				<-slots
 			}
 			res.Stopped = StopDuration
+			break loop
+		case <-cfg.Halt:
+			if slots != nil {
+				<-slots
+			}
+			res.Stopped = StopHalted
 			break loop
 		default:
 		}

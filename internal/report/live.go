@@ -34,6 +34,9 @@ type Progress struct {
 	ttft    *hdrhistogram.Histogram // µs
 	tpot    *hdrhistogram.Histogram // µs
 	started time.Time
+	// follow, when set, is more of the level's state for the line (the
+	// precision reached so far); "" adds nothing.
+	follow func() string
 
 	stopCh chan struct{}
 	wg     sync.WaitGroup
@@ -127,6 +130,11 @@ func (p *Progress) print(final bool) {
 		usText(p.ttft.ValueAtQuantile(50)), usText(p.ttft.ValueAtQuantile(99)),
 		usText(p.tpot.ValueAtQuantile(50)), usText(p.tpot.ValueAtQuantile(99)),
 		float64(p.outTok)/max(el, 1e-9), el, eta(p.fraction(el), el, final))
+	if p.follow != nil {
+		if x := p.follow(); x != "" {
+			line += " | " + x
+		}
+	}
 	p.mu.Unlock()
 	if p.tty {
 		p.con.Draw(line)
@@ -182,6 +190,14 @@ func usText(us int64) string {
 
 // Sent counts a request leaving; safe for concurrent use.
 func (p *Progress) Sent() { p.send() }
+
+// Follow adds f's text to the line each time it is drawn; safe while the
+// line is live.
+func (p *Progress) Follow(f func() string) {
+	p.mu.Lock()
+	p.follow = f
+	p.mu.Unlock()
+}
 
 // Record counts a finished record.
 func (p *Progress) Record(r *runlog.Record) error {

@@ -114,6 +114,9 @@ func ResultJSON(s *stats.Summary, meta *runlog.Meta, extra map[string]any) ([]by
 		conc = lv.MaxConcurrency
 	}
 	o.set("max_concurrency", conc)
+	if lv.Precision != "" {
+		o.set("target_precision", lv.Precision)
+	}
 
 	o.set("duration", pyFloat(s.DurationS))
 	o.set("completed", s.Completed)

@@ -179,6 +179,9 @@ func Terminal(w io.Writer, s *stats.Summary, meta *runlog.Meta, opt TermOptions)
 	if lv != nil && lv.RequestRate > 0 {
 		t.line("Request rate configured (RPS):", f2(lv.RequestRate))
 	}
+	if lv != nil && lv.Precision != "" {
+		t.line("Target precision:", lv.Precision)
+	}
 	t.line("Benchmark duration (s):", f2(s.DurationS))
 	t.line("Total input tokens:", strconv.FormatInt(s.InputTokens, 10))
 	t.line("Total generated tokens:", strconv.FormatInt(s.OutputTokens, 10))

@@ -59,6 +59,11 @@ type Config struct {
 	IgnoreEOS, NaturalStopRecorded bool
 	// Stats says what summaries hold (SLO, percentiles, buckets).
 	Stats stats.Options
+	// Precision, when set, ends each request level's sending once every
+	// target's interval is that narrow (at Stats.Confidence), the
+	// requests in flight finishing; NumPrompts and Duration still bound
+	// the level when it never gets there.
+	Precision []stats.PrecisionTarget
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64
 	// SessionSLO judges the run's sessions (session goodput).

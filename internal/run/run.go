@@ -93,7 +93,9 @@ type levelRunner interface {
 	scrapes(ctx context.Context, file func(*runlog.Scrape) error) (*serverScrapes, error)
 	// runLevel runs level idx, lv, sending every record through sink. A
 	// level its context ended early is no error: it says so in stopped.
-	runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (levelRun, error)
+	// h, when not nil, may halt the level's sending early (its requests
+	// in flight finish).
+	runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink, h *halt) (levelRun, error)
 	// probe runs the capacity probe's level lv through sink, on requests
 	// of its own (another seed), so a prefix cache warmed by the probe
 	// serves none of the sweep's.
@@ -288,9 +290,14 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 	lctx, lcancel := context.WithCancelCause(ctx)
 	defer lcancel(nil)
 	col := newCollector(r.cfg.Stats, false, mon, func() { lcancel(errSaturated) })
+	var h *halt
+	if len(r.cfg.Precision) > 0 {
+		h = newHalt()
+		col.prec = newPrecisionWatch(r.cfg.Precision, r.cfg.Stats, h)
+	}
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
-	ran, err := r.lr.runLevel(lctx, idx, lv, r.fan)
+	ran, err := r.lr.runLevel(lctx, idx, lv, r.fan, h)
 	if err != nil {
 		return levelData{}, err
 	}

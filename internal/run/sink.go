@@ -146,6 +146,8 @@ type collector struct {
 	// level's nominal rate.
 	arrivals    int
 	first, last int64
+	// prec judges the level's --target-precision (nil: none asked for).
+	prec *precisionWatch
 	// breakdowns collect the level's typed breakdowns (the TTFT split,
 	// the replicas, the gateway's classes, ...), each reading the records
 	// it needs.
@@ -168,6 +170,9 @@ func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func())
 
 func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
+	if c.prec != nil {
+		c.prec.Record(r)
+	}
 	c.tracker.Add(r)
 	// Sent is 0 for the first sends of a run in virtual time; a record
 	// never sent can only loosen the bound.
@@ -261,6 +266,9 @@ func keepTimes(r *runlog.Record) {
 func (c *collector) data(idx int, lv runlog.Level) levelData {
 	if c.stopped != "" {
 		lv.Stopped = c.stopped
+	}
+	if c.prec != nil {
+		lv.Precision = c.prec.outcome()
 	}
 	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: &c.queue, sessions: c.sessions,
 		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, longestTTFT: c.longestTTFT, offered: c.offered(),

@@ -314,8 +314,8 @@ func (v *virtual) scrapes(_ context.Context, file func(*runlog.Scrape) error) (*
 
 // runLevel runs level idx on a fresh engine (or cluster), every record
 // through sink.
-func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (levelRun, error) {
-	ran, err := v.simulateLevel(ctx, idx, lv, sink)
+func (v *virtual) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink, h *halt) (levelRun, error) {
+	ran, err := v.simulateLevel(ctx, idx, lv, sink, h)
 	if err != nil && ctx.Err() != nil {
 		// Cut short (by the caller, a failed sink or saturation): the
 		// level's records so far are still summarised.
@@ -336,7 +336,7 @@ func (v *virtual) probe(ctx context.Context, lv runlog.Level, sink Sink) error {
 	}
 	// The run's NumPrompts as the workload settled it (each row once).
 	lv.NumPrompts = v.cfg.Load.NumPrompts
-	_, err = p.simulateLevel(ctx, 0, lv, sink)
+	_, err = p.simulateLevel(ctx, 0, lv, sink, nil)
 	return err
 }
 
@@ -353,11 +353,14 @@ func (v *virtual) close() {}
 
 // simulateLevel runs level idx on a fresh engine (or cluster), every
 // record through sink, and returns the level as it ran.
-func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (runlog.Level, error) {
+func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink, h *halt) (runlog.Level, error) {
 	wall := time.Now()
 	load := simrun.Load{
 		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
 		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned,
+	}
+	if h != nil {
+		load.Halt = h.halted
 	}
 	if c := v.cfg.Cluster; c != nil && c.Gateway != nil {
 		load.PriorityMix = c.Gateway.Mix

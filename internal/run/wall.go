@@ -319,12 +319,12 @@ func (w *wall) scrapes(ctx context.Context, file func(*runlog.Scrape) error) (*s
 
 // runLevel sends level idx's requests (its own dataset's, for a level with
 // lengths of its own) through sink.
-func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink) (levelRun, error) {
+func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink, h *halt) (levelRun, error) {
 	ds, err := w.dataset(lv)
 	if err != nil {
 		return levelRun{}, err
 	}
-	return w.send(ctx, idx, lv, ds, sink)
+	return w.send(ctx, idx, lv, ds, sink, h)
 }
 
 // probe sends the capacity probe's level: the probe dataset's requests,
@@ -336,7 +336,7 @@ func (w *wall) probe(ctx context.Context, lv runlog.Level, sink Sink) error {
 	}
 	// Through a fan-out of its own: records finish concurrently.
 	next := w.next
-	out, err := w.send(ctx, -1, lv, ds, &fanout{run: []Sink{sink}})
+	out, err := w.send(ctx, -1, lv, ds, &fanout{run: []Sink{sink}}, nil)
 	w.next = next
 	if err == nil && out.stopped {
 		err = context.Cause(ctx)
@@ -347,9 +347,13 @@ func (w *wall) probe(ctx context.Context, lv runlog.Level, sink Sink) error {
 // finish names the tokenizer the prompts were sized with.
 func (w *wall) finish(res *Result) { res.TokenizerID = w.tokenizerID }
 
+// progressFollower is a Watch that can show more of the level's state on
+// its line (the precision reached so far), read when it draws.
+type progressFollower interface{ Follow(func() string) }
+
 // send sends one level's requests through sink. ds is the level's
-// dataset (the run's, or the probe's).
-func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink) (levelRun, error) {
+// dataset (the run's, or the probe's); h, when set, may halt its sending.
+func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.Dataset, sink Sink, h *halt) (levelRun, error) {
 	cfg := w.cfg
 	sh := cfg.Shard
 	total := sh.Share(lv.NumPrompts)
@@ -359,6 +363,9 @@ func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.D
 	var watch Watch
 	if cfg.Hooks.Level != nil {
 		watch = cfg.Hooks.Level(ctx, total, lv.Duration())
+		if f, ok := watch.(progressFollower); ok && h != nil {
+			f.Follow(h.progress)
+		}
 	}
 	// Every level draws its gaps from the run's seed (common random
 	// numbers, as in virtual time): each level is the same arrival pattern
@@ -410,7 +417,7 @@ func (w *wall) send(ctx context.Context, idx int, lv runlog.Level, ds workload.D
 	lc := loadgen.Config{
 		Schedule: sched, MaxConcurrency: sh.Share(lv.MaxConcurrency), NumPrompts: lv.NumPrompts, Precise: true,
 		Duration: lv.Duration(), NumWarmups: lv.NumWarmups, Level: idx, IDPrefix: w.prefix,
-		FirstIndex: w.next, Now: w.now, OnRecord: func(r *runlog.Record) { _ = onRecord(r) },
+		FirstIndex: w.next, Now: w.now, OnRecord: func(r *runlog.Record) { _ = onRecord(r) }, Halt: h.done(),
 	}
 	if sh != nil {
 		lc.Shard, lc.Shards = sh.Index, sh.Count

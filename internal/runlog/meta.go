@@ -93,6 +93,11 @@ type Level struct {
 	// run stopped it early (a saturation stop, or "interrupted" when the
 	// user cut it short); "" when it ran to the end.
 	Stopped string `json:"stopped,omitempty"`
+	// Precision says where the level's --target-precision stood when it
+	// ended: reached (sending stopped there, the requests in flight
+	// finished) or not, with each figure's relative half-width; "" when
+	// none was asked for.
+	Precision string `json:"precision,omitempty"`
 	// Shard, on a level of one shard's run as it ended, is the whole
 	// level of which this one (its rate, cap and counts) was the shard's
 	// share; nil for a whole run's level, and in a meta line's plan.

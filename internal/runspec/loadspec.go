@@ -11,6 +11,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/shard"
+	"github.com/goodput/goodput/internal/stats"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -42,6 +43,30 @@ type LoadSpec struct {
 	Retries               int
 	RetryBackoff          string
 	RetryIgnoreRetryAfter bool
+	// TargetPrecision ends a level's sending once its figures are known
+	// that precisely (stats.ParsePrecision's syntax; "" none).
+	TargetPrecision string
+}
+
+// Precision is TargetPrecision's targets for a run summarised with so:
+// they need intervals (so.Confidence above 0) and, for goodput, an SLO.
+func (s *LoadSpec) Precision(so stats.Options) ([]stats.PrecisionTarget, error) {
+	ts, err := stats.ParsePrecision(s.TargetPrecision)
+	if err != nil {
+		return nil, setting.Errorf("TargetPrecision", "", "%v", err)
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	if so.Confidence <= 0 {
+		return nil, setting.Errorf("TargetPrecision", strconv.Quote(s.TargetPrecision), "needs intervals: %v must be above 0", setting.Name("Confidence"))
+	}
+	for _, t := range ts {
+		if t.Stat == "goodput" && so.SLO.IsZero() {
+			return nil, setting.Errorf("TargetPrecision", strconv.Quote(s.TargetPrecision), "goodput needs an SLO (%v)", setting.Name("Goodput"))
+		}
+	}
+	return ts, nil
 }
 
 // Rate is RequestRate in requests/s; 0 means unpaced.

@@ -88,6 +88,10 @@ type Load struct {
 	// length (traces, ShareGPT replies) stop early too; false generates
 	// exactly the recorded length, which is what the traced server did.
 	NaturalStopRecorded bool
+	// Halt, when set, is asked before each measured arrival: once it says
+	// true no further measured request is sent and those in flight finish
+	// (a level whose --target-precision was reached).
+	Halt func() bool
 	// Index is copied into every Record (the sweep level index).
 	Index int
 	// Sample, when set, is called with the engine's state every
@@ -194,7 +198,7 @@ func run(ctx context.Context, eng engine, ds workload.Dataset, load Load, emit f
 	}
 	r.res.Start = r.now
 	r.res.End = r.now
-	src := &source{count: n, t0: r.now, duration: int64(load.Duration())}
+	src := &source{count: n, t0: r.now, duration: int64(load.Duration()), halt: load.Halt}
 	switch {
 	case trace:
 		src.ds = ds
@@ -400,6 +404,7 @@ type source struct {
 	t0       int64              // phase start (virtual ns)
 	count    int                // arrivals to yield; 0 = unbounded (Duration)
 	duration int64              // stop when due after t0+duration; 0 = none
+	halt     func() bool        // stop once it says so; nil = never
 	first    int                // dataset index of the first arrival
 	warmup   bool
 
@@ -415,7 +420,7 @@ func (s *source) peek() (int64, bool) {
 	if s.done {
 		return 0, false
 	}
-	if s.count > 0 && s.i >= s.count {
+	if (s.count > 0 && s.i >= s.count) || (s.halt != nil && s.halt()) {
 		s.done = true
 		return 0, false
 	}
