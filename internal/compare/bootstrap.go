@@ -147,3 +147,157 @@ func meanSD(x []float64) (mean, sd float64) {
 	}
 	return mean, math.Sqrt(sd / float64(len(x)))
 }
+
+// The inflation is estimated from batch means at two batch counts, 20
+// and 10 (batches of n/20 and n/10 consecutive requests), and the larger
+// significant estimate kept: an estimate grows with the batch size until
+// batches outlast the correlation, so short batches alone understate a
+// long correlation (a server's load drifting over tens of requests). Below
+// vifMinSamples values (8 a batch) there is too little to see any and the
+// inflation is taken as 1.
+const vifMinSamples = 8 * 20
+
+// vifCrit are the significance thresholds by batch count k: for
+// independent values (k−1)·estimate follows χ²(k−1), and an estimate
+// below its 95th percentile over k−1 (30.144/19, 16.919/9) is as likely
+// noise as correlation; applying it would widen independent runs'
+// intervals by noise alone. Above it the correlation is real and used
+// whole.
+var vifCrit = map[int]float64{20: 30.144 / 19, 10: 16.919 / 9}
+
+// batchVar cuts x (in send order) into k consecutive batches of equal
+// size (the remainder left out) and returns the batch size and the
+// sample variance of the batches' means of f(x).
+func batchVar(x []float64, k int, f func(float64) float64) (size int, v float64) {
+	size = len(x) / k
+	means := make([]float64, k)
+	var all float64
+	for j := range means {
+		var s float64
+		for _, y := range x[j*size : (j+1)*size] {
+			s += f(y)
+		}
+		means[j] = s / float64(size)
+		all += means[j]
+	}
+	all /= float64(k)
+	for _, m := range means {
+		v += (m - all) * (m - all)
+	}
+	return size, v / float64(k-1)
+}
+
+// inflation is the larger significant variance inflation of f(x)'s mean
+// over the batch counts (vifCrit), varF being f's variance for
+// independent values; 1 when neither is significant.
+func inflation(x []float64, varF float64, f func(float64) float64) float64 {
+	out := 1.0
+	for _, k := range []int{20, 10} {
+		size, v := batchVar(x, k, f)
+		if est := float64(size) * v / varF; est > vifCrit[k] {
+			out = max(out, est)
+		}
+	}
+	return out
+}
+
+// unsettled says whether x's correlation may outlast the longest batches:
+// the estimate over 10 batches is significant and more than half again the
+// one over 20. The inflation then still grows with the batch size, so the
+// run is too short to measure it and its intervals may be too narrow.
+func unsettled(x []float64) bool {
+	if len(x) < vifMinSamples {
+		return false
+	}
+	_, sd := meanSD(x)
+	if sd == 0 {
+		return false
+	}
+	id := func(y float64) float64 { return y }
+	s20, v20 := batchVar(x, 20, id)
+	s10, v10 := batchVar(x, 10, id)
+	e20, e10 := float64(s20)*v20/(sd*sd), float64(s10)*v10/(sd*sd)
+	return e10 > vifCrit[10] && e10 > 1.5*max(e20, 1)
+}
+
+// vifMean is the variance inflation of x's mean (x in send order): what
+// correlation between neighbouring requests (one queued behind another)
+// does to the variance of a mean; 1 unless significant.
+func vifMean(x []float64) float64 {
+	if len(x) < vifMinSamples {
+		return 1
+	}
+	_, sd := meanSD(x)
+	if sd == 0 {
+		return 1
+	}
+	return inflation(x, sd*sd, func(y float64) float64 { return y })
+}
+
+// vifIndicator is the variance inflation of the share of x at or below v
+// (the estimate of the q-quantile, q a fraction): what correlation does
+// to a percentile's uncertainty; 1 unless significant.
+func vifIndicator(x []float64, v, q float64) float64 {
+	if len(x) < vifMinSamples || !(q > 0 && q < 1) {
+		return 1
+	}
+	return inflation(x, q*(1-q), func(y float64) float64 {
+		if y <= v {
+			return 1
+		}
+		return 0
+	})
+}
+
+// vifPercentile is the variance inflation of the p-th percentile of x
+// (ordered in send order, sorted the same values sorted). Past the 90th
+// it is at least the 90th's: a run's slow requests come in bursts (one
+// long prefill delays its neighbours), so tail events cluster at least as
+// much as the body's, while the few of them in a batch are too few to
+// show it themselves.
+func vifPercentile(ordered, sorted []float64, p float64) float64 {
+	v := vifIndicator(ordered, percentile(sorted, p), p/100)
+	if p > 90 {
+		v = max(v, vifIndicator(ordered, percentile(sorted, 90), 0.9))
+	}
+	return v
+}
+
+// resampleMeanVIF is resampleMean with the spread of a mean of n/vif
+// independent values: the plug-in normal when vif > 1.
+func resampleMeanVIF(rng *rand.Rand, x []float64, mean, sd, vif float64) float64 {
+	if vif <= 1 {
+		return resampleMean(rng, x, mean, sd)
+	}
+	return mean + rng.NormFloat64()*sd*math.Sqrt(vif/float64(len(x)))
+}
+
+// resamplePercentileN is resamplePercentile for a sample worth neff
+// independent values (neff < len(sorted) when its requests are
+// correlated): the percentile's order statistic among neff uniforms,
+// U ~ Beta(k, neff+1−k) with k = p/100·(neff−1)+1, read off the sorted
+// values' quantile function.
+func resamplePercentileN(rng *rand.Rand, sorted []float64, p, neff float64) float64 {
+	n := len(sorted)
+	if neff >= float64(n) || n < 2 {
+		return resamplePercentile(rng, sorted, p)
+	}
+	neff = max(neff, 2)
+	k := p/100*(neff-1) + 1
+	return sorted[orderIndex(beta(rng, k, neff+1-k), n)]
+}
+
+// pValue is the bootstrap's two-sided p-value for a zero difference:
+// twice the smaller share of diffs at or beyond zero on either side.
+func pValue(diffs []float64) float64 {
+	var le, ge int
+	for _, d := range diffs {
+		if d <= 0 {
+			le++
+		}
+		if d >= 0 {
+			ge++
+		}
+	}
+	return min(1, 2*float64(min(le, ge))/float64(len(diffs)))
+}

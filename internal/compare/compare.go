@@ -14,11 +14,13 @@
 package compare
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
@@ -167,7 +169,14 @@ type Delta struct {
 	NA, NB int
 	// LowerIsBetter is true for latencies.
 	LowerIsBetter bool
-	// Verdict judges B against A.
+	// P is the bootstrap's two-sided p-value for no difference (NaN when
+	// there is no interval): twice the smaller share of resampled
+	// differences on either side of zero.
+	P float64
+	// Verdict judges B against A. For the per-metric deltas it holds for
+	// all of them together (Holm's step-down over their P at the
+	// interval's level): two runs of one configuration show no
+	// difference on any row with that confidence.
 	Verdict Verdict
 }
 
@@ -193,6 +202,10 @@ type Comparison struct {
 	Samples bool
 	// Deltas are the per-metric comparisons, metric by metric, mean first.
 	Deltas []Delta
+	// Family is how many distinct deltas the verdicts were adjusted over
+	// together (Holm): those with an interval, a metric equal to an
+	// earlier one counted once.
+	Family int
 	// Throughput compares whole-run request and output throughput (one
 	// figure per run: no interval).
 	Throughput []Delta
@@ -222,6 +235,9 @@ func (c *Comparison) Delta(metric, stat string) (Delta, bool) {
 type side struct {
 	name    string
 	samples map[string][]float64 // sorted, ms
+	// ordered are the same values in the order the requests were sent,
+	// for how strongly neighbours are correlated (vifMean, vifIndicator).
+	ordered map[string][]float64
 	figs    *Figures
 	meta    *runlog.Meta
 	good    int
@@ -238,20 +254,25 @@ func prepare(r Run, o Options) (*side, error) {
 		s.figs = r.Figures
 		return s, nil
 	}
-	s.samples = map[string][]float64{}
-	for i := range r.Records {
+	s.samples, s.ordered = map[string][]float64{}, map[string][]float64{}
+	order := make([]int, len(r.Records))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(r.Records[i].Sent, r.Records[j].Sent) })
+	for _, i := range order {
 		rec := &r.Records[i]
 		if rec.Warmup || !rec.OK() {
 			continue
 		}
 		for _, m := range o.Metrics {
 			if d, ok := stats.RequestMetric(rec, m); ok {
-				s.samples[m] = append(s.samples[m], float64(d)/1e6)
+				s.ordered[m] = append(s.ordered[m], float64(d)/1e6)
 			}
 		}
 	}
-	for m := range s.samples {
-		slices.Sort(s.samples[m])
+	for m, x := range s.ordered {
+		s.samples[m] = slices.Sorted(slices.Values(x))
 	}
 	// Whole-run figures (throughput, goodput) come from stats, so they are
 	// the very figures the run's own report shows.
@@ -311,8 +332,38 @@ func Compare(a, b Run, o Options) (*Comparison, error) {
 		c.Notes = append(c.Notes, "at least one run is a summary (result file) without per-request samples: "+
 			"figures are compared as they are, without confidence intervals or verdicts; compare records files for those")
 	}
-	for _, m := range o.Metrics {
-		c.Deltas = append(c.Deltas, metricDeltas(sa, sb, m, o)...)
+	// A metric whose values equal an earlier one's in both runs (TTP is
+	// TTFT when nothing is hidden, response time is E2E without a
+	// backlog) is the same hypothesis: it shares that metric's deltas and
+	// does not count again in the family the verdicts are adjusted over.
+	per := make([][]Delta, len(o.Metrics))
+	dupOf := make([]int, len(o.Metrics))
+	var family []Delta
+	for i, m := range o.Metrics {
+		dupOf[i] = -1
+		for j := range i {
+			if dupOf[j] < 0 && c.Samples && slices.Equal(sa.samples[m], sa.samples[o.Metrics[j]]) &&
+				slices.Equal(sb.samples[m], sb.samples[o.Metrics[j]]) && len(sa.samples[m]) > 0 {
+				dupOf[i] = j
+				break
+			}
+		}
+		if dupOf[i] < 0 {
+			per[i] = metricDeltas(sa, sb, m, o)
+			family = append(family, per[i]...)
+		}
+	}
+	c.Family = holm(family, 1-o.Confidence)
+	for i, m := range o.Metrics {
+		if dupOf[i] < 0 {
+			per[i], family = family[:len(per[i])], family[len(per[i]):]
+			c.Deltas = append(c.Deltas, per[i]...)
+			continue
+		}
+		for _, d := range per[dupOf[i]] {
+			d.Metric = m
+			c.Deltas = append(c.Deltas, d)
+		}
 	}
 	c.Throughput = []Delta{
 		plainDelta("request_throughput", "", "req/s", sa.figs.RequestThroughput, sb.figs.RequestThroughput, false),
@@ -323,12 +374,13 @@ func Compare(a, b Run, o Options) (*Comparison, error) {
 	c.Sessions, sessionNotes = compareSessions(a, b, o)
 	c.Notes = append(c.Notes, sessionNotes...)
 	c.Notes = append(c.Notes, conditionNotes(sa, sb)...)
+	c.Notes = append(c.Notes, shortRunNotes(sa, sb, o.Metrics)...)
 	c.UserView = append(userView(c, sa, sb), sessionView(c)...)
 	return c, nil
 }
 
 func plainDelta(metric, stat, unit string, a, b float64, lowerBetter bool) Delta {
-	d := Delta{Metric: metric, Stat: stat, Unit: unit, A: a, B: b, Diff: b - a, Rel: math.NaN(), LowerIsBetter: lowerBetter, Verdict: NotJudged}
+	d := Delta{Metric: metric, Stat: stat, Unit: unit, A: a, B: b, Diff: b - a, Rel: math.NaN(), P: math.NaN(), LowerIsBetter: lowerBetter, Verdict: NotJudged}
 	if a != 0 && unit != UnitShare {
 		d.Rel = d.Diff / a
 	}
@@ -398,31 +450,64 @@ func metricDeltas(sa, sb *side, m string, o Options) []Delta {
 	}
 	ma, sda := meanSD(xa)
 	mb, sdb := meanSD(xb)
+	oa, ob := sa.ordered[m], sb.ordered[m]
 	diffs := make([]float64, o.Resamples)
 	for i, st := range stat {
 		var d Delta
 		rng := seedFor(o.Seed, m, st)
 		if i == 0 {
 			d = plainDelta(m, st, "ms", ma, mb, true)
+			// Correlated requests carry less information than their
+			// count: the resampled mean's spread is widened by each
+			// run's variance inflation.
+			va, vb := vifMean(oa), vifMean(ob)
 			for k := range diffs {
-				diffs[k] = resampleMean(rng, xb, mb, sdb) - resampleMean(rng, xa, ma, sda)
+				diffs[k] = resampleMeanVIF(rng, xb, mb, sdb, vb) - resampleMeanVIF(rng, xa, ma, sda, va)
 			}
 		} else {
 			p := o.Percentiles[i-1]
 			d = plainDelta(m, st, "ms", percentile(xa, p), percentile(xb, p), true)
+			na := float64(len(xa)) / vifPercentile(oa, xa, p)
+			nb := float64(len(xb)) / vifPercentile(ob, xb, p)
 			for k := range diffs {
-				diffs[k] = resamplePercentile(rng, xb, p) - resamplePercentile(rng, xa, p)
+				diffs[k] = resamplePercentileN(rng, xb, p, nb) - resamplePercentileN(rng, xa, p, na)
 			}
 		}
 		d.NA, d.NB = len(xa), len(xb)
 		if len(xa) >= 2 && len(xb) >= 2 {
 			d.HasCI = true
 			d.Lo, d.Hi = interval(diffs, o.Confidence)
+			d.P = pValue(diffs)
 		}
 		judge(&d)
 		out = append(out, d)
 	}
 	return out
+}
+
+// holm keeps the verdicts of ds that Holm's step-down procedure rejects at
+// family-wise level alpha over their p-values, and turns the others into
+// no significant difference: with every row judged at alpha on its own,
+// two runs of one configuration would show some "worse" row most of the
+// time. It returns the family's size.
+func holm(ds []Delta, alpha float64) (family int) {
+	var idx []int
+	for i, d := range ds {
+		if d.HasCI && !math.IsNaN(d.P) {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(i, j int) int { return cmp.Compare(ds[i].P, ds[j].P) })
+	rejecting := true
+	for r, i := range idx {
+		if rejecting && ds[i].P > alpha/float64(len(idx)-r) {
+			rejecting = false
+		}
+		if !rejecting && (ds[i].Verdict == Better || ds[i].Verdict == Worse) {
+			ds[i].Verdict = NoSignificant
+		}
+	}
+	return len(idx)
 }
 
 // figuresOf returns a side's summary figures of metric m at percentiles
@@ -516,6 +601,29 @@ func conditionNotes(sa, sb *side) []string {
 	}
 	if len(a.Levels) > 1 || len(b.Levels) > 1 {
 		out = append(out, "a run has several load levels: its levels are pooled here; compare one level's records for a like-for-like judgement")
+	}
+	return out
+}
+
+// shortRunNotes warn, per run, of metrics whose correlation outlasts the
+// run's longest batches (unsettled): their intervals may be too narrow,
+// so a verdict on them deserves a longer run or repeats.
+func shortRunNotes(sa, sb *side, metrics []string) []string {
+	var out []string
+	for _, s := range []*side{sa, sb} {
+		if s.ordered == nil {
+			continue
+		}
+		var ms []string
+		for _, m := range metrics {
+			if unsettled(s.ordered[m]) {
+				ms = append(ms, m)
+			}
+		}
+		if len(ms) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s still correlated across a tenth of the run (%d requests): the run is short for how slowly its latency drifts, so intervals on it may be too narrow; compare longer runs",
+				cmp.Or(s.name, "a run"), strings.Join(ms, ", "), len(s.ordered[ms[0]])/10))
+		}
 	}
 	return out
 }

@@ -63,6 +63,9 @@ func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 	if c.Samples {
 		fmt.Fprintf(b, "Bootstrap: %d resamples of each run's requests, %s %% percentile intervals of B − A, seed %d\n",
 			c.Options.Resamples, strconv.FormatFloat(100*c.Options.Confidence, 'f', -1, 64), c.Options.Seed)
+		// Why a row whose interval excludes zero may still say "no
+		// significant difference".
+		fmt.Fprintf(b, "Correlated requests count as fewer (batch means); verdicts hold for the %d distinct rows together (Holm)\n", c.Family)
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "Metric (ms)\tStat\tA\tB\tB − A\tChange\tCI\tVerdict")
@@ -229,8 +232,8 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 	}
 	d := comparePage{Title: "goodput compare", A: c.A, B: c.B, UserView: c.UserView, Notes: c.Notes}
 	if c.Samples {
-		d.Method = fmt.Sprintf("Differences are B − A. Intervals: %s %% percentile bootstrap, %d resamples of each run's requests, seed %d.",
-			strconv.FormatFloat(100*c.Options.Confidence, 'f', -1, 64), c.Options.Resamples, c.Options.Seed)
+		d.Method = fmt.Sprintf("Differences are B − A. Intervals: %s %% percentile bootstrap, %d resamples of each run's requests, seed %d; correlated requests count as fewer (batch means). Verdicts hold for the %d distinct rows together (Holm), so an interval may exclude zero where the verdict does not.",
+			strconv.FormatFloat(100*c.Options.Confidence, 'f', -1, 64), c.Options.Resamples, c.Options.Seed, c.Family)
 	} else {
 		d.Method = "Differences are B − A, from summary figures: no intervals or verdicts without per-request records."
 	}
