@@ -74,6 +74,9 @@ type HTMLInput struct {
 	// session timeline. nil computes it from the records' sessions, judged
 	// by no session SLO; a run without sessions has no such section.
 	Sessions *stats.SessionSummary
+	// Repeats is a repeated load's run-to-run spread (run.Result.Repeats),
+	// shown as a table; nil for none.
+	Repeats []stats.RepeatFigure
 	// Server is what each scraped /metrics endpoint said during the run,
 	// one entry per endpoint, for the "Server side" section's charts on the
 	// timeline's time axis; nil or no snapshots leaves the section out.
@@ -138,6 +141,7 @@ type pageData struct {
 	Findings   []findingView
 	Failures   *table
 	Retries    *table
+	Repeats    *table
 	Summary    table
 	Metrics    []table
 	Buckets    []table
@@ -322,6 +326,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 	serverCharts(&d, in.Server, add)
 	d.Failures = failuresTable(in.Levels, cdSamples, in.Records != nil)
 	d.Retries = retriesTable(in.Levels)
+	d.Repeats = repeatsTable(in.Repeats)
 	var blk bytes.Buffer
 	for _, sw := range in.ServerWindows {
 		if sw.Window == nil || sw.Window.Scrapes == 0 {
@@ -855,6 +860,7 @@ const pageHTML = `<!DOCTYPE html>
 {{template "table" .Summary}}
 {{with .Failures}}<h2>Failures</h2>
 {{template "table" .}}{{end}}{{with .Retries}}<h2>Client retries</h2>
+{{template "table" .}}{{end}}{{with .Repeats}}<h2>Run-to-run spread</h2>
 {{template "table" .}}{{end}}
 {{if .Dist}}<h2>Latency distributions</h2>
 <div class="grid">{{range .Dist}}{{template "chart" .}}{{end}}</div>{{end}}

@@ -64,6 +64,11 @@ type Config struct {
 	// requests in flight finishing; NumPrompts and Duration still bound
 	// the level when it never gets there.
 	Precision []stats.PrecisionTarget
+	// Repeats, above 1, runs Load that many times, one level each (fresh
+	// connections over HTTP, the next seed's arrivals in virtual time), and
+	// the result compares the spread between them with each run's own
+	// intervals (Result.Repeats).
+	Repeats int
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64
 	// SessionSLO judges the run's sessions (session goodput).

@@ -12,6 +12,7 @@ import (
 	"github.com/goodput/goodput/internal/findings"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/stats"
 )
 
 // The outputs of a Result, each rendered by package report from the same
@@ -81,6 +82,9 @@ func (r *Result) Terminal(w io.Writer, o TerminalOptions) error {
 		return report.FindingsTerminal(w, r.Findings)
 	}
 	if err := r.levelBlocks(w, o.TermOptions, true); err != nil {
+		return err
+	}
+	if err := report.RepeatsTerminal(w, r.Repeats, r.repeatLevel()); err != nil {
 		return err
 	}
 	if err := report.SessionsTerminal(w, r.Sessions, o.TermOptions); err != nil {
@@ -212,6 +216,9 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	if m := report.ShardsJSON(r.Shards); m != nil {
 		doc["shards"] = m
 	}
+	if m := report.RepeatsJSON(r.Repeats, r.repeatLevel()); m != nil {
+		doc["repeats"] = m
+	}
 	switch {
 	case r.Pareto != nil:
 		doc["pareto"] = report.ParetoJSON(r.Pareto, r.ParetoGPUs)
@@ -317,7 +324,7 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 	}
 	in := report.HTMLInput{Title: title, Meta: r.Meta, Levels: levels, Records: report.Records(r.Records),
 		Findings: r.Findings, SLA: r.SLA, Generated: generated, Sessions: r.Sessions, Server: r.Server, Pareto: r.Pareto,
-		Shards: r.Shards}
+		Shards: r.Shards, Repeats: r.Repeats}
 	if len(r.Levels) > 0 {
 		focus := len(r.Levels) - 1
 		if r.Focus >= 0 && r.Focus < len(r.Levels) {
@@ -361,4 +368,13 @@ func Title(m *runlog.Meta) string {
 		return "goodput"
 	}
 	return "goodput " + m.Command
+}
+
+// repeatLevel is the confidence level of the repeats' spread: the
+// summaries' (95 % when they had none).
+func (r *Result) repeatLevel() float64 {
+	if len(r.Levels) > 0 && r.Levels[0].Summary.Options.Confidence > 0 {
+		return r.Levels[0].Summary.Options.Confidence
+	}
+	return stats.DefaultConfidence
 }

@@ -228,3 +228,40 @@ func TestRecordsFileFailure(t *testing.T) {
 		t.Fatalf("Result = %+v; want the records that finished", res)
 	}
 }
+
+// A repeated load's report gives the same levels and the same run-to-run
+// spread as the run printed.
+func TestReportReproducesRepeats(t *testing.T) {
+	cfg := withRecords(t, simConfig(t, 150))
+	cfg.Command, cfg.Load.RequestRate, cfg.Repeats, cfg.Stats.Confidence = "sim", 10, 3, 0.95
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Levels) != 3 || len(res.Repeats) == 0 {
+		t.Fatalf("%d levels, %d spread figures; want 3 repeats and their spread", len(res.Levels), len(res.Repeats))
+	}
+	again := reanalyze(t, res)
+	again.RecordsPath, again.TokenizerID = res.RecordsPath, res.TokenizerID
+	lj, err := res.JSON(JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aj, err := again.JSON(JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(canonical(t, lj), canonical(t, aj)) {
+		t.Errorf("result JSON differs:\nrun:    %s\nreport: %s", lj, aj)
+	}
+	var lt, at bytes.Buffer
+	if err := res.Terminal(&lt, TerminalOptions{Headed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Terminal(&at, TerminalOptions{Headed: true}); err != nil {
+		t.Fatal(err)
+	}
+	if lt.String() != at.String() || !strings.Contains(lt.String(), "Run-to-run spread (3 repeats)") {
+		t.Errorf("terminal output differs or lacks the spread:\nrun:\n%s\nreport:\n%s", lt.String(), at.String())
+	}
+}

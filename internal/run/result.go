@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ type Result struct {
 	// Server holds every scrape of each metrics endpoint, for the HTML
 	// report's time series (none when nothing was scraped).
 	Server []breakdown.ServerSeries
+	// Repeats is the run-to-run spread of a repeated load's figures
+	// (--repeats), beside each repeat's own intervals; nil otherwise.
+	Repeats []stats.RepeatFigure
 	// Sweep is the sweep's verdict; nil for a single level.
 	Sweep *SweepResult
 	// Records are every record, when Output.KeepRecords (else nil).
@@ -244,6 +248,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		res.Levels[i].Findings = fs
 	}
 	if spec == nil {
+		res.Repeats = repeatSpread(res.Levels)
 		if len(data) == 1 {
 			res.Findings, res.Focus = withSessionFindings(res.Levels[0].Findings, res.Sessions, sessionRecs), 0
 			lv := data[0].level
@@ -549,4 +554,21 @@ func levelIndexes(meta *runlog.Meta, recs []runlog.Record) []int {
 		idx = append(idx, -1)
 	}
 	return idx
+}
+
+// repeatSpread is the spread over the levels when they are repeats of one
+// load (each has Repeat set), at the summaries' confidence level (95 %
+// when they had none); nil otherwise.
+func repeatSpread(levels []LevelResult) []stats.RepeatFigure {
+	if len(levels) < 2 {
+		return nil
+	}
+	sums := make([]stats.Summary, len(levels))
+	for i := range levels {
+		if levels[i].Level.Repeat == 0 {
+			return nil
+		}
+		sums[i] = levels[i].Summary
+	}
+	return stats.RepeatSpread(sums, cmp.Or(sums[0].Options.Confidence, stats.DefaultConfidence))
 }

@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &runner{cfg: c, fan: &fanout{cancel: cancel}}
 	defer r.close()
 
-	levels, maxConc := 1, c.Load.MaxConcurrency
+	levels, maxConc := max(c.Repeats, 1), c.Load.MaxConcurrency
 	if s := c.Sweep; s != nil {
 		levels = max(len(s.Levels), len(s.Fractions), 1)
 		if s.Search {
@@ -188,11 +188,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	case c.Sweep != nil:
 		runErr = r.sweep(ctx)
 	default:
-		d, err := r.level(ctx, 0, c.Load, nil)
-		if err == nil {
-			r.data = append(r.data, d)
+		for i, lv := range repeatLevels(c.Load, c.Repeats) {
+			d, err := r.level(ctx, i, lv, nil)
+			if err == nil {
+				r.data = append(r.data, d)
+			}
+			if runErr = err; err != nil || r.cancelled || ctx.Err() != nil {
+				break
+			}
 		}
-		runErr = err
 	}
 	return r.finish(ctx, runErr)
 }
@@ -217,6 +221,8 @@ func (c *Config) check() error {
 		return configErr("Target", "no backend to open")
 	case c.Sweep != nil && c.Sweep.Pareto && (c.Sweep.Search || c.Sweep.Axis != sweep.AxisConcurrency):
 		return configErr("Sweep", "a Pareto sweep runs concurrencies × length pairs: no search, no rate axis")
+	case c.Repeats > 1 && (c.Sweep != nil || c.Sessions != nil):
+		return configErr("Repeats", "repeats run one load again: not a sweep or sessions")
 	case c.Sessions != nil && c.Sweep != nil:
 		return configErr("Sessions", "sessions run one level: not in a sweep yet")
 	case c.Sessions != nil && (c.Sessions.Set == nil || c.Sessions.Set.Len() == 0):
@@ -254,7 +260,7 @@ func (r *runner) open() error {
 	}
 	// The planned levels, so a killed run's file still states its load;
 	// the end line replaces them with what happened.
-	m.Levels = []runlog.Level{c.Load}
+	m.Levels = repeatLevels(c.Load, c.Repeats)
 	if s := c.Sweep; s != nil && len(s.Levels) > 0 {
 		m.Levels = slices.Clone(s.Levels)
 	}
@@ -495,4 +501,19 @@ func sharedPrefixTokens(c *Config) int {
 		return wo.RandomPrefixLen + wo.SharedPrefixLen
 	}
 	return wo.SharedPrefixLen
+}
+
+// repeatLevels is lv, or n copies of it labelled "repeat i/n" with Repeat
+// set when n > 1.
+func repeatLevels(lv runlog.Level, n int) []runlog.Level {
+	if n <= 1 {
+		return []runlog.Level{lv}
+	}
+	out := make([]runlog.Level, n)
+	for i := range out {
+		out[i] = lv
+		out[i].Repeat = i + 1
+		out[i].Label = fmt.Sprintf("repeat %d/%d", i+1, n)
+	}
+	return out
 }

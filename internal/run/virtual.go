@@ -356,7 +356,7 @@ func (v *virtual) close() {}
 func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink, h *halt) (runlog.Level, error) {
 	wall := time.Now()
 	load := simrun.Load{
-		Level: lv, Seed: v.cfg.Seed, Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
+		Level: lv, Seed: v.cfg.Seed + int64(max(lv.Repeat-1, 0)), Index: idx, NaturalStop: !v.cfg.IgnoreEOS, NaturalStopRecorded: v.cfg.NaturalStopRecorded,
 		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned,
 	}
 	if h != nil {

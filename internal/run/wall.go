@@ -324,6 +324,10 @@ func (w *wall) runLevel(ctx context.Context, idx int, lv runlog.Level, sink Sink
 	if err != nil {
 		return levelRun{}, err
 	}
+	if ic, ok := w.backend.(idleCloser); ok && lv.Repeat > 1 {
+		// A repeat starts on fresh connections, as a rerun would.
+		ic.CloseIdle()
+	}
 	return w.send(ctx, idx, lv, ds, sink, h)
 }
 

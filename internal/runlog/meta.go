@@ -93,6 +93,9 @@ type Level struct {
 	// run stopped it early (a saturation stop, or "interrupted" when the
 	// user cut it short); "" when it ran to the end.
 	Stopped string `json:"stopped,omitempty"`
+	// Repeat is the level's place, from 1, among the repeats of one load
+	// (--repeats); 0 when the load was not repeated.
+	Repeat int `json:"repeat,omitempty"`
 	// Precision says where the level's --target-precision stood when it
 	// ended: reached (sending stopped there, the requests in flight
 	// finished) or not, with each figure's relative half-width; "" when

@@ -43,6 +43,8 @@ type LoadSpec struct {
 	Retries               int
 	RetryBackoff          string
 	RetryIgnoreRetryAfter bool
+	// Repeats runs the load that many times (1: once).
+	Repeats int
 	// TargetPrecision ends a level's sending once its figures are known
 	// that precisely (stats.ParsePrecision's syntax; "" none).
 	TargetPrecision string

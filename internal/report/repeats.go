@@ -1,0 +1,110 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/goodput/goodput/internal/stats"
+)
+
+// RepeatsTerminal prints a repeated load's run-to-run spread: for each
+// figure its mean over the repeats, how far one run's figure moves between
+// runs (±, at the level), what each run's own interval claimed, and the
+// ratio of the two. Nothing for no figures.
+func RepeatsTerminal(w io.Writer, figs []stats.RepeatFigure, level float64) error {
+	if len(figs) == 0 {
+		return nil
+	}
+	t := &term{}
+	t.header(fmt.Sprintf("Run-to-run spread (%d repeats)", len(figs[0].Values)), '-')
+	fmt.Fprintf(&t.b, "± are %s%% half-widths: between runs (t over the repeats' figures) and within a run (the mean of its own intervals)\n", levelText(level))
+	tw := tabwriter.NewWriter(&t.b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tmean\tmin\tmax\tbetween ±\twithin ±\tratio")
+	for _, f := range figs {
+		within, ratio := "–", "–"
+		if f.Within > 0 {
+			within = f2(f.Within)
+		}
+		if !math.IsNaN(f.Ratio) {
+			ratio = f2(f.Ratio) + "×"
+		}
+		lo, hi := f.Values[0], f.Values[0]
+		for _, v := range f.Values {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Key, f2(f.Mean), f2(lo), f2(hi), f2(f.Between), within, ratio)
+	}
+	_ = tw.Flush()
+	if worst := worstRatio(figs); worst != nil && worst.Ratio > 1 {
+		fmt.Fprintf(&t.b, "A single run's intervals understate a rerun's difference by up to %s× (%s): quote the between-run ±.\n",
+			f2(worst.Ratio), worst.Key)
+	}
+	_, err := w.Write(t.b.Bytes())
+	return err
+}
+
+// worstRatio is the figure whose between-run spread most exceeds its
+// within-run interval; nil when none has a ratio.
+func worstRatio(figs []stats.RepeatFigure) *stats.RepeatFigure {
+	var w *stats.RepeatFigure
+	for i := range figs {
+		if f := &figs[i]; !math.IsNaN(f.Ratio) && (w == nil || f.Ratio > w.Ratio) {
+			w = f
+		}
+	}
+	return w
+}
+
+// RepeatsJSON renders the spread for the result's "repeats" key: the
+// repeat count and, per figure, its values, mean, SD, both half-widths,
+// their ratio (null without a within-run interval) and the mean's
+// interval.
+func RepeatsJSON(figs []stats.RepeatFigure, level float64) map[string]any {
+	if len(figs) == 0 {
+		return nil
+	}
+	out := make([]any, len(figs))
+	for i, f := range figs {
+		var ratio any
+		if !math.IsNaN(f.Ratio) {
+			ratio = pyFloat(f.Ratio)
+		}
+		vals := make([]pyFloat, len(f.Values))
+		for j, v := range f.Values {
+			vals[j] = pyFloat(v)
+		}
+		out[i] = newObject().set("key", f.Key).set("values", vals).set("mean", pyFloat(f.Mean)).set("sd", pyFloat(f.SD)).
+			set("between_half_width", pyFloat(f.Between)).set("within_half_width", pyFloat(f.Within)).set("ratio", ratio).
+			set("mean_ci", []pyFloat{pyFloat(f.MeanCI.Lo), pyFloat(f.MeanCI.Hi)})
+	}
+	return map[string]any{"repeats": len(figs[0].Values), "confidence_level": level, "figures": out,
+		"note": "between_half_width is how far one run's figure moves between runs; within_half_width what a run's own interval claimed (" + strconv.FormatFloat(100*level, 'g', 4, 64) + " %)"}
+}
+
+// repeatsTable is the spread as an HTML table; nil for none.
+func repeatsTable(figs []stats.RepeatFigure) *table {
+	if len(figs) == 0 {
+		return nil
+	}
+	t := &table{Caption: fmt.Sprintf("%d repeats: how far one run's figure moves between runs, beside what its own interval claimed", len(figs[0].Values)),
+		Head: []string{"figure", "mean", "min", "max", "between-run ±", "within-run ±", "ratio"}}
+	for _, f := range figs {
+		within, ratio := "–", "–"
+		if f.Within > 0 {
+			within = fmtMs(f.Within)
+		}
+		if !math.IsNaN(f.Ratio) {
+			ratio = f2(f.Ratio) + "×"
+		}
+		lo, hi := f.Values[0], f.Values[0]
+		for _, v := range f.Values {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		t.Rows = append(t.Rows, []cell{{Text: f.Key}, {Text: fmtMs(f.Mean)}, {Text: fmtMs(lo)}, {Text: fmtMs(hi)},
+			{Text: fmtMs(f.Between)}, {Text: within}, {Text: ratio}})
+	}
+	return t
+}
