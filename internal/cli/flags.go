@@ -195,6 +195,7 @@ func (l *loadFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&l.NumPrompts, "num-prompts", 1000, "measured requests to send (bench with no --base-url, against the embedded simulator: 200 unless given)")
 	fs.IntVar(&l.NumWarmups, "num-warmups", 0, "warm-up requests sent first and excluded from results")
 	fs.DurationVar(&l.Duration, "duration", 0, "stop sending after this long (e.g. 60s; with it, --num-prompts is a cap only if set)")
+	fs.StringVar(&l.SteadyState, "steady-state", "report", "each level's warm-up transient (MSER-5) and drift: report says where they were; auto also leaves the transient out of the figures (when the level does not drift after it)")
 	fs.IntVar(&l.Repeats, "repeats", 1, "run the load this many times (fresh connections; in virtual time the next seed's arrivals) and report the spread between runs beside each run's own intervals")
 	fs.StringVar(&l.TargetPrecision, "target-precision", "", "stop sending a level once these figures are known this precisely (the interval's half-width over the figure, at --confidence), e.g. 'p99_ttft:5%,mean_tpot:2%' (mean_M, median_M, pNN_M of ttft, tpot, itl, e2el, ttp, response; throughput; goodput); --num-prompts and --duration still bound it")
 	fs.Int64Var(&l.Seed, "seed", 0, "seed for the workload and the arrival schedule (default: 0 on the simulator; against --base-url a fresh one each run, printed and kept in the meta)")

@@ -62,6 +62,9 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 	if err != nil {
 		return run.Config{}, err
 	}
+	if load.SteadyState != "report" && load.SteadyState != "auto" {
+		return run.Config{}, setting.Errorf("SteadyState", strconv.Quote(load.SteadyState), "want report or auto")
+	}
 	if load.Repeats < 1 {
 		return run.Config{}, setting.Errorf("Repeats", strconv.Itoa(load.Repeats), "want 1 or more runs of the load")
 	}
@@ -71,7 +74,7 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 	}
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: r.work.o}, Retry: retry,
-		Load: lv, Seed: r.load.Seed, Stats: so, Precision: prec, Repeats: load.Repeats, Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
+		Load: lv, Seed: r.load.Seed, Stats: so, Precision: prec, Repeats: load.Repeats, SteadyTrim: load.SteadyState == "auto", Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
 		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs, Sessions: sessions, SessionSLO: sessionSLO,
 	}, err
 }

@@ -64,6 +64,10 @@ type Config struct {
 	// requests in flight finishing; NumPrompts and Duration still bound
 	// the level when it never gets there.
 	Precision []stats.PrecisionTarget
+	// SteadyTrim leaves each level's warm-up transient (MSER-5, when the
+	// level does not drift after it) out of its summary; the level keeps
+	// its records to summarise again without them.
+	SteadyTrim bool
 	// Repeats, above 1, runs Load that many times, one level each (fresh
 	// connections over HTTP, the next seed's arrivals in virtual time), and
 	// the result compares the spread between them with each run's own

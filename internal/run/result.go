@@ -489,6 +489,7 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 	cols := map[int]*collector{}
 	for _, i := range idx {
 		cols[i] = newCollector(so, true, nil, nil)
+		cols[i].trim = meta != nil && meta.Analysis != nil && meta.Analysis.SteadyTrim
 	}
 	for i := range recs {
 		c := cols[max(recs[i].Level, -1)]

@@ -245,7 +245,7 @@ func (r *runner) open() error {
 		Tool: "goodput", Version: c.Version, Command: c.Command, Started: c.Started.UTC(),
 		Seed: c.Seed, Metadata: c.Metadata,
 		Analysis: &runlog.Analysis{SLO: c.Stats.SLO.String(), Percentiles: c.Stats.Percentiles, Metrics: c.Stats.Metrics,
-			Buckets: c.Stats.Buckets, Confidence: c.Stats.Confidence, ReadingSpeedMs: c.ReadingSpeedMs, SessionSLO: c.SessionSLO.String(),
+			Buckets: c.Stats.Buckets, Confidence: c.Stats.Confidence, SteadyTrim: c.SteadyTrim, ReadingSpeedMs: c.ReadingSpeedMs, SessionSLO: c.SessionSLO.String(),
 			GPUCostPerHour: c.Cost.GPUCostPerHour, NumGPUs: c.Cost.NumGPUs, SharedPrefixTokens: sharedPrefixTokens(c)},
 	}
 	label := c.Output.Label
@@ -296,6 +296,7 @@ func (r *runner) level(ctx context.Context, idx int, lv runlog.Level, mon *sweep
 	lctx, lcancel := context.WithCancelCause(ctx)
 	defer lcancel(nil)
 	col := newCollector(r.cfg.Stats, false, mon, func() { lcancel(errSaturated) })
+	col.trim = r.cfg.SteadyTrim
 	var h *halt
 	if len(r.cfg.Precision) > 0 {
 		h = newHalt()

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -148,6 +149,12 @@ type collector struct {
 	first, last int64
 	// prec judges the level's --target-precision (nil: none asked for).
 	prec *precisionWatch
+	// trim, when set, keeps the level's records (kept) to summarise them
+	// again without the warm-up transient (--steady-state auto); so is
+	// the summary's options.
+	trim bool
+	kept []runlog.Record
+	so   stats.Options
 	// breakdowns collect the level's typed breakdowns (the TTFT split,
 	// the replicas, the gateway's classes, ...), each reading the records
 	// it needs.
@@ -158,7 +165,7 @@ type collector struct {
 // collector type serves a run as it goes and a report of its records, so
 // both reach the same verdict.
 func newCollector(so stats.Options, exact bool, mon *sweep.Monitor, stop func()) *collector {
-	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop,
+	c := &collector{tracker: findings.NewTracker(), mon: mon, stop: stop, so: so,
 		breakdowns: breakdown.NewSet(breakdown.Options{SLO: so.SLO, Percentiles: so.Percentiles})}
 	if exact {
 		c.acc = stats.NewExactAccumulator(so)
@@ -172,6 +179,11 @@ func (c *collector) Record(r *runlog.Record) error {
 	c.acc.Add(r)
 	if c.prec != nil {
 		c.prec.Record(r)
+	}
+	if c.trim {
+		var k runlog.Record
+		r.CopyTo(&k)
+		c.kept = append(c.kept, k)
 	}
 	c.tracker.Add(r)
 	// Sent is 0 for the first sends of a run in virtual time; a record
@@ -270,9 +282,46 @@ func (c *collector) data(idx int, lv runlog.Level) levelData {
 	if c.prec != nil {
 		lv.Precision = c.prec.outcome()
 	}
-	return levelData{index: idx, level: lv, summary: c.acc.Summary(), tracker: c.tracker, queue: &c.queue, sessions: c.sessions,
+	bl := c.breakdowns.Level()
+	sum := c.acc.Summary()
+	if st := breakdown.Get[*breakdown.Steady](bl); c.trim && st != nil && st.TransientN > 0 && !st.Drifting {
+		sum = c.trimmed(st.TransientN)
+		st.Trimmed = true
+	}
+	return levelData{index: idx, level: lv, summary: sum, tracker: c.tracker, queue: &c.queue, sessions: c.sessions,
 		start: c.start, end: c.end, spanned: c.spanned, longest: c.longest, longestTTFT: c.longestTTFT, offered: c.offered(),
-		breakdowns: c.breakdowns.Level()}
+		breakdowns: bl}
+}
+
+// trimmed summarises the kept records without the level's first n
+// measured, successful requests in send order (the warm-up transient) and
+// every request sent before the last of them; a caveat says so.
+func (c *collector) trimmed(n int) stats.Summary {
+	recs := slices.Clone(c.kept)
+	slices.SortStableFunc(recs, func(a, b runlog.Record) int { return cmp.Compare(a.Sent, b.Sent) })
+	var cut int64
+	seen := 0
+	for i := range recs {
+		if r := &recs[i]; !r.Warmup && r.OK() {
+			if seen++; seen == n {
+				cut = r.Sent
+				break
+			}
+		}
+	}
+	acc := stats.NewExactAccumulator(c.so)
+	dropped := 0
+	for i := range recs {
+		if r := &recs[i]; !r.Warmup && r.Sent <= cut {
+			dropped++
+			continue
+		}
+		acc.Add(&recs[i])
+	}
+	s := acc.Summary()
+	s.Warnings = append(s.Warnings, fmt.Sprintf("steady state: the warm-up transient's %d requests (sent in the first %.1f s) are left out of these figures (--steady-state auto)",
+		dropped, float64(cut-recs[0].Sent)/1e9))
+	return s
 }
 
 // filtered is w through the output filter, if any.

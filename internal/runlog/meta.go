@@ -132,6 +132,9 @@ type Analysis struct {
 	// Confidence is the level of the intervals the run put on its figures
 	// (0: none asked for, or a run from before intervals).
 	Confidence float64 `json:"confidence,omitempty"`
+	// SteadyTrim says the run left each level's warm-up transient out of
+	// its figures (--steady-state auto).
+	SteadyTrim bool `json:"steady_trim,omitempty"`
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64 `json:"reading_speed_ms,omitempty"`
 	// SessionSLO is the session SLO, as --session-goodput writes it.

@@ -43,6 +43,9 @@ type LoadSpec struct {
 	Retries               int
 	RetryBackoff          string
 	RetryIgnoreRetryAfter bool
+	// SteadyState is "report" (say where each level's warm-up transient
+	// and drift were) or "auto" (also leave the transient out).
+	SteadyState string
 	// Repeats runs the load that many times (1: once).
 	Repeats int
 	// TargetPrecision ends a level's sending once its figures are known
