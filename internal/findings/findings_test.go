@@ -764,3 +764,33 @@ func TestTrackerBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestSLASentenceIntervals: with intervals asked for, the sentence quotes
+// each figure's interval (none said for a P99 of 100 requests) and says
+// when the SLO verdict is within its own interval. Given intervals: TTFT
+// P50 606 ms [580, 640]; attainment 99.5 % [98.1, 99.87 %] spans the 99 %
+// target, so the kept SLO could be missed on a rerun.
+func TestSLASentenceIntervals(t *testing.T) {
+	recs := many(100, func(i int) spec {
+		return spec{sent: float64(i) * 10, ttft: 12 * float64(i+1), n: 11, itl: 40, prompt: 4096}
+	})
+	s := summarize(recs, "ttft:2000")
+	s.Options.Confidence = 0.95
+	for i := range s.Metrics {
+		if s.Metrics[i].Name == stats.MetricTTFT {
+			s.Metrics[i].MedianCI = stats.Interval{Lo: 580, Hi: 640, Level: 0.95}
+			for j := range s.Metrics[i].Percentiles {
+				if s.Metrics[i].Percentiles[j].P == 50 {
+					s.Metrics[i].Percentiles[j].CI = s.Metrics[i].MedianCI
+				}
+			}
+		}
+	}
+	s.SLO.Attainment, s.SLO.AttainmentCI = 0.995, stats.Interval{Lo: 0.981, Hi: 0.9987, Level: 0.95}
+	got := SLASentence(Input{Summary: s, Level: &runlog.Level{MaxConcurrency: 60}})
+	want := "TTFT P50 606 ms [580–640 ms], P99 1.2 s (too few for an interval); TPOT P99 40 ms (too few for an interval); input P95 4K tokens, concurrency 60; " +
+		"SLO per request TTFT <= 2 s: met by 99.5 % [98.1–99.87 %] of requests, but the interval spans the 99 % target: a rerun could miss it, P99 headroom ~41 %"
+	if got != want {
+		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
+	}
+}

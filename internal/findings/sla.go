@@ -43,20 +43,21 @@ func SLASentence(in Input) string {
 		return ""
 	}
 	var parts []string
+	lvl := s.Options.Confidence
 	if m, ok := metric(s, stats.MetricTTFT); ok {
 		p50, _ := m.P(50)
-		t := "TTFT P50 " + dur(p50)
+		t := "TTFT P50 " + durCI(p50, m.PCI(50), lvl)
 		if p99, ok := m.P(99); ok {
-			t += ", P99 " + dur(p99)
+			t += ", P99 " + durCI(p99, m.PCI(99), lvl)
 		}
 		parts = append(parts, t)
 	}
 	if m, ok := metric(s, stats.MetricTPOT); ok {
 		if p99, ok := m.P(99); ok {
-			parts = append(parts, "TPOT P99 "+dur(p99))
+			parts = append(parts, "TPOT P99 "+durCI(p99, m.PCI(99), lvl))
 		} else {
 			p50, _ := m.P(50)
-			parts = append(parts, "TPOT P50 "+dur(p50))
+			parts = append(parts, "TPOT P50 "+durCI(p50, m.PCI(50), lvl))
 		}
 	}
 	var load []string
@@ -109,9 +110,18 @@ func sloClause(s *stats.Summary) string {
 		}
 	}
 	clause := "SLO per request " + strings.Join(bounds, ", ")
-	att := num(100 * s.SLO.Attainment)
+	att := num(100*s.SLO.Attainment) + " %"
+	iv := s.SLO.AttainmentCI
+	if s.Options.Confidence > 0 && iv.OK() {
+		att += fmt.Sprintf(" [%s–%s %%]", num(100*iv.Lo), num(100*iv.Hi))
+	}
+	// A verdict its own interval could reverse is said to be close.
+	close := s.Options.Confidence > 0 && iv.OK() && iv.Lo < SLOTarget && SLOTarget <= iv.Hi
 	if met {
-		clause += fmt.Sprintf(": met by %s %% of requests", att)
+		clause += fmt.Sprintf(": met by %s of requests", att)
+		if close {
+			clause += fmt.Sprintf(", but the interval spans the %s %% target: a rerun could miss it", num(100*SLOTarget))
+		}
 		if !math.IsInf(tight, 1) && tight >= 0 {
 			clause += fmt.Sprintf(", P99 headroom ~%.0f %%", 100*tight)
 			if len(s.SLO.Constraints) > 1 {
@@ -120,7 +130,10 @@ func sloClause(s *stats.Summary) string {
 		}
 		return clause
 	}
-	clause += fmt.Sprintf(": missed, met by %s %% of requests (target %s %%)", att, num(100*SLOTarget))
+	clause += fmt.Sprintf(": missed, met by %s of requests (target %s %%)", att, num(100*SLOTarget))
+	if close {
+		clause += ", but the interval spans the target: a rerun could meet it"
+	}
 	if !math.IsInf(tight, 1) && tight < 0 {
 		clause += fmt.Sprintf("; %s P99 %.0f %% over its bound", tightName, -100*tight)
 	}
@@ -150,6 +163,19 @@ func slaEvidence(in Input) map[string]any {
 		}
 	}
 	return ev
+}
+
+// durCI is dur(ms) followed by its interval, "72 ms [70–75 ms]", when the
+// run asked for intervals (level > 0) and the figure has one; "166 ms (too
+// few for an interval)" when it has none.
+func durCI(ms float64, iv stats.Interval, level float64) string {
+	switch {
+	case level <= 0:
+		return dur(ms)
+	case !iv.OK():
+		return dur(ms) + " (too few for an interval)"
+	}
+	return dur(ms) + " [" + strings.TrimSuffix(dur(iv.Lo), " ms") + "–" + dur(iv.Hi) + "]"
 }
 
 // dur formats milliseconds for people: "45 ms", "4.5 ms", "1.2 s", "2 s".

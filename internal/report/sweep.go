@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -105,6 +106,10 @@ func SweepTerminal(w io.Writer, res *sweep.Result, search *sweep.SearchResult, c
 		if ok, why := crit.Meets(res.Points[gp.Index]); !ok {
 			b.WriteString(" — misses the SLO (" + why + "): not an operating point")
 		}
+		if lo, hi, n, ok := PeakRange(res); ok && n > 1 {
+			fmt.Fprintf(&b, "; within the intervals the peak could lie anywhere from %s to %s %s (%d levels' goodput intervals reach the peak's)",
+				sweepG(lo), sweepG(hi), unit, n)
+		}
 		b.WriteByte('\n')
 	}
 	// The recommendation is the highest load that keeps the SLO, never a
@@ -181,6 +186,9 @@ func SweepJSON(res *sweep.Result, search *sweep.SearchResult) map[string]any {
 		interrupted = append(interrupted, res.Points[i].Index)
 	}
 	out["interrupted"] = interrupted
+	if lo, hi, _, ok := PeakRange(res); ok {
+		out["goodput_peak_load_range"] = []float64{lo, hi}
+	}
 	if k := res.Knee; k != nil {
 		out["knee"] = map[string]any{"level": res.Points[k.Index].Index, "label": res.Points[k.Index].Level.Label, "load": k.Load,
 			"p99_ttft_ms": k.P99TTFTMs, "slope_ms_per_unit": k.Slope, "base_slope_ms_per_unit": k.BaseSlope, "k": k.K}
@@ -199,4 +207,29 @@ func SweepJSON(res *sweep.Result, search *sweep.SearchResult) map[string]any {
 		}
 	}
 	return out
+}
+
+// PeakRange is the range of loads the goodput peak could lie at given the
+// levels' goodput intervals: every judged level whose interval reaches the
+// peak's lower bound could be the peak on a rerun. n counts those levels
+// (the peak's own included); ok is false without a peak or intervals.
+func PeakRange(res *sweep.Result) (lo, hi float64, n int, ok bool) {
+	gp := res.GoodputPeak
+	if gp == nil || gp.Index < 0 || gp.Index >= len(res.Points) {
+		return 0, 0, 0, false
+	}
+	piv := res.Points[gp.Index].Summary.SLO.GoodputCI
+	if !piv.OK() {
+		return 0, 0, 0, false
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for i, p := range res.Points {
+		iv := p.Summary.SLO.GoodputCI
+		if p.Partial() || (i < len(res.Saturated) && res.Saturated[i] != "" && i != gp.Index) || !iv.OK() || iv.Hi < piv.Lo {
+			continue
+		}
+		l := p.Load(res.Axis)
+		lo, hi, n = min(lo, l), max(hi, l), n+1
+	}
+	return lo, hi, n, n > 0
 }
