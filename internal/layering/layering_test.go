@@ -32,9 +32,10 @@ var floors = [][]string{
 	{"internal/wire/openai", "internal/wire/anthropic", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
 	// The one table of wire protocols.
 	{"internal/wire/protocols"},
-	// What serves or labels every protocol of the table: the simulator's
-	// HTTP server, the Prometheus exporter.
-	{"internal/simserve", "internal/promexport"},
+	// What serves, labels or dials every protocol of the table: the
+	// simulator's HTTP server, the Prometheus exporter, a user's target
+	// settings built into a client (shared by run and watch).
+	{"internal/simserve", "internal/promexport", "internal/target"},
 	// Judging a curve; watching live traffic; test servers.
 	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.
@@ -48,7 +49,8 @@ var floors = [][]string{
 	{"internal/runspec"},
 	// Commands over saved runs: report, compare, fit, split comparison.
 	{"internal/review"},
-	// Synthetic monitoring over run's backends: probes on a schedule.
+	// Synthetic monitoring: probes on a schedule through the clients a
+	// target opens (it needs no run).
 	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.
 	{"internal/cli", "bench"},
