@@ -36,8 +36,10 @@ var floors = [][]string{
 	// simulator's HTTP server, the Prometheus exporter, a user's target
 	// settings built into a client (shared by run and watch).
 	{"internal/simserve", "internal/promexport", "internal/target"},
-	// Judging a curve; watching live traffic; test servers.
-	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
+	// Judging a curve; watching live traffic and, with synthetic probes
+	// through the clients a target opens, vendors' SLAs (below run, so a
+	// watch cannot come to need one); test servers.
+	{"internal/sweep", "internal/proxy", "internal/watch", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.
 	{"internal/report"},
 	// A run split over processes: shard syntax, rendezvous, clock offset,
@@ -49,9 +51,6 @@ var floors = [][]string{
 	{"internal/runspec"},
 	// Commands over saved runs: report, compare, fit, split comparison.
 	{"internal/review"},
-	// Synthetic monitoring: probes on a schedule through the clients a
-	// target opens (it needs no run).
-	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.
 	{"internal/cli", "bench"},
 	{"cmd/goodput"},
