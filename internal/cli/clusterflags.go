@@ -11,7 +11,7 @@ import (
 	"github.com/goodput/goodput/internal/flagfield"
 	"github.com/goodput/goodput/internal/report"
 	"github.com/goodput/goodput/internal/review"
-	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 )
@@ -129,7 +129,7 @@ func pdRatios(ctx context.Context, env Env, o *SimOptions) error {
 	output := o.out.runOutput(env)
 	path, err := review.SaveSplits(&output, res, env.Now())
 	if err != nil {
-		return &run.OutputError{Field: "SaveResult", Err: err}
+		return &setting.OutputError{Field: "SaveResult", Err: err}
 	}
 	fmt.Fprintf(env.Stderr, "goodput: result saved to %s\n", path)
 	return nil

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goodput/goodput/internal/target"
 	"github.com/goodput/goodput/internal/wire"
 
 	"github.com/spf13/pflag"
 
 	"github.com/goodput/goodput/internal/flagfield"
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/wire/protocols"
@@ -21,13 +21,13 @@ import (
 )
 
 // The flag groups bench, sweep and sim share, each bound to the fields of
-// a run spec (run.TargetSpec, LoadSpec, WorkloadSpec, OutputSpec) that
+// a run spec (target.Spec, LoadSpec, WorkloadSpec, OutputSpec) that
 // checks them; fs is the flag set they were declared in, which names a
 // field's flag back (settingError, flagGroup).
 
 // targetFlags says where requests go and how they look on the wire.
 type targetFlags struct {
-	run.TargetSpec
+	target.Spec
 	// TrustRemoteCode and TokenizerMode are vLLM's, accepted as no-ops.
 	TrustRemoteCode bool
 	TokenizerMode   string
@@ -42,7 +42,7 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.Model, "model", "", "model id to request (default: the first id from GET /v1/models)")
 	fs.StringArrayVar(&t.Headers, "header", nil, "extra request header K=V (repeatable)")
 	fs.StringVar(&t.ExtraBody, "extra-body", "", "JSON object merged into every request body")
-	fs.StringVar(&t.APIKeyEnv, "api-key-env", run.DefaultKeyEnv, "environment variable holding the API key, never printed or saved"+otherKeyEnvs())
+	fs.StringVar(&t.APIKeyEnv, "api-key-env", target.DefaultKeyEnv, "environment variable holding the API key, never printed or saved"+otherKeyEnvs())
 	fs.StringVar(&t.RequestIDPrefix, "request-id-prefix", "", "prefix of the x-request-id header (default goodput-<run id>-)")
 	fs.BoolVar(&t.IgnoreEOS, "ignore-eos", false, "send ignore_eos so every request generates exactly its output length")
 	fs.StringVar(&t.MaxTokensField, "max-tokens-field", "max_tokens", "body field for the output cap: max_tokens (llama.cpp ignores the other) or max_completion_tokens (OpenAI's reasoning models require it)")
@@ -87,7 +87,7 @@ func backendRoutes() string {
 func otherKeyEnvs() string {
 	var others []string
 	for _, p := range protocols.All() {
-		if p.KeyEnv != "" && p.KeyEnv != run.DefaultKeyEnv {
+		if p.KeyEnv != "" && p.KeyEnv != target.DefaultKeyEnv {
 			others = append(others, p.KeyEnv+" when left at its default with --backend "+p.Name())
 		}
 	}

@@ -146,7 +146,7 @@ func newSimFitCmd(env Env) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Files = args
 			err := review.Fit(o, files(env))
-			if we := (*run.OutputError)(nil); err == nil || errors.As(err, &we) {
+			if we := (*setting.OutputError)(nil); err == nil || errors.As(err, &we) {
 				return settingError(cmd.Flags(), o, err)
 			}
 			return usageError{savedRunError(cmd.Flags(), o, runlog.ReadOptions{}, err)} // bad input too

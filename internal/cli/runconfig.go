@@ -13,6 +13,7 @@ import (
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runspec"
 	"github.com/goodput/goodput/internal/setting"
+	"github.com/goodput/goodput/internal/target"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
 
@@ -91,7 +92,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 	if s := cfg.Sessions; s != nil {
 		// A session is a conversation: its history goes as chat messages.
 		chained := s.History == runlog.HistoryChained
-		proto, err := o.target.ForSessions(chained, flagfield.Given(o.fs, &o.target.TargetSpec))
+		proto, err := o.target.ForSessions(chained, flagfield.Given(o.fs, &o.target.Spec))
 		switch {
 		case err != nil:
 			return cfg, err
@@ -115,7 +116,7 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 		return cfg, err
 	}
 	cfg.Workload.Calibrate = cfg.Workload.Calibrate && cfg.Sessions == nil
-	if cfg.Scrape, err = o.target.Scrape(); err != nil {
+	if cfg.Scrape, err = run.ScrapeFor(&o.target.Spec); err != nil {
 		return cfg, err
 	}
 	if o.target.TrustRemoteCode {
@@ -156,9 +157,13 @@ func (t *targetFlags) runTarget(env Env, base string, keepText bool) (run.Target
 	if k := t.KeyEnv(); k != "" && env.Getenv != nil {
 		key = env.Getenv(k)
 	}
-	rt, err := t.Build(base, run.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll, Secrets: env.secrets})
+	built, err := t.Build(base, target.Conn{APIKey: key, KeepText: keepText, ReadyPoll: readyPoll, Secrets: env.secrets})
+	if err != nil {
+		return run.Target{}, err
+	}
+	rt := run.NewTarget(built)
 	rt.ModelName = modelFlag(t) // the notes about the model name its flag
-	return rt, err
+	return rt, nil
 }
 
 // modelFlag names the flag that gave the request's model id.

@@ -239,7 +239,7 @@ func TestSettingErrorFailures(t *testing.T) {
 	if err == nil || err.Error() != "--listen-test 127.0.0.1:1: in use" || errors.As(err, &ue) {
 		t.Errorf("settingError(ListenError) = %v; want --listen-test's line, not a usage error", err)
 	}
-	err = settingError(cmd.Flags(), &s, &run.OutputError{Field: "Nope", Err: errors.New("disk full")})
+	err = settingError(cmd.Flags(), &s, &setting.OutputError{Field: "Nope", Err: errors.New("disk full")})
 	if err == nil || err.Error() != "Nope: disk full" {
 		t.Errorf("settingError(OutputError of no flag) = %v; want the field's path", err)
 	}

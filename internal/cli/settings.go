@@ -59,7 +59,7 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 	case errors.As(err, &re) && re.Field == "Wait":
 		return fmt.Errorf("%s: %w", flag("ReadyCheckTimeout"), re)
 	case errors.As(err, &re):
-		model := flag("TargetSpec.Model")
+		model := flag("Spec.Model")
 		if names := flagfield.Flags(fs, root, "ServedModelName"); len(names) > 0 && fs.Changed(names[0]) {
 			model = "--" + names[0]
 		}
@@ -83,7 +83,7 @@ func settingError(fs *pflag.FlagSet, root any, err error) error {
 }
 
 // failure is what a setting named that failed at run time (a file not
-// written, an address not served): run.OutputError, proxy.ListenError.
+// written, an address not served): setting.OutputError, proxy.ListenError.
 type failure interface {
 	error
 	Failed() (field, value string)

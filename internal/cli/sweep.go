@@ -133,7 +133,7 @@ func (o *SweepOptions) run(ctx context.Context, env Env) (*run.Result, error) {
 			return nil, err
 		}
 		// The engine's state, sampled as a scraper of its /metrics would.
-		if cfg.Scrape, err = o.target.Scrape(); err != nil {
+		if cfg.Scrape, err = run.ScrapeFor(&o.target.Spec); err != nil {
 			return nil, err
 		}
 		cfg.Engine, cfg.IgnoreEOS, cfg.Virtual = o.sim.Engine, o.target.IgnoreEOS, true

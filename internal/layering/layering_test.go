@@ -32,11 +32,14 @@ var floors = [][]string{
 	{"internal/wire/openai", "internal/wire/anthropic", "internal/scrape", "internal/simrun", "internal/findings", "internal/compare"},
 	// The one table of wire protocols.
 	{"internal/wire/protocols"},
-	// What serves or labels every protocol of the table: the simulator's
-	// HTTP server, the Prometheus exporter.
-	{"internal/simserve", "internal/promexport"},
-	// Judging a curve; watching live traffic; test servers.
-	{"internal/sweep", "internal/proxy", "internal/run/runtest", "internal/simvalidate"},
+	// What serves, labels or dials every protocol of the table: the
+	// simulator's HTTP server, the Prometheus exporter, a user's target
+	// settings built into a client (shared by run and watch).
+	{"internal/simserve", "internal/promexport", "internal/target"},
+	// Judging a curve; watching live traffic and, with synthetic probes
+	// through the clients a target opens, vendors' SLAs (below run, so a
+	// watch cannot come to need one); test servers.
+	{"internal/sweep", "internal/proxy", "internal/watch", "internal/run/runtest", "internal/simvalidate"},
 	// Rendering every output.
 	{"internal/report"},
 	// A run split over processes: shard syntax, rendezvous, clock offset,
@@ -48,8 +51,6 @@ var floors = [][]string{
 	{"internal/runspec"},
 	// Commands over saved runs: report, compare, fit, split comparison.
 	{"internal/review"},
-	// Synthetic monitoring over run's backends: probes on a schedule.
-	{"internal/watch"},
 	// The command line, and the end-to-end benchmarks that drive the floors.
 	{"internal/cli", "bench"},
 	{"cmd/goodput"},

@@ -64,10 +64,10 @@ func Fit(s *FitSpec, f Files) error {
 		return err
 	}
 	if _, err := f.Stdout.Write(prof); err != nil {
-		return &run.OutputError{Field: "", Err: err}
+		return &setting.OutputError{Field: "", Err: err}
 	}
 	if err := report.FitTable(f.Stdout, res); err != nil {
-		return &run.OutputError{Field: "", Err: err}
+		return &setting.OutputError{Field: "", Err: err}
 	}
 	for _, e := range res.Estimates {
 		if !e.Identified {
@@ -79,7 +79,7 @@ func Fit(s *FitSpec, f Files) error {
 	}
 	if s.Output != "" {
 		if err := os.WriteFile(f.Path(s.Output), prof, 0o644); err != nil {
-			return &run.OutputError{Field: "Output", Err: err}
+			return &setting.OutputError{Field: "Output", Err: err}
 		}
 	}
 	return nil

@@ -68,7 +68,7 @@ func (f Files) SplitArgs(args []string, goodput bool) (files, slo []string) {
 func (f Files) writeFile(field, name, note string, render func(*bytes.Buffer) error) error {
 	var out run.Output
 	if err := out.WriteFile(f.Path(name), render); err != nil {
-		return &run.OutputError{Field: field, Err: err}
+		return &setting.OutputError{Field: field, Err: err}
 	}
 	f.Note(fmt.Sprintf(note, name))
 	return nil
@@ -231,14 +231,14 @@ func Report(s *ReportSpec, given setting.Given, term run.TerminalOptions, f File
 			paths = append(paths, more...)
 		}
 		if err != nil {
-			return &run.OutputError{Field: "CSVDir", Err: err}
+			return &setting.OutputError{Field: "CSVDir", Err: err}
 		}
 		f.Note("wrote " + strings.Join(paths, ", "))
 	}
 	if s.JSON != "" {
 		doc, err := res.JSON(run.JSONOptions{})
 		if err != nil {
-			return &run.OutputError{Field: "JSON", Err: err}
+			return &setting.OutputError{Field: "JSON", Err: err}
 		}
 		if err := f.writeFile("JSON", s.JSON, "result saved to %s", func(b *bytes.Buffer) error { _, err := b.Write(doc); return err }); err != nil {
 			return err

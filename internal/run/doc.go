@@ -16,7 +16,7 @@
 // fit, split comparison) in review, a run split over machines in shard.
 //
 // Errors a user can cause come back typed (ConfigError with its field in
-// Config, OutputError, FileExistsError), never naming command-line flags;
+// Config, FileExistsError, setting.Error), never naming command-line flags;
 // the command line maps fields to its flags. Run keeps no state between
 // calls, but what a Config points to (its sessions, cluster, hooks) must
 // not be shared by runs in flight; one run's Sinks are called one record at

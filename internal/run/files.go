@@ -22,25 +22,6 @@ import (
 // maxNameTries bounds the search for a free default name.
 const maxNameTries = 1000
 
-// OutputError is an output the setting Field asked for that failed: a
-// file that could not be written (Path: the file, "" when Err names it),
-// a metrics server that could not start.
-type OutputError struct {
-	Field, Path string
-	Err         error
-}
-
-func (e *OutputError) Error() string {
-	if e.Field == "" {
-		return e.Err.Error()
-	}
-	return e.Field + ": " + e.Err.Error()
-}
-func (e *OutputError) Unwrap() error { return e.Err }
-
-// Failed is the setting that asked for the output, and its file.
-func (e *OutputError) Failed() (field, value string) { return e.Field, e.Path }
-
 // FileExistsError is a file of the name the user gave that exists (and
 // Overwrite is off): Field is "ResultName" or "Records".
 type FileExistsError struct {

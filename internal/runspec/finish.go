@@ -9,6 +9,7 @@ import (
 
 	"github.com/goodput/goodput/internal/gate"
 	"github.com/goodput/goodput/internal/run"
+	"github.com/goodput/goodput/internal/setting"
 )
 
 // FinishOptions say how Finish reports a run.
@@ -71,7 +72,7 @@ func (s *OutputSpec) Finish(res *run.Result, runErr error, o FinishOptions) erro
 	failed, err := o.Gate.CheckJSON(doc)
 	switch {
 	case err != nil: // not a result the gate can read
-		return &run.OutputError{Field: "FailIf", Err: err}
+		return &setting.OutputError{Field: "FailIf", Err: err}
 	case len(failed) > 0:
 		return &GateError{Failed: failed}
 	}

@@ -82,13 +82,13 @@ func (s *OutputSpec) Save(res *run.Result, out run.Output, note func(string)) ([
 	switch {
 	case s.AppendResult:
 		if err := out.AppendResult(res.ResultPath, doc); err != nil {
-			return nil, &run.OutputError{Field: "AppendResult", Err: err}
+			return nil, &setting.OutputError{Field: "AppendResult", Err: err}
 		}
 		note("result appended to " + res.ResultPath)
 	case s.SaveResult:
 		path, err := out.WriteResult(res.ResultPath, doc)
 		if err != nil {
-			return nil, &run.OutputError{Field: "SaveResult", Err: err}
+			return nil, &setting.OutputError{Field: "SaveResult", Err: err}
 		}
 		note("result saved to " + path)
 	}
@@ -102,7 +102,7 @@ func (s *OutputSpec) SaveHTML(res *run.Result, out run.Output, now time.Time, no
 	}
 	in := res.HTML(run.Title(res.Meta), now)
 	if err := out.WriteFile(s.HTML, func(b *bytes.Buffer) error { return report.HTML(b, in) }); err != nil {
-		return &run.OutputError{Field: "HTML", Path: s.HTML, Err: err}
+		return &setting.OutputError{Field: "HTML", Path: s.HTML, Err: err}
 	}
 	note("HTML report in " + s.HTML)
 	return nil
@@ -125,7 +125,7 @@ func (s *OutputSpec) Live(so stats.Options, note func(string)) (start func(*runl
 		case errors.Is(err, promexport.ErrListen):
 			return nil, setting.Errorf("MetricsListen", "", "%v", err)
 		case err != nil:
-			return nil, &run.OutputError{Field: "MetricsListen", Err: err}
+			return nil, &setting.OutputError{Field: "MetricsListen", Err: err}
 		}
 		note("live metrics at " + live.URL)
 		return []run.Sink{live}, nil

@@ -1,6 +1,6 @@
 // Package watch is synthetic SLA monitoring of LLM API vendors: it sends
 // one small streamed probe to each configured target every interval,
-// through the same run.Backend that goodput bench uses, and turns the
+// through the same wire client that goodput bench uses, and turns the
 // answers into Prometheus metrics (TTFT, TTP, TPOT and E2E histograms,
 // probe outcomes, rate limiting, SLO good/total counters and error-budget
 // burn rates over 5 m and 1 h) and, optionally, one records file per

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
 	"github.com/goodput/goodput/internal/stats"
@@ -56,7 +55,7 @@ func TestEndToEndDegradation(t *testing.T) {
 			Probe: Probe{PromptTokens: 32, MaxTokens: 2}, index: i, lines: map[string]int{},
 		})
 	}
-	open := func(t Target, now func() int64) (run.Backend, error) {
+	open := func(t Target, now func() int64) (Backend, error) {
 		return openai.NewClient(wire.Config{BaseURL: t.BaseURL, Endpoint: "/v1/chat/completions", Now: now, Timeout: t.Timeout, MaxConns: 2})
 	}
 

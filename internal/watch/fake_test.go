@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -22,7 +21,7 @@ type answer struct {
 	hang       bool // never answer (until the context ends)
 }
 
-// fakeBackend is a run.Backend answering on the clock (the fake one
+// fakeBackend is a Backend answering on the clock (the fake one
 // inside a synctest bubble), as a server would: it records when each
 // probe was sent and how many were in flight at once.
 type fakeBackend struct {
@@ -40,7 +39,7 @@ type fakeBackend struct {
 	closed      bool
 }
 
-var _ run.Backend = (*fakeBackend)(nil)
+var _ Backend = (*fakeBackend)(nil)
 
 func (f *fakeBackend) Resolve(ctx context.Context, _ time.Duration) (string, []string, error) {
 	f.mu.Lock()
@@ -130,7 +129,7 @@ type fakes struct {
 	by map[string]*fakeBackend
 }
 
-func (fs *fakes) open(t Target, now func() int64) (run.Backend, error) {
+func (fs *fakes) open(t Target, now func() int64) (Backend, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.by == nil {

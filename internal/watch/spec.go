@@ -14,15 +14,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goodput/goodput/internal/wire"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/goodput/goodput/internal/redact"
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/simserve"
+	"github.com/goodput/goodput/internal/target"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
@@ -71,7 +70,7 @@ func (s Spec) Check() error {
 // the results, and failed names the targets whose probe was not ok. listen
 // says whether Listen was given: Once serves /metrics only then. A
 // mistake in the config or a target is a *setting.FileError, in s a
-// *setting.Error; a Listen not served is a *run.OutputError.
+// *setting.Error; a Listen not served is a *setting.OutputError.
 func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, err error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -87,10 +86,14 @@ func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, er
 	defer stop()
 	reg := prometheus.NewRegistry()
 	o := Options{
-		Open: func(t Target, now func() int64) (run.Backend, error) {
+		Open: func(t Target, now func() int64) (Backend, error) {
 			rt := targets[t.Name]
 			// One probe in flight per target: a small pool is enough.
-			return rt.Open(rt.BaseURL, 2, now)
+			c, err := rt.Open(rt.BaseURL, 2, now)
+			if err != nil {
+				return nil, err // not a nil *wire.Client inside a Backend
+			}
+			return c, nil
 		},
 		Registerer: reg, RecordsDir: h.path(s.RecordsDir), Version: h.Version,
 		Note: func(m string) { fmt.Fprintln(h.Stderr, "goodput: watch: "+m) },
@@ -107,7 +110,7 @@ func (s Spec) Run(ctx context.Context, h Host, listen bool) (failed []string, er
 	if s.Listen != "" && !strings.EqualFold(s.Listen, "none") && (!s.Once || listen) {
 		var stopMetrics func()
 		if url, stopMetrics, err = Serve(s.Listen, reg, h.Secrets); err != nil {
-			return nil, &run.OutputError{Field: "Listen", Path: s.Listen, Err: err}
+			return nil, &setting.OutputError{Field: "Listen", Path: s.Listen, Err: err}
 		}
 		defer stopMetrics()
 		fmt.Fprintf(h.Stderr, "goodput: metrics at %s\n", url)
@@ -140,10 +143,10 @@ func (h Host) path(p string) string {
 	return p
 }
 
-// targets checks each target's key, then builds its run.Target through
+// targets checks each target's key, then builds its target.Target through
 // h.target. Targets at base_url embedded share one embedded simulator,
 // started here; stop stops it.
-func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]run.Target, stop func(), err error) {
+func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]target.Target, stop func(), err error) {
 	stop = func() {}
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
@@ -160,7 +163,7 @@ func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]run.
 		}
 		simURL, stop = url, func() { _ = stopServer() }
 	}
-	targets = map[string]run.Target{}
+	targets = map[string]target.Target{}
 	for i := range cfg.Targets {
 		t := &cfg.Targets[i]
 		headers, body, err := t.request()
@@ -168,7 +171,7 @@ func (h Host) targets(ctx context.Context, cfg *Config) (targets map[string]run.
 		if base == Embedded {
 			base = simURL
 		}
-		var rt run.Target
+		var rt target.Target
 		if err == nil {
 			rt, err = h.target(t, base, headers, body)
 		}
@@ -200,15 +203,15 @@ func (t *Target) request() (headers []string, body string, err error) {
 	return headers, body, nil
 }
 
-// target is t's run.Target reaching it at base, sending headers (K=V) and
+// target is t's target.Target reaching it at base, sending headers (K=V) and
 // body (JSON, "" none) with every probe, built as bench builds its own;
 // the key, the URL and every header value are secrets.
-func (h Host) target(t *Target, base string, headers []string, body string) (run.Target, error) {
-	spec := run.TargetSpec{Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
+func (h Host) target(t *Target, base string, headers []string, body string) (target.Target, error) {
+	spec := target.Spec{Backend: t.Backend, Endpoint: t.Endpoint, Model: t.Model, APIKeyEnv: t.APIKeyEnv,
 		MaxTokensField: "max_tokens", ContinuousUsage: "auto", Timeout: t.Timeout,
 		MaxResponseTokens: wire.DefaultMaxResponseTokens, Headers: headers, ExtraBody: body}
 	if _, _, err := spec.Protocol(); err != nil {
-		return run.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, protocols.Help()))
+		return target.Target{}, t.FieldError("backend", fmt.Errorf("%q: want %s", t.Backend, protocols.Help()))
 	}
 	key := ""
 	if k := spec.KeyEnv(); k != "" && h.Getenv != nil {
@@ -216,7 +219,7 @@ func (h Host) target(t *Target, base string, headers []string, body string) (run
 	}
 	// The config builds valid headers and probe bodies, so what is left
 	// to refuse is the backend's.
-	rt, err := spec.Build(base, run.Conn{APIKey: key, ReadyPoll: h.ReadyPoll})
+	rt, err := spec.Build(base, target.Conn{APIKey: key, ReadyPoll: h.ReadyPoll})
 	if err != nil {
 		return rt, t.FieldError("backend", errors.New(err.Error()))
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/redact"
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/setting"
 )
 
@@ -70,7 +69,7 @@ func TestRunNamesAListenNotServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := Host{Dir: dir, Stdout: io.Discard, Stderr: io.Discard}
-	var oe *run.OutputError
+	var oe *setting.OutputError
 	_, err := Spec{Config: "w.yaml", Listen: "127.0.0.1:99999", Duration: time.Millisecond}.Run(t.Context(), h, true)
 	if !errors.As(err, &oe) || oe.Field != "Listen" || oe.Path != "127.0.0.1:99999" {
 		t.Errorf("Run = %v; want an OutputError of Listen", err)

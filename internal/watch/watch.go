@@ -16,17 +16,32 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/redact"
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/workload"
 )
+
+// Backend is what a probe needs of a target's client: the one bench
+// measures with (a wire.Client, as target.Target opens it), declared here
+// so that a watch stands on the target settings alone, not on a run.
+type Backend interface {
+	// Resolve settles the model against the server, giving a starting
+	// server up to wait to answer; notes are for the user.
+	Resolve(ctx context.Context, wait time.Duration) (model string, notes []string, err error)
+	// Prepare builds request id as a call that streams it into a Record.
+	Prepare(id string, r workload.Request) (func(ctx context.Context, rec *runlog.Record), error)
+	// Close releases connections.
+	Close()
+}
+
+var _ Backend = (*wire.Client)(nil)
 
 // Options are what a Watcher needs besides its Config. Only Open is
 // required.
 type Options struct {
 	// Open makes the backend of a target, stamping records with now (ns on
 	// the watch's clock). It is called once per target, by New.
-	Open func(t Target, now func() int64) (run.Backend, error)
+	Open func(t Target, now func() int64) (Backend, error)
 	// Registerer receives the metrics (nil: a private registry, so the
 	// metrics are only counted).
 	Registerer prometheus.Registerer
@@ -228,7 +243,7 @@ func (w *Watcher) recordsErr() error {
 type prober struct {
 	w     *Watcher
 	t     Target
-	b     run.Backend
+	b     Backend
 	state *targetState
 	data  *workload.Random // nil with a fixed prompt
 

@@ -23,8 +23,8 @@ import (
 	"github.com/goodput/goodput/internal/cli"
 	"github.com/goodput/goodput/internal/promexport"
 	"github.com/goodput/goodput/internal/proxy"
-	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/target"
 	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/protocols"
 	"github.com/goodput/goodput/internal/workload"
@@ -104,11 +104,11 @@ func TestToyProtocol(t *testing.T) {
 	})
 
 	t.Run("bench client", func(t *testing.T) {
-		spec := run.TargetSpec{Backend: "Toy-Lines", Model: "toy", APIKeyEnv: run.DefaultKeyEnv, MaxTokensField: "max_tokens", ContinuousUsage: "auto", ScrapeInterval: time.Second}
+		spec := target.Spec{Backend: "Toy-Lines", Model: "toy", APIKeyEnv: target.DefaultKeyEnv, MaxTokensField: "max_tokens", ContinuousUsage: "auto", ScrapeInterval: time.Second}
 		if got := spec.KeyEnv(); got != "TOY_API_KEY" {
 			t.Errorf("KeyEnv() = %q; want TOY_API_KEY", got)
 		}
-		tg, err := spec.Build(srv.URL, run.Conn{APIKey: "toy-secret"})
+		tg, err := spec.Build(srv.URL, target.Conn{APIKey: "toy-secret"})
 		if err != nil {
 			t.Fatal(err)
 		}

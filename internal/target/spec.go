@@ -1,4 +1,22 @@
-package run
+// Package target is the target of a load as a user gives it — where
+// requests go (base URL, or host and port), which wire protocol of the
+// table they speak, the model, key, headers, TLS, sampling parameters and
+// timeouts — checked and built into the client settings that dial it.
+// bench, sweep and sim (through run) and watch share it, so one target
+// flag or watch config key means the same thing everywhere.
+//
+// It stands one floor above internal/wire/protocols, not inside it: the
+// table is read by the proxy, the simulator's server and the Prometheus
+// exporter, which have no use for a user's URL, key or sampling settings,
+// and a target needs the table (names, aliases, key variables) and the
+// clients it names. It knows nothing of a run's lifecycle: run adapts a
+// Target into its own (run.NewTarget), and scraping the server's metrics
+// during a run is run's (run.ScrapeFor).
+//
+// A Spec is a plain value: not safe for concurrent use while it is being
+// filled or fitted (ForSessions); a built Target is safe to Open from
+// several goroutines.
+package target
 
 import (
 	"encoding/json"
@@ -11,18 +29,16 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/redact"
-	"github.com/goodput/goodput/internal/scrape"
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/wire"
-	"github.com/goodput/goodput/internal/wire/openai"
 	"github.com/goodput/goodput/internal/wire/protocols"
 )
 
-// TargetSpec is the target of a run as a user gives it: where requests
+// Spec is the target of a run as a user gives it: where requests
 // go and how they look on the wire. Build checks it and makes the Target
-// behind an wire.Client; a bad value is a *setting.Error naming the
+// a wire.Client dials; a bad value is a *setting.Error naming the
 // field.
-type TargetSpec struct {
+type Spec struct {
 	// BaseURL is the server root, or Host and Port make it; none starts
 	// the embedded simulator.
 	BaseURL, Host string
@@ -61,7 +77,8 @@ type TargetSpec struct {
 	TopK                                                 *int
 	// ServerMetrics are metrics endpoints to scrape besides the
 	// target's own (URL or NAME=URL; none: scrape nothing), every
-	// ScrapeInterval.
+	// ScrapeInterval. Scraping is a run's, so run.ScrapeFor checks them;
+	// they sit here because the flags that fill them are the target's.
 	ServerMetrics  []string
 	ScrapeInterval time.Duration
 }
@@ -72,7 +89,7 @@ const DefaultKeyEnv = "OPENAI_API_KEY"
 
 // Protocol is the backend's canonical name and protocol, as the
 // protocols table has them.
-func (t *TargetSpec) Protocol() (string, wire.Protocol, error) {
+func (t *Spec) Protocol() (string, wire.Protocol, error) {
 	p, ok := protocols.Lookup(t.Backend)
 	if !ok {
 		name := strings.ToLower(strings.TrimSpace(t.Backend))
@@ -83,7 +100,7 @@ func (t *TargetSpec) Protocol() (string, wire.Protocol, error) {
 
 // KeyEnv is the environment variable the API key is read from: the
 // protocol's own while APIKeyEnv is left at its default.
-func (t *TargetSpec) KeyEnv() string {
+func (t *Spec) KeyEnv() string {
 	if t.APIKeyEnv == DefaultKeyEnv {
 		if p, ok := protocols.Lookup(t.Backend); ok && p.KeyEnv != "" {
 			return p.KeyEnv
@@ -93,7 +110,7 @@ func (t *TargetSpec) KeyEnv() string {
 }
 
 // Base is the server root BaseURL or Host and Port give; "" for none.
-func (t *TargetSpec) Base() string {
+func (t *Spec) Base() string {
 	if t.BaseURL == "" && t.Host != "" {
 		return fmt.Sprintf("http://%s:%d", t.Host, t.Port)
 	}
@@ -101,7 +118,7 @@ func (t *TargetSpec) Base() string {
 }
 
 // RequestModel is the model id sent in requests.
-func (t *TargetSpec) RequestModel() string {
+func (t *Spec) RequestModel() string {
 	if t.ServedModelName != "" {
 		return t.ServedModelName
 	}
@@ -109,7 +126,7 @@ func (t *TargetSpec) RequestModel() string {
 }
 
 // Header is Headers parsed.
-func (t *TargetSpec) Header() (http.Header, error) {
+func (t *Spec) Header() (http.Header, error) {
 	h := http.Header{}
 	for _, kv := range t.Headers {
 		k, v, ok := strings.Cut(kv, "=")
@@ -123,7 +140,7 @@ func (t *TargetSpec) Header() (http.Header, error) {
 
 // body is the sampling parameters given and ExtraBody, merged; nil when
 // empty.
-func (t *TargetSpec) body() (map[string]any, error) {
+func (t *Spec) body() (map[string]any, error) {
 	m := map[string]any{}
 	for k, v := range map[string]*float64{"temperature": t.Temperature, "top_p": t.TopP, "min_p": t.MinP,
 		"frequency_penalty": t.FrequencyPenalty, "presence_penalty": t.PresencePenalty, "repetition_penalty": t.RepetitionPenalty} {
@@ -162,9 +179,30 @@ type Conn struct {
 	Secrets *redact.Secrets
 }
 
-// Build checks the spec and makes the target at base ("" starts the
-// embedded simulator) behind an wire.Client.
-func (t *TargetSpec) Build(base string, c Conn) (Target, error) {
+// ForSessions fits the backend to sessions, whose history goes as a
+// conversation: openai-chat unless Backend was given (openai-responses
+// when the answers are chained), else one that carries a conversation.
+// It returns the protocol.
+func (t *Spec) ForSessions(chained bool, given setting.Given) (wire.Protocol, error) {
+	switch _, proto, err := t.Protocol(); {
+	case err != nil:
+		return nil, err
+	case !given.Has("Backend") && chained:
+		t.Backend = "openai-responses"
+	case !given.Has("Backend"):
+		t.Backend = "openai-chat"
+	case !proto.Chat():
+		return nil, setting.Errorf("Backend", t.Backend, "sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages")
+	default:
+		return proto, nil
+	}
+	_, proto, err := t.Protocol()
+	return proto, err
+}
+
+// Build checks the spec and makes the target at base ("" for the
+// embedded simulator, which the caller starts and Opens at its URL).
+func (t *Spec) Build(base string, c Conn) (Target, error) {
 	hdr, err := t.Header()
 	if err != nil {
 		return Target{}, err
@@ -217,60 +255,6 @@ func (t *TargetSpec) Build(base string, c Conn) (Target, error) {
 		// credential-like query values.
 		BaseURL: base, Name: redact.URLString(base), API: api, Endpoint: endpoint, Model: model,
 		NoStream: t.NoStream || !proto.Streams(), ReadyWait: t.ReadyCheckTimeout, RequestIDPrefix: t.RequestIDPrefix,
-		Open: func(baseURL string, maxConns int, now func() int64) (Backend, error) {
-			cfg := cfg
-			cfg.BaseURL, cfg.MaxConns, cfg.Now = baseURL, maxConns, now
-			c, err := openai.NewClient(cfg)
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		},
+		cfg: cfg,
 	}, nil
-}
-
-// Scrape is the scraping of the server's metrics asked for; nil for none.
-func (t *TargetSpec) Scrape() (*ScrapeConfig, error) {
-	if t.ScrapeInterval < time.Millisecond {
-		return nil, setting.Errorf("ScrapeInterval", t.ScrapeInterval.String(), "want at least 1ms")
-	}
-	cfg := &ScrapeConfig{Auto: true, Interval: t.ScrapeInterval}
-	for i, v := range t.ServerMetrics {
-		if strings.EqualFold(strings.TrimSpace(v), "none") {
-			if len(t.ServerMetrics) > 1 {
-				return nil, setting.Errorf("ServerMetrics", "none", "scrape nothing, so give no other %v", setting.Name("ServerMetrics"))
-			}
-			return nil, nil
-		}
-		name, url, ok := strings.Cut(v, "=")
-		if !ok || strings.Contains(name, "/") {
-			name, url = fmt.Sprintf("metrics-%d", i+1), v
-		}
-		if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-			return nil, setting.Errorf("ServerMetrics", strconv.Quote(v), "want an http(s) URL, NAME=URL, or none")
-		}
-		cfg.Targets = append(cfg.Targets, scrape.Target{Name: name, URL: url})
-	}
-	return cfg, nil
-}
-
-// ForSessions fits the backend to sessions, whose history goes as a
-// conversation: openai-chat unless Backend was given (openai-responses
-// when the answers are chained), else one that carries a conversation.
-// It returns the protocol.
-func (t *TargetSpec) ForSessions(chained bool, given setting.Given) (wire.Protocol, error) {
-	switch _, proto, err := t.Protocol(); {
-	case err != nil:
-		return nil, err
-	case !given.Has("Backend") && chained:
-		t.Backend = "openai-responses"
-	case !given.Has("Backend"):
-		t.Backend = "openai-chat"
-	case !proto.Chat():
-		return nil, setting.Errorf("Backend", t.Backend, "sessions send their history as a conversation; use openai-chat (the default for sessions), openai-responses or anthropic-messages")
-	default:
-		return proto, nil
-	}
-	_, proto, err := t.Protocol()
-	return proto, err
 }

@@ -1,9 +1,8 @@
-package run
+package target
 
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/wire/protocols"
@@ -21,20 +20,20 @@ func asSettingErr(t *testing.T, err error) *setting.Error {
 	return se
 }
 
-func TestTargetSpecErrors(t *testing.T) {
-	ok := func() TargetSpec {
-		return TargetSpec{Backend: "openai", MaxTokensField: "max_tokens", ContinuousUsage: "auto", ScrapeInterval: time.Second}
+func TestSpecErrors(t *testing.T) {
+	ok := func() Spec {
+		return Spec{Backend: "openai", MaxTokensField: "max_tokens", ContinuousUsage: "auto"}
 	}
 	cases := []struct {
 		name string
-		edit func(*TargetSpec)
+		edit func(*Spec)
 		want string
 	}{
-		{"header", func(s *TargetSpec) { s.Headers = []string{"X-A"} }, `Headers "X-A": want KEY=VALUE`},
-		{"extra body", func(s *TargetSpec) { s.ExtraBody = "{nope" }, "ExtraBody: not a JSON object: invalid character 'n' looking for beginning of object key string"},
-		{"max tokens field", func(s *TargetSpec) { s.MaxTokensField = "n" }, `MaxTokensField "n": want max_tokens or max_completion_tokens`},
-		{"backend", func(s *TargetSpec) { s.Backend = "tgi" }, `Backend "tgi": want ` + protocols.Help()},
-		{"usage", func(s *TargetSpec) { s.ContinuousUsage = "maybe" }, `ContinuousUsage "maybe": want auto, on or off`},
+		{"header", func(s *Spec) { s.Headers = []string{"X-A"} }, `Headers "X-A": want KEY=VALUE`},
+		{"extra body", func(s *Spec) { s.ExtraBody = "{nope" }, "ExtraBody: not a JSON object: invalid character 'n' looking for beginning of object key string"},
+		{"max tokens field", func(s *Spec) { s.MaxTokensField = "n" }, `MaxTokensField "n": want max_tokens or max_completion_tokens`},
+		{"backend", func(s *Spec) { s.Backend = "tgi" }, `Backend "tgi": want ` + protocols.Help()},
+		{"usage", func(s *Spec) { s.ContinuousUsage = "maybe" }, `ContinuousUsage "maybe": want auto, on or off`},
 	}
 	for _, c := range cases {
 		s := ok()
@@ -44,26 +43,10 @@ func TestTargetSpecErrors(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
-	scrapes := []struct {
-		edit func(*TargetSpec)
-		want string
-	}{
-		{func(s *TargetSpec) { s.ScrapeInterval = 0 }, "ScrapeInterval 0s: want at least 1ms"},
-		{func(s *TargetSpec) { s.ServerMetrics = []string{"none", "http://x"} }, "ServerMetrics none: scrape nothing, so give no other ServerMetrics"},
-		{func(s *TargetSpec) { s.ServerMetrics = []string{"x:9400"} }, `ServerMetrics "x:9400": want an http(s) URL, NAME=URL, or none`},
-	}
-	for _, c := range scrapes {
-		s := ok()
-		c.edit(&s)
-		_, err := s.Scrape()
-		if got := asSettingErr(t, err).Error(); got != c.want {
-			t.Errorf("Scrape: %q, want %q", got, c.want)
-		}
-	}
 }
 
-func TestTargetSpecBuild(t *testing.T) {
-	s := TargetSpec{Backend: " VLLM ", MaxTokensField: "max_tokens", ContinuousUsage: "on", Host: "h", Port: 9,
+func TestSpecBuild(t *testing.T) {
+	s := Spec{Backend: " VLLM ", MaxTokensField: "max_tokens", ContinuousUsage: "on", Host: "h", Port: 9,
 		Temperature: f64(0), ExtraBody: `{"temperature":1}`, ServedModelName: "served", APIKeyEnv: DefaultKeyEnv}
 	if got := s.Base(); got != "http://h:9" {
 		t.Errorf("Base = %q", got)
@@ -87,7 +70,7 @@ func TestTargetSpecBuild(t *testing.T) {
 	}
 }
 
-func TestTargetSpecForSessions(t *testing.T) {
+func TestSpecForSessions(t *testing.T) {
 	backend := func(f string) bool { return f == "Backend" }
 	cases := []struct {
 		backend string
@@ -102,7 +85,7 @@ func TestTargetSpecForSessions(t *testing.T) {
 		{"grpc", false, backend, `Backend "grpc": want ` + protocols.Help()},
 	}
 	for _, c := range cases {
-		s := TargetSpec{Backend: c.backend}
+		s := Spec{Backend: c.backend}
 		proto, err := s.ForSessions(c.chained, c.given)
 		got := s.Backend
 		if err != nil {
