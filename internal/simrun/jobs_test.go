@@ -200,3 +200,38 @@ func TestRunJobsFailureEndsJob(t *testing.T) {
 		t.Errorf("%d records, %d jobs failed; want 2 (the second failed), 1", len(recs), res.SessionsFailed)
 	}
 }
+
+// TestRunJobsBadGraph: a job whose graph does not check (a cycle, a
+// dependency on an unknown request) runs nothing: RunJobs returns the
+// graph's one-line error naming file:line and emits no record.
+func TestRunJobsBadGraph(t *testing.T) {
+	src := func(line int) jobgraph.Source { return jobgraph.Source{File: "bad.json", Line: line} }
+	tests := []struct {
+		name  string
+		nodes []jobgraph.Node
+		want  string
+	}{
+		{"cycle", []jobgraph.Node{
+			{ID: "a", After: []string{"b"}, In: 1, Out: 1, Source: src(2)},
+			{ID: "b", After: []string{"a"}, In: 1, Out: 1, Source: src(3)},
+		}, `bad.json:2: job "j": request "a": dependency cycle: "a" -> "b" -> "a"`},
+		{"unknown dependency", []jobgraph.Node{
+			{ID: "a", In: 1, Out: 1, Source: src(2)},
+			{ID: "b", After: []string{"x"}, In: 1, Out: 1, Source: src(3)},
+		}, `bad.json:3: job "j": request "b": waits for unknown request "x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng, err := sim.New(sim.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			emitted := 0
+			_, err = RunJobs(context.Background(), eng, JobLoad{Jobs: []jobgraph.Job{{ID: "j", Nodes: tt.nodes}}},
+				func(*runlog.Record) error { emitted++; return nil })
+			if err == nil || err.Error() != tt.want || emitted != 0 {
+				t.Errorf("RunJobs = %v with %d records; want %q and none", err, emitted, tt.want)
+			}
+		})
+	}
+}
