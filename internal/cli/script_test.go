@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,10 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("NO_COLOR", "1")
-			return nil
+			// The agent trace samples, which sim_jobs runs.
+			samples, err := filepath.Abs(filepath.Join("..", "jobgraph", "testdata"))
+			e.Setenv("JOBGRAPH_TESTDATA", samples)
+			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"status": cmdStatus, "freeport": cmdFreePort,
 			"llamafake": cmdLlamaFake},

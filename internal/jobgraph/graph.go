@@ -129,6 +129,15 @@ type Job struct {
 	BlockSize int
 	// Nodes are the requests, in the order the trace lists them.
 	Nodes []Node
+	// Start is when the job began relative to the earliest job read from
+	// the same file, where the trace says (OpenTelemetry's span times); 0
+	// when it does not (a Weka file holds one job, TraceLab rounds carry
+	// no times the loader reads). A replay starts the job at Start.
+	Start time.Duration
+
+	// began is the job's first request's wall time, where the trace has
+	// one, from which the loader sets Start.
+	began time.Time
 
 	// Filled by Check: the index form of the graph.
 	checked bool

@@ -106,6 +106,17 @@ func LoadOTel(file string, r io.Reader) ([]Job, error) {
 			jobs = append(jobs, j)
 		}
 	}
+	// Jobs keep their places in time relative to the first one, so a
+	// replay starts them as the traces did.
+	var first time.Time
+	for i := range jobs {
+		if i == 0 || jobs[i].began.Before(first) {
+			first = jobs[i].began
+		}
+	}
+	for i := range jobs {
+		jobs[i].Start = jobs[i].began.Sub(first)
+	}
 	return jobs, nil
 }
 
@@ -308,6 +319,7 @@ func otelJob(file, trace string, all []otelSpan, idx []int) (Job, error) {
 	}
 	slices.SortStableFunc(calls, func(a, b int) int { return all[a].start.Compare(all[b].start) })
 	t0 := all[calls[0]].start
+	j.began = t0
 	preds := make([][]int, len(calls)) // positions in calls
 	from := make([]int, len(calls))
 	ctx := make([]Context, len(calls))

@@ -23,7 +23,7 @@ func TestSectionExamples(t *testing.T) {
 		}
 		s.JSON(level)
 	}
-	want := []string{"cost", "gateway", "replicas", "steady_state", "ttft_split"}
+	want := []string{"cost", "gateway", "jobs", "replicas", "steady_state", "ttft_split"}
 	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(level))); diff != "" {
 		t.Errorf("examples' keys (-want +got):\n%s", diff)
 	}

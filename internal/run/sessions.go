@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goodput/goodput/internal/jobgraph"
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/session"
@@ -51,23 +52,35 @@ type SessionLoad struct {
 	// the sessions do not plan (a real model's own calls); nil: instant
 	// tools and DefaultToolResultTokens.
 	ToolLatency, ToolResultLen workload.Dist
+	// Jobs, when set instead of Set, are agent jobs replayed from their
+	// graphs (see jobs.go): Rate, Burstiness, MaxConcurrent and
+	// NumSessions apply to them, the rest does not. JobsName names them.
+	Jobs     []jobgraph.Job
+	JobsName string
 }
 
 // label describes the load for a level's Label: "sessions NAME: ...".
 func (s *SessionLoad) label() string {
+	what, unit := "sessions", "sessions"
+	if s.Jobs != nil {
+		what, unit = "agent jobs", "jobs"
+	}
 	rate := "all due at once"
+	if s.Jobs != nil && s.Rate == 0 {
+		rate = "at their recorded starts"
+	}
 	if s.Rate > 0 {
 		b := s.Burstiness
 		if b <= 0 {
 			b = 1
 		}
-		rate = fmt.Sprintf("%s sessions/s, burstiness %s", strconv.FormatFloat(s.Rate, 'f', -1, 64), strconv.FormatFloat(b, 'f', -1, 64))
+		rate = fmt.Sprintf("%s %s/s, burstiness %s", strconv.FormatFloat(s.Rate, 'f', -1, 64), unit, strconv.FormatFloat(b, 'f', -1, 64))
 	}
-	conc := "no cap on sessions in progress"
+	conc := "no cap on " + unit + " in progress"
 	if s.MaxConcurrent > 0 {
 		conc = fmt.Sprintf("at most %d in progress", s.MaxConcurrent)
 	}
-	return fmt.Sprintf("sessions %s: %s, %s", s.Set.Name(), rate, conc)
+	return fmt.Sprintf("%s %s: %s, %s", what, s.name(), rate, conc)
 }
 
 // sessionsRun is what the sessions of one run share: the text of turns
@@ -98,7 +111,13 @@ func (v *virtual) sessions(ctx context.Context, r *runner, s *SessionLoad) (leve
 	col := newCollector(c.Stats, false, nil, nil)
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
-	res, err := v.runSessions(ctx, s, r.fan)
+	var res simrun.SessionResult
+	var err error
+	if s.Jobs != nil {
+		res, err = v.runJobs(ctx, s, r.fan)
+	} else {
+		res, err = v.runSessions(ctx, s, r.fan)
+	}
 	switch {
 	case err != nil && r.interrupted(ctx):
 		r.cancelled = true

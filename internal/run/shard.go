@@ -132,8 +132,8 @@ func (w *wall) synchronise(ctx context.Context) error {
 	}
 	if s := cfg.Sessions; s != nil {
 		n := s.NumSessions
-		if n <= 0 && s.Set != nil {
-			n = s.Set.Len()
+		if n <= 0 {
+			n = s.size()
 		}
 		meta.Requests, meta.Sessions = 0, sh.Share(n)
 	}

@@ -216,7 +216,9 @@ func (c *collector) Record(r *runlog.Record) error {
 		c.queue.Add(float64(r.Server.QueueNs))
 	}
 	c.breakdowns.Add(r)
-	if r.SessionID != "" && !r.Warmup {
+	// An agent job's requests are no conversation's turns: the jobs
+	// breakdown (package breakdown) summarises them instead.
+	if r.SessionID != "" && r.JobNode == "" && !r.Warmup {
 		var k runlog.Record
 		r.CopyTo(&k)
 		k.GeneratedText = ""

@@ -290,7 +290,7 @@ func autoscaleBlock(a *cluster.AutoscaleReport) *breakdown.Autoscale {
 func (v *virtual) describe(m *runlog.Meta) string {
 	m.Target, m.Backend, m.Simulated = "virtual-time", "sim", v.desc
 	if v.cfg.Sessions != nil {
-		m.Dataset = v.cfg.Sessions.Set.Name()
+		m.Dataset = v.cfg.Sessions.name()
 	} else {
 		m.Dataset = v.ds.Name()
 	}

@@ -147,8 +147,8 @@ func openWall(ctx context.Context, cfg *Config, levels, maxConc int, log *slog.L
 	if s := cfg.Sessions; s != nil {
 		// A session holds at most one request in flight.
 		maxConns, n = s.MaxConcurrent, s.NumSessions
-		if n <= 0 && s.Set != nil {
-			n = s.Set.Len()
+		if n <= 0 {
+			n = s.size()
 		}
 	}
 	if maxConns == 0 {
@@ -303,7 +303,7 @@ func (w *wall) describe(m *runlog.Meta) string {
 	m.Target, m.Backend, m.Endpoint, m.Model = w.targetName, c.Target.API, c.Target.Endpoint, c.Target.Model
 	m.Tokenizer, m.Simulated, m.NoStream = w.tokenizer, w.simulated, c.Target.NoStream
 	if c.Sessions != nil {
-		m.Dataset = c.Sessions.Set.Name()
+		m.Dataset = c.Sessions.name()
 	} else {
 		m.Dataset = w.ds.Name()
 	}

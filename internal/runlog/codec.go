@@ -152,6 +152,9 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = appendString(dst, string(r.History))
 	}
 	dst = appendIntField(dst, "history_dropped", r.HistoryDropped)
+	if r.JobNode != "" {
+		dst = appendJob(dst, r)
+	}
 	if s := r.Server; s != nil {
 		dst = append(dst, `,"server":{"arrival_ns":`...)
 		dst = strconv.AppendInt(dst, s.ArrivalNs, 10)
@@ -179,6 +182,31 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = appendHop(dst, r.Hop)
 	}
 	return append(dst, "}\n"...)
+}
+
+// appendJob appends the fields of a job graph's request.
+func appendJob(dst []byte, r *Record) []byte {
+	dst = append(dst, `,"job_node":`...)
+	dst = appendString(dst, r.JobNode)
+	if len(r.JobAfter) > 0 {
+		dst = append(dst, `,"job_after":[`...)
+		for i, a := range r.JobAfter {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, a)
+		}
+		dst = append(dst, ']')
+	}
+	if r.JobGapNs != 0 {
+		dst = append(dst, `,"job_gap_ns":`...)
+		dst = strconv.AppendInt(dst, r.JobGapNs, 10)
+	}
+	if r.JobImpliedCached != nil {
+		dst = append(dst, `,"job_implied_cached":`...)
+		dst = strconv.AppendInt(dst, int64(*r.JobImpliedCached), 10)
+	}
+	return dst
 }
 
 func appendIntField(dst []byte, name string, v int) []byte {
@@ -822,6 +850,12 @@ func validRecord(rec *Record) error {
 	if rec.ToolLatencyNs < 0 || rec.ToolLatencyNs > MaxTimeNs {
 		errs = append(errs, fmt.Errorf("tool_latency_ns %d out of range [0, %d]", rec.ToolLatencyNs, int64(MaxTimeNs)))
 	}
+	if rec.JobGapNs < 0 || rec.JobGapNs > MaxTimeNs {
+		errs = append(errs, fmt.Errorf("job_gap_ns %d out of range [0, %d]", rec.JobGapNs, int64(MaxTimeNs)))
+	}
+	if c := rec.JobImpliedCached; c != nil {
+		errs = append(errs, tokens("job_implied_cached", int64(*c)))
+	}
 	if s := rec.Server; s != nil {
 		errs = append(errs, times("server.arrival_ns", s.ArrivalNs), times("server.queue_ns", s.QueueNs),
 			times("server.prefill_ns", s.PrefillNs), times("server.decode_ns", s.DecodeNs),
@@ -837,6 +871,8 @@ func validRecord(rec *Record) error {
 		}
 	}
 	switch {
+	case rec.SessionID == "" && rec.JobNode != "":
+		return errors.New("job_node without a session_id (the job)")
 	case rec.SessionID == "" && (rec.Turn != 0 || rec.ToolRound != 0 || rec.History != "" || rec.HistoryDropped != 0):
 		return errors.New("turn, tool_round or history without a session_id")
 	case rec.SessionID != "" && rec.Turn < 1:

@@ -237,6 +237,19 @@ type Record struct {
 	// HistoryDropped counts the earliest turns left out of this request's
 	// history to keep it within the run's context cap (0: none).
 	HistoryDropped int `json:"history_dropped,omitempty"`
+	// JobNode is, on a request of an agent job replayed from its graph
+	// (package jobgraph; SessionID names the job), the request's id in
+	// the job; "" otherwise. JobAfter are the ids of the job's requests it
+	// waited for and JobGapNs the wait after the last of them ended (tool
+	// latency, think time), ns: with the records' send and end times they
+	// rebuild the job's graph and its critical path.
+	JobNode  string   `json:"job_node,omitempty"`
+	JobAfter []string `json:"job_after,omitempty"`
+	JobGapNs int64    `json:"job_gap_ns,omitempty"`
+	// JobImpliedCached is the prompt tokens the trace's KV block hash ids
+	// imply an unbounded prefix cache holds for this request
+	// (jobgraph.Job.CacheHits); nil when the job's trace has no hash ids.
+	JobImpliedCached *int `json:"job_implied_cached,omitempty"`
 
 	// RetryAfterNs is the wait a rate-limited answer (HTTP 429, or a 503
 	// that said when to come back) advertised — Retry-After, retry-after-ms,
@@ -326,6 +339,13 @@ func (r *Record) CopyTo(dst *Record) {
 	}
 	if r.ToolCalls != nil {
 		dst.ToolCalls = slices.Clone(r.ToolCalls) // rare: a fresh copy costs nothing that matters
+	}
+	if r.JobAfter != nil {
+		dst.JobAfter = slices.Clone(r.JobAfter)
+	}
+	if r.JobImpliedCached != nil {
+		v := *r.JobImpliedCached
+		dst.JobImpliedCached = &v
 	}
 }
 

@@ -46,6 +46,9 @@ func IsSessionDataset(name string) bool {
 // and of w's as Workload.FIELD; a dataset file's own errors pass as they
 // are.
 func (s SessionSpec) Load(w workload.Options, seed int64) (*run.SessionLoad, error) {
+	if IsJobDataset(w.DatasetName) {
+		return s.jobs(w)
+	}
 	if !IsSessionDataset(w.DatasetName) {
 		if s.Goodput != "" {
 			return nil, setting.Errorf("", "", "%v judges sessions: give %v conversations or mooncake-sessions", setting.Name("Goodput"), setting.Name("Workload.DatasetName"))

@@ -227,8 +227,9 @@ type runner struct {
 	// caches keeps each replica's prevFlights and curFlights between its
 	// iterations (one, for one engine).
 	caches []flightCache
-	// sessions is RunSessions' state; nil in Run.
+	// sessions is RunSessions' state, jobs RunJobs'; nil in Run.
 	sessions *sessionFeed
+	jobs     *jobFeed
 	// nextSample is the virtual time of the next Load.Sample call,
 	// lastSample that of the last one.
 	nextSample, lastSample int64
@@ -380,6 +381,10 @@ type flight struct {
 	out     int    // output tokens asked of the engine
 	visible bool   // last chunk's visibility, to merge same-time chunks
 	conv    *convo // the session the request is a turn of; nil in Run
+	// job is the agent job the request is node `node` of; nil outside
+	// RunJobs.
+	job  *jobRun
+	node int
 	// deadline is when the client gives up (Load.Timeout; 0: never);
 	// gone is set once the request ended for the client.
 	deadline int64
@@ -588,8 +593,11 @@ func (r *runner) sendAttempt(idx int, intended, sent int64, warmup bool, attempt
 // server would.
 func (r *runner) add(f *flight, q sim.Request) error {
 	var session string
-	if f.conv != nil {
+	switch {
+	case f.conv != nil:
 		session = f.conv.id
+	case f.job != nil:
+		session = f.job.id
 	}
 	replica, err := r.eng.add(f.rec.Sent, q, session)
 	f.rec.Replica = replica
@@ -617,8 +625,11 @@ func (r *runner) add(f *flight, q sim.Request) error {
 // tool wait that follows it.
 func (r *runner) end(f *flight) error {
 	f.gone = true
-	if f.conv != nil {
+	switch {
+	case f.conv != nil:
 		r.sessions.ended(f.conv, f.rec)
+	case f.job != nil:
+		r.jobs.ended(f.job, f.node, f.rec)
 	}
 	return r.finish(f.rec)
 }
