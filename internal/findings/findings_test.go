@@ -794,3 +794,15 @@ func TestSLASentenceIntervals(t *testing.T) {
 		t.Errorf("SLASentence =\n %q; want\n %q", got, want)
 	}
 }
+
+// TestCacheOptimisticNotForSharedHistories: 40 % of prompt tokens from the
+// prefix cache flags a random workload's TTFT as optimistic, but not a
+// conversation's or an agent trace's, whose hits are the traffic's own.
+func TestCacheOptimisticNotForSharedHistories(t *testing.T) {
+	s := &stats.Summary{InputTokens: 1000, CachedTokens: 400, CachedShare: 0.4}
+	for ds, want := range map[string]bool{"random": true, "sharegpt": true, "conversations": false, "weka": false, "TraceLab": false, "otel": false} {
+		if _, got := cacheOptimistic(Input{Summary: s, Meta: &runlog.Meta{Dataset: ds}}); got != want {
+			t.Errorf("dataset %s: cache-optimistic %v, want %v", ds, got, want)
+		}
+	}
+}

@@ -470,10 +470,16 @@ func hiddenWait(in Input) (Finding, bool) {
 }
 
 // cacheOptimistic flags a high share (≥ 30 %) of prompt tokens served from
-// the prefix cache: TTFT is optimistic for cold traffic.
+// the prefix cache: TTFT is optimistic for cold traffic. Not for
+// conversations and agent jobs, whose later requests resend their history
+// by design: there the hits are the traffic's own, and busting them would
+// measure traffic that does not exist.
 func cacheOptimistic(in Input) (Finding, bool) {
 	s := in.Summary
 	if s.InputTokens == 0 || s.CachedShare < cachedShareHigh {
+		return Finding{}, false
+	}
+	if in.Meta != nil && sharingDatasets[strings.ToLower(in.Meta.Dataset)] {
 		return Finding{}, false
 	}
 	return Finding{ID: "cache-optimistic", Severity: Warning,
@@ -605,3 +611,7 @@ func upperFirst(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// sharingDatasets are the workloads whose prompts share their history by
+// design: multi-turn sessions and agent job traces.
+var sharingDatasets = map[string]bool{"conversations": true, "mooncake-sessions": true, "weka": true, "tracelab": true, "otel": true}
