@@ -356,7 +356,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 		svg, err := paretoChart(in.Pareto)
 		add(&d.Sweep, "Pareto: goodput per GPU against tokens/s per user", svg,
 			"Each length pair's frontier (joined) among its levels within the SLO; its other levels as points (beaten by a frontier level, or missing the SLO).", err)
-	} else if len(in.Levels) > 1 {
+	} else if len(in.Levels) > 1 && !repeated(in.Levels) {
 		sweepCharts(&d, in, add)
 	}
 	for _, e := range errs {
@@ -962,4 +962,15 @@ func joinSentences(a, b string) string {
 		return a + b
 	}
 	return a + " " + b
+}
+
+// repeated says the levels are repeats of one load (--repeats): no load
+// axis to draw, no peak or operating point among them.
+func repeated(levels []breakdown.LevelSummary) bool {
+	for _, l := range levels {
+		if l.Level.Repeat == 0 {
+			return false
+		}
+	}
+	return len(levels) > 0
 }
