@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -12,7 +11,6 @@ import (
 	"github.com/goodput/goodput/internal/run"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runspec"
-	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/target"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -59,23 +57,18 @@ func (r *runFlags) config(env Env, command, rate string, embedded bool) (run.Con
 	if err := r.out.Cost.Check(); err != nil {
 		return run.Config{}, err
 	}
-	prec, err := load.Precision(so)
+	rules, err := load.Rules(so)
 	if err != nil {
 		return run.Config{}, err
 	}
-	if load.SteadyState != "report" && load.SteadyState != "auto" {
-		return run.Config{}, setting.Errorf("SteadyState", strconv.Quote(load.SteadyState), "want report or auto")
-	}
-	if load.Repeats < 1 {
-		return run.Config{}, setting.Errorf("Repeats", strconv.Itoa(load.Repeats), "want 1 or more runs of the load")
-	}
+	prec := rules.Precision
 	sessions, sessionSLO, err := r.sessions.sessionLoad(env, &r.work, &r.out, r.load.Seed)
 	if err == nil && sessions != nil && prec != nil {
 		err = usagef("--target-precision stops a level of requests; a session workload runs its sessions whole")
 	}
 	return run.Config{
 		Command: command, Version: Version, Started: env.Now(), Workload: run.Workload{Options: r.work.o}, Retry: retry,
-		Load: lv, Seed: r.load.Seed, Stats: so, Precision: prec, Repeats: load.Repeats, SteadyTrim: load.SteadyState == "auto", Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
+		Load: lv, Seed: r.load.Seed, Stats: so, Precision: prec, Repeats: rules.Repeats, SteadyTrim: rules.SteadyTrim, Output: r.out.runOutput(env), Metadata: meta, Cost: r.out.Cost,
 		Hooks: terminalHooks(env, r.out.Quiet), ReadingSpeedMs: r.verdict.ReadingSpeedMs, Sessions: sessions, SessionSLO: sessionSLO,
 	}, err
 }

@@ -44,13 +44,38 @@ type LoadSpec struct {
 	RetryBackoff          string
 	RetryIgnoreRetryAfter bool
 	// SteadyState is "report" (say where each level's warm-up transient
-	// and drift were) or "auto" (also leave the transient out).
+	// and drift were; "" too) or "auto" (also leave the transient out).
 	SteadyState string
 	// Repeats runs the load that many times (1: once).
 	Repeats int
 	// TargetPrecision ends a level's sending once its figures are known
 	// that precisely (stats.ParsePrecision's syntax; "" none).
 	TargetPrecision string
+}
+
+// LevelRules are how each level of a run is run and judged beyond its
+// load: when it may stop early, how often it repeats, whether its warm-up
+// transient is left out.
+type LevelRules struct {
+	Precision  []stats.PrecisionTarget
+	Repeats    int
+	SteadyTrim bool
+}
+
+// Rules checks TargetPrecision, Repeats and SteadyState for a run
+// summarised with so.
+func (s *LoadSpec) Rules(so stats.Options) (LevelRules, error) {
+	prec, err := s.Precision(so)
+	if err != nil {
+		return LevelRules{}, err
+	}
+	if s.SteadyState != "" && s.SteadyState != "report" && s.SteadyState != "auto" {
+		return LevelRules{}, setting.Errorf("SteadyState", strconv.Quote(s.SteadyState), "want report or auto")
+	}
+	if s.Repeats < 1 {
+		return LevelRules{}, setting.Errorf("Repeats", strconv.Itoa(s.Repeats), "want 1 or more runs of the load")
+	}
+	return LevelRules{Precision: prec, Repeats: s.Repeats, SteadyTrim: s.SteadyState == "auto"}, nil
 }
 
 // Precision is TargetPrecision's targets for a run summarised with so:

@@ -36,3 +36,16 @@ func TestOverridesSettle(t *testing.T) {
 		t.Errorf("tpot of whole answers: %v", err)
 	}
 }
+
+func TestLevelRules(t *testing.T) {
+	so := stats.Options{Confidence: 0.95}
+	r, err := (&LoadSpec{TargetPrecision: "p99_ttft:5%", Repeats: 3, SteadyState: "auto"}).Rules(so)
+	if err != nil || len(r.Precision) != 1 || r.Repeats != 3 || !r.SteadyTrim {
+		t.Errorf("rules %+v, %v; want one target, 3 repeats, the transient trimmed", r, err)
+	}
+	for _, bad := range []LoadSpec{{Repeats: 0}, {Repeats: 1, SteadyState: "maybe"}, {Repeats: 1, TargetPrecision: "p99_ttft"}} {
+		if _, err := bad.Rules(so); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
