@@ -407,18 +407,6 @@ func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, s
 // level 0, every record through sink: the same records as over HTTP,
 // deterministic for the seed.
 func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (simrun.SessionResult, error) {
-	var (
-		eng *sim.Engine
-		c   cluster.Fleet
-		err error
-	)
-	if v.cfg.Cluster == nil {
-		if eng, err = sim.New(v.cfg.Engine); err != nil {
-			return simrun.SessionResult{}, engineError(err)
-		}
-	} else if c, err = newFleet(v.cfg.Cluster); err != nil {
-		return simrun.SessionResult{}, err
-	}
 	seed := v.cfg.Seed
 	// Tool calls the sessions do not time or size draw from the load's
 	// distributions, one stream per call, so a call's draw does not depend
@@ -431,12 +419,6 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 		MaxConcurrent: s.MaxConcurrent, MaxContext: s.MaxContext, MaxToolRounds: s.MaxToolRounds,
 		Seed: seed, NaturalStop: !v.cfg.IgnoreEOS,
 		Retry: v.cfg.Retry, Timeout: v.cfg.ClientTimeout, KeepAbandoned: v.cfg.KeepAbandoned}
-	hist := newEngineHistograms()
-	if v.srv != nil {
-		load.SampleEvery, load.Sample = v.sampleEvery, func(at int64, s sim.Snapshot) {
-			v.srv.addSnapshot("server", hist.attach(engineSnapshot(at, s)))
-		}
-	}
 	if d := s.ToolLatency; d != nil {
 		load.ToolLatency = func(session, turn, call int) time.Duration {
 			return time.Duration(draw(d, 0x6c6174, session, turn, call)) * time.Millisecond
@@ -445,19 +427,49 @@ func (v *virtual) runSessions(ctx context.Context, s *SessionLoad, sink Sink) (s
 	if d := s.ToolResultLen; d != nil {
 		load.ToolResultTokens = func(session, turn, call int) int { return draw(d, 0x726573, session, turn, call) }
 	}
+	return v.play(sink, func(every time.Duration, f func(int64, sim.Snapshot)) { load.SampleEvery, load.Sample = every, f },
+		func(eng *sim.Engine, c cluster.Fleet, emit func(*runlog.Record) error) (simrun.SessionResult, error) {
+			if c != nil {
+				return simrun.RunSessionsCluster(ctx, c, load, emit)
+			}
+			return simrun.RunSessions(ctx, eng, load, emit)
+		})
+}
+
+// play runs a session or job workload as level 0 on a fresh engine (or
+// fleet): sample hands the load the engine's sampler when the server side
+// is kept, run drives the workload with emit, which sends every record
+// through sink; the fleet's replicas and autoscaling and the simulation's
+// totals are kept.
+func (v *virtual) play(sink Sink, sample func(every time.Duration, f func(int64, sim.Snapshot)),
+	run func(eng *sim.Engine, c cluster.Fleet, emit func(*runlog.Record) error) (simrun.SessionResult, error)) (simrun.SessionResult, error) {
+	var (
+		eng *sim.Engine
+		c   cluster.Fleet
+		err error
+	)
+	if v.cfg.Cluster == nil {
+		if eng, err = sim.New(v.cfg.Engine); err != nil {
+			return simrun.SessionResult{}, engineError(err)
+		}
+	} else if c, err = newFleet(v.cfg.Cluster); err != nil {
+		return simrun.SessionResult{}, err
+	}
+	hist := newEngineHistograms()
+	if v.srv != nil {
+		sample(v.sampleEvery, func(at int64, s sim.Snapshot) {
+			v.srv.addSnapshot("server", hist.attach(engineSnapshot(at, s)))
+		})
+	}
 	wall := time.Now()
-	emit := v.published(func(r *runlog.Record) error {
+	res, err := run(eng, c, v.published(func(r *runlog.Record) error {
 		hist.observe(r)
 		r.CopyTo(&v.buf)
 		return sink.Record(&v.buf)
-	})
-	var res simrun.SessionResult
+	}))
 	if c != nil {
-		res, err = simrun.RunSessionsCluster(ctx, c, load, emit)
 		v.keepReplicas(0, res.Replicas)
 		v.keepAutoscale(0, c, res.End)
-	} else {
-		res, err = simrun.RunSessions(ctx, eng, load, emit)
 	}
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)
