@@ -2,7 +2,6 @@ package simrun
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -198,29 +197,6 @@ type jobRun struct {
 	segs [][]seg
 }
 
-// jobSend is a job's request due at t; seq orders ties.
-type jobSend struct {
-	t    int64
-	seq  int64
-	j    *jobRun
-	node int
-}
-
-type jobSendHeap []jobSend
-
-func (h jobSendHeap) Len() int { return len(h) }
-func (h jobSendHeap) Less(i, j int) bool {
-	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
-}
-func (h jobSendHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *jobSendHeap) Push(x any)   { *h = append(*h, x.(jobSend)) }
-func (h *jobSendHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // jobFeed is RunJobs' feed: job starts in order under the MaxConcurrent
 // cap, and the jobs' due requests, never held back.
 type jobFeed struct {
@@ -236,8 +212,7 @@ type jobFeed struct {
 	peeked  bool
 	nextDue int64
 	active  int
-	pending jobSendHeap
-	seq     int64
+	pending dueSends[jobNode]
 	res     SessionResult
 }
 
@@ -265,43 +240,23 @@ func (f *jobFeed) peekStart() (int64, bool) {
 	return f.nextDue, true
 }
 
-func (f *jobFeed) pick() (t int64, queued, ok bool) {
-	if len(f.pending) > 0 {
-		t, queued, ok = f.pending[0].t, true, true
-	}
-	if a, can := f.peekStart(); can && (!ok || a < t) {
-		return a, false, true
-	}
-	return t, queued, ok
+// jobNode is one request of a running job.
+type jobNode struct {
+	j    *jobRun
+	node int
 }
 
 func (f *jobFeed) next() (int64, bool) {
-	t, _, ok := f.pick()
+	t, _, ok := f.pending.pick(f.peekStart)
 	return t, ok
 }
 
 func (f *jobFeed) admit(by int64, inclusive bool, sendAt int64) error {
-	for {
-		t, queued, ok := f.pick()
-		if !ok || t > by || (!inclusive && t == by) {
-			return nil
-		}
-		at := max(t, sendAt)
-		if !queued {
-			f.start(at)
-			continue
-		}
-		s := heap.Pop(&f.pending).(jobSend)
-		if err := f.send(s.j, s.node, at); err != nil {
-			return err
-		}
-	}
+	return f.pending.admit(by, inclusive, sendAt, f.peekStart, f.start, func(n jobNode, at int64) error { return f.send(n.j, n.node, at) })
 }
 
-func (f *jobFeed) schedule(j *jobRun, node int, t int64) {
-	f.seq++
-	heap.Push(&f.pending, jobSend{t: t, seq: f.seq, j: j, node: node})
-}
+// schedule queues job j's request node at t.
+func (f *jobFeed) schedule(j *jobRun, node int, t int64) { f.pending.push(t, jobNode{j, node}) }
 
 // start begins the next job at `at` and queues its roots.
 func (f *jobFeed) start(at int64) {

@@ -1,7 +1,6 @@
 package simrun
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -233,29 +232,6 @@ type plannedCall struct {
 	result  int   // tokens
 }
 
-// pendingSend is a session's next request, due at t; seq orders ties.
-type pendingSend struct {
-	t   int64
-	seq int64
-	c   *convo
-}
-
-// sendHeap is a min-heap of pendingSend by (t, seq).
-type sendHeap []pendingSend
-
-func (h sendHeap) Len() int { return len(h) }
-func (h sendHeap) Less(i, j int) bool {
-	return h[i].t < h[j].t || h[i].t == h[j].t && h[i].seq < h[j].seq
-}
-func (h sendHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *sendHeap) Push(x any)   { *h = append(*h, x.(pendingSend)) }
-func (h *sendHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
 // sessionFeed is RunSessions' feed: session starts in index order, under
 // the MaxConcurrent cap, and the sessions' next requests, never held back.
 type sessionFeed struct {
@@ -272,8 +248,7 @@ type sessionFeed struct {
 	nextSess workload.Session // session started next, when peeked
 	nextDue  int64            // its arrival
 	active   int              // sessions in progress
-	pending  sendHeap
-	seq      int64
+	pending  dueSends[*convo]
 	res      SessionResult
 }
 
@@ -300,46 +275,17 @@ func (f *sessionFeed) peekStart() (int64, bool) {
 	return f.nextDue, true
 }
 
-// pick returns the earliest send that may go and whether it is a pending
-// request (else a session start); in-progress sessions go first on ties.
-func (f *sessionFeed) pick() (t int64, queued, ok bool) {
-	if len(f.pending) > 0 {
-		t, queued, ok = f.pending[0].t, true, true
-	}
-	if a, can := f.peekStart(); can && (!ok || a < t) {
-		return a, false, true
-	}
-	return t, queued, ok
-}
-
 func (f *sessionFeed) next() (int64, bool) {
-	t, _, ok := f.pick()
+	t, _, ok := f.pending.pick(f.peekStart)
 	return t, ok
 }
 
 func (f *sessionFeed) admit(by int64, inclusive bool, sendAt int64) error {
-	for {
-		t, queued, ok := f.pick()
-		if !ok || t > by || (!inclusive && t == by) {
-			return nil
-		}
-		at := max(t, sendAt)
-		if !queued {
-			f.start(at)
-			continue
-		}
-		c := heap.Pop(&f.pending).(pendingSend).c
-		if err := f.send(c, at); err != nil {
-			return err
-		}
-	}
+	return f.pending.admit(by, inclusive, sendAt, f.peekStart, f.start, f.send)
 }
 
 // schedule queues c's next request at t.
-func (f *sessionFeed) schedule(c *convo, t int64) {
-	f.seq++
-	heap.Push(&f.pending, pendingSend{t: t, seq: f.seq, c: c})
-}
+func (f *sessionFeed) schedule(c *convo, t int64) { f.pending.push(t, c) }
 
 // start begins the peeked session at `at` and queues its first turn.
 func (f *sessionFeed) start(at int64) {
