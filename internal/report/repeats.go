@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/goodput/goodput/internal/stats"
@@ -24,18 +26,7 @@ func RepeatsTerminal(w io.Writer, figs []stats.RepeatFigure, level float64) erro
 	tw := tabwriter.NewWriter(&t.b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "figure\tmean\tmin\tmax\tbetween ±\twithin ±\tratio")
 	for _, f := range figs {
-		within, ratio := "–", "–"
-		if f.Within > 0 {
-			within = f2(f.Within)
-		}
-		if !math.IsNaN(f.Ratio) {
-			ratio = f2(f.Ratio) + "×"
-		}
-		lo, hi := f.Values[0], f.Values[0]
-		for _, v := range f.Values {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Key, f2(f.Mean), f2(lo), f2(hi), f2(f.Between), within, ratio)
+		fmt.Fprintln(tw, strings.Join(repeatCells(f, f2), "\t"))
 	}
 	_ = tw.Flush()
 	if worst := worstRatio(figs); worst != nil && worst.Ratio > 1 {
@@ -92,19 +83,25 @@ func repeatsTable(figs []stats.RepeatFigure) *table {
 	t := &table{Caption: fmt.Sprintf("%d repeats: how far one run's figure moves between runs, beside what its own interval claimed", len(figs[0].Values)),
 		Head: []string{"figure", "mean", "min", "max", "between-run ±", "within-run ±", "ratio"}}
 	for _, f := range figs {
-		within, ratio := "–", "–"
-		if f.Within > 0 {
-			within = fmtMs(f.Within)
+		var row []cell
+		for _, c := range repeatCells(f, fmtMs) {
+			row = append(row, cell{Text: c})
 		}
-		if !math.IsNaN(f.Ratio) {
-			ratio = f2(f.Ratio) + "×"
-		}
-		lo, hi := f.Values[0], f.Values[0]
-		for _, v := range f.Values {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		t.Rows = append(t.Rows, []cell{{Text: f.Key}, {Text: fmtMs(f.Mean)}, {Text: fmtMs(lo)}, {Text: fmtMs(hi)},
-			{Text: fmtMs(f.Between)}, {Text: within}, {Text: ratio}})
+		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// repeatCells are a figure's row, its numbers formatted by num: key, mean,
+// min, max, between ±, within ± ("–" without one), ratio ("–" without
+// one).
+func repeatCells(f stats.RepeatFigure, num func(float64) string) []string {
+	within, ratio := "–", "–"
+	if f.Within > 0 {
+		within = num(f.Within)
+	}
+	if !math.IsNaN(f.Ratio) {
+		ratio = f2(f.Ratio) + "×"
+	}
+	return []string{f.Key, num(f.Mean), num(slices.Min(f.Values)), num(slices.Max(f.Values)), num(f.Between), within, ratio}
 }
