@@ -91,7 +91,10 @@ func TestHopAddedDelay(t *testing.T) {
 		outB := b.p.start.Add(time.Duration(rb.Hop.DeliveredFirstTokenNs))
 		added, held := inA.Sub(outB), sent.Sub(got)
 		t.Logf("gateway added %v to the first token by the proxies, held it %v by its own clock", added, held)
-		if held < 50*time.Millisecond {
+		// The hold's own sleep guarantees 30 ms; the upstream's 20 ms
+		// between the first and third event is only nominal as received
+		// (a late read of the first shortens it), so it is no bound.
+		if held < 30*time.Millisecond {
 			t.Errorf("the gateway held the first token only %v", held)
 		}
 		diffs = append(diffs, added-held)
