@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sweep"
 )
@@ -203,20 +204,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // check validates what the flags cannot: the load's own consistency.
 func (c *Config) check() error {
-	l := c.Load
+	if err := loadgen.CheckLevel(c.Load); err != nil {
+		return err
+	}
 	switch {
-	case !(l.RequestRate >= 0 && l.RequestRate <= runlog.MaxRequestRate):
-		return configErr("RequestRate", "request rate %v: want a positive number of requests/s up to %g, or 0 for unpaced", l.RequestRate, float64(runlog.MaxRequestRate))
-	case l.Burstiness <= 0:
-		return configErr("Burstiness", "burstiness %v: want > 0", l.Burstiness)
-	case l.MaxConcurrency < 0:
-		return configErr("MaxConcurrency", "max concurrency %d: want ≥ 0", l.MaxConcurrency)
-	case l.NumPrompts < 0:
-		return configErr("NumPrompts", "num prompts %d: want ≥ 0", l.NumPrompts)
-	case l.NumWarmups < 0:
-		return configErr("NumWarmups", "num warmups %d: want ≥ 0", l.NumWarmups)
-	case l.DurationS < 0:
-		return configErr("Duration", "duration %vs: want ≥ 0", l.DurationS)
 	case c.Target.Open == nil && !c.Virtual:
 		return configErr("Target", "no backend to open")
 	case c.Sweep != nil && c.Sweep.Pareto && (c.Sweep.Search || c.Sweep.Axis != sweep.AxisConcurrency):

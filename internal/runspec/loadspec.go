@@ -126,21 +126,11 @@ func (s *LoadSpec) Level(given setting.Given) (runlog.Level, error) {
 	if err != nil {
 		return runlog.Level{}, err
 	}
-	switch {
-	case !(s.Burstiness > 0):
-		return runlog.Level{}, setting.Errorf("Burstiness", fmt.Sprint(s.Burstiness), "want > 0")
-	case s.Burstiness > runlog.MaxBurstiness:
-		return runlog.Level{}, setting.Errorf("Burstiness", fmt.Sprint(s.Burstiness), "want at most %g", float64(runlog.MaxBurstiness))
-	case s.MaxConcurrency < 0:
-		return runlog.Level{}, setting.Errorf("MaxConcurrency", strconv.Itoa(s.MaxConcurrency), "want ≥ 0")
-	case s.MaxConcurrency > runlog.MaxConcurrency:
-		return runlog.Level{}, setting.Errorf("MaxConcurrency", strconv.Itoa(s.MaxConcurrency), "want at most %d", runlog.MaxConcurrency)
-	case s.NumPrompts < 0:
-		return runlog.Level{}, setting.Errorf("NumPrompts", strconv.Itoa(s.NumPrompts), "want ≥ 0")
-	case s.NumWarmups < 0:
-		return runlog.Level{}, setting.Errorf("NumWarmups", strconv.Itoa(s.NumWarmups), "want ≥ 0")
-	case s.Duration < 0:
-		return runlog.Level{}, setting.Errorf("Duration", s.Duration.String(), "want ≥ 0")
+	// The load's ranges are checked once, in loadgen, for every driver;
+	// only what a Level cannot hold (a flag's own form) is checked here.
+	if err := loadgen.CheckLevel(runlog.Level{RequestRate: rate, Burstiness: s.Burstiness, MaxConcurrency: s.MaxConcurrency,
+		NumPrompts: s.NumPrompts, NumWarmups: s.NumWarmups, DurationS: s.Duration.Seconds()}); err != nil {
+		return runlog.Level{}, err
 	}
 	n := s.NumPrompts
 	if s.Duration > 0 && !given.Has("NumPrompts") {

@@ -10,8 +10,7 @@ import (
 // from its records (goodput report): each replaces the setting the run
 // stored where its Set field says it was given, the others keep the run's;
 // a run that stored no settings is judged with Stats and ReadingSpeedMs
-// whole. (Named apart from setting.Given, which fields a user set, and
-// a Timing's Given, what a server reported.)
+// whole. (Named apart from setting.Given, which fields a user set.)
 type Overrides struct {
 	Stats          stats.Options
 	ReadingSpeedMs float64

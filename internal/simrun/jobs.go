@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -88,13 +87,13 @@ func runJobs(ctx context.Context, eng engine, load JobLoad, emit func(*runlog.Re
 	case len(load.Jobs) == 0:
 		return SessionResult{}, errors.New("simrun: no jobs")
 	case load.NumJobs < 0:
-		return SessionResult{}, fmt.Errorf("simrun: num jobs %d must be ≥ 0", load.NumJobs)
+		return SessionResult{}, checkErr("NumJobs", load.NumJobs, "want ≥ 0")
 	case load.MaxConcurrent < 0:
-		return SessionResult{}, fmt.Errorf("simrun: max concurrent jobs %d must be ≥ 0", load.MaxConcurrent)
+		return SessionResult{}, checkErr("MaxConcurrent", load.MaxConcurrent, "want ≥ 0")
 	case load.Timeout < 0:
-		return SessionResult{}, fmt.Errorf("simrun: timeout %v must be ≥ 0 (0: none)", load.Timeout)
+		return SessionResult{}, checkErr("Timeout", load.Timeout, "want ≥ 0 (0: none)")
 	case math.IsNaN(load.Rate) || math.IsInf(load.Rate, 0) || load.Rate < 0:
-		return SessionResult{}, fmt.Errorf("simrun: job rate %v must be ≥ 0 (0: as recorded)", load.Rate)
+		return SessionResult{}, checkErr("Rate", load.Rate, "want ≥ 0 (0: as recorded)")
 	}
 	plans := make([]*jobPlan, len(load.Jobs))
 	for i := range load.Jobs {

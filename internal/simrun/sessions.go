@@ -3,7 +3,6 @@ package simrun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -146,15 +145,15 @@ func runSessions(ctx context.Context, eng engine, load SessionLoad, emit func(*r
 	case load.Sessions == nil || load.Sessions.Len() <= 0:
 		return SessionResult{}, errors.New("simrun: empty session set")
 	case load.NumSessions < 0:
-		return SessionResult{}, fmt.Errorf("simrun: num sessions %d must be ≥ 0", load.NumSessions)
+		return SessionResult{}, checkErr("NumSessions", load.NumSessions, "want ≥ 0")
 	case load.MaxConcurrent < 0:
-		return SessionResult{}, fmt.Errorf("simrun: max concurrent sessions %d must be ≥ 0", load.MaxConcurrent)
+		return SessionResult{}, checkErr("MaxConcurrent", load.MaxConcurrent, "want ≥ 0")
 	case load.MaxContext < 0:
-		return SessionResult{}, fmt.Errorf("simrun: max context %d must be ≥ 0", load.MaxContext)
+		return SessionResult{}, checkErr("MaxContext", load.MaxContext, "want ≥ 0")
 	case load.Timeout < 0:
-		return SessionResult{}, fmt.Errorf("simrun: timeout %v must be ≥ 0 (0: none)", load.Timeout)
+		return SessionResult{}, checkErr("Timeout", load.Timeout, "want ≥ 0 (0: none)")
 	case math.IsNaN(load.Rate) || math.IsInf(load.Rate, 0) || load.Rate < 0:
-		return SessionResult{}, fmt.Errorf("simrun: session rate %v must be ≥ 0 (0: all at once)", load.Rate)
+		return SessionResult{}, checkErr("Rate", load.Rate, "want ≥ 0 (0: all at once)")
 	}
 	r := &runner{eng: eng, load: Load{Seed: load.Seed, Index: load.Index, Sample: load.Sample, SampleEvery: load.SampleEvery,
 		Retry: load.Retry, RetryAfter: load.RetryAfter, Timeout: load.Timeout, KeepAbandoned: load.KeepAbandoned},

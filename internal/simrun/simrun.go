@@ -29,6 +29,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
 	"github.com/goodput/goodput/internal/workload"
@@ -141,6 +142,12 @@ type Result struct {
 // Duration is the measured phase's virtual length.
 func (r Result) Duration() time.Duration { return time.Duration(r.End - r.Start) }
 
+// checkErr is a load field's error in a user setting's words (the field
+// of runspec that sets it), as loadgen.CheckLevel writes the level's.
+func checkErr(field string, value any, why string) error {
+	return fmt.Errorf("simrun: %w", setting.Errorf(field, fmt.Sprint(value), "%s", why))
+}
+
 // ErrStalled is returned when the engine holds requests but will run none
 // and nothing else is due, which a correct engine never does.
 var ErrStalled = errors.New("simrun: engine stalled")
@@ -162,19 +169,14 @@ func run(ctx context.Context, eng engine, ds workload.Dataset, load Load, emit f
 	if ds == nil || ds.Len() <= 0 {
 		return Result{}, errors.New("simrun: empty dataset")
 	}
-	switch {
-	case load.MaxConcurrency < 0:
-		return Result{}, fmt.Errorf("simrun: max concurrency %d must be ≥ 0", load.MaxConcurrency)
-	case load.NumPrompts < 0:
-		return Result{}, fmt.Errorf("simrun: num prompts %d must be ≥ 0", load.NumPrompts)
-	case load.NumWarmups < 0:
-		return Result{}, fmt.Errorf("simrun: num warmups %d must be ≥ 0", load.NumWarmups)
-	case load.DurationS < 0:
-		return Result{}, fmt.Errorf("simrun: duration %vs must be ≥ 0", load.DurationS)
-	case load.Timeout < 0:
-		return Result{}, fmt.Errorf("simrun: timeout %v must be ≥ 0 (0: none)", load.Timeout)
-	case math.IsNaN(load.RequestRate) || math.IsInf(load.RequestRate, 0) || load.RequestRate < 0:
-		return Result{}, fmt.Errorf("simrun: request rate %v must be ≥ 0 (0: closed loop)", load.RequestRate)
+	if load.Burstiness == 0 {
+		load.Burstiness = 1 // the zero Load is Poisson
+	}
+	if err := loadgen.CheckLevel(load.Level); err != nil {
+		return Result{}, fmt.Errorf("simrun: %w", err)
+	}
+	if load.Timeout < 0 {
+		return Result{}, checkErr("Timeout", load.Timeout, "want ≥ 0 (0: none)")
 	}
 	trace := ds.Shape(0).HasArrival
 	closed := !trace && load.RequestRate == 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/setting"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/workload"
 )
@@ -543,5 +544,16 @@ func TestRetries(t *testing.T) {
 	_, res = collect(t, newEngine(t, mod), ds, Load{})
 	if res.Completed != 2 || res.Failed != 2 || res.Retried != 0 {
 		t.Errorf("without retries: completed %d failed %d retried %d; want 2, 2, 0", res.Completed, res.Failed, res.Retried)
+	}
+}
+
+// TestLoadCheckedAsUserSettings: a bad load reaches the virtual-time
+// driver in the words a user's flag gets (loadgen.CheckLevel), not a
+// driver's own.
+func TestLoadCheckedAsUserSettings(t *testing.T) {
+	_, err := Run(context.Background(), newEngine(t, nil), randomDataset(t, 4), Load{Level: runlog.Level{MaxConcurrency: -1}}, func(*runlog.Record) error { return nil })
+	var se *setting.Error
+	if !errors.As(err, &se) || se.Field != "MaxConcurrency" || err.Error() != "simrun: MaxConcurrency -1: want ≥ 0" {
+		t.Errorf("Run with max concurrency -1 = %v; want the setting error of MaxConcurrency", err)
 	}
 }

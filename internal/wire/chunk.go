@@ -87,8 +87,8 @@ var noTiming = Timing{QueueNs: -1, PrefillNs: -1, DecodeNs: -1, CachedTokens: -1
 // decoders.
 func NoTiming() Timing { return noTiming }
 
-// Given reports whether t holds at least one reported value.
-func (t Timing) Given() bool {
+// Reported says whether t holds at least one value the server reported.
+func (t Timing) Reported() bool {
 	return t.QueueNs >= 0 || t.PrefillNs >= 0 || t.DecodeNs >= 0 || t.CachedTokens >= 0 || t.PromptN > 0
 }
 

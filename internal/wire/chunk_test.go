@@ -17,8 +17,8 @@ func TestTimingGiven(t *testing.T) {
 		{"prompt count", func() Timing { t := NoTiming(); t.PromptN = 7; return t }(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.t.Given(); got != tc.want {
-				t.Errorf("%+v.Given() = %v; want %v", tc.t, got, tc.want)
+			if got := tc.t.Reported(); got != tc.want {
+				t.Errorf("%+v.Reported() = %v; want %v", tc.t, got, tc.want)
 			}
 		})
 	}

@@ -128,7 +128,7 @@ func (m *StreamMeter) Event(data []byte, at int64, truncated bool) (usageOnly bo
 		m.usage = ch.Usage
 		m.sawUsage = true
 	}
-	if ch.Timing.Given() {
+	if ch.Timing.Reported() {
 		// The last report counts: llama.cpp with timings_per_token sends
 		// its running timings in every chunk.
 		m.timing = ch.Timing
@@ -381,7 +381,7 @@ func timedCache(prompt int, t Timing) int {
 // no queue time. Servers report durations only, never a time on a clock
 // goodput could map to its own, so ArrivalNs stays 0.
 func setServer(rec *runlog.Record, t Timing) {
-	if !t.Given() {
+	if !t.Reported() {
 		return
 	}
 	st := &runlog.ServerTiming{

@@ -293,7 +293,7 @@ type respCall struct {
 func respFlatten(c *wire.Chunk) respFlat {
 	f := respFlat{Content: string(c.Content), Reasoning: string(c.Reasoning), Finish: string(c.FinishReason),
 		Err: string(c.ErrMessage), ResponseID: string(c.ResponseID), ToolArgs: c.ToolArgs, Usage: c.Usage,
-		End: c.End, Timing: c.Timing.Given() || c.Timing.Present}
+		End: c.End, Timing: c.Timing.Reported() || c.Timing.Present}
 	for _, d := range c.ToolCalls {
 		f.ToolCalls = append(f.ToolCalls, respCall{d.Index, string(d.ID), string(d.Name), string(d.Arguments)})
 	}
