@@ -212,6 +212,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 		lr.Breakdowns = slices.Clone(d.breakdowns)
 		if meta != nil {
 			lr.Replicas().SetPools(replicaPools(metaPools(&meta.Simulated)))
+			fleetBlock(&lr, &meta.Simulated)
 		}
 		if c := levelCost(meta, &d.summary, lr.Server); c != nil {
 			lr.Breakdowns.Put(c)

@@ -130,6 +130,7 @@ func (v *virtual) sessions(ctx context.Context, r *runner, s *SessionLoad) (leve
 	lv := c.Load
 	lv.Label = s.label()
 	lv.DelayedArrivals = res.DelayedArrivals
+	lv.Fleet = v.fleets[0]
 	return col.data(0, lv), nil
 }
 

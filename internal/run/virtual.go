@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/goodput/goodput/internal/breakdown"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 	"github.com/goodput/goodput/internal/sim/cluster"
@@ -40,12 +39,9 @@ type virtual struct {
 	// their own (a Pareto sweep), by (input, output).
 	wo        workload.Options
 	byLengths lengthDatasets
-	// replicas keeps a cluster run's replica figures by level index, for
-	// what the records cannot say (each replica's KV peak).
-	replicas map[int][]cluster.ReplicaStats
-	// autoscale keeps what an autoscaled cluster's controller did, by
-	// level index.
-	autoscale map[int]*cluster.AutoscaleReport
+	// fleets keeps what a cluster's replicas and autoscaler did that the
+	// records cannot say, by level index, for the level to store.
+	fleets map[int]*runlog.LevelFleet
 }
 
 // openVirtual checks the engine and builds the workload (a trace replays
@@ -198,57 +194,27 @@ func (v *virtual) simulate(ctx context.Context, idx int, ds workload.Dataset, lo
 		return simrun.Result{}, err
 	}
 	res, err := simrun.RunCluster(ctx, c, ds, load, emit)
-	v.keepReplicas(idx, res.Replicas)
-	v.keepAutoscale(idx, c, res.End)
+	v.keepFleet(idx, c, res.Replicas, res.End)
 	return res, err
 }
 
-func (v *virtual) keepReplicas(idx int, st []cluster.ReplicaStats) {
-	if v.replicas == nil {
-		v.replicas = map[int][]cluster.ReplicaStats{}
+// keepFleet keeps what fleet c did over level idx, which ended at end
+// (ns): each replica's KV peak and requests (st), and its autoscaler's
+// actions if it has one.
+func (v *virtual) keepFleet(idx int, c cluster.Fleet, st []cluster.ReplicaStats, end int64) {
+	f := &runlog.LevelFleet{KVPeak: make([]float64, len(st)), Routed: make([]int64, len(st))}
+	for k := range st {
+		f.KVPeak[k], f.Routed[k] = st[k].KVPeak, st[k].Routed
 	}
-	v.replicas[idx] = st
-}
-
-// attachReplicas completes each level's Replicas block (from its records)
-// with what only the run knew: the router and each replica's KV peak.
-func (v *virtual) attachReplicas(res *Result) {
-	for i := range res.Levels {
-		l := &res.Levels[i]
-		st, ok := v.replicas[l.Index]
-		if !ok {
-			continue
-		}
-		peaks := make([]float64, len(st))
-		for k := range st {
-			peaks[k] = st[k].KVPeak
-		}
-		a, scaled := v.autoscale[l.Index]
-		reps := l.Replicas()
-		if scaled && reps == nil {
-			// The autoscaler never served from a second replica: the
-			// records alone make no block, so the run's counts do.
-			reps = &breakdown.Replicas{}
-			for k := range st {
-				reps.Rows = append(reps.Rows, breakdown.ReplicaRow{Replica: k + 1, Requests: int(st[k].Routed), KVPeak: -1})
-			}
-			l.Breakdowns.Put(reps)
-		}
-		reps.SetReplicas(v.cfg.Cluster.Router.String(), peaks)
-		if scaled {
-			reps.SetAutoscale(autoscaleBlock(a))
-		}
-		if pd := v.cfg.Cluster.Disagg; pd != nil {
-			roles := make([]string, len(st))
-			for k := range roles {
-				roles[k] = cluster.RolePrefill
-				if k >= pd.Prefill {
-					roles[k] = cluster.RoleDecode
-				}
-			}
-			reps.SetRoles(roles)
+	if as, ok := c.(autoscaled); ok {
+		if rep := as.Autoscaling(end); rep != nil {
+			f.Autoscale = levelAutoscale(rep)
 		}
 	}
+	if v.fleets == nil {
+		v.fleets = map[int]*runlog.LevelFleet{}
+	}
+	v.fleets[idx] = f
 }
 
 // autoscaled is a fleet with an autoscaler: what it did, its lifetimes
@@ -257,31 +223,14 @@ type autoscaled interface {
 	Autoscaling(end int64) *cluster.AutoscaleReport
 }
 
-// keepAutoscale keeps what fleet c's autoscaler did over level idx,
-// which ended at end (ns), if it has one.
-func (v *virtual) keepAutoscale(idx int, c cluster.Fleet, end int64) {
-	as, ok := c.(autoscaled)
-	if !ok {
-		return
-	}
-	rep := as.Autoscaling(end)
-	if rep == nil {
-		return
-	}
-	if v.autoscale == nil {
-		v.autoscale = map[int]*cluster.AutoscaleReport{}
-	}
-	v.autoscale[idx] = rep
-}
-
-// autoscaleBlock is the report's view of what the autoscaler did.
-func autoscaleBlock(a *cluster.AutoscaleReport) *breakdown.Autoscale {
+// levelAutoscale is what the autoscaler did, as a level stores it.
+func levelAutoscale(a *cluster.AutoscaleReport) *runlog.LevelAutoscale {
 	c := a.Autoscale
-	out := &breakdown.Autoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
-		Min: c.Min, Max: c.Max, ProvisionDelay: c.ProvisionDelay, Cooldown: c.Cooldown,
+	out := &runlog.LevelAutoscale{Rule: c.String(), Spec: c.RuleString(), Signal: c.Signal, Threshold: c.Threshold, DownThreshold: c.DownThreshold,
+		Min: c.Min, Max: c.Max, ProvisionDelayNs: int64(c.ProvisionDelay), CooldownNs: int64(c.Cooldown),
 		Start: a.Start, Peak: a.Peak, Final: a.Final, Decisions: len(a.Decisions), GPUHours: a.GPUHours}
 	for _, p := range a.Timeline {
-		out.Timeline = append(out.Timeline, breakdown.ScalePoint{At: time.Duration(p.At), Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
+		out.Timeline = append(out.Timeline, runlog.ScalePoint{AtNs: p.At, Active: p.Active, Provisioning: p.Provisioning, Draining: p.Draining})
 	}
 	return out
 }
@@ -345,7 +294,6 @@ func (v *virtual) probe(ctx context.Context, lv runlog.Level, sink Sink) error {
 func (v *virtual) finish(res *Result) {
 	st := v.stats
 	res.Virtual = &st
-	v.attachReplicas(res)
 }
 
 // close has nothing to release: the engines live one level each.
@@ -400,6 +348,7 @@ func (v *virtual) simulateLevel(ctx context.Context, idx int, lv runlog.Level, s
 	v.stats.Abandoned += res.Abandoned
 	v.stats.AbandonedTokens += res.AbandonedTokens
 	lv.DelayedArrivals = res.DelayedArrivals
+	lv.Fleet = v.fleets[idx]
 	return lv, err
 }
 
@@ -468,8 +417,7 @@ func (v *virtual) play(sink Sink, sample func(every time.Duration, f func(int64,
 		return sink.Record(&v.buf)
 	}))
 	if c != nil {
-		v.keepReplicas(0, res.Replicas)
-		v.keepAutoscale(0, c, res.End)
+		v.keepFleet(0, c, res.Replicas, res.End)
 	}
 	v.stats.Wall += time.Since(wall)
 	v.stats.Simulated += time.Duration(res.End)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -928,6 +929,8 @@ func validLevels(levels []Level) error {
 			err = fmt.Errorf("client_cpu %g out of range [0, 1]", l.ClientCPU)
 		case l.Ramp != nil && !(l.Ramp.StartRPS >= 0 && l.Ramp.StartRPS <= MaxRequestRate && l.Ramp.EndRPS >= 0 && l.Ramp.EndRPS <= MaxRequestRate):
 			err = fmt.Errorf("ramp from %g to %g requests/s out of range [0, %g]", l.Ramp.StartRPS, l.Ramp.EndRPS, float64(MaxRequestRate))
+		case l.Fleet != nil:
+			err = validFleet(l.Fleet)
 		}
 		if err != nil {
 			return fmt.Errorf("level %d: %v", i+1, err)
@@ -935,6 +938,52 @@ func validLevels(levels []Level) error {
 	}
 	return nil
 }
+
+// maxFleetReplicas bounds the replicas a level's fleet figures describe,
+// as the cluster does.
+const maxFleetReplicas = 1 << 16
+
+// validFleet checks a level's fleet figures: shares in [0, 1], counts and
+// times never negative, a bounded fleet.
+func validFleet(f *LevelFleet) error {
+	if len(f.KVPeak) > maxFleetReplicas || len(f.Routed) > maxFleetReplicas {
+		return fmt.Errorf("fleet of %d replicas: at most %d", max(len(f.KVPeak), len(f.Routed)), maxFleetReplicas)
+	}
+	for _, p := range f.KVPeak {
+		if !(p >= 0 && p <= 1) {
+			return fmt.Errorf("fleet kv_peak %g out of range [0, 1]", p)
+		}
+	}
+	for _, n := range f.Routed {
+		if n < 0 {
+			return fmt.Errorf("fleet routed %d: counts are never negative", n)
+		}
+	}
+	a := f.Autoscale
+	if a == nil {
+		return nil
+	}
+	switch {
+	case a.Min < 0 || a.Max < a.Min || a.Max > maxFleetReplicas:
+		return fmt.Errorf("autoscale min %d, max %d: want 0 ≤ min ≤ max ≤ %d", a.Min, a.Max, maxFleetReplicas)
+	case a.Start < 0 || a.Peak < 0 || a.Final < 0 || a.Decisions < 0 || a.ProvisionDelayNs < 0 || a.CooldownNs < 0:
+		return fmt.Errorf("autoscale counts and delays are never negative")
+	case !(a.GPUHours >= 0) || math.IsInf(a.GPUHours, 0) || math.IsNaN(a.Threshold) || math.IsNaN(a.DownThreshold):
+		return fmt.Errorf("autoscale gpu_hours %g, thresholds %g and %g: want numbers, hours ≥ 0", a.GPUHours, a.Threshold, a.DownThreshold)
+	case len(a.Timeline) > MaxFleetTimeline:
+		return fmt.Errorf("autoscale timeline of %d points: at most %d", len(a.Timeline), MaxFleetTimeline)
+	}
+	for _, p := range a.Timeline {
+		if p.AtNs < 0 || p.AtNs > MaxTimeNs || p.Active < 0 || p.Provisioning < 0 || p.Draining < 0 {
+			return fmt.Errorf("autoscale timeline point at %d ns (%d active, %d provisioning, %d draining): times and counts are never negative", p.AtNs, p.Active, p.Provisioning, p.Draining)
+		}
+	}
+	return nil
+}
+
+// MaxFleetTimeline bounds the points of an autoscaler's timeline a level
+// stores.
+const MaxFleetTimeline = 1 << 20
 
 // RunDiff names the first property in which a and b describe different
 // runs, with both values, e.g. "model (llama vs qwen)"; "" when they

@@ -387,6 +387,10 @@ func TestValidateMetaOnRead(t *testing.T) {
 		{"second level", `{"meta":{"levels":[{"request_rate":4,"burstiness":1},{"request_rate":-2,"burstiness":1}]}}`, "level 2: request_rate -2"},
 		{"end line", `{"end":{"levels":[{"request_rate":4,"burstiness":1,"num_prompts":-3}]}}`, "bad end line: level 1: num_prompts -3"},
 		{"ramp", `{"meta":{"levels":[{"request_rate":0,"burstiness":1,"ramp":{"strategy":"linear","start_rps":1,"end_rps":1e300}}]}}`, "ramp from 1 to 1e+300"},
+		{"fleet kv peak", `{"end":{"levels":[{"request_rate":4,"burstiness":1,"fleet":{"kv_peak":[0.5,1.5],"routed":[1,2]}}]}}`, "bad end line: level 1: fleet kv_peak 1.5 out of range [0, 1]"},
+		{"fleet routed", `{"end":{"levels":[{"request_rate":4,"burstiness":1,"fleet":{"kv_peak":[0.5],"routed":[-1]}}]}}`, "fleet routed -1: counts are never negative"},
+		{"autoscale bounds", `{"end":{"levels":[{"request_rate":4,"burstiness":1,"fleet":{"kv_peak":[],"routed":[],"autoscale":{"min":3,"max":2}}}]}}`, "autoscale min 3, max 2"},
+		{"autoscale point", `{"end":{"levels":[{"request_rate":4,"burstiness":1,"fleet":{"kv_peak":[],"routed":[],"autoscale":{"min":1,"max":2,"timeline":[{"at_ns":-5,"active":1}]}}}]}}`, "autoscale timeline point at -5 ns"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

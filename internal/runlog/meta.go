@@ -105,6 +105,57 @@ type Level struct {
 	// level of which this one (its rate, cap and counts) was the shard's
 	// share; nil for a whole run's level, and in a meta line's plan.
 	Shard *LevelShard `json:"shard,omitempty"`
+	// Fleet is what a simulated fleet did over the level that its records
+	// cannot say, kept so that a report of the records shows what the run
+	// showed; nil for one engine or a real server.
+	Fleet *LevelFleet `json:"fleet,omitempty"`
+}
+
+// LevelFleet is what a simulated fleet's replicas and autoscaler did over
+// one level, as only the simulation knew it.
+type LevelFleet struct {
+	// KVPeak is each replica's highest KV cache usage (0–1), Routed the
+	// requests routed to it, in replica order.
+	KVPeak []float64 `json:"kv_peak"`
+	Routed []int64   `json:"routed"`
+	// Autoscale is what the fleet's autoscaler did (nil: it has none).
+	Autoscale *LevelAutoscale `json:"autoscale,omitempty"`
+}
+
+// LevelAutoscale is an autoscaler's rule and what it did over a level.
+type LevelAutoscale struct {
+	// Rule is the rule as the report states it, Spec as a flag gives it.
+	Rule string `json:"rule"`
+	Spec string `json:"spec"`
+	// Signal, Threshold and DownThreshold are what the rule watches and
+	// the levels that scale up and down.
+	Signal        string  `json:"signal"`
+	Threshold     float64 `json:"threshold"`
+	DownThreshold float64 `json:"down_threshold"`
+	// Min and Max bound the active replicas.
+	Min int `json:"min"`
+	Max int `json:"max"`
+	// ProvisionDelayNs and CooldownNs are the rule's delays (ns).
+	ProvisionDelayNs int64 `json:"provision_delay_ns"`
+	CooldownNs       int64 `json:"cooldown_ns"`
+	// Start, Peak and Final are the active replicas at the start, the
+	// most at once and at the end; Decisions the scalings made.
+	Start     int `json:"start"`
+	Peak      int `json:"peak"`
+	Final     int `json:"final"`
+	Decisions int `json:"decisions"`
+	// GPUHours is what the replicas' lifetimes cost in GPU hours.
+	GPUHours float64 `json:"gpu_hours"`
+	// Timeline is the fleet's size at the start and at each change.
+	Timeline []ScalePoint `json:"timeline"`
+}
+
+// ScalePoint is a fleet's size from a time on (ns since the level began).
+type ScalePoint struct {
+	AtNs         int64 `json:"at_ns"`
+	Active       int   `json:"active"`
+	Provisioning int   `json:"provisioning"`
+	Draining     int   `json:"draining"`
 }
 
 // Duration is the level's time limit (0: none).
