@@ -91,7 +91,7 @@ type sessionSide struct {
 // sessionSideOf summarises the sessions of recs under slo; nil when there
 // are none.
 func sessionSideOf(recs []runlog.Record, slo stats.SessionSLO) *sessionSide {
-	sum := stats.SummarizeSessions(recs, []float64{}, slo)
+	sum := stats.SummarizeSessions(recs, []float64{}, slo, 0)
 	if sum.Sessions == 0 {
 		return nil
 	}

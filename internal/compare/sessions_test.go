@@ -94,7 +94,7 @@ func TestSessionsByHand(t *testing.T) {
 		t.Errorf("%d session deltas; want 8", len(s.Deltas))
 	}
 	// The figures are the very ones the run's own report shows.
-	sa := stats.SummarizeSessions(a, nil, slo)
+	sa := stats.SummarizeSessions(a, nil, slo, 0)
 	if d, _ := s.Delta(MetricTTFTPer1KHistory, ""); math.Abs(d.A-sa.TTFTPer1KHistory) > 1e-9 {
 		t.Errorf("TTFT slope A = %v; stats says %v", d.A, sa.TTFTPer1KHistory)
 	}

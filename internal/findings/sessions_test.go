@@ -225,7 +225,7 @@ func TestHistoryNotCached(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := stats.SummarizeSessions(tt.recs, nil, stats.SessionSLO{})
+			s := stats.SummarizeSessions(tt.recs, nil, stats.SessionSLO{}, 0)
 			got := byRule(SessionsWithRecords(&s, tt.recs))
 			_, miss := got["history-not-cached"]
 			_, growth := got["history-growth"]
@@ -266,7 +266,7 @@ func TestHistoryNotCachedSkipsDroppedHistory(t *testing.T) {
 	if h := historyPrefix(recs); h.turns != 0 || h.cut != 18 {
 		t.Fatalf("historyPrefix = %+v; want 0 turns compared, 18 cut", h)
 	}
-	s := stats.SummarizeSessions(recs, nil, stats.SessionSLO{})
+	s := stats.SummarizeSessions(recs, nil, stats.SessionSLO{}, 0)
 	got := byRule(SessionsWithRecords(&s, recs))
 	if _, ok := got["history-not-cached"]; ok {
 		t.Errorf("history-not-cached fired on turns with their history cut: %v", got)
@@ -383,7 +383,7 @@ func TestSessionSLASentence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := stats.SummarizeSessions(runlogtest.Sessions(), nil, slo)
+	s := stats.SummarizeSessions(runlogtest.Sessions(), nil, slo, 0)
 	want := "2 sessions, 1.5 turns each on average (1 failed); turn TTP P95 438 ms, turn TTFT P95 195 ms, session duration P95 1.7 s; " +
 		"TTFT +100.0 ms per 1K tokens of history; SLO per session TTP <= 500 ms, turn TTFT P95 <= 300 ms, duration <= 2 s: met by 50 % of sessions, 0.57 sessions/s"
 	if got := SessionSLASentence(&s); got != want {

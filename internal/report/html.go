@@ -647,6 +647,7 @@ func bucketsTable(l breakdown.LevelSummary, n int) table {
 	}
 	for i := range l.Summary.Buckets {
 		b := &l.Summary.Buckets[i]
+		lvl := l.Summary.Options.Confidence
 		c := func(name string, p float64) cell {
 			m, ok := b.Metric(name)
 			if !ok || m.N == 0 {
@@ -656,13 +657,15 @@ func bucketsTable(l breakdown.LevelSummary, n int) table {
 			if !ok {
 				return cell{Text: "–"}
 			}
-			return cell{Text: fmtMs(v)}
+			return cell{Text: fmtMs(v), CI: ciText(m.PCI(p), lvl, fmtMs)}
 		}
-		att := "–"
+		att := cell{Text: "–"}
 		if l.Summary.SLO.Set && b.Requests > 0 {
-			att = pctText(b.Attainment)
+			att = cell{Text: pctText(b.Attainment), CI: ciText(b.AttainmentCI, lvl, func(v float64) string {
+				return strings.TrimSuffix(pctText(v), " %")
+			})}
 		}
-		t.Rows = append(t.Rows, []cell{{Text: b.Label}, {Text: strconv.Itoa(b.Requests)}, {Text: strconv.Itoa(b.Failed)}, {Text: att},
+		t.Rows = append(t.Rows, []cell{{Text: b.Label}, {Text: strconv.Itoa(b.Requests)}, {Text: strconv.Itoa(b.Failed)}, att,
 			c(stats.MetricTTFT, 50), c(stats.MetricTTFT, 99), c(stats.MetricTPOT, 50), c(stats.MetricTPOT, 99), c(stats.MetricE2E, 99)})
 	}
 	return t

@@ -179,6 +179,7 @@ func ResultJSON(s *stats.Summary, meta *runlog.Meta, extra map[string]any) ([]by
 		bo.set("requests", b.Requests).set("completed", b.Completed).set("failed", b.Failed)
 		if s.SLO.Set {
 			bo.set("good", b.Good).set("slo_attainment", pyFloat(b.Attainment))
+			ciKey(bo, "slo_attainment_ci", b.AttainmentCI, lvl)
 		}
 		for _, m := range b.Metrics {
 			metricKeys(bo, m, lvl)

@@ -42,7 +42,7 @@ func sessionsView(s *stats.SessionSummary, recs []runlog.Record, ps []float64) *
 		if len(recs) == 0 {
 			return nil
 		}
-		sum := stats.SummarizeSessions(recs, ps, stats.SessionSLO{})
+		sum := stats.SummarizeSessions(recs, ps, stats.SessionSLO{}, 0)
 		s = &sum
 	}
 	if s.Sessions == 0 {
@@ -82,10 +82,11 @@ func pv(m stats.MetricSummary, p float64) (float64, bool) {
 	return 0, false
 }
 
-// pCell is pv as a table cell, "–" when absent.
-func pCell(m stats.MetricSummary, p float64) cell {
+// pCell is pv as a table cell with its interval at level (0: none), "–"
+// when absent.
+func pCell(m stats.MetricSummary, p, level float64) cell {
 	if v, ok := pv(m, p); ok {
-		return cell{Text: fmtMs(v)}
+		return cell{Text: fmtMs(v), CI: ciText(m.PCI(p), level, fmtMs)}
 	}
 	return cell{Text: "–"}
 }
@@ -98,16 +99,19 @@ func sessionSummaryTable(s *stats.SessionSummary) table {
 	if s.Failed > 0 {
 		failed.Class = "bad"
 	}
-	slo, met, good := "–", "–", "–"
+	lvl := s.Confidence
+	slo, met, good := "–", cell{Text: "–"}, cell{Text: "–"}
 	if !s.SLO.IsZero() {
-		slo, met, good = s.SLO.String(), pctText(s.Attainment), fmtMs(s.Goodput)
+		slo = s.SLO.String()
+		met = cell{Text: pctText(s.Attainment), CI: ciText(s.AttainmentCI, lvl, func(v float64) string { return strings.TrimSuffix(pctText(v), " %") })}
+		good = cell{Text: fmtMs(s.Goodput), CI: ciText(s.GoodputCI, lvl, fmtMs)}
 	}
 	t.Rows = [][]cell{{
 		{Text: strconv.Itoa(s.Sessions)}, {Text: strconv.Itoa(s.Completed)}, failed, {Text: f2(s.TurnsPerSession.Mean)},
-		pCell(s.Duration, 50), pCell(s.Duration, 99), pCell(s.TurnTTFT, 50), pCell(s.TurnTTFT, 99),
-		pCell(s.TurnTTP, 50), pCell(s.TurnTTP, 99),
+		pCell(s.Duration, 50, lvl), pCell(s.Duration, 99, lvl), pCell(s.TurnTTFT, 50, lvl), pCell(s.TurnTTFT, 99, lvl),
+		pCell(s.TurnTTP, 50, lvl), pCell(s.TurnTTP, 99, lvl),
 		{Text: pctText(s.ModelShare) + " / " + pctText(s.ToolShare) + " / " + pctText(s.ThinkShare)},
-		{Text: fmtMs(s.TTFTPer1KHistory)}, {Text: slo}, {Text: met}, {Text: good},
+		{Text: fmtMs(s.TTFTPer1KHistory), CI: ciText(s.TTFTPer1KHistoryCI, lvl, fmtMs)}, {Text: slo}, met, good,
 	}}
 	return t
 }
@@ -121,8 +125,8 @@ func turnsTable(s *stats.SessionSummary) table {
 			prompt = tok(v)
 		}
 		t.Rows = append(t.Rows, []cell{{Text: strconv.Itoa(ts.Turn)}, {Text: strconv.Itoa(ts.N)},
-			pCell(ts.TTFT, 50), pCell(ts.TTFT, 95), pCell(ts.TTFT, 99),
-			pCell(ts.TTP, 50), pCell(ts.TTP, 95), pCell(ts.TTP, 99),
+			pCell(ts.TTFT, 50, s.Confidence), pCell(ts.TTFT, 95, s.Confidence), pCell(ts.TTFT, 99, s.Confidence),
+			pCell(ts.TTP, 50, s.Confidence), pCell(ts.TTP, 95, s.Confidence), pCell(ts.TTP, 99, s.Confidence),
 			{Text: prompt}, {Text: pctText(ts.CachedShare)}})
 	}
 	return t

@@ -60,7 +60,7 @@ func threeTurns() []runlog.Record {
 }
 
 func threeTurnsSummary() stats.SessionSummary {
-	return stats.SummarizeSessions(threeTurns(), nil, stats.SessionSLO{TTP: 450 * time.Millisecond})
+	return stats.SummarizeSessions(threeTurns(), nil, stats.SessionSLO{TTP: 450 * time.Millisecond}, 0)
 }
 
 func readCSV(t *testing.T, b []byte) [][]string {
@@ -118,7 +118,7 @@ func TestTurnsCSV(t *testing.T) {
 		}
 	}
 	// Percentiles the run did not ask for are empty, not made up.
-	few := stats.SummarizeSessions(threeTurns(), []float64{50}, stats.SessionSLO{})
+	few := stats.SummarizeSessions(threeTurns(), []float64{50}, stats.SessionSLO{}, 0)
 	b.Reset()
 	if err := WriteTurnsCSV(&b, &few); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestSessionsCSV(t *testing.T) {
 	// visible answer has no TTP.
 	recs := threeTurns()
 	recs[1].ErrorClass, recs[1].Status, recs[1].Chunks = runlog.ErrHTTP5xx, 500, nil
-	ns := stats.SummarizeSessions(recs, nil, stats.SessionSLO{})
+	ns := stats.SummarizeSessions(recs, nil, stats.SessionSLO{}, 0)
 	b.Reset()
 	if err := WriteSessionsCSV(&b, &ns); err != nil {
 		t.Fatal(err)

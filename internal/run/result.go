@@ -284,6 +284,7 @@ func analyze(meta *runlog.Meta, data []levelData, readingSpeedMs float64, so ses
 type sessionOptions struct {
 	percentiles []float64
 	slo         *stats.SessionSLO
+	confidence  *float64
 }
 
 // sessionSummary summarises the sessions of every level, and returns their
@@ -298,16 +299,21 @@ func sessionSummary(meta *runlog.Meta, data []levelData, o sessionOptions) (*sta
 	}
 	ps := o.percentiles
 	var slo stats.SessionSLO
+	var level float64
 	if meta != nil && meta.Analysis != nil {
 		if ps == nil {
 			ps = meta.Analysis.Percentiles
 		}
 		slo, _ = stats.ParseSessionSLO(meta.Analysis.SessionSLO) // checked when stored
+		level = meta.Analysis.Confidence
 	}
 	if o.slo != nil {
 		slo = *o.slo
 	}
-	s := stats.SummarizeSessions(recs, ps, slo)
+	if o.confidence != nil {
+		level = *o.confidence
+	}
+	s := stats.SummarizeSessions(recs, ps, slo, level)
 	return &s, recs
 }
 
@@ -521,7 +527,7 @@ func AnalyzeRecords(meta *runlog.Meta, recs []runlog.Record, o AnalyzeOptions) (
 		meta = &m
 	}
 	order, snaps := decodeScrapes(o.Scrapes)
-	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO}, serverData{order, snaps})
+	res := analyze(meta, data, speed, sessionOptions{percentiles: so.Percentiles, slo: o.SessionSLO, confidence: &so.Confidence}, serverData{order, snaps})
 	if rows := mergedShards(meta, recs); rows != nil {
 		res.Shards = rows
 	}

@@ -61,6 +61,7 @@ func schemaSummary(so stats.Options) stats.Summary {
 		ms(s.Metrics)
 		for i := range s.Buckets {
 			ms(s.Buckets[i].Metrics)
+			s.Buckets[i].AttainmentCI = iv
 		}
 		s.RequestThroughputCI, s.OutputThroughputCI = iv, iv
 		s.SLO.GoodputCI, s.SLO.AttainmentCI = iv, iv
@@ -108,7 +109,27 @@ func schemaResult(so stats.Options, metadata map[string]string) *run.Result {
 	lv.Ramp = &runlog.Ramp{Strategy: "linear", StartRPS: 1, EndRPS: 2}
 	return &run.Result{Meta: meta, Levels: []run.LevelResult{{Level: lv, Summary: schemaSummary(so), Findings: schemaFindings(),
 		Server: []run.ServerWindow{{Target: "server", Window: schemaServerWindow()}}, Breakdowns: report.SectionExamples(breakdown.Options{Percentiles: so.Percentiles})}},
-		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x"}
+		Findings: schemaFindings(), TokenizerID: "x", Interrupted: true, RecordsPath: "x", Sessions: schemaSessions(so)}
+}
+
+// schemaSessions is one session of one turn under a session SLO, with an
+// interval on every figure that can carry one when so asks for them, so
+// every "sessions" key is there with its shape.
+func schemaSessions(so stats.Options) *stats.SessionSummary {
+	one := stats.SummarizeValues("x", so.Percentiles, []float64{1})
+	iv := stats.Interval{Level: so.Confidence}
+	if so.Confidence > 0 {
+		one.MeanCI, one.MedianCI = iv, iv
+		for j := range one.Percentiles {
+			one.Percentiles[j].CI = iv
+		}
+	}
+	s := &stats.SessionSummary{Sessions: 1, Completed: 1, Turns: []stats.TurnSummary{{Turn: 1, N: 1, TTFT: one, TTP: one, E2E: one, Prompt: one}},
+		Duration: one, TurnTTFT: one, TurnTTP: one, TurnsPerSession: one, SLO: stats.SessionSLO{TTP: time.Second}, Confidence: so.Confidence}
+	if so.Confidence > 0 {
+		s.AttainmentCI, s.GoodputCI, s.TTFTPer1KHistoryCI = iv, iv, iv
+	}
+	return s
 }
 
 // schemaServerWindow is a server window holding every figure of the

@@ -544,6 +544,11 @@ func (a *Accumulator) Summary() Summary {
 		}
 		if !o.SLO.IsZero() {
 			bs.Good, bs.Attainment = bk.good, frac(bk.good, bk.requests)
+			if a.sloB != nil && bk.requests > 0 {
+				// A bucket's requests interleave with the others': the
+				// whole run's correlation of meeting the SLO scales its n.
+				bs.AttainmentCI, _ = WilsonInterval(bs.Attainment, float64(bk.requests)/a.sloB.vif(0), o.Confidence)
+			}
 		}
 		for i, m := range perRequest {
 			if bk.lat[i] != nil {

@@ -240,18 +240,23 @@ func (cb *countBatches) attainment(k, met, n int, level float64) Interval {
 	if n == 0 {
 		return Interval{}
 	}
-	neff := float64(n)
+	iv, _ := WilsonInterval(float64(met)/float64(n), float64(n)/cb.vif(k), level)
+	return iv
+}
+
+// vif is indicator k's variance inflation over the batches (1 when the
+// batches are too few or too small to tell, or show none).
+func (cb *countBatches) vif(k int) float64 {
 	if nb, size := cb.b.batches(); nb >= 2 && size >= 2 {
 		counts := make([]float64, nb)
 		for j := range nb {
 			counts[j] = float64(cb.c[j][k])
 		}
 		if _, vif, ok := vifOf(counts, size); ok && vif > 1 {
-			neff /= vif
+			return vif
 		}
 	}
-	iv, _ := WilsonInterval(float64(met)/float64(n), neff, level)
-	return iv
+	return 1
 }
 
 // Rate indicators counted in rateWindows.

@@ -282,6 +282,7 @@ func TestSummaryIntervalsOffByDefault(t *testing.T) {
 		cmpopts.IgnoreFields(Summary{}, "RequestThroughputCI", "OutputThroughputCI"),
 		cmpopts.IgnoreFields(SLOSummary{}, "GoodputCI", "AttainmentCI"),
 		cmpopts.IgnoreFields(ConstraintSummary{}, "AttainmentCI"),
+		cmpopts.IgnoreFields(BucketSummary{}, "AttainmentCI"),
 	}
 	// With it every other figure is the same.
 	if d := cmp.Diff(off, on, ignoreCI); d != "" {
@@ -333,6 +334,26 @@ func TestSummaryIntervalsOffByDefault(t *testing.T) {
 	check("attainment", on.SLO.Attainment, on.SLO.AttainmentCI)
 	for _, c := range on.SLO.Constraints {
 		check(c.Name+" attainment", c.Attainment, c.AttainmentCI)
+	}
+	for _, b := range on.Buckets {
+		if b.Requests == 0 {
+			if b.AttainmentCI.OK() {
+				t.Errorf("bucket %s: an attainment interval %+v of no requests", b.Label, b.AttainmentCI)
+			}
+			continue
+		}
+		check("bucket "+b.Label+" attainment", b.Attainment, b.AttainmentCI)
+		// Independent samples: the bucket's own Wilson interval, n
+		// divided by a variance inflation of at least 1, so never narrower.
+		w, _ := WilsonInterval(b.Attainment, float64(b.Requests), 0.95)
+		if b.AttainmentCI.Hi-b.AttainmentCI.Lo < w.Hi-w.Lo-1e-12 {
+			t.Errorf("bucket %s attainment interval %+v narrower than Wilson's over its %d requests %+v", b.Label, b.AttainmentCI, b.Requests, w)
+		}
+	}
+	for _, b := range off.Buckets {
+		if b.AttainmentCI.OK() {
+			t.Errorf("bucket %s: attainment interval %+v without Confidence", b.Label, b.AttainmentCI)
+		}
 	}
 
 	// The bounded Accumulator gives the same intervals below its bounds.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goodput/goodput/internal/runlog"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // A session (a conversation, an agent loop) is felt as a whole: each turn
@@ -134,14 +135,27 @@ type SessionSummary struct {
 	ModelShare, ToolShare, ThinkShare float64
 	// TTFTPer1KHistory is the slope of turn TTFT against the turn's prompt
 	// tokens, ms per 1,000 tokens (least squares over every turn); 0 with
-	// fewer than two distinct prompt lengths.
-	TTFTPer1KHistory float64
+	// fewer than two distinct prompt lengths. TTFTPer1KHistoryCI is its
+	// interval: Student-t on the slope's standard error, the turns'
+	// residuals taken as independent.
+	TTFTPer1KHistory   float64
+	TTFTPer1KHistoryCI Interval
 	// SLO is the session SLO judged: Met sessions, Attainment (of all
 	// sessions) and Goodput, sessions/s that met it over the span from the
 	// first send to the last end of any session.
 	SLO                       SessionSLO
 	Met                       int
 	Attainment, Goodput, Span float64
+	// AttainmentCI is Attainment's Wilson interval over the sessions, and
+	// GoodputCI Goodput's: the same interval times sessions over the span
+	// (the sessions a run sends are its setting; whether each meets the
+	// SLO is the chance).
+	AttainmentCI, GoodputCI Interval
+	// Confidence is the level of the intervals (0: none asked for). The
+	// distributions' intervals are order-statistic and batch-means ones,
+	// as a level's (Options.Confidence), over the sessions in order of
+	// start.
+	Confidence float64
 	// HistoryCut counts the turns sent with their earliest turns left out
 	// of the history (a context cap).
 	HistoryCut int
@@ -151,12 +165,15 @@ type SessionSummary struct {
 
 // SummarizeSessions groups recs by session and summarises them (records
 // outside a session and warm-ups are ignored), percentiles ps (nil: the
-// defaults), judged by slo.
-func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) SessionSummary {
+// defaults), judged by slo, with intervals at level (0: none).
+func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO, level float64) SessionSummary {
 	if ps == nil {
 		ps = DefaultPercentiles
 	}
-	out := SessionSummary{SLO: slo}
+	if !(level > 0 && level < 1) {
+		level = 0
+	}
+	out := SessionSummary{SLO: slo, Confidence: level}
 	bySession := map[string][]*runlog.Record{}
 	var ids []string
 	for i := range recs {
@@ -181,9 +198,19 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 	var model, tool, think time.Duration
 	var xs, ys []float64 // prompt tokens, turn TTFT ms: the history slope
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, id := range ids {
-		ts := turnsOf(bySession[id])
-		s := sessionStats(id, bySession[id], ts)
+	// In order of start, so that the intervals' batches follow time.
+	type measured struct {
+		s  SessionStats
+		ts []turn
+	}
+	all := make([]measured, len(ids))
+	for i, id := range ids {
+		all[i].ts = turnsOf(bySession[id])
+		all[i].s = sessionStats(id, bySession[id], all[i].ts)
+	}
+	slices.SortStableFunc(all, func(a, b measured) int { return cmp.Compare(a.s.Start, b.s.Start) })
+	for _, m := range all {
+		s, ts := m.s, m.ts
 		if slo.TTP > 0 || slo.TurnTTFTP95 > 0 || slo.Duration > 0 {
 			s.MetSLO = !s.Failed &&
 				(slo.TTP == 0 || (len(s.TurnTTPs) == s.Turns && s.MaxTurnTTPMs <= toMs(slo.TTP))) &&
@@ -227,30 +254,40 @@ func SummarizeSessions(recs []runlog.Record, ps []float64, slo SessionSLO) Sessi
 			a.cached += t.cached
 		}
 	}
-	slices.SortFunc(out.PerSession, func(a, b SessionStats) int { return cmp.Compare(a.Start, b.Start) })
 	for _, k := range slices.Sorted(maps.Keys(turns)) {
 		a := turns[k]
-		ts := TurnSummary{Turn: k, N: len(a.prompt), TTFT: valuesSummary(MetricTTFT, ps, a.ttft),
-			TTP: valuesSummary(MetricTTP, ps, a.ttp), E2E: valuesSummary(MetricE2E, ps, a.e2e), Prompt: valuesSummary("prompt_tokens", ps, a.prompt)}
+		ts := TurnSummary{Turn: k, N: len(a.prompt), TTFT: valuesSummaryCI(MetricTTFT, ps, a.ttft, level),
+			TTP: valuesSummaryCI(MetricTTP, ps, a.ttp, level), E2E: valuesSummaryCI(MetricE2E, ps, a.e2e, level),
+			Prompt: valuesSummary("prompt_tokens", ps, a.prompt)}
 		if a.tokens > 0 {
 			ts.CachedShare = float64(a.cached) / float64(a.tokens)
 		}
 		out.Turns = append(out.Turns, ts)
 	}
-	out.Duration = valuesSummary("session_duration", ps, durations)
-	out.TurnTTFT = valuesSummary("turn_ttft", ps, turnTTFTs)
-	out.TurnTTP = valuesSummary("turn_ttp", ps, turnTTPs)
-	out.TurnsPerSession = valuesSummary("turns", ps, turnCounts)
+	out.Duration = valuesSummaryCI("session_duration", ps, durations, level)
+	out.TurnTTFT = valuesSummaryCI("turn_ttft", ps, turnTTFTs, level)
+	out.TurnTTP = valuesSummaryCI("turn_ttp", ps, turnTTPs, level)
+	out.TurnsPerSession = valuesSummaryCI("turns", ps, turnCounts, level)
 	if all := model + tool + think; all > 0 {
 		out.ModelShare, out.ToolShare, out.ThinkShare = float64(model)/float64(all), float64(tool)/float64(all), float64(think)/float64(all)
 	}
 	_, perToken := LinearFit(xs, ys)
 	out.TTFTPer1KHistory = 1000 * perToken
+	if iv, ok := SlopeInterval(xs, ys, level); ok {
+		out.TTFTPer1KHistoryCI = Interval{Lo: 1000 * iv.Lo, Hi: 1000 * iv.Hi, Level: level}
+	}
 	if out.Sessions > 0 {
 		out.Attainment = float64(out.Met) / float64(out.Sessions)
+		if level > 0 && !slo.IsZero() {
+			out.AttainmentCI, _ = WilsonInterval(out.Attainment, float64(out.Sessions), level)
+		}
 		if span := float64(last-first) / 1e9; span > 0 {
 			out.Span = span
 			out.Goodput = float64(out.Met) / span
+			if iv := out.AttainmentCI; iv.OK() {
+				per := float64(out.Sessions) / span
+				out.GoodputCI = Interval{Lo: iv.Lo * per, Hi: iv.Hi * per, Level: level}
+			}
 		}
 	}
 	return out
@@ -343,6 +380,50 @@ func valuesSummary(name string, ps []float64, vals []float64) MetricSummary {
 		mom.add(x)
 	}
 	return fillSummary(MetricSummary{Name: name, N: len(v)}, ps, func(k int) float64 { return v[k] }, mom)
+}
+
+// valuesSummaryCI is valuesSummary with intervals at level (none for 0):
+// vals in the order they happened, for the batches.
+func valuesSummaryCI(name string, ps []float64, vals []float64, level float64) MetricSummary {
+	m := valuesSummary(name, ps, vals)
+	if level <= 0 || len(vals) == 0 {
+		return m
+	}
+	bt := new(batchMeans)
+	for _, x := range vals {
+		bt.add(x)
+	}
+	v := slices.Sorted(slices.Values(vals))
+	return intervals(m, func(k int) float64 { return v[k] }, bt, level)
+}
+
+// SlopeInterval is the interval at level of the least-squares slope of ys
+// on xs (LinearFit's b): b ± t(n−2)·SE, SE² = Σ residual² / (n−2) / Σ(x −
+// x̄)². ok is false with fewer than three points, xs that do not vary, or
+// level not in (0, 1).
+func SlopeInterval(xs, ys []float64, level float64) (Interval, bool) {
+	n := len(xs)
+	if n < 3 || len(ys) != n || !(level > 0 && level < 1) {
+		return Interval{}, false
+	}
+	a, b := LinearFit(xs, ys)
+	var mx float64
+	for _, x := range xs {
+		mx += x
+	}
+	mx /= float64(n)
+	var sxx, sse float64
+	for i := range xs {
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+		r := ys[i] - a - b*xs[i]
+		sse += r * r
+	}
+	if !(sxx > 0) {
+		return Interval{}, false
+	}
+	se := math.Sqrt(sse / float64(n-2) / sxx)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 2)}.Quantile(1 - (1-level)/2)
+	return Interval{Lo: b - t*se, Hi: b + t*se, Level: level}, true
 }
 
 // LinearFit is the least-squares line y = a + b·x through xs, ys (b = 0

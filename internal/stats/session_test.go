@@ -2,10 +2,12 @@ package stats
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/runlog/runlogtest"
 )
 
@@ -16,7 +18,7 @@ func TestSummarizeSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := SummarizeSessions(runlogtest.Sessions(), nil, slo)
+	s := SummarizeSessions(runlogtest.Sessions(), nil, slo, 0)
 	if s.Sessions != 2 || s.Completed != 1 || s.Failed != 1 || s.Met != 1 || !near(s.Attainment, 0.5) {
 		t.Errorf("sessions %d completed %d failed %d met %d attainment %v; want 2, 1, 1, 1, 0.5", s.Sessions, s.Completed, s.Failed, s.Met, s.Attainment)
 	}
@@ -56,10 +58,10 @@ func TestSummarizeSessions(t *testing.T) {
 		t.Errorf("duration median %v, turns mean %v; want 900 ms and 1.5", s.Duration.Median, s.TurnsPerSession.Mean)
 	}
 	// Each constraint alone decides: a tighter TTP bound fails A too.
-	if s := SummarizeSessions(runlogtest.Sessions(), nil, SessionSLO{TTP: 400 * time.Millisecond}); s.Met != 0 {
+	if s := SummarizeSessions(runlogtest.Sessions(), nil, SessionSLO{TTP: 400 * time.Millisecond}, 0); s.Met != 0 {
 		t.Errorf("ttp:400 met %d sessions; want 0 (A's turn 1 took 450 ms to publish)", s.Met)
 	}
-	if s := SummarizeSessions(runlogtest.Sessions(), nil, SessionSLO{}); s.Met != 0 || s.Goodput != 0 {
+	if s := SummarizeSessions(runlogtest.Sessions(), nil, SessionSLO{}, 0); s.Met != 0 || s.Goodput != 0 {
 		t.Errorf("no SLO: met %d, goodput %v; want none judged", s.Met, s.Goodput)
 	}
 }
@@ -109,5 +111,61 @@ func TestLinearFit(t *testing.T) {
 		if !near(a, tc.a) || !near(b, tc.b) {
 			t.Errorf("LinearFit(%v, %v) = %v, %v; want %v, %v", tc.xs, tc.ys, a, b, tc.a, tc.b)
 		}
+	}
+}
+
+// TestSlopeIntervalByHand: through (0,0), (1,1), (2,3) the slope is 1.5
+// (Σ(x−x̄)(y−ȳ) = 3 over Σ(x−x̄)² = 2), the residuals 1/6, −1/3, 1/6 sum
+// to 1/6 squared, so SE = √(1/6 / 1 / 2) = 0.288675, and t(1) at 97.5 %
+// is 12.7062: 1.5 ± 3.66799.
+func TestSlopeIntervalByHand(t *testing.T) {
+	iv, ok := SlopeInterval([]float64{0, 1, 2}, []float64{0, 1, 3}, 0.95)
+	if !ok || math.Abs(iv.Lo-(1.5-3.66799)) > 1e-4 || math.Abs(iv.Hi-(1.5+3.66799)) > 1e-4 || iv.Level != 0.95 {
+		t.Errorf("SlopeInterval = %+v, %v; want [-2.16799, 5.16799] at 0.95", iv, ok)
+	}
+	for _, tt := range []struct {
+		name   string
+		xs, ys []float64
+		level  float64
+	}{
+		{"two points", []float64{0, 1}, []float64{0, 1}, 0.95},
+		{"flat x", []float64{1, 1, 1}, []float64{0, 1, 2}, 0.95},
+		{"no level", []float64{0, 1, 2}, []float64{0, 1, 3}, 0},
+	} {
+		if iv, ok := SlopeInterval(tt.xs, tt.ys, tt.level); ok || iv.OK() {
+			t.Errorf("%s: SlopeInterval = %+v; want none", tt.name, iv)
+		}
+	}
+}
+
+// TestSessionIntervals: at 95 % every session figure that can carry an
+// interval brackets itself, attainment's is Wilson's over the sessions,
+// and at level 0 there is none.
+func TestSessionIntervals(t *testing.T) {
+	var recs []runlog.Record
+	const ms = int64(time.Millisecond)
+	for i := range 200 {
+		at := int64(i) * 500 * ms
+		ttft := int64(80 + (i*37)%50)
+		id := strconv.Itoa(i)
+		recs = append(recs, runlog.Record{ID: id, SessionID: id, Turn: 1, Sent: at, End: at + 400*ms, PromptTokens: 1000 + i, Status: 200,
+			Chunks: []runlog.Chunk{{T: at + ttft*ms, Tokens: 1, Visible: true}}})
+	}
+	slo := SessionSLO{TTP: 110 * time.Millisecond}
+	s := SummarizeSessions(recs, []float64{50, 99}, slo, 0.95)
+	for _, m := range []MetricSummary{s.Duration, s.TurnTTFT, s.TurnTTP, s.Turns[0].TTFT, s.Turns[0].E2E} {
+		if !m.MeanCI.Contains(m.Mean) || !m.MedianCI.Contains(m.Median) || !m.PCI(50).Contains(m.Median) {
+			t.Errorf("%s: mean %g %+v, median %g %+v: want intervals that bracket them", m.Name, m.Mean, m.MeanCI, m.Median, m.MedianCI)
+		}
+	}
+	if w, _ := WilsonInterval(s.Attainment, 200, 0.95); s.AttainmentCI != w || !w.Contains(s.Attainment) {
+		t.Errorf("attainment %g interval %+v; want Wilson's %+v", s.Attainment, s.AttainmentCI, w)
+	}
+	if per := 200 / s.Span; math.Abs(s.GoodputCI.Lo-s.AttainmentCI.Lo*per) > 1e-12 || !s.GoodputCI.Contains(s.Goodput) {
+		t.Errorf("goodput %g interval %+v; want attainment's times %g sessions/s", s.Goodput, s.GoodputCI, per)
+	}
+	off := SummarizeSessions(recs, []float64{50, 99}, slo, 0)
+	if off.Duration.MeanCI.OK() || off.AttainmentCI.OK() || off.GoodputCI.OK() || off.TTFTPer1KHistoryCI.OK() || off.Turns[0].TTFT.PCI(50).OK() {
+		t.Errorf("intervals at level 0: %+v", off)
 	}
 }

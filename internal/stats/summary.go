@@ -327,9 +327,12 @@ type BucketSummary struct {
 	// Requests, Completed and Failed count the bucket's non-warm-up records.
 	Requests, Completed, Failed int
 	// Good counts those meeting the SLO; Attainment is Good / Requests
-	// (both zero without an SLO).
-	Good       int
-	Attainment float64
+	// (both zero without an SLO), AttainmentCI its interval at
+	// Options.Confidence: Wilson, with the bucket's n scaled by the whole
+	// run's variance inflation of meeting the SLO.
+	Good         int
+	Attainment   float64
+	AttainmentCI Interval
 	// Metrics summarises the selected per-request metrics (all but ITL,
 	// whose samples are too many to keep twice) with percentiles Options'
 	// plus 50 and 99.
