@@ -68,8 +68,7 @@ func SessionsJSON(s *stats.SessionSummary) map[string]any {
 	m := map[string]any{
 		"sessions": s.Sessions, "completed": s.Completed, "failed": s.Failed,
 		"duration_ms": distCI(s.Duration, lvl), "turn_ttft_ms": distCI(s.TurnTTFT, lvl), "turn_ttp_ms": distCI(s.TurnTTP, lvl),
-		"turns_per_session": distCI(s.TurnsPerSession, lvl),
-		"model_share":       s.ModelShare, "tool_share": s.ToolShare, "think_share": s.ThinkShare,
+		"turns_per_session": distCI(s.TurnsPerSession, lvl), "model_share": s.ModelShare, "tool_share": s.ToolShare, "think_share": s.ThinkShare,
 		"ttft_ms_per_1k_history_tokens": s.TTFTPer1KHistory, "turns": turns, "turns_history_cut": s.HistoryCut,
 	}
 	if lvl > 0 {
