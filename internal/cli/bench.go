@@ -79,6 +79,7 @@ func (o *BenchOptions) Run(ctx context.Context, env Env) (*run.Result, error) {
 }
 
 func (o *BenchOptions) run(ctx context.Context, env Env) (*run.Result, error) {
+	o.verdict.Repeats = o.load.Repeats
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,9 @@ const (
 	ExitRun   = 1 // the run failed
 	ExitUsage = 2 // bad flags or arguments
 	ExitGate  = 3 // an SLO / --fail-if gate failed
+	// ExitInconclusive: no --fail-if bound failed, but one straddles its
+	// bound within the figure's confidence interval.
+	ExitInconclusive = 4
 	// ExitInterrupted: the run was interrupted (Ctrl-C, SIGTERM) and
 	// reported what finished; 128 + SIGINT, as shells expect.
 	ExitInterrupted = 130
@@ -100,12 +103,15 @@ func Main(ctx context.Context, args []string, env Env) int {
 	fmt.Fprintf(env.Stderr, "goodput: %v\n", err)
 	var ue usageError
 	var ge *runspec.GateError
+	var ic *runspec.InconclusiveError
 	var ie interruptedError
 	switch {
 	case errors.As(err, &ie):
 		return ExitInterrupted
 	case errors.As(err, &ge):
 		return ExitGate
+	case errors.As(err, &ic):
+		return ExitInconclusive
 	case errors.As(err, &ue), missingInput(err):
 		return ExitUsage
 	default:

@@ -92,6 +92,7 @@ func (o *SimOptions) fleet() (*cluster.Config, error) {
 
 // config is the run.Config the options describe, its cluster fleet's.
 func (o *SimOptions) config(env Env, fleet func() (*cluster.Config, error)) (run.Config, error) {
+	o.verdict.Repeats = o.load.Repeats
 	if err := o.verdict.parse(&o.out, o.args); err != nil {
 		return run.Config{}, err
 	}

@@ -85,7 +85,7 @@ func sweepCommand(env Env, o *SweepOptions) *cobra.Command {
 	fs.Float64Var(&o.MaxErrorRate, "max-error-rate", sweep.DefaultMaxErrorRate, "a level whose failed share exceeds this is saturated (0-1)")
 	fs.BoolVar(&o.SaturationStop, "saturation-stop", true, "stop a saturated level early and end the sweep there")
 	fs.Float64Var(&o.ReadingSpeedMs, "reading-speed-ms", findings.DefaultReadingSpeedMs, "reading speed for the findings, ms per token")
-	fs.StringArrayVar(&o.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'sweep.goodput_peak.request_goodput<10' (repeatable; dotted keys reach nested values)")
+	fs.StringArrayVar(&o.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'sweep.goodput_peak.request_goodput<10' (repeatable; dotted keys reach nested values); exit 4 when the figure's interval straddles the bound")
 	fs.BoolVar(&o.LevelReports, "level-reports", false, "print the full bench report of every level")
 	return cmd
 }

@@ -23,7 +23,7 @@ type verdictFlags struct {
 }
 
 func (v *verdictFlags) register(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&v.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'p99_ttft_ms>500' or 'request_goodput<10' (repeatable)")
+	fs.StringArrayVar(&v.FailIf, "fail-if", nil, "exit 3 when this holds on the result JSON, e.g. 'p99_ttft_ms>500' or 'request_goodput<10' (repeatable); exit 4 when the figure's interval straddles the bound")
 	registerReadingSpeed(fs, &v.ReadingSpeedMs)
 }
 

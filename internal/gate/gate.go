@@ -9,6 +9,14 @@
 // that itself contains a dot, like vLLM's "p99.9_ttft_ms", is found too (the
 // longest key present wins at each level). OP is one of > >= < <= == !=.
 //
+// A key whose result carries its confidence interval beside it (KEY_ci:
+// [lo, hi], as goodput writes p99_ttft_ms_ci) is judged on the interval
+// (Judge): the bound fails when it holds over the whole interval, passes
+// when it holds nowhere in it, and is inconclusive when the interval
+// straddles it: the run cannot tell the two apart, and a verdict either
+// way would be luck. A KEY_ci of null (too few samples for an interval)
+// leaves the value to decide, and says so.
+//
 // Validate checks the keys before the run, against a schema of the result
 // (one rendered for an empty run with the same options), so a typo is a
 // usage error naming close keys instead of a failed gate after the run.
@@ -166,6 +174,65 @@ func (g Gate) Check(result map[string]any) []string {
 	}
 	return failed
 }
+
+// Verdict is what a gate says of a result: the bounds that failed, those
+// the result's intervals cannot decide, and notes on bounds decided by a
+// value whose interval the sample could not support. Each is one line
+// naming the expression and the figures.
+type Verdict struct {
+	Failed, Inconclusive, Notes []string
+}
+
+// Judge is Check with intervals: a condition on a key whose result holds
+// KEY_ci as [lo, hi] fails when it holds at both ends (for the ordering
+// operators, then everywhere between), passes when it holds at neither,
+// and is inconclusive otherwise; == and != are judged on the value.
+func (g Gate) Judge(result map[string]any) Verdict {
+	var v Verdict
+	for _, c := range g.Conds {
+		val, ok := lookup(result, c.Key)
+		if !ok {
+			v.Failed = append(v.Failed, fmt.Sprintf("%s: no key %s in the result", c.Expr, c.Key))
+			continue
+		}
+		x, ok := number(val)
+		if !ok {
+			v.Failed = append(v.Failed, fmt.Sprintf("%s: %s is %s, not a number", c.Expr, c.Key, show(val)))
+			continue
+		}
+		iv, has := lookup(result, c.Key+"_ci")
+		lo, hi, bounded := interval(iv)
+		switch {
+		case !has || c.Op == OpEQ || c.Op == OpNE:
+			if c.holds(x) {
+				v.Failed = append(v.Failed, fmt.Sprintf("%s: %s is %s", c.Expr, c.Key, num(x)))
+			}
+		case !bounded:
+			if c.holds(x) {
+				v.Failed = append(v.Failed, fmt.Sprintf("%s: %s is %s", c.Expr, c.Key, num(x)))
+			}
+			v.Notes = append(v.Notes, fmt.Sprintf("%s: judged on %s = %s alone: the sample is too small for its interval", c.Expr, c.Key, num(x)))
+		case c.holds(lo) && c.holds(hi):
+			v.Failed = append(v.Failed, fmt.Sprintf("%s: %s is %s [%s, %s]", c.Expr, c.Key, num(x), num(lo), num(hi)))
+		case c.holds(lo) || c.holds(hi):
+			v.Inconclusive = append(v.Inconclusive, fmt.Sprintf("%s: %s is %s, but its interval [%s, %s] holds %s", c.Expr, c.Key, num(x), num(lo), num(hi), strconv.FormatFloat(c.Value, 'g', -1, 64)))
+		}
+	}
+	return v
+}
+
+// interval reads a KEY_ci value: [lo, hi] with lo ≤ hi, else ok false.
+func interval(v any) (lo, hi float64, ok bool) {
+	a, isArr := v.([]any)
+	if !isArr || len(a) != 2 {
+		return 0, 0, false
+	}
+	lo, ok1 := number(a[0])
+	hi, ok2 := number(a[1])
+	return lo, hi, ok1 && ok2 && lo <= hi
+}
+
+func num(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 
 // lookup resolves a dotted path in a result.
 func lookup(v any, path string) (any, bool) { return walk(v, path, false) }

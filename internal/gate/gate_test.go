@@ -243,3 +243,54 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeIntervals works each case out by hand on p99_ttft_ms = 820
+// with its interval [760, 900]: a bound below the whole interval fails,
+// one above it passes, one inside it is inconclusive; a null interval
+// leaves the value to decide and says so; no interval key is the plain
+// check; == and != never look at the interval.
+func TestJudgeIntervals(t *testing.T) {
+	res := map[string]any{
+		"p99_ttft_ms": 820.0, "p99_ttft_ms_ci": []any{760.0, 900.0},
+		"p99_tpot_ms": 40.0, "p99_tpot_ms_ci": nil,
+		"completed": 100.0,
+		"levels":    []any{map[string]any{"request_goodput": 5.0, "request_goodput_ci": []any{4.0, 6.0}}},
+	}
+	for _, tt := range []struct {
+		expr                        string
+		failed, inconclusive, noted bool
+	}{
+		{"p99_ttft_ms>700", true, false, false},  // 760 and 900 both > 700
+		{"p99_ttft_ms>=760", true, false, false}, // the low end on the bound still holds
+		{"p99_ttft_ms>950", false, false, false}, // neither end > 950
+		{"p99_ttft_ms>800", false, true, false},  // 760 no, 900 yes
+		{"p99_ttft_ms<800", false, true, false},
+		{"p99_ttft_ms<700", false, false, false},
+		{"p99_ttft_ms==820", true, false, false}, // equality: the value
+		{"p99_ttft_ms!=820", false, false, false},
+		{"p99_tpot_ms>30", true, false, true}, // no interval: 40 > 30 decides
+		{"p99_tpot_ms>50", false, false, true},
+		{"completed<1000", true, false, false}, // no _ci key: plain
+		{"levels.0.request_goodput<5.5", false, true, false},
+		{"levels.0.request_goodput<7", true, false, false},
+		{"p99_ttft_ms_ci.1>850", true, false, false}, // the bound itself, judged as a value
+	} {
+		g, err := Parse([]string{tt.expr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := g.Judge(res)
+		if got := [3]bool{len(v.Failed) > 0, len(v.Inconclusive) > 0, len(v.Notes) > 0}; got != [3]bool{tt.failed, tt.inconclusive, tt.noted} {
+			t.Errorf("%s: failed %q, inconclusive %q, notes %q; want failed %v, inconclusive %v, noted %v",
+				tt.expr, v.Failed, v.Inconclusive, v.Notes, tt.failed, tt.inconclusive, tt.noted)
+		}
+	}
+	g, _ := Parse([]string{"p99_ttft_ms>800"})
+	if v := g.Judge(res); len(v.Inconclusive) != 1 || v.Inconclusive[0] != "p99_ttft_ms>800: p99_ttft_ms is 820, but its interval [760, 900] holds 800" {
+		t.Errorf("inconclusive line %q", v.Inconclusive)
+	}
+	g, _ = Parse([]string{"p99_ttft_ms>700"})
+	if v := g.Judge(res); len(v.Failed) != 1 || v.Failed[0] != "p99_ttft_ms>700: p99_ttft_ms is 820 [760, 900]" {
+		t.Errorf("failed line %q", v.Failed)
+	}
+}

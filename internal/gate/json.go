@@ -14,3 +14,16 @@ func (g Gate) CheckJSON(doc []byte) ([]string, error) {
 	}
 	return g.Check(m), nil
 }
+
+// JudgeJSON is Judge on a result JSON document; an error when doc is not
+// a JSON object.
+func (g Gate) JudgeJSON(doc []byte) (Verdict, error) {
+	if len(g.Conds) == 0 {
+		return Verdict{}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return Verdict{}, err
+	}
+	return g.Judge(m), nil
+}

@@ -75,6 +75,28 @@ func RepeatsJSON(figs []stats.RepeatFigure, level float64) map[string]any {
 		"note": "between_half_width is how far one run's figure moves between runs; within_half_width what a run's own interval claimed (" + strconv.FormatFloat(100*level, 'g', 4, 64) + " %)"}
 }
 
+// RepeatVerdictKeys puts each repeated figure in doc under its single-run
+// key (p99_ttft_ms, request_goodput; a median under p50_… too), its value
+// the repeats' mean, so that a --fail-if gate reads a repeated run as it
+// reads one run; with intervals, "<key>_ci" beside it is the verdict's
+// interval (stats.RepeatFigure.Verdict), the larger of the between- and
+// within-run ones.
+func RepeatVerdictKeys(doc map[string]any, figs []stats.RepeatFigure, intervals bool) {
+	for _, f := range figs {
+		keys := []string{f.Key}
+		if rest, ok := strings.CutPrefix(f.Key, "median_"); ok {
+			keys = append(keys, "p50_"+rest)
+		}
+		for _, k := range keys {
+			doc[k] = pyFloat(f.Mean)
+			if intervals {
+				v := f.Verdict()
+				doc[k+"_ci"] = []pyFloat{pyFloat(v.Lo), pyFloat(v.Hi)}
+			}
+		}
+	}
+}
+
 // repeatsTable is the spread as an HTML table; nil for none.
 func repeatsTable(figs []stats.RepeatFigure) *table {
 	if len(figs) == 0 {

@@ -218,6 +218,7 @@ func (r *Result) JSON(o JSONOptions) ([]byte, error) {
 	}
 	if m := report.RepeatsJSON(r.Repeats, r.repeatLevel()); m != nil {
 		doc["repeats"] = m
+		report.RepeatVerdictKeys(doc, r.Repeats, r.Levels[0].Summary.Options.Confidence > 0)
 	}
 	switch {
 	case r.Pareto != nil:

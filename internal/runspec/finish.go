@@ -38,11 +38,22 @@ type GateError struct{ Failed []string }
 
 func (e *GateError) Error() string { return "gate failed: " + strings.Join(e.Failed, "; ") }
 
+// InconclusiveError is a result its gate could not judge: no condition
+// failed, and those listed straddle their bound within the figure's
+// interval, so a pass or a fail would be luck.
+type InconclusiveError struct{ Inconclusive []string }
+
+func (e *InconclusiveError) Error() string {
+	return "gate inconclusive: " + strings.Join(e.Inconclusive, "; ") +
+		" (more requests, --target-precision or --repeats narrow the interval; --confidence 0 judges the values alone)"
+}
+
 // Finish reports res, the Result of a run that ended with runErr, as s
 // asks — the terminal summary and findings, the records note, the result
 // file, the HTML report — and returns the run's outcome: an output that
 // failed, runErr (the run's own, after its result is saved),
-// ErrInterrupted, every request failed, or a *GateError.
+// ErrInterrupted, every request failed, a *GateError, or an
+// *InconclusiveError.
 func (s *OutputSpec) Finish(res *run.Result, runErr error, o FinishOptions) error {
 	if err := res.Terminal(o.Stdout, o.Terminal); err != nil {
 		return err
@@ -69,12 +80,21 @@ func (s *OutputSpec) Finish(res *run.Result, runErr error, o FinishOptions) erro
 	if err := res.AllFailed(); err != nil {
 		return err
 	}
-	failed, err := o.Gate.CheckJSON(doc)
-	switch {
-	case err != nil: // not a result the gate can read
+	v, err := o.Gate.JudgeJSON(doc)
+	if err != nil { // not a result the gate can read
 		return &setting.OutputError{Field: "FailIf", Err: err}
-	case len(failed) > 0:
-		return &GateError{Failed: failed}
+	}
+	for _, n := range v.Notes {
+		o.Note(n)
+	}
+	switch {
+	case len(v.Failed) > 0:
+		if len(v.Inconclusive) > 0 {
+			o.Note("gate inconclusive: " + strings.Join(v.Inconclusive, "; "))
+		}
+		return &GateError{Failed: v.Failed}
+	case len(v.Inconclusive) > 0:
+		return &InconclusiveError{Inconclusive: v.Inconclusive}
 	}
 	return nil
 }

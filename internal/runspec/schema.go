@@ -1,6 +1,7 @@
 package runspec
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -167,6 +168,29 @@ func ResultSchema(so stats.Options, metadata map[string]string, detail bool) (ma
 		res.Records = []runlog.Record{{Chunks: []runlog.Chunk{{T: 1, Tokens: 1, Visible: true}, {T: 2, Tokens: 1, Visible: true}}, End: 2, Status: 200}}
 	}
 	b, err := res.JSON(run.JSONOptions{Label: "x", Detailed: detail})
+	if err != nil {
+		return nil, err
+	}
+	return decodeSchema(b)
+}
+
+// RepeatsSchema is the result JSON a run of repeats (--repeats) writes,
+// decoded: two schema levels, and the repeats' spread of two runs that
+// measured every figure, so each figure's single-run key (its mean over
+// the repeats) and, with intervals, its "_ci" are there.
+func RepeatsSchema(so stats.Options, metadata map[string]string) (map[string]any, error) {
+	res := schemaResult(so, metadata)
+	second := res.Levels[0]
+	res.Levels[0].Level.Repeat, second.Level.Repeat = 1, 2
+	res.Levels = append(res.Levels, second)
+	// Two requests of two tokens: every metric has a sample.
+	two := []runlog.Record{
+		{Sent: 0, Chunks: []runlog.Chunk{{T: 1, Tokens: 1, Visible: true}, {T: 2, Tokens: 1, Visible: true}}, End: 2, Status: 200},
+		{Sent: 1, Chunks: []runlog.Chunk{{T: 2, Tokens: 1, Visible: true}, {T: 3, Tokens: 1, Visible: true}}, End: 3, Status: 200},
+	}
+	sum := stats.Summarize(two, so)
+	res.Repeats = stats.RepeatSpread([]stats.Summary{sum, sum}, cmp.Or(so.Confidence, stats.DefaultConfidence))
+	b, err := res.JSON(run.JSONOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,9 @@ type VerdictSpec struct {
 	FailIf []string
 	// ReadingSpeedMs is the findings' reading speed, ms per token.
 	ReadingSpeedMs float64
+	// Repeats is how many times the run repeats its load (LoadSpec's):
+	// above 1 the gate reads the repeats' result (RepeatsSchema).
+	Repeats int
 }
 
 // Check is FailIf parsed (a *gate.ExprError when a condition does not
@@ -31,6 +34,9 @@ func (s VerdictSpec) Check(so stats.Options, out *OutputSpec) (gate.Gate, error)
 		return g, err
 	}
 	err = CheckGate(g, so, func(so stats.Options) (map[string]any, error) {
+		if s.Repeats > 1 {
+			return RepeatsSchema(so, metadata)
+		}
 		return ResultSchema(so, metadata, out.SaveDetailed)
 	})
 	if err != nil {

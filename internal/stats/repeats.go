@@ -35,6 +35,20 @@ type RepeatFigure struct {
 // figure should allow for.
 func (f RepeatFigure) Larger() float64 { return max(f.Between, f.Within) }
 
+// Verdict is the interval a verdict on the repeats' mean allows for: the
+// larger of the between-run interval of the mean (MeanCI, t over the N
+// values) and the within-run one scaled to a mean of N runs (Within/√N),
+// around Mean. Between runs it catches what one run cannot see (a
+// different placement, a cold cache); within, what N runs too few to
+// spread cannot (two identical runs of a deterministic simulator).
+func (f RepeatFigure) Verdict() Interval {
+	h := f.MeanCI.HalfWidth()
+	if n := len(f.Values); n > 0 && f.Within > 0 {
+		h = max(h, f.Within/math.Sqrt(float64(n)))
+	}
+	return Interval{Lo: f.Mean - h, Hi: f.Mean + h, Level: f.MeanCI.Level}
+}
+
 // RepeatSpread is the run-to-run spread of the figures every summary has
 // (means, medians and percentiles of each latency metric, throughputs,
 // goodput under an SLO), at confidence level; nil with fewer than two
