@@ -81,8 +81,16 @@ func SweepTerminal(w io.Writer, res *sweep.Result, search *sweep.SearchResult, c
 	label := func(i int) string { return res.Points[i].Level.Label }
 
 	if k := res.Knee; k != nil {
-		fmt.Fprintf(&b, "Knee: %s %s (%s): P99 TTFT %.0f ms, rising %s ms per %s vs %s at low load\n",
+		fmt.Fprintf(&b, "Knee: %s %s (%s): P99 TTFT %.0f ms, rising %s ms per %s vs %s at low load",
 			sweepG(k.Load), unit, label(k.Index), k.P99TTFTMs, sweepG(k.Slope), res.Axis.Step(), sweepG(k.BaseSlope))
+		switch r := k.Range; {
+		case r == nil:
+		case r.Beyond:
+			fmt.Fprintf(&b, "; within the P99 intervals it could lie anywhere from %s %s to beyond the highest load tested", sweepG(r.First), unit)
+		case r.First != r.Last:
+			fmt.Fprintf(&b, "; within the P99 intervals it could lie anywhere from %s to %s %s", sweepG(r.First), sweepG(r.Last), unit)
+		}
+		b.WriteByte('\n')
 	} else {
 		fmt.Fprintf(&b, "Knee: none found: %s\n", res.KneeNote)
 	}
@@ -190,8 +198,16 @@ func SweepJSON(res *sweep.Result, search *sweep.SearchResult) map[string]any {
 		out["goodput_peak_load_range"] = []float64{lo, hi}
 	}
 	if k := res.Knee; k != nil {
-		out["knee"] = map[string]any{"level": res.Points[k.Index].Index, "label": res.Points[k.Index].Level.Label, "load": k.Load,
+		knee := map[string]any{"level": res.Points[k.Index].Index, "label": res.Points[k.Index].Level.Label, "load": k.Load,
 			"p99_ttft_ms": k.P99TTFTMs, "slope_ms_per_unit": k.Slope, "base_slope_ms_per_unit": k.BaseSlope, "k": k.K}
+		if r := k.Range; r != nil {
+			// null for the upper end: the knee could lie above the levels.
+			knee["load_range"] = []any{r.First, r.Last}
+			if r.Beyond {
+				knee["load_range"] = []any{r.First, nil}
+			}
+		}
+		out["knee"] = knee
 	} else {
 		out["knee"], out["knee_note"] = nil, res.KneeNote
 	}

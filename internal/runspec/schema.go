@@ -209,7 +209,7 @@ func SweepSchema(so stats.Options, metadata map[string]string) (map[string]any, 
 	p := sweep.Point{Summary: res.Levels[0].Summary, Level: runlog.Level{RequestRate: 1, MaxConcurrency: 1, Label: "x"}, Offered: 1}
 	res.Levels[0].OfferedRate = 1 // a measured rate, as every open-loop level has
 	pk := &sweep.Peak{}
-	res.Sweep = &run.SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{},
+	res.Sweep = &run.SweepResult{Result: sweep.Result{Points: []sweep.Point{p}, Saturated: []string{""}, Knee: &sweep.Knee{Range: &sweep.KneeRange{}},
 		ThroughputPeak: pk, GoodputPeak: pk, MaxWithinSLO: pk, Recommended: pk, Violation: &sweep.Violation{}},
 		Search: &sweep.SearchResult{}, Probe: &runlog.CapacityProbe{Fractions: []float64{1}}}
 	render := func() (map[string]any, error) {

@@ -59,6 +59,68 @@ type Knee struct {
 	BaseSlope float64
 	// K is the multiple used.
 	K float64
+	// Range, when the levels' P99 TTFTs have intervals, is where the knee
+	// could lie given them (KneeRange); nil without.
+	Range *KneeRange
+}
+
+// KneeRange is the span of loads a knee could lie at given each level's
+// P99 TTFT interval.
+type KneeRange struct {
+	// First is the lowest load at which some curve within the intervals
+	// turns, Last the lowest at which every one has turned; Beyond says no
+	// level makes every curve turn, so the knee could lie above the levels
+	// (Last is then the highest load tested).
+	First, Last float64
+	Beyond      bool
+}
+
+// FindKneeRange bounds FindKnee's knee given each level's P99 TTFT
+// interval [lo[i], hi[i]] (loads ascending and distinct): a level can be
+// the knee when its conditions hold for the steepest curve within the
+// intervals (its own P99 at hi, the level before at lo, the low-load slope
+// at its least) and must be when they hold for the flattest; the knee is
+// the first that qualifies, so it lies from the first level that can to
+// the first that must. ok is false with fewer than three levels, an
+// interval missing (lo > hi, or not a number), or no level that can.
+func FindKneeRange(loads, lo, hi []float64, cfg KneeConfig) (r KneeRange, ok bool) {
+	cfg = cfg.norm()
+	n := min(len(loads), len(lo), len(hi))
+	if n < 3 {
+		return KneeRange{}, false
+	}
+	for i := range n {
+		if !(lo[i] <= hi[i]) || (i > 0 && !(loads[i] > loads[i-1])) {
+			return KneeRange{}, false
+		}
+	}
+	// The low-load slope at its least and most: the first segment's, and
+	// the floor, which scales with the lowest level's P99.
+	d0 := loads[1] - loads[0]
+	baseMin, baseMax := (lo[1]-hi[0])/d0, (hi[1]-lo[0])/d0
+	if loads[0] > 0 {
+		baseMin = max(baseMin, kneeFloorFrac*lo[0]/loads[0])
+		baseMax = max(baseMax, kneeFloorFrac*hi[0]/loads[0])
+	}
+	first := -1
+	for i := 2; i < n; i++ {
+		dl := loads[i] - loads[i-1]
+		can := (hi[i]-lo[i-1])/dl > cfg.K*baseMin && hi[i] > (1+cfg.MinRise)*lo[0]
+		must := (lo[i]-hi[i-1])/dl > cfg.K*baseMax && lo[i] > (1+cfg.MinRise)*hi[0]
+		if can && first < 0 {
+			first = i
+		}
+		if must {
+			if first < 0 {
+				first = i
+			}
+			return KneeRange{First: loads[first], Last: loads[i]}, true
+		}
+	}
+	if first < 0 {
+		return KneeRange{}, false
+	}
+	return KneeRange{First: loads[first], Last: loads[n-1], Beyond: true}, true
 }
 
 // FindKnee finds the knee of a P99-TTFT-versus-load curve. loads must be

@@ -14,6 +14,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/goodput/goodput/internal/findings"
@@ -306,7 +307,7 @@ func Analyze(points []Point, cfg Config) Result {
 	})
 	order = slices.CompactFunc(order, func(a, b int) bool { return points[a].Load(cfg.Axis) == points[b].Load(cfg.Axis) })
 
-	var loads, p99s []float64
+	var loads, p99s, p99lo, p99hi []float64
 	var idx []int
 	for _, i := range order {
 		m, ok := points[i].Summary.Metric(stats.MetricTTFT)
@@ -317,7 +318,12 @@ func Analyze(points []Point, cfg Config) Result {
 		if !ok {
 			v = m.Max
 		}
+		iv := m.PCI(99)
+		if !iv.OK() {
+			iv.Lo, iv.Hi = math.NaN(), math.NaN() // no interval: no range
+		}
 		loads, p99s, idx = append(loads, points[i].Load(cfg.Axis)), append(p99s, v), append(idx, i)
+		p99lo, p99hi = append(p99lo, iv.Lo), append(p99hi, iv.Hi)
 	}
 	top := -1
 	if len(order) > 0 {
@@ -334,6 +340,9 @@ func Analyze(points []Point, cfg Config) Result {
 			g(k.Load), unit, k.P99TTFTMs)
 	case ok:
 		k.Index = idx[k.Index]
+		if r, ok := FindKneeRange(loads, p99lo, p99hi, cfg.Knee); ok {
+			k.Range = &r
+		}
 		res.Knee = &k
 	case res.CapacityAbove && len(loads) >= 3:
 		res.KneeNote = fmt.Sprintf("%s; no level saturated, so the capacity lies above the range tested (beyond %s %s): sweep higher loads", why, g(points[top].Load(cfg.Axis)), unit)
