@@ -806,3 +806,73 @@ func TestCacheOptimisticNotForSharedHistories(t *testing.T) {
 		}
 	}
 }
+
+// setCI sets metric name's p-th percentile interval (the median's too for
+// p 50) on s.
+func setCI(s *stats.Summary, name string, p float64, iv stats.Interval) {
+	for i := range s.Metrics {
+		if s.Metrics[i].Name != name {
+			continue
+		}
+		for j := range s.Metrics[i].Percentiles {
+			if s.Metrics[i].Percentiles[j].P == p {
+				s.Metrics[i].Percentiles[j].CI = iv
+			}
+		}
+		if p == 50 {
+			s.Metrics[i].MedianCI = iv
+		}
+	}
+}
+
+// TestFindingsNeedTheirDifferenceBeyondTheInterval: a rule whose figure
+// clears its bar fires without an interval, and with one that clears the
+// bar too, but not when the interval reaches back across the bar: the
+// difference could be the run's noise.
+func TestFindingsNeedTheirDifferenceBeyondTheInterval(t *testing.T) {
+	// TTFT P99 above the 2 s default with a stable TPOT; TPOT P50 of 40 ms
+	// below the 194 ms reading speed.
+	recs := many(400, func(i int) spec {
+		return spec{sent: float64(i) * 10, ttft: 100 + 8*float64(i), n: 11, itl: 40, prompt: 300}
+	})
+	for _, tt := range []struct {
+		id, metric string
+		p          float64
+		clear, not stats.Interval
+	}{
+		{"ttft-high", stats.MetricTTFT, 99, stats.Interval{Lo: 2500, Hi: 3300, Level: 0.95}, stats.Interval{Lo: 1900, Hi: 3300, Level: 0.95}},
+		{"tpot-below-reading-speed", stats.MetricTPOT, 50, stats.Interval{Lo: 38, Hi: 42, Level: 0.95}, stats.Interval{Lo: 38, Hi: 200, Level: 0.95}},
+	} {
+		s := summarize(recs, "")
+		if _, ok := find(Analyze(Input{Summary: s}), tt.id); !ok {
+			t.Fatalf("%s: no finding without intervals; the records are built to trigger it", tt.id)
+		}
+		setCI(s, tt.metric, tt.p, tt.clear)
+		if _, ok := find(Analyze(Input{Summary: s}), tt.id); !ok {
+			t.Errorf("%s: quiet with the interval %+v clear of its bar", tt.id, tt.clear)
+		}
+		setCI(s, tt.metric, tt.p, tt.not)
+		if f, ok := find(Analyze(Input{Summary: s}), tt.id); ok {
+			t.Errorf("%s fired with the interval %+v across its bar: %s", tt.id, tt.not, f.Message)
+		}
+	}
+
+	// A long tail: P99 4× the mean fires; an interval whose low end is
+	// within 3× the mean's high end does not.
+	tail := many(400, func(i int) spec {
+		ttft := 100.0
+		if i%50 == 0 {
+			ttft = 3000
+		}
+		return spec{sent: float64(i) * 10, ttft: ttft, n: 11, itl: 40, prompt: 300}
+	})
+	s := summarize(tail, "")
+	if _, ok := find(Analyze(Input{Summary: s}), "long-tail"); !ok {
+		t.Fatal("long-tail: no finding without intervals")
+	}
+	m, _ := s.Metric(stats.MetricTTFT)
+	setCI(s, stats.MetricTTFT, 99, stats.Interval{Lo: 2.9 * m.Mean, Hi: 3000, Level: 0.95})
+	if f, ok := find(Analyze(Input{Summary: s}), "long-tail"); ok && f.Evidence[stats.MetricTTFT] != nil {
+		t.Errorf("long-tail named TTFT with its P99's low end at 2.9× the mean: %s", f.Message)
+	}
+}

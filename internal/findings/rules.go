@@ -343,10 +343,11 @@ func ttftHigh(in Input) (Finding, bool) {
 	if s.Options.SLO.TTFT > 0 {
 		limit, source = float64(s.Options.SLO.TTFT)/1e6, "slo"
 	}
-	if p99 <= limit {
+	if !clears(p99, ttft.PCI(99), limit, true) {
 		return Finding{}, false
 	}
 	ev := map[string]any{"ttft_p99_ms": round2(p99), "ttft_limit_ms": limit, "limit_source": source}
+	ciEvidence(ev, "ttft_p99_ms_ci", ttft.PCI(99))
 	if tpot, ok := metric(s, stats.MetricTPOT); ok {
 		t50, _ := tpot.P(50)
 		t99, ok := tpot.P(99)
@@ -424,6 +425,28 @@ func ttftHigh(in Input) (Finding, bool) {
 	}
 }
 
+// clears says v lies above limit (above) or below it by more than its
+// interval: with one (the run asked for intervals and the sample supports
+// one) the whole interval must lie beyond limit, so no finding fires on a
+// difference its own noise could make; without, v alone decides.
+func clears(v float64, iv stats.Interval, limit float64, above bool) bool {
+	lo, hi := v, v
+	if iv.OK() {
+		lo, hi = iv.Lo, iv.Hi
+	}
+	if above {
+		return v > limit && lo > limit
+	}
+	return v < limit && hi < limit
+}
+
+// ciEvidence adds iv to ev under key as [lo, hi] when there is one.
+func ciEvidence(ev map[string]any, key string, iv stats.Interval) {
+	if iv.OK() {
+		ev[key] = []float64{round2(iv.Lo), round2(iv.Hi)}
+	}
+}
+
 // readingSpeed notes a TPOT P50 faster than people read: further TPOT gains
 // are invisible, so latency budget can buy throughput (bigger batches).
 func readingSpeed(in Input) (Finding, bool) {
@@ -436,7 +459,7 @@ func readingSpeed(in Input) (Finding, bool) {
 		rs = DefaultReadingSpeedMs
 	}
 	p50, _ := tpot.P(50)
-	if p50 <= 0 || p50 >= rs {
+	if p50 <= 0 || !clears(p50, tpot.PCI(50), rs, false) {
 		return Finding{}, false
 	}
 	return Finding{ID: "tpot-below-reading-speed", Severity: Info,
@@ -458,6 +481,11 @@ func hiddenWait(in Input) (Finding, bool) {
 	a, _ := ttft.P(50)
 	b, _ := ttp.P(50)
 	if b < hiddenWaitRatio*a || b-a < hiddenWaitMinMs {
+		return Finding{}, false
+	}
+	// Both medians' intervals: TTP's low end must still clear the bar
+	// TTFT's high end sets.
+	if ia, ib := ttft.PCI(50), ttp.PCI(50); ia.OK() && ib.OK() && (ib.Lo < hiddenWaitRatio*ia.Hi || ib.Lo-ia.Hi < hiddenWaitMinMs) {
 		return Finding{}, false
 	}
 	ev := map[string]any{"ttft_p50_ms": round2(a), "ttp_p50_ms": round2(b)}
@@ -563,6 +591,10 @@ func longTail(in Input) (Finding, bool) {
 		}
 		p99, ok := m.P(99)
 		if !ok || p99 < longTailRatio*m.Mean {
+			continue
+		}
+		// With intervals, the P99's low end against the mean's high end.
+		if iv := m.PCI(99); iv.OK() && iv.Lo < longTailRatio*max(m.Mean, m.MeanCI.Hi) {
 			continue
 		}
 		which = append(which, fmt.Sprintf("%s (mean %s ms, P99 %s ms)", strings.ToUpper(name), num(m.Mean), num(p99)))

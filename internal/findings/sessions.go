@@ -228,8 +228,14 @@ func historyNotCached(s *stats.SessionSummary, h *historyShares) (Finding, bool)
 // for what the history makes cacheable.
 func historyGrowth(s *stats.SessionSummary, h *historyShares) (Finding, bool) {
 	first, last := s.Turns[0], s.Turns[len(s.Turns)-1]
+	// With an interval on the slope, its low end must reach the bar too.
+	slopeLo := s.TTFTPer1KHistory
+	if iv := s.TTFTPer1KHistoryCI; iv.OK() {
+		slopeLo = iv.Lo
+	}
 	if len(s.Turns) < 2 || first.TTFT.N == 0 || last.TTFT.N == 0 || first.TTFT.Median <= 0 ||
-		s.TTFTPer1KHistory < historyGrowthMsPer1K || last.TTFT.Median < historyGrowthRatio*first.TTFT.Median {
+		s.TTFTPer1KHistory < historyGrowthMsPer1K || slopeLo < historyGrowthMsPer1K ||
+		last.TTFT.Median < historyGrowthRatio*first.TTFT.Median {
 		return Finding{}, false
 	}
 	// Every earlier turn is resent verbatim: at least the part of the
