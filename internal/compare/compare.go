@@ -215,6 +215,10 @@ type Comparison struct {
 	// nil unless both runs have records with sessions (a note says so when
 	// only one has them).
 	Sessions *SessionComparison
+	// Repeats compares the figures between runs when both ran --repeats
+	// (nil otherwise); the per-request Deltas' verdicts then call a
+	// difference only where this agrees.
+	Repeats *Repeats
 	// UserView says what the differences mean for users, one sentence each.
 	UserView []string
 	// Notes are caveats: summaries without intervals, differing conditions.
@@ -363,6 +367,12 @@ func Compare(a, b Run, o Options) (*Comparison, error) {
 		for _, d := range per[dupOf[i]] {
 			d.Metric = m
 			c.Deltas = append(c.Deltas, d)
+		}
+	}
+	if rep := compareRepeats(a, b, o); rep != nil {
+		c.Repeats = rep
+		if n := withRepeats(c.Deltas, rep); n > 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("%d per-request difference(s) lie within the spread between the runs' repeats (%d and %d): no significant difference", n, rep.NA, rep.NB))
 		}
 	}
 	c.Throughput = []Delta{

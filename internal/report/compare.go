@@ -74,6 +74,17 @@ func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 			compare.Num(d.A), compare.Num(d.B), compare.Signed(d.Diff), relText(d.Rel), ciCell(d), d.Verdict)
 	}
 	_ = tw.Flush()
+	if r := c.Repeats; r != nil {
+		t.header(fmt.Sprintf("Between runs (%d and %d repeats)", r.NA, r.NB), '-')
+		fmt.Fprintf(b, "Each figure once a repeat: B's mean against A's, Welch's t interval; verdicts hold for the %d rows together (Holm)\n", r.Family)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "Metric (ms)\tStat\tA\tB\tB − A\tChange\tCI\tVerdict")
+		for _, d := range r.Deltas {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", metricLabel(d.Metric), statLabel(d.Stat),
+				compare.Num(d.A), compare.Num(d.B), compare.Signed(d.Diff), relText(d.Rel), ciCell(d), d.Verdict)
+		}
+		_ = tw.Flush()
+	}
 	t.header("Throughput", '-')
 	for _, d := range c.Throughput {
 		label := map[string]string{"request_throughput": "Request throughput (req/s):", "output_throughput": "Output token throughput (tok/s):"}[d.Metric]
