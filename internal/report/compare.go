@@ -214,6 +214,7 @@ type comparePage struct {
 	UserView []string
 	Deltas   table
 	Overall  table
+	Repeats  *table
 	Sessions *table
 	Charts   []chartBlock
 	SideA    []table
@@ -265,6 +266,16 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 				{Text: ciCell(g.Goodput)}, {Text: string(g.Goodput.Verdict), Class: verdictClass(g.Goodput.Verdict)}},
 			[]cell{{Text: "SLO attainment"}, {Text: shareText(g.Attainment.A)}, {Text: shareText(g.Attainment.B)}, {Text: changeText(g.Attainment)},
 				{Text: shareCI(g.Attainment)}, {Text: string(g.Attainment.Verdict), Class: verdictClass(g.Attainment.Verdict)}})
+	}
+	if r := c.Repeats; r != nil {
+		t := &table{Caption: fmt.Sprintf("Each figure once a repeat (%d and %d): B's mean against A's, Welch's t interval; verdicts hold for the %d rows together (Holm)", r.NA, r.NB, r.Family),
+			Head: []string{"metric (ms)", "stat", "A", "B", "B − A", "change", "CI", "verdict"}}
+		for _, x := range r.Deltas {
+			t.Rows = append(t.Rows, []cell{{Text: metricLabel(x.Metric)}, {Text: statLabel(x.Stat)},
+				{Text: compare.Num(x.A)}, {Text: compare.Num(x.B)}, {Text: compare.Signed(x.Diff)}, {Text: relText(x.Rel)},
+				{Text: ciCell(x)}, {Text: string(x.Verdict), Class: verdictClass(x.Verdict)}})
+		}
+		d.Repeats = t
 	}
 	if sc := c.Sessions; sc != nil {
 		t := &table{Caption: fmt.Sprintf("%d → %d sessions", sc.SessionsA, sc.SessionsB),
@@ -363,6 +374,8 @@ const compareHTML = `<!DOCTYPE html>
 <p class="sub">{{.Method}}</p>
 {{template "table" .Deltas}}
 {{template "table" .Overall}}
+{{with .Repeats}}<h2>Between runs</h2>
+{{template "table" .}}{{end}}
 {{with .Sessions}}<h2>Sessions</h2>
 {{template "table" .}}{{end}}
 {{if .Charts}}<h2>Distributions</h2>

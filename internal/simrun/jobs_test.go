@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/goodput/goodput/internal/jobgraph"
+	"github.com/goodput/goodput/internal/perfgoal"
 	"github.com/goodput/goodput/internal/runlog"
 	"github.com/goodput/goodput/internal/sim"
 )
@@ -233,5 +235,55 @@ func TestRunJobsBadGraph(t *testing.T) {
 				t.Errorf("RunJobs = %v with %d records; want %q and none", err, emitted, tt.want)
 			}
 		})
+	}
+}
+
+// agentJob is a job of an orchestrator that plans, fans out to two
+// sub-agents of three tool rounds each (each round forks its history),
+// and joins them in a final answer: 8 requests, 1–3 s tool gaps.
+func agentJob(i int) jobgraph.Job {
+	id := "job" + strconv.Itoa(i)
+	nodes := []jobgraph.Node{{ID: "plan", New: 800 + 10*(i%7), Out: 120}}
+	for _, sub := range []string{"a", "b"} {
+		prev := "plan"
+		for r := range 3 {
+			n := jobgraph.Node{ID: sub + strconv.Itoa(r), After: []string{prev}, Gap: time.Duration(1+r) * time.Second,
+				New: 300 + 50*r, Out: 60 + 20*(i%3)}
+			if r > 0 {
+				n.Context, n.From = jobgraph.Fork, prev
+			}
+			nodes = append(nodes, n)
+			prev = n.ID
+		}
+	}
+	nodes = append(nodes, jobgraph.Node{ID: "answer", After: []string{"a2", "b2"}, Gap: 500 * time.Millisecond,
+		Context: jobgraph.Fork, From: "plan", New: 400, Out: 300})
+	return jobgraph.Job{ID: id, Nodes: nodes}
+}
+
+// BenchmarkAgentJobs10k is 10,000 agent jobs (80,000 requests with their
+// forks and joins) arriving at 20 jobs/s on one engine: RunJobs' graph
+// walk, prompt segments and block hashing on top of the engine.
+func BenchmarkAgentJobs10k(b *testing.B) {
+	jobs := make([]jobgraph.Job, 100)
+	for i := range jobs {
+		jobs[i] = agentJob(i)
+	}
+	n := perfgoal.Size(10_000, 100)
+	for b.Loop() {
+		eng, err := sim.New(sim.DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := RunJobs(context.Background(), eng, JobLoad{Jobs: jobs, NumJobs: n, Rate: 20, Burstiness: 1, Seed: 1},
+			func(*runlog.Record) error { return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.SessionsCompleted != n {
+			b.Fatalf("completed %d of %d jobs (failed %d)", res.SessionsCompleted, n, res.SessionsFailed)
+		}
+		b.ReportMetric(float64(res.Completed), "requests")
+		b.ReportMetric(res.Duration().Seconds(), "virtual-s")
 	}
 }
