@@ -97,6 +97,10 @@ type HTMLInput struct {
 	// the terminal lays it out. Nil leaves each out.
 	ServerWindows []ServerWindow
 	TTFTSplit     *breakdown.TTFTSplit
+	// Jobs is the (focus) level's agent jobs (a replayed agent trace):
+	// counts, job times, each job and, with Records, a timeline of the
+	// first jobs' requests; nil leaves the section out.
+	Jobs *breakdown.Jobs
 }
 
 // ServerWindow is one scraped endpoint's account of a level, for
@@ -150,6 +154,7 @@ type pageData struct {
 	OverTime   []chartBlock
 	Server     []chartBlock
 	Sessions   *sessionView
+	Jobs       *jobsView
 	ServerText string // the terminal's server block ("": none)
 	Replicas   string // the Replicas block as text ("": none)
 	Classes    string // the Gateway block as text ("": none)
@@ -352,6 +357,7 @@ func HTML(w io.Writer, in HTMLInput) error {
 		d.Shards = blk.String()
 	}
 	d.Sessions = sessionsView(in.Sessions, sessionRecs, in.Levels[0].Summary.Options.Percentiles)
+	d.Jobs = jobsHTML(in.Jobs, in.Records)
 	if len(in.Pareto) > 0 {
 		svg, err := paretoChart(in.Pareto)
 		add(&d.Sweep, "Pareto: goodput per GPU against tokens/s per user", svg,
@@ -888,6 +894,12 @@ const pageHTML = `<!DOCTYPE html>
 {{template "chart" .}}{{end}}
 {{if .Notes}}<ul>{{range .Notes}}<li>{{.}}</li>
 {{end}}</ul>{{end}}{{end}}
+{{with .Jobs}}<h2>Agent jobs</h2>
+{{template "table" .Summary}}
+{{with .Spread}}{{template "table" .}}{{end}}
+{{template "table" .Jobs}}
+{{with .Timeline}}<h3>{{.Title}}</h3>
+{{template "chart" .}}{{end}}{{end}}
 <h2>Latency (ms)</h2>
 {{range .Metrics}}{{template "table" .}}{{end}}
 {{if .Buckets}}<h2>By input length (ms)</h2>

@@ -333,6 +333,7 @@ func (r *Result) HTML(title string, generated time.Time) report.HTMLInput {
 		}
 		in.Replicas = r.Levels[focus].Replicas()
 		in.Classes = r.Levels[focus].Classes()
+		in.Jobs = r.Levels[focus].Jobs()
 		in.TTFTSplit = r.Levels[focus].TTFTSplit()
 		for i := range r.Levels[focus].Server {
 			w := &r.Levels[focus].Server[i]

@@ -113,6 +113,11 @@ func (l *LevelResult) Classes() *breakdown.Classes {
 	return breakdown.Get[*breakdown.Classes](l.Breakdowns)
 }
 
+// Jobs is the level's agent jobs (nil when it replayed none).
+func (l *LevelResult) Jobs() *breakdown.Jobs {
+	return breakdown.Get[*breakdown.Jobs](l.Breakdowns)
+}
+
 // Cost is the level per GPU and in money and energy (nil none).
 func (l *LevelResult) Cost() *breakdown.LevelCost {
 	return breakdown.Get[*breakdown.LevelCost](l.Breakdowns)
