@@ -899,8 +899,8 @@ const pageHTML = `<!DOCTYPE html>
 {{with .Spread}}{{template "table" .}}{{end}}
 {{template "table" .Jobs}}
 {{with .Timeline}}<h3>{{.Title}}</h3>
-{{template "chart" .}}{{end}}{{end}}
-<h2>Latency (ms)</h2>
+{{template "chart" .}}{{end}}
+{{end}}<h2>Latency (ms)</h2>
 {{range .Metrics}}{{template "table" .}}{{end}}
 {{if .Buckets}}<h2>By input length (ms)</h2>
 {{range .Buckets}}{{template "table" .}}{{end}}{{end}}
