@@ -61,5 +61,11 @@ func FuzzLoadTraceLab(f *testing.F) {
 func FuzzLoadOTel(f *testing.F) {
 	fuzzLoader(f, LoadOTel, "testdata/otel.json",
 		`{"spans":[{"span_id":"a","name":"chat","start_time":1,"end_time":1},{"span_id":"b","name":"chat","start_time":1,"end_time":2,"attributes":{"gen_ai.input.messages":[{"role":"assistant","content":""}]}}]}`,
-		`{"spans":[{"span_id":"a","parent_span_id":"a","name":"chat","start_time":0,"end_time":0}]}`, "{}")
+		`{"spans":[{"span_id":"a","parent_span_id":"a","name":"chat","start_time":0,"end_time":0}]}`, "{}",
+		`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"t","spanId":"a","name":"chat","startTimeUnixNano":"1","endTimeUnixNano":2,"attributes":[{"key":"gen_ai.usage.input_tokens","value":{"intValue":"7"}}]}]}]}]}`)
+}
+
+func FuzzLoadOTLP(f *testing.F) {
+	fuzzLoader(f, LoadOTel, "testdata/otlp.json",
+		`{"resourceSpans":[{"instrumentationLibrarySpans":[{"spans":[{"spanId":"a","parentSpanId":null,"name":"chat x","startTimeUnixNano":"0"}]}]}]}`, "{\"resourceSpans\":[", "")
 }

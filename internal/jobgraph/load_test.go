@@ -211,6 +211,40 @@ func TestOTelSample(t *testing.T) {
 	}
 }
 
+// TestOTLPSample: testdata/otlp.json is the OTel sample in OTLP/JSON
+// (resourceSpans → two scopeSpans, camel-case keys, hex ids, decimal
+// nanoseconds, attributes as key/value lists): the same graph as the
+// flat form — nodes, edges, contexts, gaps, tokens — under its hex ids.
+func TestOTLPSample(t *testing.T) {
+	flat := load(t, LoadOTel, "testdata/otel.json")
+	otlp := load(t, LoadOTel, "testdata/otlp.json")
+	if len(otlp) != 1 || otlp[0].ID != "74726970310000000000000000000001" || otlp[0].Edges() != 5 {
+		t.Fatalf("LoadOTel(otlp) = %d jobs; want 1 of trace 7472…01 with 5 edges", len(otlp))
+	}
+	hex := func(id string) string { return fmt.Sprintf("%016x", []byte(id)) }
+	want := rows(flat[0])
+	for i := range want {
+		want[i].ID = hex(want[i].ID)
+		if want[i].After != "" {
+			var as []string
+			for _, a := range strings.Split(want[i].After, ",") {
+				as = append(as, hex(a))
+			}
+			want[i].After = strings.Join(as, ",")
+		}
+		if want[i].From != "" {
+			want[i].From = hex(want[i].From)
+		}
+	}
+	got := rows(otlp[0])
+	for i := range got {
+		got[i].Line = want[i].Line // the files lay out differently
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("OTLP nodes differ from the flat form's (-want +got):\n%s", diff)
+	}
+}
+
 // oneLine matches the errors every loader must give: one line, naming
 // the file and a line.
 var oneLine = regexp.MustCompile(`^bad\.[a-z]+:[1-9][0-9]*: [^\n]+$`)
@@ -275,7 +309,12 @@ func TestBadInput(t *testing.T) {
 		{"otel bad time", "bad.json", LoadOTel,
 			"{\"spans\": [\n{\"span_id\": \"a\", \"start_time\": \"noon\"}]}",
 			`bad.json:2: start_time: "noon" is not an ISO-8601 time`},
-		{"otel no spans", "bad.json", LoadOTel, "{\"spanz\": []}", `bad.json:1: spans: missing: not an OpenTelemetry trace file`},
+		{"otel no spans", "bad.json", LoadOTel, "{\"spanz\": []}", `bad.json:1: spans: missing (nor resourceSpans): not an OpenTelemetry trace file`},
+		{"otlp bad time", "bad.json", LoadOTel, "{\"resourceSpans\": [{\"scopeSpans\": [{\"spans\": [\n{\"spanId\": \"a\", \"startTimeUnixNano\": \"soon\"}]}]}]}",
+			`bad.json:2: startTimeUnixNano: "soon" is not a count of nanoseconds since 1970`},
+		{"otlp not an array", "bad.json", LoadOTel, "{\"resourceSpans\": {}}", `bad.json:1: resourceSpans: not an array`},
+		{"otlp token count", "bad.json", LoadOTel, "{\"resourceSpans\": [{\"scopeSpans\": [{\"spans\": [{\"spanId\": \"a\", \"attributes\": [\n{\"key\": \"gen_ai.usage.input_tokens\", \"value\": {\"boolValue\": true}}]}]}]}]}",
+			`bad.json:2: gen_ai.usage.input_tokens: want an intValue`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,5 +361,23 @@ func TestWekaNestedSubAgent(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, rows(jobs[0])); diff != "" {
 		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+}
+
+// TestOTelNumericNanos: a flat file's times as numbers of nanoseconds
+// since 1970 (about 1.8e18, past a float64's integers) keep every
+// digit: b starts 500 ms after a ends, and waits that gap.
+func TestOTelNumericNanos(t *testing.T) {
+	in := `{"spans":[{"trace_id":"t","span_id":"a","name":"chat m","start_time":1772355600000000001,"end_time":1772355601500000001,"attributes":{"gen_ai.usage.input_tokens":10}},
+{"trace_id":"t","span_id":"b","name":"chat m","start_time":1772355602000000001,"end_time":1772355603000000001,"attributes":{"gen_ai.usage.input_tokens":30}}]}`
+	jobs, err := LoadOTel("n.json", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || len(jobs[0].Nodes) != 2 || jobs[0].Nodes[1].Gap != 500*time.Millisecond {
+		t.Fatalf("LoadOTel = %+v; want b 500ms after a", jobs)
+	}
+	if _, err := LoadOTel("n.json", strings.NewReader(`{"spans":[{"span_id":"a","start_time":1.5}]}`)); err == nil || !strings.Contains(err.Error(), "n.json:1: start_time: 1.5 is not an ISO-8601 time or a count of nanoseconds since 1970") {
+		t.Errorf("a fractional time: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,11 +53,17 @@ func LoadOTel(file string, r io.Reader) ([]Job, error) {
 	d := &jsonDoc{file: file}
 	d.reset(data, 0)
 	if d.sc.Peek() != '{' {
-		return nil, d.errAt(d.here(), "", errors.New("not an OpenTelemetry trace file: want a JSON object with spans"))
+		return nil, d.errAt(d.here(), "", errors.New("not an OpenTelemetry trace file: want a JSON object with spans or resourceSpans"))
 	}
 	var spans []otelSpan
 	hasSpans := false
 	_, err = d.sc.Members(func(k []byte) error {
+		if string(k) == "resourceSpans" {
+			hasSpans = true
+			var err error
+			spans, err = d.otlpResourceSpans(spans)
+			return err
+		}
 		if string(k) != "spans" {
 			return d.syntaxOrNil(d.sc.Skip())
 		}
@@ -85,7 +92,7 @@ func LoadOTel(file string, r io.Reader) ([]Job, error) {
 		return nil, d.syntax(err)
 	}
 	if !hasSpans {
-		return nil, d.errAt(1, "spans", errors.New("missing: not an OpenTelemetry trace file"))
+		return nil, d.errAt(1, "spans", errors.New("missing (nor resourceSpans): not an OpenTelemetry trace file"))
 	}
 	var traces []string
 	byTrace := map[string][]int{}
@@ -176,11 +183,18 @@ func (d *jsonDoc) timestamp(key string) (time.Time, bool, error) {
 		}
 		return time.Time{}, false, d.errAt(line, key, fmt.Errorf("%q is not an ISO-8601 time", s))
 	}
-	n, ok, err := d.integer(key)
-	if err != nil || !ok {
-		return time.Time{}, false, err
+	// Nanoseconds since 1970 are about 1.8e18, past a float64's integers:
+	// read the number's own digits.
+	start := d.sc.Pos()
+	if err := d.sc.Skip(); err != nil {
+		return time.Time{}, false, d.syntax(err)
 	}
-	return time.Unix(0, int64(n)).UTC(), true, nil
+	text := string(d.sc.Data()[start:d.sc.Pos()])
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, false, d.errAt(line, key, fmt.Errorf("%s is not an ISO-8601 time or a count of nanoseconds since 1970", text))
+	}
+	return time.Unix(0, n).UTC(), true, nil
 }
 
 // otelAttributes reads a span's attributes object into s.

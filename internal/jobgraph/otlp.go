@@ -1,0 +1,238 @@
+package jobgraph
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OTLP is OpenTelemetry's own export format (the OTLP/JSON encoding a
+// collector's file exporter and most SDKs' JSON exporters write):
+// resourceSpans → scopeSpans (instrumentationLibrarySpans before OTLP
+// 0.15) → spans, camel-case keys (traceId, spanId, parentSpanId,
+// startTimeUnixNano as a decimal string), and attributes as a list of
+// {key, value: {stringValue | intValue | doubleValue | boolValue}}. It is
+// read into the same spans as the flat form, so the graph comes out the
+// same.
+
+// otlpResourceSpans reads the resourceSpans array's spans into spans.
+func (d *jsonDoc) otlpResourceSpans(spans []otelSpan) ([]otelSpan, error) {
+	return spans, d.arrayOf("resourceSpans", func() error {
+		return d.objectOf("resourceSpans", func(key string) error {
+			if key != "scopeSpans" && key != "instrumentationLibrarySpans" {
+				return d.syntaxOrNil(d.sc.Skip())
+			}
+			return d.arrayOf(key, func() error {
+				return d.objectOf(key, func(k string) error {
+					if k != "spans" {
+						return d.syntaxOrNil(d.sc.Skip())
+					}
+					return d.arrayOf("spans", func() error {
+						s, err := d.otlpSpan()
+						spans = append(spans, s)
+						return err
+					})
+				})
+			})
+		})
+	})
+}
+
+// arrayOf calls each for every element of the array at the scanner, an
+// error naming key when it is not an array.
+func (d *jsonDoc) arrayOf(key string, each func() error) error {
+	line := d.here()
+	if d.sc.Peek() != '[' {
+		if err := d.sc.Skip(); err != nil {
+			return d.syntax(err)
+		}
+		return d.errAt(line, key, errors.New("not an array"))
+	}
+	more, err := d.sc.OpenArray()
+	for ; more && err == nil; more, err = d.sc.NextElement() {
+		if err := each(); err != nil {
+			return err
+		}
+	}
+	return d.syntaxOrNil(err)
+}
+
+// objectOf calls member for every key of the object at the scanner (which
+// must read or skip its value), an error naming key when it is not an
+// object.
+func (d *jsonDoc) objectOf(key string, member func(k string) error) error {
+	line := d.here()
+	if d.sc.Peek() != '{' {
+		if err := d.sc.Skip(); err != nil {
+			return d.syntax(err)
+		}
+		return d.errAt(line, key, errors.New("not an object"))
+	}
+	_, err := d.sc.Members(func(k []byte) error { return member(string(k)) })
+	return d.syntaxOrNil(err)
+}
+
+// otlpSpan reads one OTLP span.
+func (d *jsonDoc) otlpSpan() (otelSpan, error) {
+	s := otelSpan{line: d.here()}
+	err := d.objectOf("spans", func(key string) (err error) {
+		switch key {
+		case "spanId":
+			s.id, err = d.str(key)
+		case "traceId":
+			s.trace, err = d.str(key)
+		case "parentSpanId":
+			if d.sc.Peek() == 'n' {
+				return d.syntaxOrNil(d.sc.Skip())
+			}
+			s.parent, err = d.str(key)
+		case "name":
+			s.name, err = d.str(key)
+		case "startTimeUnixNano":
+			s.start, s.hasStart, err = d.unixNanos(key)
+		case "endTimeUnixNano":
+			s.end, s.hasEnd, err = d.unixNanos(key)
+		case "attributes":
+			err = d.arrayOf(key, func() error { return d.otlpAttribute(&s) })
+		default:
+			err = d.syntaxOrNil(d.sc.Skip())
+		}
+		return err
+	})
+	return s, err
+}
+
+// unixNanos reads nanoseconds since the Unix epoch, a decimal string (as
+// OTLP/JSON writes 64-bit integers) or a number; 0 and null mean unset.
+func (d *jsonDoc) unixNanos(key string) (time.Time, bool, error) {
+	line := d.here()
+	var text string
+	switch d.sc.Peek() {
+	case 'n':
+		return time.Time{}, false, d.syntaxOrNil(d.sc.Skip())
+	case '"':
+		s, err := d.str(key)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		text = s
+	default:
+		start := d.sc.Pos()
+		if err := d.sc.Skip(); err != nil {
+			return time.Time{}, false, d.syntax(err)
+		}
+		text = string(d.sc.Data()[start:d.sc.Pos()])
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, false, d.errAt(line, key, fmt.Errorf("%q is not a count of nanoseconds since 1970", text))
+	}
+	if n == 0 {
+		return time.Time{}, false, nil
+	}
+	return time.Unix(0, n).UTC(), true, nil
+}
+
+// otlpAttribute reads one {key, value} attribute into s: the GenAI keys
+// the flat form's attributes object holds, each from the value's
+// stringValue or intValue.
+func (d *jsonDoc) otlpAttribute(s *otelSpan) error {
+	line := d.here()
+	var name string
+	var str *string
+	var num *int
+	err := d.objectOf("attributes", func(key string) (err error) {
+		switch key {
+		case "key":
+			name, err = d.str(key)
+		case "value":
+			err = d.objectOf(key, func(kind string) (err error) {
+				switch kind {
+				case "stringValue":
+					var v string
+					if v, err = d.str(kind); err == nil {
+						str = &v
+					}
+				case "intValue":
+					var v time.Time
+					var ok bool
+					// An int64 as a decimal string or a number: the same reading
+					// as a timestamp's.
+					if v, ok, err = d.unixNanos(kind); err == nil {
+						n := 0
+						if ok {
+							n = int(v.UnixNano())
+						}
+						num = &n
+					}
+				default:
+					err = d.syntaxOrNil(d.sc.Skip())
+				}
+				return err
+			})
+		default:
+			err = d.syntaxOrNil(d.sc.Skip())
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	text := func() (string, error) {
+		if str == nil {
+			return "", d.errAt(line, name, errors.New("want a stringValue"))
+		}
+		return *str, nil
+	}
+	count := func() (int, bool, error) {
+		switch {
+		case num != nil:
+			return *num, true, nil
+		case str != nil:
+			n, err := strconv.Atoi(*str)
+			if err != nil || n < 0 {
+				return 0, false, d.errAt(line, name, fmt.Errorf("%q is not a token count", *str))
+			}
+			return n, true, nil
+		}
+		return 0, false, d.errAt(line, name, errors.New("want an intValue"))
+	}
+	switch name {
+	case "gen_ai.operation.name":
+		s.op, err = text()
+	case "gen_ai.request.model":
+		s.model, err = text()
+	case "gen_ai.agent.name":
+		s.agentName, err = text()
+	case "gen_ai.input.messages":
+		var raw string
+		if raw, err = text(); err == nil {
+			s.hasInput = true
+			if s.input, err = parseMessages([]byte(raw)); err != nil {
+				err = d.errAt(line, name, err)
+			}
+		}
+	case "gen_ai.output.messages":
+		var raw string
+		if raw, err = text(); err == nil {
+			var msgs []otelMessage
+			if msgs, err = parseMessages([]byte(raw)); err != nil {
+				return d.errAt(line, name, err)
+			}
+			var b strings.Builder
+			for _, m := range msgs {
+				b.WriteString(m.Content)
+			}
+			s.output = b.String()
+		}
+	case "gen_ai.output.text":
+		s.output, err = text()
+	case "gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens":
+		s.inTokens, s.hasInTok, err = count()
+	case "gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens":
+		s.outTokens, s.hasOutTok, err = count()
+	}
+	return err
+}
