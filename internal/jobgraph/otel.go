@@ -206,49 +206,73 @@ func (d *jsonDoc) otelAttributes(s *otelSpan) error {
 		}
 		return d.errAt(line, "attributes", errors.New("not an object"))
 	}
-	_, err := d.sc.Members(func(k []byte) (err error) {
+	_, err := d.sc.Members(func(k []byte) error {
 		key := string(k)
-		switch key {
-		case "gen_ai.operation.name":
-			s.op, err = d.str(key)
-		case "gen_ai.request.model":
-			s.model, err = d.str(key)
-		case "gen_ai.agent.name":
-			s.agentName, err = d.str(key)
-		case "gen_ai.input.messages":
-			var raw []byte
-			if raw, err = d.rawOrString(); err == nil {
-				s.input, err = parseMessages(raw)
-				s.hasInput = true
-				if err != nil {
-					err = d.errAt(line, key, err)
-				}
-			}
-		case "gen_ai.output.messages":
-			var raw []byte
-			if raw, err = d.rawOrString(); err == nil {
-				var msgs []otelMessage
-				if msgs, err = parseMessages(raw); err != nil {
-					return d.errAt(line, key, err)
-				}
-				var b strings.Builder
-				for _, m := range msgs {
-					b.WriteString(m.Content)
-				}
-				s.output = b.String()
-			}
-		case "gen_ai.output.text":
-			s.output, err = d.str(key)
-		case "gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens":
-			s.inTokens, s.hasInTok, err = d.integer(key)
-		case "gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens":
-			s.outTokens, s.hasOutTok, err = d.integer(key)
-		default:
-			err = d.syntaxOrNil(d.sc.Skip())
+		known, err := s.genAI(key, line, attrReader{
+			text:  func() (string, error) { return d.str(key) },
+			raw:   d.rawOrString,
+			count: func() (int, bool, error) { return d.integer(key) },
+		}, d)
+		if !known {
+			return d.syntaxOrNil(d.sc.Skip())
 		}
 		return err
 	})
 	return d.syntaxOrNil(err)
+}
+
+// attrReader reads one attribute's value as the key needs it: text, JSON
+// text (a string holding JSON, or inline JSON), or a count.
+type attrReader struct {
+	text  func() (string, error)
+	raw   func() ([]byte, error)
+	count func() (int, bool, error)
+}
+
+// genAI sets the GenAI attribute key of s from v, the flat form's and
+// OTLP's alike; known is false for a key the graph does not need (its
+// value left unread).
+func (s *otelSpan) genAI(key string, line int, v attrReader, d *jsonDoc) (known bool, err error) {
+	messages := func() ([]otelMessage, error) {
+		raw, err := v.raw()
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := parseMessages(raw)
+		if err != nil {
+			return nil, d.errAt(line, key, err)
+		}
+		return msgs, nil
+	}
+	switch key {
+	case "gen_ai.operation.name":
+		s.op, err = v.text()
+	case "gen_ai.request.model":
+		s.model, err = v.text()
+	case "gen_ai.agent.name":
+		s.agentName, err = v.text()
+	case "gen_ai.input.messages":
+		s.hasInput = true
+		s.input, err = messages()
+	case "gen_ai.output.messages":
+		var msgs []otelMessage
+		if msgs, err = messages(); err == nil {
+			var b strings.Builder
+			for _, m := range msgs {
+				b.WriteString(m.Content)
+			}
+			s.output = b.String()
+		}
+	case "gen_ai.output.text":
+		s.output, err = v.text()
+	case "gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens":
+		s.inTokens, s.hasInTok, err = v.count()
+	case "gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens":
+		s.outTokens, s.hasOutTok, err = v.count()
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // rawOrString reads a value that is JSON text either encoded in a string

@@ -108,31 +108,43 @@ func (d *jsonDoc) otlpSpan() (otelSpan, error) {
 // OTLP/JSON writes 64-bit integers) or a number; 0 and null mean unset.
 func (d *jsonDoc) unixNanos(key string) (time.Time, bool, error) {
 	line := d.here()
-	var text string
+	n, null, text, err := d.int64Text(key, "a count of nanoseconds since 1970")
+	switch {
+	case err != nil:
+		return time.Time{}, false, err
+	case null || n == 0:
+		return time.Time{}, false, nil
+	case n < 0:
+		return time.Time{}, false, d.errAt(line, key, fmt.Errorf("%q is not a count of nanoseconds since 1970", text))
+	}
+	return time.Unix(0, n).UTC(), true, nil
+}
+
+// int64Text reads a 64-bit integer written as a decimal string or a
+// number (OTLP/JSON's two forms; past a float64's integers, so from its
+// own digits); null is reported as such. A value that is not one is an
+// error saying it is not want.
+func (d *jsonDoc) int64Text(key, want string) (n int64, null bool, text string, err error) {
+	line := d.here()
 	switch d.sc.Peek() {
 	case 'n':
-		return time.Time{}, false, d.syntaxOrNil(d.sc.Skip())
+		return 0, true, "", d.syntaxOrNil(d.sc.Skip())
 	case '"':
-		s, err := d.str(key)
-		if err != nil {
-			return time.Time{}, false, err
+		if text, err = d.str(key); err != nil {
+			return 0, false, "", err
 		}
-		text = s
 	default:
 		start := d.sc.Pos()
 		if err := d.sc.Skip(); err != nil {
-			return time.Time{}, false, d.syntax(err)
+			return 0, false, "", d.syntax(err)
 		}
 		text = string(d.sc.Data()[start:d.sc.Pos()])
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
-	if err != nil || n < 0 {
-		return time.Time{}, false, d.errAt(line, key, fmt.Errorf("%q is not a count of nanoseconds since 1970", text))
+	n, perr := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	if perr != nil {
+		return 0, false, "", d.errAt(line, key, fmt.Errorf("%q is not %s", text, want))
 	}
-	if n == 0 {
-		return time.Time{}, false, nil
-	}
-	return time.Unix(0, n).UTC(), true, nil
+	return n, false, text, nil
 }
 
 // otlpAttribute reads one {key, value} attribute into s: the GenAI keys
@@ -156,15 +168,10 @@ func (d *jsonDoc) otlpAttribute(s *otelSpan) error {
 						str = &v
 					}
 				case "intValue":
-					var v time.Time
-					var ok bool
-					// An int64 as a decimal string or a number: the same reading
-					// as a timestamp's.
-					if v, ok, err = d.unixNanos(kind); err == nil {
-						n := 0
-						if ok {
-							n = int(v.UnixNano())
-						}
+					var v int64
+					var null bool
+					if v, null, _, err = d.int64Text(kind, "an integer"); err == nil && !null {
+						n := int(v)
 						num = &n
 					}
 				default:
@@ -199,40 +206,9 @@ func (d *jsonDoc) otlpAttribute(s *otelSpan) error {
 		}
 		return 0, false, d.errAt(line, name, errors.New("want an intValue"))
 	}
-	switch name {
-	case "gen_ai.operation.name":
-		s.op, err = text()
-	case "gen_ai.request.model":
-		s.model, err = text()
-	case "gen_ai.agent.name":
-		s.agentName, err = text()
-	case "gen_ai.input.messages":
-		var raw string
-		if raw, err = text(); err == nil {
-			s.hasInput = true
-			if s.input, err = parseMessages([]byte(raw)); err != nil {
-				err = d.errAt(line, name, err)
-			}
-		}
-	case "gen_ai.output.messages":
-		var raw string
-		if raw, err = text(); err == nil {
-			var msgs []otelMessage
-			if msgs, err = parseMessages([]byte(raw)); err != nil {
-				return d.errAt(line, name, err)
-			}
-			var b strings.Builder
-			for _, m := range msgs {
-				b.WriteString(m.Content)
-			}
-			s.output = b.String()
-		}
-	case "gen_ai.output.text":
-		s.output, err = text()
-	case "gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens":
-		s.inTokens, s.hasInTok, err = count()
-	case "gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens":
-		s.outTokens, s.hasOutTok, err = count()
-	}
+	_, err = s.genAI(name, line, attrReader{text: text, raw: func() ([]byte, error) {
+		t, err := text()
+		return []byte(t), err
+	}, count: count}, d)
 	return err
 }

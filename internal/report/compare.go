@@ -67,23 +67,11 @@ func CompareTerminal(w io.Writer, c *compare.Comparison) error {
 		// significant difference".
 		fmt.Fprintf(b, "Correlated requests count as fewer (batch means); verdicts hold for the %d distinct rows together (Holm)\n", c.Family)
 	}
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Metric (ms)\tStat\tA\tB\tB − A\tChange\tCI\tVerdict")
-	for _, d := range c.Deltas {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", metricLabel(d.Metric), statLabel(d.Stat),
-			compare.Num(d.A), compare.Num(d.B), compare.Signed(d.Diff), relText(d.Rel), ciCell(d), d.Verdict)
-	}
-	_ = tw.Flush()
+	deltaTable(b, c.Deltas)
 	if r := c.Repeats; r != nil {
 		t.header(fmt.Sprintf("Between runs (%d and %d repeats)", r.NA, r.NB), '-')
 		fmt.Fprintf(b, "Each figure once a repeat: B's mean against A's, Welch's t interval; verdicts hold for the %d rows together (Holm)\n", r.Family)
-		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "Metric (ms)\tStat\tA\tB\tB − A\tChange\tCI\tVerdict")
-		for _, d := range r.Deltas {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", metricLabel(d.Metric), statLabel(d.Stat),
-				compare.Num(d.A), compare.Num(d.B), compare.Signed(d.Diff), relText(d.Rel), ciCell(d), d.Verdict)
-		}
-		_ = tw.Flush()
+		deltaTable(b, r.Deltas)
 	}
 	t.header("Throughput", '-')
 	for _, d := range c.Throughput {
@@ -232,6 +220,28 @@ func pooled(cd *chartData, m string) []float64 {
 	return sortedCopy(out)
 }
 
+// deltaTable writes the per-metric deltas as the terminal lays them out.
+func deltaTable(b *bytes.Buffer, ds []compare.Delta) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Metric (ms)\tStat\tA\tB\tB − A\tChange\tCI\tVerdict")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", metricLabel(d.Metric), statLabel(d.Stat),
+			compare.Num(d.A), compare.Num(d.B), compare.Signed(d.Diff), relText(d.Rel), ciCell(d), d.Verdict)
+	}
+	_ = tw.Flush() // a bytes.Buffer does not fail
+}
+
+// deltaRows are the per-metric deltas as HTML table rows.
+func deltaRows(ds []compare.Delta) [][]cell {
+	var rows [][]cell
+	for _, x := range ds {
+		rows = append(rows, []cell{{Text: metricLabel(x.Metric)}, {Text: statLabel(x.Stat)},
+			{Text: compare.Num(x.A)}, {Text: compare.Num(x.B)}, {Text: compare.Signed(x.Diff)}, {Text: relText(x.Rel)},
+			{Text: ciCell(x)}, {Text: string(x.Verdict), Class: verdictClass(x.Verdict)}})
+	}
+	return rows
+}
+
 // CompareHTML writes a self-contained side-by-side report of a comparison
 // (no script, nothing fetched): the user's view, the deltas with intervals
 // and verdicts, throughput and goodput, the sessions' deltas (when both
@@ -250,11 +260,7 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 		d.Method = "Differences are B − A, from summary figures: no intervals or verdicts without per-request records."
 	}
 	d.Deltas = table{Head: []string{"metric (ms)", "stat", "A", "B", "B − A", "change", "CI", "verdict"}}
-	for _, x := range c.Deltas {
-		d.Deltas.Rows = append(d.Deltas.Rows, []cell{{Text: metricLabel(x.Metric)}, {Text: statLabel(x.Stat)},
-			{Text: compare.Num(x.A)}, {Text: compare.Num(x.B)}, {Text: compare.Signed(x.Diff)}, {Text: relText(x.Rel)},
-			{Text: ciCell(x)}, {Text: string(x.Verdict), Class: verdictClass(x.Verdict)}})
-	}
+	d.Deltas.Rows = deltaRows(c.Deltas)
 	d.Overall = table{Head: []string{"figure", "A", "B", "change", "CI", "verdict"}}
 	for _, x := range c.Throughput {
 		d.Overall.Rows = append(d.Overall.Rows, []cell{{Text: strings.ReplaceAll(x.Metric, "_", " ") + " (" + x.Unit + ")"},
@@ -270,11 +276,7 @@ func CompareHTML(w io.Writer, in CompareHTMLInput) error {
 	if r := c.Repeats; r != nil {
 		t := &table{Caption: fmt.Sprintf("Each figure once a repeat (%d and %d): B's mean against A's, Welch's t interval; verdicts hold for the %d rows together (Holm)", r.NA, r.NB, r.Family),
 			Head: []string{"metric (ms)", "stat", "A", "B", "B − A", "change", "CI", "verdict"}}
-		for _, x := range r.Deltas {
-			t.Rows = append(t.Rows, []cell{{Text: metricLabel(x.Metric)}, {Text: statLabel(x.Stat)},
-				{Text: compare.Num(x.A)}, {Text: compare.Num(x.B)}, {Text: compare.Signed(x.Diff)}, {Text: relText(x.Rel)},
-				{Text: ciCell(x)}, {Text: string(x.Verdict), Class: verdictClass(x.Verdict)}})
-		}
+		t.Rows = deltaRows(r.Deltas)
 		d.Repeats = t
 	}
 	if sc := c.Sessions; sc != nil {

@@ -147,32 +147,16 @@ func jobTimelineSVG(j *breakdown.Jobs, recs iter.Seq[*runlog.Record]) (template.
 	if !(hi > lo) {
 		hi = lo + 1
 	}
-	const (
-		W, rowH      = 1000.0, 12.0
-		left, right  = 150.0, 12.0
-		top, bottom  = 34.0, 34.0
-		plotW        = W - left - right
-		secondsPerNs = 1e-9
-	)
-	plotH := rowH * float64(len(rows))
-	H := top + plotH + bottom
-	x := func(t int64) float64 { return left + plotW*(float64(t)-lo)/(hi-lo) }
 	colors := map[string]string{"gap": "#e69f00", "path": "#08306b", "other": "#6baed6", "failed": "#cb181d"}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="job timeline">`, W, H)
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%g" height="%g" fill="#ffffff"/>`, W, H)
+	c := newRowChart("job timeline", len(rows), 150, lo, hi)
 	for k, r := range rows {
-		y := top + float64(k)*rowH
+		y := c.rowY(k)
 		if r.firstOfJob && k > 0 {
-			fmt.Fprintf(&b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#999" stroke-width="0.5"/>`, left, y, left+plotW, y)
+			fmt.Fprintf(&c.b, `<line x1="%g" y1="%.1f" x2="%g" y2="%.1f" stroke="#999" stroke-width="0.5"/>`, c.left, y, c.left+c.plotW, y)
 		}
-		label := []rune(r.label)
-		if len(label) > 24 {
-			label = append(label[:23], '…')
-		}
-		fmt.Fprintf(&b, `<text x="%g" y="%.1f" font-size="9" text-anchor="end">%s</text>`, left-4, y+rowH*0.75, template.HTMLEscapeString(string(label)))
+		c.label(k, r.label, 24)
 		if r.gap0 < r.send {
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x(r.gap0), y+rowH*0.4, max(x(r.send)-x(r.gap0), 0.6), rowH*0.2, colors["gap"])
+			c.bar(r.gap0, r.send, y+rowChartRowH*0.4, rowChartRowH*0.2, colors["gap"])
 		}
 		fill := colors["other"]
 		switch {
@@ -181,22 +165,10 @@ func jobTimelineSVG(j *breakdown.Jobs, recs iter.Seq[*runlog.Record]) (template.
 		case r.critical:
 			fill = colors["path"]
 		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x(r.send), y+1, max(x(r.end)-x(r.send), 0.6), rowH-2, fill)
+		c.bar(r.send, r.end, y+1, rowChartRowH-2, fill)
 	}
-	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#000" stroke-width="0.8"/>`, left, top+plotH, left+plotW, top+plotH)
-	for _, t := range axisTicks(lo*secondsPerNs, hi*secondsPerNs, 8) {
-		px := left + plotW*(t/secondsPerNs-lo)/(hi-lo)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#000" stroke-width="0.6"/>`, px, top+plotH, px, top+plotH+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="11" text-anchor="middle">%s</text>`, px, top+plotH+16, trimFloat(t))
-	}
-	fmt.Fprintf(&b, `<text x="%g" y="%g" font-size="12" text-anchor="middle">time from run start (s)</text>`, left+plotW/2, H-4)
-	lx := left
-	for _, k := range []struct{ key, name string }{{"path", "request on the critical path"}, {"other", "other request"}, {"gap", "waiting its gap (tool, think)"}, {"failed", "failed request"}} {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="10" fill="%s"/><text x="%.1f" y="19" font-size="11">%s</text>`,
-			lx, colors[k.key], lx+16, template.HTMLEscapeString(k.name))
-		lx += 16 + 6.5*float64(len([]rune(k.name))) + 14
-	}
-	b.WriteString(`</svg>`)
+	svg := c.finish([][2]string{{colors["path"], "request on the critical path"}, {colors["other"], "other request"},
+		{colors["gap"], "waiting its gap (tool, think)"}, {colors["failed"], "failed request"}})
 	first := "the first job"
 	if jobs > 1 {
 		first = fmt.Sprintf("the first %d jobs", jobs)
@@ -208,5 +180,5 @@ func jobTimelineSVG(j *breakdown.Jobs, recs iter.Seq[*runlog.Record]) (template.
 	case left > 1:
 		caption += fmt.Sprintf(" %d more jobs are left out.", left)
 	}
-	return template.HTML(b.String()), caption
+	return svg, caption
 }

@@ -290,45 +290,18 @@ func sessionTimelineSVG(all []sessionRow) (template.HTML, string) {
 	if !(hi > lo) {
 		hi = lo + 1
 	}
-	const (
-		W, rowH      = 1000.0, 12.0
-		left, right  = 104.0, 12.0
-		top, bottom  = 34.0, 34.0
-		plotW        = W - left - right
-		secondsPerNs = 1e-9
-	)
-	plotH := rowH * float64(len(rows))
-	H := top + plotH + bottom
-	x := func(t int64) float64 { return left + plotW*(float64(t)-lo)/(hi-lo) }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="session timeline">`, W, H)
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%g" height="%g" fill="#ffffff"/>`, W, H)
+	c := newRowChart("session timeline", len(rows), 104, lo, hi)
 	for k, r := range rows {
-		y := top + float64(k)*rowH
-		id := []rune(r.id)
-		if len(id) > 14 {
-			id = append(id[:13], '…')
-		}
-		fmt.Fprintf(&b, `<text x="%g" y="%.1f" font-size="9" text-anchor="end">%s</text>`, left-4, y+rowH*0.75, template.HTMLEscapeString(string(id)))
-		for _, s := range r.segs {
-			w := max(x(s.t1)-x(s.t0), 0.6) // keep an instant visible
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x(s.t0), y+1, w, rowH-2, segColors[s.kind])
+		c.label(k, r.id, 14)
+		for _, sg := range r.segs {
+			c.bar(sg.t0, sg.t1, c.rowY(k)+1, rowChartRowH-2, segColors[sg.kind])
 		}
 	}
-	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#000" stroke-width="0.8"/>`, left, top+plotH, left+plotW, top+plotH)
-	for _, v := range axisTicks(lo*secondsPerNs, hi*secondsPerNs, 8) {
-		px := left + plotW*(v/secondsPerNs-lo)/(hi-lo)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#000" stroke-width="0.6"/>`, px, top+plotH, px, top+plotH+4)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="11" text-anchor="middle">%s</text>`, px, top+plotH+16, trimFloat(v))
-	}
-	fmt.Fprintf(&b, `<text x="%g" y="%g" font-size="12" text-anchor="middle">time from run start (s)</text>`, left+plotW/2, H-4)
-	lx := left
+	legend := make([][2]string, len(segNames))
 	for k, name := range segNames {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="10" fill="%s"/><text x="%.1f" y="19" font-size="11">%s</text>`,
-			lx, segColors[k], lx+16, template.HTMLEscapeString(name))
-		lx += 16 + 6.5*float64(len([]rune(name))) + 14
+		legend[k] = [2]string{segColors[k], name}
 	}
-	b.WriteString(`</svg>`)
+	svg := c.finish(legend)
 	caption := fmt.Sprintf("All %d sessions, by start.", len(all))
 	if len(all) > len(rows) {
 		caption = fmt.Sprintf("The first %d of %d sessions by start; the other %d are left out so the chart stays readable.",
@@ -336,5 +309,5 @@ func sessionTimelineSVG(all []sessionRow) (template.HTML, string) {
 	}
 	caption += " Model: a request's send → its end; tool: a tool-call answer's end → the turn's next request; think: a turn's end → the next turn's first send."
 	// The SVG is generated here from numbers and escaped labels.
-	return template.HTML(b.String()), caption
+	return svg, caption
 }
