@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/goodput/goodput/internal/breakdown"
@@ -11,6 +12,15 @@ import (
 )
 
 func init() { RegisterSection("steady_state", SteadyTerminal, SteadyJSON, exampleSteady) }
+
+// pText is a p-value to two decimals, or two significant digits below
+// 0.01 (so 0.0041 does not read "0.00").
+func pText(p float64) string {
+	if p > 0 && p < 0.01 {
+		return strconv.FormatFloat(p, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(p, 'f', 2, 64)
+}
 
 // SteadyText is the level's steady-state sentence: where its warm-up
 // transient ended and whether its latency drifted after it. A drifting
@@ -28,7 +38,12 @@ func SteadyText(s *breakdown.Steady) string {
 	} else {
 		fmt.Fprintf(&b, "no warm-up transient (MSER-5 on %s, %d requests)", label, s.N)
 	}
-	fmt.Fprintf(&b, "; no drift after it (%s %+.1f %% across the rest, p %.2f)", label, 100*s.Drift, s.DriftP)
+	if math.Abs(s.Drift) >= 0.20 {
+		// A large change that is not significant: say why it is no verdict.
+		fmt.Fprintf(&b, "; no significant drift after it (%s %+.1f %% across the rest, but p %s: a drift needs p below 0.001)", label, 100*s.Drift, pText(s.DriftP))
+	} else {
+		fmt.Fprintf(&b, "; no drift after it (%s %+.1f %% across the rest, p %s)", label, 100*s.Drift, pText(s.DriftP))
+	}
 	if s.Trimmed {
 		b.WriteString("; the transient is left out of these figures (--steady-state auto)")
 	}
