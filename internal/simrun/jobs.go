@@ -193,7 +193,7 @@ type jobRun struct {
 	key uint64
 	// segs are each sent request's prompt as segments, for jobs without
 	// hash ids: a later request's prompt carries them.
-	segs [][]seg
+	segs [][]session.Seg
 }
 
 // jobFeed is RunJobs' feed: job starts in order under the MaxConcurrent
@@ -278,7 +278,7 @@ func (f *jobFeed) start(at int64) {
 		f.r.res.DelayedArrivals++
 	}
 	if !plan.hashed {
-		j.segs = make([][]seg, len(plan.job.Nodes))
+		j.segs = make([][]session.Seg, len(plan.job.Nodes))
 	}
 	f.active++
 	w, roots, _ := session.NewJobWalk(plan.job, at) // checked by newJobPlan
@@ -333,7 +333,7 @@ func (f *jobFeed) send(j *jobRun, i int, at int64) error {
 		if f.block > 0 {
 			c := &convo{}
 			for _, s := range segs {
-				c.push(s)
+				c.push(seg{key: s.Key, tokens: s.Tokens})
 			}
 			q.BlockHashes = c.blockHashes(f.block, j.answer(i))
 			q.HashBlockTokens = f.block
@@ -348,40 +348,13 @@ func (j *jobRun) answer(i int) seg {
 	return seg{key: mix(mix(j.key, kindAnswer), uint64(i)), tokens: max(j.plan.job.Nodes[i].Out, 1)}
 }
 
-// promptSegs is node i's prompt, prompt tokens, as segments under its
-// context rule (jobgraph.Job.Prompts): what it carries from From and the
-// nodes it waits for, then its own new tokens; a carried context longer
-// than the prompt (a compacted history) is cut to it.
-func (f *jobFeed) promptSegs(j *jobRun, i int, prompt int) []seg {
-	job := j.plan.job
-	nd := &job.Nodes[i]
-	var s []seg
-	from := -1
-	if nd.From != "" {
-		from = job.Index(nd.From)
-	}
-	if nd.Context != jobgraph.Spawn {
-		if from >= 0 {
-			if nd.Context == jobgraph.Fork {
-				s = append(s, j.segs[from]...)
-			}
-			s = append(s, j.answer(from))
-		}
-		for _, a := range nd.After {
-			if k := job.Index(a); k != from {
-				s = append(s, j.answer(k))
-			}
-		}
-	}
-	total := 0
-	for k := range s {
-		if total+s[k].tokens >= prompt {
-			s[k].tokens = prompt - total
-			return s[:k+1]
-		}
-		total += s[k].tokens
-	}
-	return append(s, seg{key: mix(mix(j.key, kindUser), uint64(i)), tokens: prompt - total})
+// promptSegs is node i's prompt, prompt tokens, as segments
+// (session.JobPrompt): what it carries from the nodes before it, then its
+// own new tokens.
+func (f *jobFeed) promptSegs(j *jobRun, i int, prompt int) []session.Seg {
+	answer := func(k int) session.Seg { a := j.answer(k); return session.Seg{Key: a.key, Tokens: a.tokens} }
+	return session.JobPrompt(j.plan.job, i, prompt, func(k int) []session.Seg { return j.segs[k] }, answer,
+		session.Seg{Key: mix(mix(j.key, kindUser), uint64(i))})
 }
 
 // ended moves j on after node i's request ended: the requests it
