@@ -82,11 +82,9 @@ func (o *BenchOptions) runConfig(env Env, command string) (cfg run.Config, err e
 	if cfg, err = o.config(env, command, o.load.RequestRate, base == ""); err != nil {
 		return cfg, err
 	}
-	if s := cfg.Sessions; s != nil && s.Jobs != nil {
-		return cfg, usagef("--dataset-name %s: agent jobs replay in virtual time only, with goodput sim", o.work.o.DatasetName)
-	}
-	if s := cfg.Sessions; s != nil {
-		// A session is a conversation: its history goes as chat messages.
+	// Agent jobs send prompts as text on the backend given; a session is a
+	// conversation, whose history goes as chat messages.
+	if s := cfg.Sessions; s != nil && s.Jobs == nil {
 		chained := s.History == runlog.HistoryChained
 		proto, err := o.target.ForSessions(chained, flagfield.Given(o.fs, &o.target.Spec))
 		switch {

@@ -11,8 +11,9 @@ import (
 )
 
 // Agent jobs (SessionLoad.Jobs) run as a session workload does: level 0,
-// in virtual time only for now (simrun.RunJobs). The graph walk is
-// session.JobWalk's, so a wall-clock driver can take it up.
+// in virtual time (simrun.RunJobs) or over HTTP on the wall clock
+// (jobs_wall.go); both walk the graph with session.JobWalk and build the
+// prompts with session.JobPrompt.
 
 // size is the number of sessions (or jobs) in the load's set.
 func (s *SessionLoad) size() int {

@@ -216,8 +216,6 @@ func (c *Config) check() error {
 		return configErr("Repeats", "repeats run one load again: not a sweep or sessions")
 	case c.Sessions != nil && c.Sweep != nil:
 		return configErr("Sessions", "sessions run one level: not in a sweep yet")
-	case c.Sessions != nil && c.Sessions.Jobs != nil && !c.Virtual:
-		return configErr("Sessions", "agent jobs replay in virtual time only (goodput sim)")
 	case c.Sessions != nil && c.Sessions.size() == 0:
 		return configErr("Sessions", "no sessions to run")
 	}

@@ -136,6 +136,9 @@ func (v *virtual) sessions(ctx context.Context, r *runner, s *SessionLoad) (leve
 
 // sessions runs the sessions of s over the wall target as level 0.
 func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelData, error) {
+	if s.Jobs != nil {
+		return w.jobs(ctx, r, s)
+	}
 	c := r.cfg
 	n := s.NumSessions
 	if n <= 0 {
