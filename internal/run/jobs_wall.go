@@ -1,8 +1,10 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +14,6 @@ import (
 	"github.com/goodput/goodput/internal/loadgen"
 	"github.com/goodput/goodput/internal/session"
 	"github.com/goodput/goodput/internal/sim"
-	"github.com/goodput/goodput/internal/tokenize"
 	"github.com/goodput/goodput/internal/workload"
 )
 
@@ -28,15 +29,10 @@ import (
 // finds a resent answer cold the first time.
 func (w *wall) jobs(ctx context.Context, r *runner, s *SessionLoad) (levelData, error) {
 	c := r.cfg
-	tok, err := tokenize.Load(c.Workload.Options.Tokenizer)
+	sr, err := w.newSessionsRun(c)
 	if err != nil {
-		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
+		return levelData{}, err
 	}
-	synth, err := tokenize.NewSynthesizer(tok)
-	if err != nil {
-		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
-	}
-	sr := &sessionsRun{seed: c.Seed, synth: synth, tok: tok, w: w}
 	col := newCollector(c.Stats, false, nil, nil)
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
@@ -44,24 +40,14 @@ func (w *wall) jobs(ctx context.Context, r *runner, s *SessionLoad) (levelData, 
 	if n <= 0 {
 		n = len(s.Jobs)
 	}
+	arrivals, slots := s.schedule(c.Seed, func(n int) int { return n })
 	// Without a rate the jobs start at their recorded times, in that order.
 	order := make([]int, len(s.Jobs))
 	for i := range order {
 		order[i] = i
 	}
-	var arrivals *workload.Arrivals
-	if s.Rate > 0 {
-		b := s.Burstiness
-		if b <= 0 {
-			b = 1
-		}
-		arrivals = workload.NewArrivals(s.Rate, b, c.Seed)
-	} else {
-		sortByStart(order, s.Jobs)
-	}
-	var slots chan struct{}
-	if s.MaxConcurrent > 0 {
-		slots = make(chan struct{}, s.MaxConcurrent)
+	if arrivals == nil {
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.Jobs[a].Start, s.Jobs[b].Start) })
 	}
 	if c.Hooks.Level != nil {
 		watch := c.Hooks.Level(ctx, 0, 0)
@@ -122,15 +108,6 @@ func (w *wall) jobs(ctx context.Context, r *runner, s *SessionLoad) (levelData, 
 		r.cancelled = true
 	}
 	return col.data(0, lv), nil
-}
-
-// sortByStart orders the job indexes by recorded start (stable).
-func sortByStart(order []int, jobs []jobgraph.Job) {
-	for i := 1; i < len(order); i++ {
-		for k := i; k > 0 && jobs[order[k]].Start < jobs[order[k-1]].Start; k-- {
-			order[k], order[k-1] = order[k-1], order[k]
-		}
-	}
 }
 
 // job walks one job, the run's idx-th (in its cycle-th pass through the

@@ -100,6 +100,40 @@ func (sr *sessionsRun) text(session, turn, n int) string {
 	return sr.synth.Text(n, rng)
 }
 
+// newSessionsRun loads the tokenizer and the synthesizer whose text the
+// sessions' (or jobs') requests carry where the workload gives only a
+// length.
+func (w *wall) newSessionsRun(c *Config) (*sessionsRun, error) {
+	tok, err := tokenize.Load(c.Workload.Options.Tokenizer)
+	if err != nil {
+		return nil, &ConfigError{Field: "Tokenizer", Err: err}
+	}
+	synth, err := tokenize.NewSynthesizer(tok)
+	if err != nil {
+		return nil, &ConfigError{Field: "Tokenizer", Err: err}
+	}
+	return &sessionsRun{seed: c.Seed, synth: synth, tok: tok, w: w}, nil
+}
+
+// schedule is the load's arrivals (nil without a rate: all due at once,
+// or at their recorded starts) and its cap's slots, share(cap) of them
+// (nil without a cap).
+func (s *SessionLoad) schedule(seed int64, share func(int) int) (*workload.Arrivals, chan struct{}) {
+	var arrivals *workload.Arrivals
+	if s.Rate > 0 {
+		b := s.Burstiness
+		if b <= 0 {
+			b = 1
+		}
+		arrivals = workload.NewArrivals(s.Rate, b, seed)
+	}
+	var slots chan struct{}
+	if s.MaxConcurrent > 0 {
+		slots = make(chan struct{}, share(s.MaxConcurrent))
+	}
+	return arrivals, slots
+}
+
 // runSessions runs the sessions of s as level 0, on the run's level runner.
 func (r *runner) runSessions(ctx context.Context, s *SessionLoad) (levelData, error) {
 	return r.lr.sessions(ctx, r, s)
@@ -144,30 +178,14 @@ func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelDa
 	if n <= 0 {
 		n = s.Set.Len()
 	}
-	tok, err := tokenize.Load(c.Workload.Options.Tokenizer)
+	sr, err := w.newSessionsRun(c)
 	if err != nil {
-		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
+		return levelData{}, err
 	}
-	synth, err := tokenize.NewSynthesizer(tok)
-	if err != nil {
-		return levelData{}, &ConfigError{Field: "Tokenizer", Err: err}
-	}
-	sr := &sessionsRun{seed: c.Seed, synth: synth, tok: tok, w: w}
 	col := newCollector(c.Stats, false, nil, nil)
 	r.fan.setLevel(col)
 	defer r.fan.setLevel()
-	var arrivals *workload.Arrivals
-	if s.Rate > 0 {
-		b := s.Burstiness
-		if b <= 0 {
-			b = 1
-		}
-		arrivals = workload.NewArrivals(s.Rate, b, c.Seed)
-	}
-	var slots chan struct{}
-	if s.MaxConcurrent > 0 {
-		slots = make(chan struct{}, c.Shard.Share(s.MaxConcurrent))
-	}
+	arrivals, slots := s.schedule(c.Seed, c.Shard.Share)
 	if c.Hooks.Level != nil {
 		watch := c.Hooks.Level(ctx, 0, 0) // the turns to come are not known ahead
 		sr.watch = watch
