@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/goodput/goodput/internal/jobgraph"
 	"github.com/goodput/goodput/internal/runlog"
+	"github.com/goodput/goodput/internal/shard"
 	"github.com/goodput/goodput/internal/wire"
 	"github.com/goodput/goodput/internal/wire/openai"
 )
@@ -105,5 +107,18 @@ func TestJobsOverHTTP(t *testing.T) {
 	}
 	if strings.HasPrefix(b, root) {
 		t.Errorf("the spawned branch carries its parent's prompt: %q", b)
+	}
+}
+
+// A sharded run of agent jobs is refused before anything is sent: every
+// shard would replay every job.
+func TestJobsRefuseShards(t *testing.T) {
+	cfg := simConfig(t, 1)
+	cfg.Sessions = &SessionLoad{Jobs: []jobgraph.Job{{ID: "j", Nodes: []jobgraph.Node{{ID: "0", In: 10, Out: 1}}}}, JobsName: "test"}
+	cfg.Shard = &shard.Shard{Index: 0, Count: 2}
+	_, err := Run(context.Background(), cfg)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Sessions" || !strings.Contains(err.Error(), "shards") {
+		t.Errorf("Run = %v; want the Sessions setting refused for shards", err)
 	}
 }

@@ -216,6 +216,8 @@ func (c *Config) check() error {
 		return configErr("Repeats", "repeats run one load again: not a sweep or sessions")
 	case c.Sessions != nil && c.Sweep != nil:
 		return configErr("Sessions", "sessions run one level: not in a sweep yet")
+	case c.Sessions != nil && c.Sessions.Jobs != nil && c.Shard != nil:
+		return configErr("Sessions", "agent jobs do not split over shards yet: run them from one process")
 	case c.Sessions != nil && c.Sessions.size() == 0:
 		return configErr("Sessions", "no sessions to run")
 	}
