@@ -111,10 +111,11 @@ func (w *wall) jobs(ctx context.Context, r *runner, s *SessionLoad) (levelData, 
 }
 
 // job walks one job, the run's idx-th (in its cycle-th pass through the
-// jobs, from 0), from start: each request sent
-// when the walk releases it and its due time comes, its record stamped
-// with the job and node, the walk told when it ends. It returns the
-// requests sent; a failed request ends the job (those in flight finish).
+// jobs, from 0), from start: each request is sent when the walk releases
+// it and its due time comes, its record stamped with the job and node
+// (Turn its place in the job's order, as in virtual time), and the walk
+// is told when it ends. It returns the requests sent; a failed request
+// ends the job (those in flight finish).
 func (r *runner) job(ctx context.Context, idx, cycle int, job *jobgraph.Job, start int64, sr *sessionsRun) int {
 	prompts, err := job.Prompts()
 	if err != nil {
@@ -139,11 +140,15 @@ func (r *runner) job(ctx context.Context, idx, cycle int, job *jobgraph.Job, sta
 			}
 		}
 	}
+	pos := make([]int, len(job.Nodes))
+	for k, x := range job.Order() {
+		pos[x] = k
+	}
 	id := job.ID
 	if cycle > 0 {
 		id += "#" + strconv.Itoa(cycle+1) // as the virtual-time driver names a later cycle
 	}
-	jr := &wallJob{job: job, idx: idx, key: sim.Mix64(uint64(r.cfg.Seed) ^ 0x6a6f62 ^ uint64(idx)*0x9e3779b97f4a7c15), sr: sr,
+	jr := &wallJob{job: job, key: sim.Mix64(uint64(r.cfg.Seed) ^ 0x6a6f62 ^ uint64(idx)*0x9e3779b97f4a7c15), sr: sr,
 		segs: make([][]session.Seg, len(job.Nodes)), text: map[uint64]storedText{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -165,7 +170,7 @@ func (r *runner) job(ctx context.Context, idx, cycle int, job *jobgraph.Job, sta
 		rid := sr.w.prefix + "j" + strconv.Itoa(idx) + "-" + nd.ID
 		req := workload.Request{Prompt: prompt, OutputTokens: max(nd.Out, 1), PromptTokens: max(prompts[i], 1), Session: id}
 		rec := r.sessionRequest(ctx, rid, req, due, sr)
-		rec.SessionID, rec.Turn, rec.JobNode, rec.JobAfter, rec.JobGapNs = id, i+1, nd.ID, nd.After, int64(nd.Gap)
+		rec.SessionID, rec.Turn, rec.JobNode, rec.JobAfter, rec.JobGapNs = id, pos[i]+1, nd.ID, nd.After, int64(nd.Gap)
 		if implied != nil {
 			v := implied[i]
 			rec.JobImpliedCached = &v
@@ -198,7 +203,6 @@ func (r *runner) job(ctx context.Context, idx, cycle int, job *jobgraph.Job, sta
 // segments and the text each segment stands for.
 type wallJob struct {
 	job  *jobgraph.Job
-	idx  int
 	key  uint64
 	sr   *sessionsRun
 	segs [][]session.Seg
