@@ -57,57 +57,18 @@ func (w *wall) jobs(ctx context.Context, r *runner, s *SessionLoad) (levelData, 
 	w.warm(ctx, min(max(s.MaxConcurrent, 1), defaultWarm))
 	t0 := w.now()
 	cpu := startCPU(w.embedded)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	sent, delayed := 0, 0
 	last := s.Jobs[order[len(order)-1]].Start
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		job := &s.Jobs[order[i%len(order)]]
-		var due time.Duration
+	sent, delayed := w.dispatch(ctx, n, t0, slots, func(i int) (time.Duration, bool, bool) {
 		if arrivals != nil {
-			due = arrivals.Next()
-		} else {
-			// A later cycle through the jobs starts after the last start of
-			// the one before, keeping the recorded spacing.
-			due = job.Start + time.Duration(i/len(order))*last
+			return arrivals.Next(), false, false
 		}
-		if !loadgen.SleepUntil(ctx, w.now, t0+int64(due)) {
-			break
-		}
-		start := t0 + int64(due)
-		if slots != nil {
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				break
-			}
-			if w.now()-start > int64(time.Millisecond) {
-				delayed++
-			}
-		}
-		wg.Add(1)
-		go func(i int, job *jobgraph.Job, start int64) {
-			defer wg.Done()
-			if slots != nil {
-				defer func() { <-slots }()
-			}
-			k := r.job(ctx, i, i/len(order), job, start, sr)
-			mu.Lock()
-			sent += k
-			mu.Unlock()
-		}(i, job, start)
-	}
-	wg.Wait()
-	r.sent += sent
-	lv := c.Load
-	lv.Label = s.label()
-	lv.ClientCPU, lv.DelayedArrivals = cpu.share(), delayed
-	if ctx.Err() != nil && r.fan.error() == nil {
-		r.cancelled = true
-	}
-	return col.data(0, lv), nil
+		// A later cycle through the jobs starts after the last start of
+		// the one before, keeping the recorded spacing.
+		return s.Jobs[order[i%len(order)]].Start + time.Duration(i/len(order))*last, false, false
+	}, func(i int, start int64) int {
+		return r.job(ctx, i, i/len(order), &s.Jobs[order[i%len(order)]], start, sr)
+	})
+	return r.sessionsLevel(ctx, col, s, cpu, sent, delayed), nil
 }
 
 // job walks one job, the run's idx-th (in its cycle-th pass through the

@@ -203,10 +203,7 @@ func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelDa
 		loadgen.SleepUntil(ctx, w.now, t0)
 	}
 	cpu := startCPU(w.embedded)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	sent, delayed := 0, 0
-	for i := 0; i < n && ctx.Err() == nil; i++ {
+	sent, delayed := w.dispatch(ctx, n, t0, slots, func(i int) (time.Duration, bool, bool) {
 		sess := s.Set.Session(i % s.Set.Len())
 		var due time.Duration
 		switch {
@@ -215,13 +212,35 @@ func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelDa
 		case arrivals != nil:
 			due = arrivals.Next()
 		}
-		if sh := c.Shard; sh != nil && i%sh.Count != sh.Index {
-			continue // another shard's session: its arrival is drawn all the same
+		// Another shard's session: its arrival is drawn all the same.
+		skip := c.Shard != nil && i%c.Shard.Count != c.Shard.Index
+		return due, arrivals == nil && !sess.HasArrival, skip
+	}, func(i int, intended int64) int {
+		return r.session(ctx, i, s.Set.Session(i%s.Set.Len()), intended, s, sr)
+	})
+	return r.sessionsLevel(ctx, col, s, cpu, sent, delayed), nil
+}
+
+// dispatch starts n sessions (or jobs) on the wall clock from t0: unit i
+// is due at t0 + due(i) (skip: not this process's, another shard's), then
+// takes a slot of the cap when there is one — an unpaced unit is then due
+// when it got the slot, a paced one held past its arrival counts as
+// delayed (its lag shows in its requests) — and runs run(i, intended) in
+// its own goroutine. It returns the requests they sent, once all are
+// done, and the delayed count.
+func (w *wall) dispatch(ctx context.Context, n int, t0 int64, slots chan struct{},
+	due func(i int) (d time.Duration, unpaced, skip bool), run func(i int, intended int64) int) (sent, delayed int) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		d, unpaced, skip := due(i)
+		if skip {
+			continue
 		}
-		if !loadgen.SleepUntil(ctx, w.now, t0+int64(due)) {
+		if !loadgen.SleepUntil(ctx, w.now, t0+int64(d)) {
 			break
 		}
-		intended := t0 + int64(due)
+		intended := t0 + int64(d)
 		if slots != nil {
 			select {
 			case slots <- struct{}{}:
@@ -231,27 +250,34 @@ func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelDa
 				break
 			}
 			switch {
-			case arrivals == nil && !sess.HasArrival:
-				// Unpaced: a session is due when a slot frees, as an
-				// unpaced request is.
+			case unpaced:
 				intended = w.now()
 			case w.now()-intended > int64(time.Millisecond):
-				delayed++ // the cap held it past its arrival: in its turns' lag
+				delayed++
 			}
 		}
 		wg.Add(1)
-		go func(i int, sess workload.Session, intended int64) {
+		go func(i int, intended int64) {
 			defer wg.Done()
 			if slots != nil {
 				defer func() { <-slots }()
 			}
-			k := r.session(ctx, i, sess, intended, s, sr)
+			k := run(i, intended)
 			mu.Lock()
 			sent += k
 			mu.Unlock()
-		}(i, sess, intended)
+		}(i, intended)
 	}
 	wg.Wait()
+	return sent, delayed
+}
+
+// sessionsLevel is level 0 of a wall-clock session (or job) run that sent
+// sent requests with delayed arrivals held by the cap: the run's load
+// labelled by s, the client's CPU, a shard's share; a cancelled context
+// (not a sink's failure) marks the run cancelled.
+func (r *runner) sessionsLevel(ctx context.Context, col *collector, s *SessionLoad, cpu cpuMeter, sent, delayed int) levelData {
+	c := r.cfg
 	r.sent += sent
 	lv := c.Load
 	lv.Label = s.label()
@@ -262,7 +288,7 @@ func (w *wall) sessions(ctx context.Context, r *runner, s *SessionLoad) (levelDa
 	if ctx.Err() != nil && r.fan.error() == nil {
 		r.cancelled = true
 	}
-	return col.data(0, lv), nil
+	return col.data(0, lv)
 }
 
 // session runs one session's turns in order and returns the requests it
