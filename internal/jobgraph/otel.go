@@ -68,22 +68,11 @@ func LoadOTel(file string, r io.Reader) ([]Job, error) {
 			return d.syntaxOrNil(d.sc.Skip())
 		}
 		hasSpans = true
-		line := d.here()
-		if d.sc.Peek() != '[' {
-			if err := d.sc.Skip(); err != nil {
-				return d.syntax(err)
-			}
-			return d.errAt(line, "spans", errors.New("not an array"))
-		}
-		more, err := d.sc.OpenArray()
-		for ; more && err == nil; more, err = d.sc.NextElement() {
-			var s otelSpan
-			if s, err = d.otelSpan(); err != nil {
-				return err
-			}
-			spans = append(spans, s)
-		}
-		return d.syntaxOrNil(err)
+		return d.arrayOf("spans", func() error {
+			sp, err := d.otelSpan()
+			spans = append(spans, sp)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, d.syntax(err)
@@ -200,14 +189,7 @@ func (d *jsonDoc) timestamp(key string) (time.Time, bool, error) {
 // otelAttributes reads a span's attributes object into s.
 func (d *jsonDoc) otelAttributes(s *otelSpan) error {
 	line := d.here()
-	if d.sc.Peek() != '{' {
-		if err := d.sc.Skip(); err != nil {
-			return d.syntax(err)
-		}
-		return d.errAt(line, "attributes", errors.New("not an object"))
-	}
-	_, err := d.sc.Members(func(k []byte) error {
-		key := string(k)
+	return d.objectOf("attributes", func(key string) error {
 		known, err := s.genAI(key, line, attrReader{
 			text:  func() (string, error) { return d.str(key) },
 			raw:   d.rawOrString,
@@ -218,7 +200,6 @@ func (d *jsonDoc) otelAttributes(s *otelSpan) error {
 		}
 		return err
 	})
-	return d.syntaxOrNil(err)
 }
 
 // attrReader reads one attribute's value as the key needs it: text, JSON

@@ -40,40 +40,6 @@ func (d *jsonDoc) otlpResourceSpans(spans []otelSpan) ([]otelSpan, error) {
 	})
 }
 
-// arrayOf calls each for every element of the array at the scanner, an
-// error naming key when it is not an array.
-func (d *jsonDoc) arrayOf(key string, each func() error) error {
-	line := d.here()
-	if d.sc.Peek() != '[' {
-		if err := d.sc.Skip(); err != nil {
-			return d.syntax(err)
-		}
-		return d.errAt(line, key, errors.New("not an array"))
-	}
-	more, err := d.sc.OpenArray()
-	for ; more && err == nil; more, err = d.sc.NextElement() {
-		if err := each(); err != nil {
-			return err
-		}
-	}
-	return d.syntaxOrNil(err)
-}
-
-// objectOf calls member for every key of the object at the scanner (which
-// must read or skip its value), an error naming key when it is not an
-// object.
-func (d *jsonDoc) objectOf(key string, member func(k string) error) error {
-	line := d.here()
-	if d.sc.Peek() != '{' {
-		if err := d.sc.Skip(); err != nil {
-			return d.syntax(err)
-		}
-		return d.errAt(line, key, errors.New("not an object"))
-	}
-	_, err := d.sc.Members(func(k []byte) error { return member(string(k)) })
-	return d.syntaxOrNil(err)
-}
-
 // otlpSpan reads one OTLP span.
 func (d *jsonDoc) otlpSpan() (otelSpan, error) {
 	s := otelSpan{line: d.here()}
